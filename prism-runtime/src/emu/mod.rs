@@ -1,0 +1,1 @@
+//! PTX emulator (in progress).
