@@ -1,1 +1,75 @@
-//! The Prism compiler.
+//! The Prism compiler as an ordinary library.
+//!
+//! The pipeline runs one way: [`parse`] (Rust tokens → [`ast`]), [`check`] (the perspective rules of
+//! paper 000 §3 and appendix A), [`emit`] (checked tree → PTX text). `prism-macros` is a thin layer that
+//! calls [`compile_kernel`] / [`check_device`] and turns [`Diagnostic`]s into `compile_error!`s; tests,
+//! fuzzers and tools call the same functions directly.
+
+pub mod ast;
+pub mod check;
+pub mod diag;
+pub mod emit;
+pub mod parse;
+
+pub use diag::Diagnostic;
+
+use ast::{FnKind, Function, ScalarType};
+
+/// A kernel parameter as the launcher sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    Scalar(ScalarType),
+    /// A global-memory pointer; the launcher takes a device buffer of `elem`.
+    Ptr { elem: ScalarType, mutable: bool },
+}
+
+/// A kernel parameter: its Rust name and kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+/// The resource contract a launch must satisfy (checked by the launcher before it launches).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contract {
+    /// Threads per block must be a multiple of this (from the thread perspectives in `requires`).
+    pub threads_multiple_of: u32,
+    /// `threads = N`: threads per block must equal this.
+    pub threads_exact: Option<u32>,
+    /// Blocks per grid must be a multiple of this (from block perspectives in `requires`).
+    pub blocks_multiple_of: u32,
+    /// `blocks = N`: the grid must have exactly this many blocks.
+    pub blocks_exact: Option<u32>,
+    /// Dynamic shared memory the kernel uses, in bytes (all its `Shared` allocations and its callees').
+    pub smem_bytes: u32,
+}
+
+/// One PTX entry: a kernel, or one instance of a templated kernel.
+#[derive(Clone, Debug)]
+pub struct CompiledKernel {
+    /// `vector_add`, or `sgemm_64_64_8_8_8` for an instance.
+    pub entry: String,
+    /// Values of the const generics for this instance (empty when there are none).
+    pub instance: Vec<i64>,
+    /// A complete PTX module containing exactly this entry.
+    pub ptx: String,
+    pub params: Vec<ParamInfo>,
+    pub contract: Contract,
+}
+
+/// H100 limit on shared memory per block (bytes), against which allocations are checked.
+pub const DEVICE_SMEM_LIMIT: u64 = 232_448;
+
+/// Checks a kernel and emits PTX for each of its instances. `deps` are the device functions it may call
+/// (from this crate or others), already parsed.
+pub fn compile_kernel(f: &Function, deps: &[Function]) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+    debug_assert_eq!(f.kind, FnKind::Kernel);
+    let checked = check::check_function(f, deps)?;
+    emit::emit_kernel(&checked, deps)
+}
+
+/// Checks a device function on its own (its perspective signature and body).
+pub fn check_device(f: &Function, deps: &[Function]) -> Result<(), Vec<Diagnostic>> {
+    check::check_function(f, deps).map(|_| ())
+}

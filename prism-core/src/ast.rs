@@ -1,0 +1,368 @@
+//! The Prism syntax tree.
+//!
+//! `parse` builds it from Rust tokens (see `docs/SYNTAX.md` for the surface syntax), `check` verifies the
+//! perspective rules of paper 000 on it, `emit` turns a checked tree into PTX. Every node keeps the span of
+//! the Rust tokens it came from, so each diagnostic points at the code that caused it.
+
+use proc_macro2::Span;
+use std::fmt;
+
+/// A level of the compute hierarchy (§3.1). Ordered `Thread < Block < Grid`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    Thread,
+    Block,
+    Grid,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Thread => "thread",
+            Level::Block => "block",
+            Level::Grid => "grid",
+        })
+    }
+}
+
+/// A perspective `level[n]` (§3.2): `n` units of `level`, aligned to `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Perspective {
+    pub level: Level,
+    pub n: u32,
+}
+
+impl Perspective {
+    pub const fn new(level: Level, n: u32) -> Self {
+        Perspective { level, n }
+    }
+    pub const fn thread(n: u32) -> Self {
+        Perspective::new(Level::Thread, n)
+    }
+    pub const fn block(n: u32) -> Self {
+        Perspective::new(Level::Block, n)
+    }
+    pub const fn grid(n: u32) -> Self {
+        Perspective::new(Level::Grid, n)
+    }
+    /// `self` is narrower than or equal to `other` at the same level or a lower one, judged on levels and
+    /// divisibility only (§3.2). Across levels the caller must also know that the sizes line up; see
+    /// `check::perspective` for the version that uses the kernel's known threads/blocks.
+    pub fn narrower_eq_syntactic(self, other: Perspective) -> bool {
+        if self.level == other.level {
+            other.n % self.n == 0
+        } else {
+            self.level < other.level
+        }
+    }
+}
+
+impl fmt::Display for Perspective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]", self.level, self.n)
+    }
+}
+
+/// A name with the span of its occurrence.
+#[derive(Clone, Debug)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+impl PartialEq for Ident {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl fmt::Display for Ident {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// A value type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarType {
+    Bool,
+    U32,
+    I32,
+    U64,
+    I64,
+    F32,
+    F64,
+    /// Storage type: convert with `as f32` to compute.
+    F16,
+    /// Storage type: convert with `as f32` to compute.
+    BF16,
+}
+
+impl ScalarType {
+    /// Size in bytes of one element in memory.
+    pub fn size(self) -> u32 {
+        match self {
+            ScalarType::Bool => 1,
+            ScalarType::F16 | ScalarType::BF16 => 2,
+            ScalarType::U32 | ScalarType::I32 | ScalarType::F32 => 4,
+            ScalarType::U64 | ScalarType::I64 | ScalarType::F64 => 8,
+        }
+    }
+    pub fn is_int(self) -> bool {
+        matches!(self, ScalarType::U32 | ScalarType::I32 | ScalarType::U64 | ScalarType::I64)
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::BF16)
+    }
+    pub fn is_signed(self) -> bool {
+        matches!(self, ScalarType::I32 | ScalarType::I64)
+    }
+    /// The Rust spelling.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            ScalarType::Bool => "bool",
+            ScalarType::U32 => "u32",
+            ScalarType::I32 => "i32",
+            ScalarType::U64 => "u64",
+            ScalarType::I64 => "i64",
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+            ScalarType::F16 => "f16",
+            ScalarType::BF16 => "bf16",
+        }
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// A type as written in a parameter or `let`.
+#[derive(Clone, Debug)]
+pub enum Type {
+    Scalar(ScalarType),
+    /// `*const T` (`mutable == false`) or `*mut T`: a pointer into global memory.
+    Ptr { elem: ScalarType, mutable: bool },
+    /// `[T; N]`: a thread-local array (registers). `len` is a constant expression (may name const generics).
+    Array { elem: ScalarType, len: Box<Expr> },
+    /// `&[T; N]` / `&mut [T; N]` as a device-function parameter: a caller's thread-local array.
+    ArrayRef { elem: ScalarType, len: Box<Expr>, mutable: bool },
+    /// `Shared<[T; N]>`: a static shared-memory allocation (only at `block[1]`).
+    Shared { elem: ScalarType, len: Box<Expr> },
+}
+
+/// Kernel (`#[prism_kernel]`, a PTX `.entry`) or device function (`#[prism_device]`, inlined at calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FnKind {
+    Kernel,
+    Device,
+}
+
+/// A const generic parameter `const BM: u32`.
+#[derive(Clone, Debug)]
+pub struct ConstParam {
+    pub name: Ident,
+    pub ty: ScalarType,
+}
+
+/// A perspective with the span where it was written.
+#[derive(Clone, Copy, Debug)]
+pub struct SpannedPerspective {
+    pub perspective: Perspective,
+    pub span: Span,
+}
+
+/// A function parameter.
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: Ident,
+    pub ty: Type,
+    /// From `#[at(..)]`; `None` means the function's broadest `requires` perspective.
+    pub at: Option<SpannedPerspective>,
+    pub span: Span,
+}
+
+/// One instantiation of the const generics, in declaration order.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    pub values: Vec<i64>,
+    pub span: Span,
+}
+
+/// A kernel or device function, as parsed from the attribute and the `fn` item.
+#[derive(Clone, Debug)]
+pub struct Function {
+    pub kind: FnKind,
+    pub name: Ident,
+    pub is_pub: bool,
+    pub const_params: Vec<ConstParam>,
+    /// `requires(..)`: the perspective bound (§3.3), broadest first as written. Never empty after parsing.
+    pub requires: Vec<SpannedPerspective>,
+    pub requires_span: Span,
+    /// `smem = N`: bytes of shared memory the function may allocate (its own and its callees').
+    pub smem: Option<(u64, Span)>,
+    /// `threads = N` (kernels): the exact number of threads per block.
+    pub threads: Option<(u32, Span)>,
+    /// `blocks = N` (kernels): the exact number of blocks in the grid.
+    pub blocks: Option<(u32, Span)>,
+    /// `returns = level[n]` (device functions): perspective of the result.
+    pub returns: Option<SpannedPerspective>,
+    /// `instances = [(..), ..]`: const-generic instantiations (required when `const_params` is not empty).
+    pub instances: Vec<Instance>,
+    pub params: Vec<Param>,
+    /// Return type of a device function (`-> T`).
+    pub ret: Option<(Type, Span)>,
+    pub body: Block,
+    pub span: Span,
+    /// For functions that come from another crate: the path prefix (e.g. `prism_kernels`) through which their
+    /// own callees are found. `None` for functions of the crate being compiled.
+    pub origin: Option<String>,
+}
+
+/// `{ stmts; tail }`
+#[derive(Clone, Debug)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    /// Final expression without `;` (the value of a device function).
+    pub tail: Option<Box<Expr>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+/// An arm of `match split(level) { n => { .. } }`.
+#[derive(Clone, Debug)]
+pub struct SplitArm {
+    /// Size in units of the split's level (already multiplied by 32 for `split(warp)`).
+    pub size: u32,
+    pub size_span: Span,
+    pub body: Block,
+}
+
+/// The indexing closure of a `partition`: `|i, j| expr`.
+#[derive(Clone, Debug)]
+pub struct IndexFn {
+    pub params: Vec<Ident>,
+    pub body: Box<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum StmtKind {
+    /// `#[at(p)] let [mut] name[: ty] [= init];`
+    Let { name: Ident, mutable: bool, ty: Option<Type>, at: Option<SpannedPerspective>, init: Option<Expr> },
+    /// `place = value` or `place op= value`.
+    Assign { place: Expr, op: Option<BinOp>, value: Expr },
+    /// An expression statement (calls).
+    Expr(Expr),
+    If { cond: Expr, then_block: Block, else_block: Option<Block> },
+    While { cond: Expr, body: Block },
+    /// `for var in start..end` or `for var in (start..end).step_by(step)`.
+    For { var: Ident, start: Expr, end: Expr, step: Option<Expr>, body: Block },
+    Break,
+    Continue,
+    /// `group(p, || { body })` (§3.3, T-GROUP).
+    Group { at: SpannedPerspective, body: Block },
+    /// `match split(level) { .. }` (§3.3, T-SPLIT). `unit` is 32 for `split(warp)`, 128 for `split(warpgroup)`.
+    Split { level: Level, unit: u32, arms: Vec<SplitArm> },
+    /// `partition(x, p, |i..| f, |y| { body })` (§3.4.2, T-PARTITION / T-LOWER).
+    Partition { target: Ident, at: SpannedPerspective, index: IndexFn, new_name: Ident, body: Block },
+    /// `claim(x, p, |y| { body })` (§3.4.2, T-CLAIM).
+    Claim { target: Ident, at: SpannedPerspective, new_name: Ident, body: Block },
+    /// `async_(x, |y| { body })` (§3.7).
+    Async { target: Ident, new_name: Ident, body: Block },
+    /// `unsafe { .. }`: may contain `asm!`. Only in device functions.
+    Unsafe { body: Block },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Clone, Debug)]
+pub enum Lit {
+    /// Integer literal with an optional suffix type.
+    Int(u128, Option<ScalarType>),
+    /// Float literal with an optional suffix type.
+    Float(f64, Option<ScalarType>),
+    Bool(bool),
+}
+
+/// Direction of an `asm!` operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsmDir {
+    In,
+    Out,
+    InOut,
+}
+
+/// `name = in(u32) expr` inside `asm!`.
+#[derive(Clone, Debug)]
+pub struct AsmOperand {
+    pub name: Ident,
+    pub dir: AsmDir,
+    pub ty: ScalarType,
+    pub expr: Expr,
+}
+
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    Lit(Lit),
+    /// A variable, parameter, const generic or shared allocation.
+    Var(Ident),
+    /// `base[i]` (one index) or `base[(i, j, ..)]` (several, for partitions with multi-parameter closures).
+    Index { base: Box<Expr>, indices: Vec<Expr> },
+    Unary { op: UnOp, expr: Box<Expr> },
+    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Cast { expr: Box<Expr>, ty: ScalarType },
+    /// `path::to::f::<G..>(args)`: intrinsic, `id()`, or device function. `path` has at least one segment.
+    Call { path: Vec<Ident>, generics: Vec<Expr>, args: Vec<Expr> },
+    /// `recv.method(args)`: math methods (`sqrt`, `min`, ..).
+    MethodCall { recv: Box<Expr>, method: Ident, args: Vec<Expr> },
+    /// `&x` / `&mut x`: passes a thread-local array to a device function or intrinsic.
+    Ref { mutable: bool, expr: Box<Expr> },
+    /// `[a, b, c]`
+    ArrayLit(Vec<Expr>),
+    /// `[v; n]`
+    ArrayRepeat { value: Box<Expr>, len: Box<Expr> },
+    /// `if c { a } else { b }` as a value (select).
+    Select { cond: Box<Expr>, then_value: Box<Expr>, else_value: Box<Expr> },
+    /// `asm!("template", ops..)`; only inside `unsafe` in a device function.
+    Asm { template: String, operands: Vec<AsmOperand> },
+}

@@ -1,0 +1,1 @@
+//! Rust tokens → [`crate::ast`]. (In progress.)
