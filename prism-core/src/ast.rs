@@ -25,7 +25,8 @@ impl fmt::Display for Level {
     }
 }
 
-/// A perspective `level[n]` (§3.2): `n` units of `level`, aligned to `n`.
+/// A perspective `level[n]` (§3.2): `n` units of `level`, aligned to `n`. Sizes written in the source must
+/// be constant expressions without const generics (`thread[4 * 32]` is fine, `thread[BM]` is not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Perspective {
     pub level: Level,
@@ -201,12 +202,13 @@ pub struct Function {
     /// `requires(..)`: the perspective bound (§3.3), broadest first as written. Never empty after parsing.
     pub requires: Vec<SpannedPerspective>,
     pub requires_span: Span,
-    /// `smem = N`: bytes of shared memory the function may allocate (its own and its callees').
-    pub smem: Option<(u64, Span)>,
-    /// `threads = N` (kernels): the exact number of threads per block.
-    pub threads: Option<(u32, Span)>,
-    /// `blocks = N` (kernels): the exact number of blocks in the grid.
-    pub blocks: Option<(u32, Span)>,
+    /// `smem = N`: bytes of shared memory the function may allocate (its own and its callees'). A constant
+    /// expression: it may name const generics, and is evaluated per instance.
+    pub smem: Option<Box<Expr>>,
+    /// `threads = N` (kernels): the exact number of threads per block (constant expression, per instance).
+    pub threads: Option<Box<Expr>>,
+    /// `blocks = N` (kernels): the exact number of blocks in the grid (constant expression, per instance).
+    pub blocks: Option<Box<Expr>>,
     /// `returns = level[n]` (device functions): perspective of the result.
     pub returns: Option<SpannedPerspective>,
     /// `instances = [(..), ..]`: const-generic instantiations (required when `const_params` is not empty).
