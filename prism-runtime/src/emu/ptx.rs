@@ -1,0 +1,1947 @@
+//! PTX front end: tokenizer, parser and pre-decoder into a compact instruction form.
+//!
+//! The parser accepts the PTX subset emitted by nvcc and by Prism's code generator. Every instruction is
+//! decoded once into an [`Instr`] (resolved opcode enum, register indices, resolved symbols, label targets),
+//! so the interpreter never looks at strings.
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// A PTX parse or decode error with the 1-based PTX source line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxError {
+    /// 1-based source line (0 when unknown).
+    pub line: usize,
+    /// Human readable description.
+    pub message: String,
+}
+
+impl fmt::Display for PtxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PTX line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for PtxError {}
+
+fn perr<T>(line: usize, msg: impl Into<String>) -> Result<T, PtxError> {
+    Err(PtxError { line, message: msg.into() })
+}
+
+/// A PTX fundamental type.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PtxType {
+    Pred,
+    B8,
+    B16,
+    B32,
+    B64,
+    B128,
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    F16,
+    F16x2,
+    BF16,
+    BF16x2,
+    F32,
+    F64,
+    TF32,
+}
+
+impl PtxType {
+    /// Parses a type name without the leading dot (`u32`, `f16x2`, ...).
+    pub fn from_name(s: &str) -> Option<PtxType> {
+        use PtxType::*;
+        Some(match s {
+            "pred" => Pred,
+            "b8" => B8,
+            "b16" => B16,
+            "b32" => B32,
+            "b64" => B64,
+            "b128" => B128,
+            "u8" => U8,
+            "u16" => U16,
+            "u32" => U32,
+            "u64" => U64,
+            "s8" => S8,
+            "s16" => S16,
+            "s32" => S32,
+            "s64" => S64,
+            "f16" => F16,
+            "f16x2" => F16x2,
+            "bf16" => BF16,
+            "bf16x2" => BF16x2,
+            "f32" => F32,
+            "f64" => F64,
+            "tf32" => TF32,
+            _ => return None,
+        })
+    }
+    /// Size in bytes (predicates count as 1).
+    pub fn size(self) -> usize {
+        use PtxType::*;
+        match self {
+            Pred | B8 | U8 | S8 => 1,
+            B16 | U16 | S16 | F16 | BF16 => 2,
+            B32 | U32 | S32 | F32 | F16x2 | BF16x2 | TF32 => 4,
+            B64 | U64 | S64 | F64 => 8,
+            B128 => 16,
+        }
+    }
+    /// Size in bits.
+    pub fn bits(self) -> u32 {
+        self.size() as u32 * 8
+    }
+    /// True for signed integer types.
+    pub fn is_signed(self) -> bool {
+        matches!(self, PtxType::S8 | PtxType::S16 | PtxType::S32 | PtxType::S64)
+    }
+    /// True for floating-point types (scalar or packed).
+    pub fn is_float(self) -> bool {
+        use PtxType::*;
+        matches!(self, F16 | F16x2 | BF16 | BF16x2 | F32 | F64 | TF32)
+    }
+}
+
+/// State spaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Space {
+    Generic,
+    Global,
+    Shared,
+    Local,
+    Param,
+    Const,
+}
+
+/// Special registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sreg {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    Laneid,
+    Warpid,
+    Nwarpid,
+    LanemaskEq,
+    LanemaskLt,
+    LanemaskLe,
+    LanemaskGt,
+    LanemaskGe,
+    Clock,
+    Clock64,
+    Globaltimer,
+    Smid,
+    Nsmid,
+    DynSmem,
+    TotalSmem,
+    Zero,
+}
+
+/// A symbol resolved at decode time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SymRef {
+    /// Module `.global`/`.const` variable (index into `Module::globals`).
+    Global(u32),
+    /// Offset in the block's shared memory.
+    Shared(u32),
+    /// Offset in the thread's local memory (also used for `.func` / call-site `.param` variables).
+    Local(u32),
+    /// Offset in the kernel parameter buffer.
+    KParam(u32),
+    /// The dynamic shared memory base (its offset is fixed per module).
+    DynShared,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AddrBase {
+    None,
+    Reg(u32),
+    Sym(SymRef),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Operand {
+    Reg(u32),
+    PredNot(u32),
+    Imm(u64),
+    Sreg(Sreg),
+    Sym(SymRef),
+    Addr(AddrBase, i64),
+    Vec(Vec<Operand>),
+    Sink,
+    Label(u32),
+    Func(u32),
+    List(Vec<Operand>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rnd {
+    None,
+    Rn,
+    Rz,
+    Rm,
+    Rp,
+    Rni,
+    Rzi,
+    Rmi,
+    Rpi,
+    Rna,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AluOp {
+    Add,
+    Sub,
+    Mul,
+    Mad,
+    Mul24,
+    Mad24,
+    Sad,
+    Div,
+    Rem,
+    Abs,
+    Neg,
+    Min,
+    Max,
+    Fma,
+    Rcp,
+    Sqrt,
+    Rsqrt,
+    Ex2,
+    Lg2,
+    Sin,
+    Cos,
+    Tanh,
+    And,
+    Or,
+    Xor,
+    Not,
+    Cnot,
+    Shl,
+    Shr,
+    Popc,
+    Clz,
+    Brev,
+    Bfe,
+    Bfi,
+    Bfind,
+    Copysign,
+    Prmt,
+    Lop3,
+    ShfL,
+    ShfR,
+    TestpFinite,
+    TestpInfinite,
+    TestpNumber,
+    TestpNan,
+    TestpNormal,
+    TestpSubnormal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Mods {
+    pub hi: bool,
+    pub wide: bool,
+    pub sat: bool,
+    pub clamp: bool,
+    pub relu: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    Cas,
+    Exch,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BarMode {
+    Sync,
+    Arrive,
+    RedPopc,
+    RedAnd,
+    RedOr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MmaKind {
+    /// m16n8k8 f32 += tf32 * tf32
+    Tf32K8,
+    /// m16n8k16 f32 += f16 * f16
+    F16K16,
+    /// m16n8k16 f32 += bf16 * bf16
+    Bf16K16,
+    /// m16n8k8 f32 += f16 * f16
+    F16K8,
+    /// m16n8k8 f32 += bf16 * bf16
+    Bf16K8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MbarOp {
+    Init,
+    Arrive,
+    ArriveExpectTx,
+    ExpectTx,
+    TestWait,
+    TestWaitParity,
+    TryWait,
+    TryWaitParity,
+    Inval,
+}
+
+/// Decoded instruction kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Kind {
+    Mov(PtxType),
+    Alu(AluOp, PtxType, Mods),
+    Setp(Cmp, PtxType, Option<BoolOp>),
+    Set(Cmp, PtxType, PtxType, Option<BoolOp>),
+    Selp(PtxType),
+    Slct(PtxType, PtxType),
+    Cvt(PtxType, PtxType, Rnd, bool),
+    Cvta(bool, Space, PtxType),
+    Ld(Space, PtxType, u8),
+    St(Space, PtxType, u8),
+    Atom(Space, AtomOp, PtxType, bool),
+    Bra,
+    Call,
+    Ret,
+    Exit,
+    Trap,
+    Bar(BarMode),
+    BarWarpSync,
+    Nop,
+    Shfl(ShflMode),
+    Vote(VoteMode),
+    Activemask,
+    Match(bool, PtxType),
+    Mma(MmaKind),
+    Ldmatrix(u8, bool),
+    CpAsync(u32),
+    CpAsyncCommit,
+    CpAsyncWait,
+    Mbarrier(MbarOp),
+    CpAsyncBulk,
+    Unsupported(String),
+}
+
+/// A pre-decoded instruction.
+#[derive(Debug, Clone)]
+pub(crate) struct Instr {
+    pub kind: Kind,
+    pub guard: Option<(u32, bool)>,
+    pub args: Vec<Operand>,
+    pub line: u32,
+    pub is_cond_branch: bool,
+}
+
+/// A `.param` declaration of an entry or function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamDecl {
+    /// Parameter name as written in the PTX.
+    pub name: String,
+    /// Element type of the parameter (for arrays, the element type).
+    pub ty: PtxType,
+    /// Total size in bytes.
+    pub size: usize,
+    /// Alignment in bytes.
+    pub align: usize,
+    /// Byte offset in the parameter buffer (entries) or in the thread's frame (functions).
+    pub offset: usize,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Function {
+    pub name: String,
+    pub is_entry: bool,
+    pub params: Vec<ParamDecl>,
+    pub rets: Vec<ParamDecl>,
+    pub start: u32,
+    pub end: u32,
+    pub param_buf_size: usize,
+    pub defined: bool,
+    pub reqntid: Option<[u32; 3]>,
+    pub maxntid: Option<[u32; 3]>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct GlobalVar {
+    pub name: String,
+    pub size: usize,
+    pub align: usize,
+    pub init: Vec<u8>,
+}
+
+/// A parsed and pre-decoded PTX module.
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub(crate) id: u64,
+    pub(crate) funcs: Vec<Function>,
+    pub(crate) code: Vec<Instr>,
+    pub(crate) globals: Vec<GlobalVar>,
+    pub(crate) nregs: u32,
+    pub(crate) static_smem: u32,
+    pub(crate) dyn_smem_offset: u32,
+    pub(crate) local_size: u32,
+    pub(crate) reg_names: Vec<String>,
+}
+
+static NEXT_MODULE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl Module {
+    /// Parses PTX source text.
+    pub fn parse(src: &str) -> Result<Module, PtxError> {
+        let toks = tokenize(src)?;
+        let mut p = Parser::new(toks);
+        p.module()?;
+        p.finish()
+    }
+    /// Names of the `.entry` kernels in the module.
+    pub fn entries(&self) -> Vec<String> {
+        self.funcs.iter().filter(|f| f.is_entry).map(|f| f.name.clone()).collect()
+    }
+    /// Parameter list of an entry, `None` if there is no such entry.
+    pub fn entry_params(&self, entry: &str) -> Option<Vec<ParamDecl>> {
+        self.funcs.iter().find(|f| f.is_entry && f.name == entry).map(|f| f.params.clone())
+    }
+    /// Static shared memory used by the module's kernels, in bytes.
+    pub fn static_shared_bytes(&self) -> u32 {
+        self.static_smem
+    }
+    /// Number of decoded instructions.
+    pub fn instruction_count(&self) -> usize {
+        self.code.len()
+    }
+    /// The PTX source line of decoded instruction `idx`.
+    pub fn instruction_line(&self, idx: usize) -> Option<usize> {
+        self.code.get(idx).map(|i| i.line as usize)
+    }
+    pub(crate) fn func_index(&self, name: &str) -> Option<usize> {
+        self.funcs.iter().position(|f| f.name == name)
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tokenizer
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Num(String),
+    Str(String),
+    P(char),
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    t: Tok,
+    line: usize,
+}
+
+fn is_ident_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_' || c == '$' || c == '%' || c == '.'
+}
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%' || c == '.' || c == ':'
+}
+
+fn tokenize(src: &str) -> Result<Vec<Token>, PtxError> {
+    let b: Vec<char> = src.chars().collect();
+    let mut i = 0;
+    let mut line = 1;
+    let mut out = Vec::new();
+    while i < b.len() {
+        let c = b[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && i + 1 < b.len() && b[i + 1] == '/' {
+            while i < b.len() && b[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && i + 1 < b.len() && b[i + 1] == '*' {
+            i += 2;
+            while i + 1 < b.len() && !(b[i] == '*' && b[i + 1] == '/') {
+                if b[i] == '\n' {
+                    line += 1;
+                }
+                i += 1;
+            }
+            i += 2;
+        } else if c == '"' {
+            let start = i + 1;
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\n' {
+                    line += 1;
+                }
+                i += 1;
+            }
+            let s: String = b[start..i.min(b.len())].iter().collect();
+            out.push(Token { t: Tok::Str(s), line });
+            i += 1;
+        } else if c.is_ascii_digit() {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == '.') {
+                // exponent sign
+                if (b[i] == 'e' || b[i] == 'E')
+                    && i + 1 < b.len()
+                    && (b[i + 1] == '-' || b[i + 1] == '+')
+                    && !b[start..i].iter().any(|c| *c == 'x' || *c == 'X' || *c == 'f' || *c == 'd')
+                {
+                    i += 2;
+                    continue;
+                }
+                i += 1;
+            }
+            out.push(Token { t: Tok::Num(b[start..i].iter().collect()), line });
+        } else if is_ident_start(c) {
+            let start = i;
+            i += 1;
+            while i < b.len() && is_ident_char(b[i]) {
+                // `::` is part of names like shared::cta; a single ':' ends a label
+                if b[i] == ':' {
+                    if i + 1 < b.len() && b[i + 1] == ':' {
+                        i += 2;
+                        continue;
+                    }
+                    break;
+                }
+                i += 1;
+            }
+            out.push(Token { t: Tok::Ident(b[start..i].iter().collect()), line });
+        } else {
+            out.push(Token { t: Tok::P(c), line });
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------------------------------------
+// Parser
+
+#[derive(Debug, Clone)]
+enum Name {
+    Reg(u32, PtxType),
+    Sym(SymRef),
+}
+
+struct PendingInstr {
+    opcode: String,
+    guard: Option<(String, bool)>,
+    args: Vec<RawOp>,
+    line: usize,
+    scope: usize,
+}
+
+#[derive(Debug, Clone)]
+enum RawOp {
+    Name(String),
+    NotName(String),
+    Int(i64),
+    F32Bits(u32),
+    F64Bits(u64),
+    Float(f64),
+    Addr(Option<String>, i64),
+    Vec(Vec<RawOp>),
+    List(Vec<RawOp>),
+    Sink,
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    funcs: Vec<Function>,
+    globals: Vec<GlobalVar>,
+    module_names: HashMap<String, Name>,
+    scopes: Vec<HashMap<String, Name>>,
+    // all scopes ever created (so pending instructions can resolve names after labels are known)
+    scope_store: Vec<HashMap<String, Name>>,
+    scope_parent: Vec<Option<usize>>,
+    nregs: u32,
+    reg_names: Vec<String>,
+    smem: u32,
+    dyn_smem: Option<(String, u32)>,
+    local: u32,
+    code: Vec<Instr>,
+    pending: Vec<(usize, PendingInstr)>,
+}
+
+fn align_up(x: u32, a: u32) -> u32 {
+    let a = a.max(1);
+    x.div_ceil(a) * a
+}
+
+impl Parser {
+    fn new(toks: Vec<Token>) -> Parser {
+        Parser {
+            toks,
+            pos: 0,
+            funcs: Vec::new(),
+            globals: Vec::new(),
+            module_names: HashMap::new(),
+            scopes: Vec::new(),
+            scope_store: Vec::new(),
+            scope_parent: Vec::new(),
+            nregs: 0,
+            reg_names: Vec::new(),
+            smem: 0,
+            dyn_smem: None,
+            local: 0,
+            code: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+    fn line(&self) -> usize {
+        self.toks.get(self.pos).or(self.toks.last()).map(|t| t.line).unwrap_or(0)
+    }
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.t)
+    }
+    fn peek_at(&self, k: usize) -> Option<&Tok> {
+        self.toks.get(self.pos + k).map(|t| &t.t)
+    }
+    fn next(&mut self) -> Result<Tok, PtxError> {
+        match self.toks.get(self.pos) {
+            Some(t) => {
+                self.pos += 1;
+                Ok(t.t.clone())
+            }
+            None => perr(self.line(), "unexpected end of input"),
+        }
+    }
+    fn is_p(&self, c: char) -> bool {
+        self.peek() == Some(&Tok::P(c))
+    }
+    fn eat_p(&mut self, c: char) -> bool {
+        if self.is_p(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect_p(&mut self, c: char) -> Result<(), PtxError> {
+        if self.eat_p(c) {
+            Ok(())
+        } else {
+            perr(self.line(), format!("expected '{}', found {:?}", c, self.peek()))
+        }
+    }
+    fn is_ident(&self, s: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Ident(x)) if x == s)
+    }
+    fn ident(&mut self) -> Result<String, PtxError> {
+        match self.next()? {
+            Tok::Ident(s) => Ok(s),
+            t => perr(self.line(), format!("expected identifier, found {:?}", t)),
+        }
+    }
+    fn number(&mut self) -> Result<i64, PtxError> {
+        let neg = self.eat_p('-');
+        match self.next()? {
+            Tok::Num(s) => {
+                let v = parse_int(&s).ok_or_else(|| PtxError { line: self.line(), message: format!("bad integer '{}'", s) })?;
+                Ok(if neg { -v } else { v })
+            }
+            t => perr(self.line(), format!("expected number, found {:?}", t)),
+        }
+    }
+    fn skip_line(&mut self, line: usize) {
+        while let Some(t) = self.toks.get(self.pos) {
+            if t.line != line {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+    fn skip_to_semi(&mut self) {
+        while let Some(t) = self.peek() {
+            self.pos += 1;
+            if *t == Tok::P(';') {
+                break;
+            }
+        }
+    }
+    fn skip_braces(&mut self) -> Result<(), PtxError> {
+        // assumes current token is '{'
+        let mut depth = 0;
+        loop {
+            let t = self.next()?;
+            if t == Tok::P('{') {
+                depth += 1;
+            } else if t == Tok::P('}') {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<Name> {
+        for s in self.scopes.iter().rev() {
+            if let Some(n) = s.get(name) {
+                return Some(n.clone());
+            }
+        }
+        self.module_names.get(name).cloned()
+    }
+
+    fn declare(&mut self, name: String, n: Name) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name, n);
+        } else {
+            self.module_names.insert(name, n);
+        }
+    }
+
+    fn module(&mut self) -> Result<(), PtxError> {
+        while let Some(t) = self.peek().cloned() {
+            let line = self.line();
+            match t {
+                Tok::Ident(s) => match s.as_str() {
+                    ".version" | ".target" | ".address_size" | ".file" | ".loc" => self.skip_line(line),
+                    ".section" => {
+                        self.pos += 1;
+                        while !self.is_p('{') && self.peek().is_some() {
+                            self.pos += 1;
+                        }
+                        self.skip_braces()?;
+                    }
+                    ".pragma" => self.skip_to_semi(),
+                    _ => self.module_decl()?,
+                },
+                Tok::P(';') => self.pos += 1,
+                other => return perr(line, format!("unexpected token at module level: {:?}", other)),
+            }
+        }
+        Ok(())
+    }
+
+    fn module_decl(&mut self) -> Result<(), PtxError> {
+        let line = self.line();
+        let mut is_extern = false;
+        loop {
+            if self.is_ident(".visible") || self.is_ident(".weak") || self.is_ident(".common") {
+                self.pos += 1;
+            } else if self.is_ident(".extern") {
+                is_extern = true;
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        let kw = self.ident()?;
+        match kw.as_str() {
+            ".entry" => self.function(true, is_extern),
+            ".func" => self.function(false, is_extern),
+            ".global" | ".const" => self.global_var(line),
+            ".shared" => self.shared_var(is_extern),
+            ".local" => {
+                let (name, size, align, _) = self.var_decl()?;
+                let off = align_up(self.local, align as u32);
+                self.local = off + size as u32;
+                self.declare(name, Name::Sym(SymRef::Local(off)));
+                Ok(())
+            }
+            ".tex" | ".surf" | ".samplerref" | ".texref" => perr(line, format!("unsupported module declaration {}", kw)),
+            _ => perr(line, format!("unexpected module-level directive '{}'", kw)),
+        }
+    }
+
+    /// Parses `[.align N] .type name[dims]` and returns (name, size, align, elem type). Consumes an
+    /// initializer if present (returned separately by `global_var`).
+    fn var_decl(&mut self) -> Result<(String, usize, usize, PtxType), PtxError> {
+        let mut align = 0usize;
+        let mut ty = None;
+        let mut vec = 1usize;
+        loop {
+            if self.is_ident(".align") {
+                self.pos += 1;
+                align = self.number()? as usize;
+            } else if self.is_ident(".v2") {
+                self.pos += 1;
+                vec = 2;
+            } else if self.is_ident(".v4") {
+                self.pos += 1;
+                vec = 4;
+            } else if let Some(Tok::Ident(s)) = self.peek() {
+                if s.starts_with('.') {
+                    if let Some(t) = PtxType::from_name(&s[1..]) {
+                        ty = Some(t);
+                    }
+                    // other qualifiers (.ptr, .attribute...) ignored
+                    self.pos += 1;
+                } else {
+                    break;
+                }
+            } else {
+                break;
+            }
+        }
+        let ty = ty.ok_or_else(|| PtxError { line: self.line(), message: "missing type in declaration".into() })?;
+        let name = self.ident()?;
+        let mut count = vec;
+        let mut unsized_ = false;
+        while self.eat_p('[') {
+            if self.eat_p(']') {
+                unsized_ = true;
+                continue;
+            }
+            let n = self.number()? as usize;
+            self.expect_p(']')?;
+            count *= n;
+        }
+        let size = if unsized_ { 0 } else { count * ty.size() };
+        if align == 0 {
+            align = ty.size() * vec;
+        }
+        Ok((name, size, align, ty))
+    }
+
+    fn global_var(&mut self, _line: usize) -> Result<(), PtxError> {
+        let (name, mut size, align, ty) = self.var_decl()?;
+        let mut init = Vec::new();
+        if self.eat_p('=') {
+            let mut vals = Vec::new();
+            self.init_list(&mut vals)?;
+            for v in vals {
+                match v {
+                    RawOp::Int(i) => init.extend_from_slice(&(i as u64).to_le_bytes()[..ty.size()]),
+                    RawOp::F32Bits(b) => init.extend_from_slice(&b.to_le_bytes()),
+                    RawOp::F64Bits(b) => init.extend_from_slice(&b.to_le_bytes()),
+                    RawOp::Float(f) => {
+                        if ty == PtxType::F64 {
+                            init.extend_from_slice(&f.to_le_bytes())
+                        } else {
+                            init.extend_from_slice(&(f as f32).to_le_bytes())
+                        }
+                    }
+                    _ => {
+                        // address initializers (generic(sym)) are not supported: zero
+                        init.extend_from_slice(&vec![0u8; ty.size()])
+                    }
+                }
+            }
+            if size == 0 {
+                size = init.len();
+            }
+        }
+        self.skip_to_semi();
+        let idx = self.globals.len() as u32;
+        self.globals.push(GlobalVar { name: name.clone(), size: size.max(1), align: align.max(1), init });
+        self.declare(name, Name::Sym(SymRef::Global(idx)));
+        Ok(())
+    }
+
+    fn init_list(&mut self, out: &mut Vec<RawOp>) -> Result<(), PtxError> {
+        if self.eat_p('{') {
+            loop {
+                if self.eat_p('}') {
+                    break;
+                }
+                self.init_list(out)?;
+                self.eat_p(',');
+            }
+            Ok(())
+        } else {
+            let op = self.raw_operand()?;
+            out.push(op);
+            Ok(())
+        }
+    }
+
+    fn shared_var(&mut self, is_extern: bool) -> Result<(), PtxError> {
+        let (name, size, align, _) = self.var_decl()?;
+        self.skip_to_semi();
+        if is_extern || size == 0 {
+            self.dyn_smem = Some((name.clone(), align as u32));
+            self.declare(name, Name::Sym(SymRef::DynShared));
+        } else {
+            let off = align_up(self.smem, align as u32);
+            self.smem = off + size as u32;
+            self.declare(name, Name::Sym(SymRef::Shared(off)));
+        }
+        Ok(())
+    }
+
+    fn param_list(&mut self, is_entry: bool) -> Result<(Vec<ParamDecl>, usize), PtxError> {
+        let mut out = Vec::new();
+        let mut off = 0usize;
+        self.expect_p('(')?;
+        loop {
+            if self.eat_p(')') {
+                break;
+            }
+            let kw = self.ident()?;
+            if kw != ".param" && kw != ".reg" {
+                return perr(self.line(), format!("expected .param, found {}", kw));
+            }
+            let is_reg = kw == ".reg";
+            let (name, size, align, ty) = self.var_decl()?;
+            let size = size.max(1);
+            if is_reg {
+                // register parameter of a .func: treat like a register
+                let r = self.new_reg(&name, ty);
+                let _ = r;
+                out.push(ParamDecl { name, ty, size, align, offset: usize::MAX });
+            } else {
+                let o = if is_entry { align_up(off as u32, align as u32) as usize } else { align_up(self.local, align as u32) as usize };
+                if is_entry {
+                    off = o + size;
+                    self.declare(name.clone(), Name::Sym(SymRef::KParam(o as u32)));
+                } else {
+                    self.local = (o + size) as u32;
+                    self.declare(name.clone(), Name::Sym(SymRef::Local(o as u32)));
+                }
+                out.push(ParamDecl { name, ty, size, align, offset: o });
+            }
+            self.eat_p(',');
+        }
+        Ok((out, off))
+    }
+
+    fn new_reg(&mut self, name: &str, ty: PtxType) -> u32 {
+        let r = self.nregs;
+        self.nregs += 1;
+        self.reg_names.push(name.to_string());
+        self.declare(name.to_string(), Name::Reg(r, ty));
+        r
+    }
+
+    fn function(&mut self, is_entry: bool, is_extern: bool) -> Result<(), PtxError> {
+        self.scopes.push(HashMap::new());
+        let mut rets = Vec::new();
+        if !is_entry && self.is_p('(') {
+            rets = self.param_list(false)?.0;
+        }
+        let name = self.ident()?;
+        let mut params = Vec::new();
+        let mut pbuf = 0;
+        if self.is_p('(') {
+            let (p, s) = self.param_list(is_entry)?;
+            params = p;
+            pbuf = s;
+        }
+        let mut reqntid = None;
+        let mut maxntid = None;
+        // performance directives
+        while let Some(Tok::Ident(s)) = self.peek().cloned() {
+            if !s.starts_with('.') {
+                break;
+            }
+            self.pos += 1;
+            if s == ".noreturn" {
+                continue;
+            }
+            let mut dims = Vec::new();
+            while let Some(Tok::Num(_)) = self.peek() {
+                dims.push(self.number()? as u32);
+                if !self.eat_p(',') {
+                    break;
+                }
+            }
+            let mut d = [1u32; 3];
+            for (i, v) in dims.iter().take(3).enumerate() {
+                d[i] = *v;
+            }
+            if s == ".reqntid" {
+                reqntid = Some(d);
+            } else if s == ".maxntid" {
+                maxntid = Some(d);
+            }
+        }
+        // Register the function name at module level (for calls, possibly before definition).
+        let existing = self.funcs.iter().position(|f| f.name == name);
+        let fidx = match existing {
+            Some(i) => i,
+            None => {
+                self.funcs.push(Function {
+                    name: name.clone(),
+                    is_entry,
+                    params: params.clone(),
+                    rets: rets.clone(),
+                    start: 0,
+                    end: 0,
+                    param_buf_size: pbuf,
+                    defined: false,
+                    reqntid,
+                    maxntid,
+                });
+                self.funcs.len() - 1
+            }
+        };
+        if self.eat_p(';') || is_extern && !self.is_p('{') {
+            self.scopes.pop();
+            return Ok(());
+        }
+        {
+            let f = &mut self.funcs[fidx];
+            if f.defined {
+                return perr(self.line(), format!("function {} defined twice", name));
+            }
+            f.params = params;
+            f.rets = rets;
+            f.param_buf_size = pbuf;
+            f.reqntid = reqntid;
+            f.maxntid = maxntid;
+            f.defined = true;
+            f.start = self.code.len() as u32;
+        }
+        self.expect_p('{')?;
+        self.body()?;
+        self.funcs[fidx].end = self.code.len() as u32;
+        // implicit return at the end of a body
+        let line = self.toks.get(self.pos.saturating_sub(1)).map(|t| t.line).unwrap_or(0);
+        self.code.push(Instr { kind: Kind::Ret, guard: None, args: vec![], line: line as u32, is_cond_branch: false });
+        self.funcs[fidx].end = self.code.len() as u32;
+        self.scopes.pop();
+        Ok(())
+    }
+
+    fn body(&mut self) -> Result<(), PtxError> {
+        // Labels of this function
+        let mut labels: HashMap<String, u32> = HashMap::new();
+        let fn_start_pending = self.pending.len();
+        self.push_scope();
+        let mut depth = 1;
+        loop {
+            let line = self.line();
+            let t = match self.peek().cloned() {
+                Some(t) => t,
+                None => return perr(line, "unterminated function body"),
+            };
+            match t {
+                Tok::P('{') => {
+                    self.pos += 1;
+                    depth += 1;
+                    self.push_scope();
+                }
+                Tok::P('}') => {
+                    self.pos += 1;
+                    self.scopes.pop();
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Tok::P(';') => self.pos += 1,
+                Tok::Ident(s) if matches!(self.peek_at(1), Some(Tok::P(':'))) && !s.starts_with('.') => {
+                    self.pos += 2;
+                    labels.insert(s, self.code.len() as u32);
+                }
+                Tok::Ident(s) if s.starts_with('.') => self.body_directive(&s, line)?,
+                _ => self.instruction()?,
+            }
+        }
+        // resolve pending instructions (labels now known)
+        let pend: Vec<(usize, PendingInstr)> = self.pending.drain(fn_start_pending..).collect();
+        for (idx, p) in pend {
+            let ins = self.decode(&p, &labels)?;
+            self.code[idx] = ins;
+        }
+        Ok(())
+    }
+
+    fn push_scope(&mut self) {
+        self.scopes.push(HashMap::new());
+    }
+
+    fn body_directive(&mut self, s: &str, line: usize) -> Result<(), PtxError> {
+        match s {
+            ".loc" | ".file" => {
+                self.skip_line(line);
+            }
+            ".pragma" => self.skip_to_semi(),
+            ".reg" => {
+                self.pos += 1;
+                let mut ty = None;
+                let mut vec = 1;
+                while let Some(Tok::Ident(x)) = self.peek().cloned() {
+                    if !x.starts_with('.') {
+                        break;
+                    }
+                    self.pos += 1;
+                    if x == ".v2" {
+                        vec = 2;
+                    } else if x == ".v4" {
+                        vec = 4;
+                    } else if let Some(t) = PtxType::from_name(&x[1..]) {
+                        ty = Some(t);
+                    }
+                }
+                let _ = vec;
+                let ty = ty.ok_or_else(|| PtxError { line, message: "missing register type".into() })?;
+                loop {
+                    let name = self.ident()?;
+                    if self.eat_p('<') {
+                        let n = self.number()?;
+                        self.expect_p('>')?;
+                        for i in 0..n {
+                            self.new_reg(&format!("{}{}", name, i), ty);
+                        }
+                    } else {
+                        self.new_reg(&name, ty);
+                    }
+                    if !self.eat_p(',') {
+                        break;
+                    }
+                }
+                self.skip_to_semi();
+            }
+            ".local" | ".param" => {
+                self.pos += 1;
+                let (name, size, align, _) = self.var_decl()?;
+                self.skip_to_semi();
+                let off = align_up(self.local, align as u32);
+                self.local = off + size.max(1) as u32;
+                self.declare(name, Name::Sym(SymRef::Local(off)));
+            }
+            ".shared" => {
+                self.pos += 1;
+                self.shared_var(false)?;
+            }
+            ".extern" => {
+                self.pos += 1;
+                let kw = self.ident()?;
+                if kw == ".shared" {
+                    self.shared_var(true)?;
+                } else {
+                    self.skip_to_semi();
+                }
+            }
+            ".global" | ".const" => {
+                self.pos += 1;
+                self.global_var(line)?;
+            }
+            _ => {
+                // unknown directive inside a body: skip the statement
+                self.skip_to_semi();
+            }
+        }
+        Ok(())
+    }
+
+    fn raw_operand(&mut self) -> Result<RawOp, PtxError> {
+        let line = self.line();
+        if self.eat_p('[') {
+            let mut base = None;
+            let mut off = 0i64;
+            let mut first = true;
+            loop {
+                if self.eat_p(']') {
+                    break;
+                }
+                let neg = if first {
+                    false
+                } else if self.eat_p('+') {
+                    self.eat_p('-')
+                } else if self.eat_p('-') {
+                    true
+                } else {
+                    return perr(line, "bad address expression");
+                };
+                first = false;
+                match self.peek().cloned() {
+                    Some(Tok::Ident(s)) => {
+                        self.pos += 1;
+                        base = Some(s);
+                    }
+                    Some(Tok::Num(_)) | Some(Tok::P('-')) => {
+                        let v = self.number()?;
+                        off += if neg { -v } else { v };
+                    }
+                    t => return perr(line, format!("bad address operand {:?}", t)),
+                }
+            }
+            return Ok(RawOp::Addr(base, off));
+        }
+        if self.eat_p('{') {
+            let mut v = Vec::new();
+            loop {
+                if self.eat_p('}') {
+                    break;
+                }
+                v.push(self.raw_operand()?);
+                self.eat_p(',');
+            }
+            return Ok(RawOp::Vec(v));
+        }
+        if self.eat_p('(') {
+            let mut v = Vec::new();
+            loop {
+                if self.eat_p(')') {
+                    break;
+                }
+                v.push(self.raw_operand()?);
+                self.eat_p(',');
+            }
+            return Ok(RawOp::List(v));
+        }
+        if self.eat_p('!') {
+            let n = self.ident()?;
+            return Ok(RawOp::NotName(n));
+        }
+        let neg = self.eat_p('-');
+        match self.next()? {
+            Tok::Ident(s) => {
+                if s == "_" {
+                    return Ok(RawOp::Sink);
+                }
+                // symbol+offset as an operand (e.g. mov.u64 %rd, sym+4) is rare: support `sym+N`
+                if self.is_p('+') {
+                    if let Some(Tok::Num(_)) = self.peek_at(1) {
+                        self.pos += 1;
+                        let v = self.number()?;
+                        return Ok(RawOp::Addr(Some(format!("&{}", s)), v));
+                    }
+                }
+                Ok(RawOp::Name(s))
+            }
+            Tok::Num(s) => {
+                let l = s.to_ascii_lowercase();
+                if (l.starts_with("0f")) && l.len() == 10 {
+                    let b = u32::from_str_radix(&l[2..], 16).map_err(|_| PtxError { line, message: format!("bad float {}", s) })?;
+                    let b = if neg { b ^ 0x8000_0000 } else { b };
+                    Ok(RawOp::F32Bits(b))
+                } else if l.starts_with("0d") && l.len() == 18 {
+                    let b = u64::from_str_radix(&l[2..], 16).map_err(|_| PtxError { line, message: format!("bad double {}", s) })?;
+                    let b = if neg { b ^ 0x8000_0000_0000_0000 } else { b };
+                    Ok(RawOp::F64Bits(b))
+                } else if let Some(v) = parse_int(&s) {
+                    Ok(RawOp::Int(if neg { v.wrapping_neg() } else { v }))
+                } else if let Ok(f) = s.parse::<f64>() {
+                    Ok(RawOp::Float(if neg { -f } else { f }))
+                } else {
+                    perr(line, format!("bad number '{}'", s))
+                }
+            }
+            t => perr(line, format!("unexpected operand token {:?}", t)),
+        }
+    }
+
+    fn instruction(&mut self) -> Result<(), PtxError> {
+        let line = self.line();
+        let mut guard = None;
+        if self.eat_p('@') {
+            let neg = self.eat_p('!');
+            let g = self.ident()?;
+            guard = Some((g, neg));
+        }
+        let opcode = self.ident()?;
+        let mut args = Vec::new();
+        // `call` has a special shape: call(.uni) (ret), func, (args);
+        loop {
+            if self.eat_p(';') {
+                break;
+            }
+            if self.peek().is_none() {
+                return perr(line, "missing ';'");
+            }
+            let op = self.raw_operand()?;
+            // setp with two destinations: p|q
+            if self.eat_p('|') {
+                let q = self.raw_operand()?;
+                args.push(op);
+                args.push(q);
+            } else {
+                args.push(op);
+            }
+            self.eat_p(',');
+        }
+        let idx = self.code.len();
+        self.code.push(Instr { kind: Kind::Nop, guard: None, args: vec![], line: line as u32, is_cond_branch: false });
+        // Snapshot the current scope chain for name resolution after the body is parsed.
+        let mut merged = HashMap::new();
+        for s in self.scopes.iter() {
+            for (k, v) in s.iter() {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        self.scope_store.push(merged);
+        self.scope_parent.push(None);
+        let scope = self.scope_store.len() - 1;
+        self.pending.push((idx, PendingInstr { opcode, guard, args, line, scope }));
+        Ok(())
+    }
+
+    fn resolve_name(&self, scope: usize, name: &str) -> Option<Name> {
+        if let Some(n) = self.scope_store[scope].get(name) {
+            return Some(n.clone());
+        }
+        self.module_names.get(name).cloned()
+    }
+
+    fn finish(mut self) -> Result<Module, PtxError> {
+        // Dynamic shared memory is placed after all static shared memory.
+        let dyn_align = self.dyn_smem.as_ref().map(|d| d.1).unwrap_or(16).max(16);
+        let dyn_off = align_up(self.smem, dyn_align);
+        for ins in self.code.iter_mut() {
+            for a in ins.args.iter_mut() {
+                fix_dyn(a, dyn_off);
+            }
+        }
+        // recursion check
+        let nf = self.funcs.len();
+        let mut calls: Vec<Vec<usize>> = vec![Vec::new(); nf];
+        for (fi, f) in self.funcs.iter().enumerate() {
+            for ins in &self.code[f.start as usize..f.end as usize] {
+                if ins.kind == Kind::Call {
+                    for a in &ins.args {
+                        if let Operand::Func(c) = a {
+                            calls[fi].push(*c as usize);
+                        }
+                    }
+                }
+            }
+        }
+        for start in 0..nf {
+            let mut stack = calls[start].clone();
+            let mut seen = vec![false; nf];
+            while let Some(c) = stack.pop() {
+                if c == start {
+                    return perr(0, format!("recursive function {} is not supported by the emulator", self.funcs[start].name));
+                }
+                if !seen[c] {
+                    seen[c] = true;
+                    stack.extend(calls[c].iter().copied());
+                }
+            }
+        }
+        for f in &self.funcs {
+            if !f.defined && f.is_entry {
+                return perr(0, format!("entry {} declared but not defined", f.name));
+            }
+        }
+        Ok(Module {
+            id: NEXT_MODULE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            funcs: self.funcs,
+            code: self.code,
+            globals: self.globals,
+            nregs: self.nregs,
+            static_smem: self.smem,
+            dyn_smem_offset: dyn_off,
+            local_size: self.local,
+            reg_names: self.reg_names,
+        })
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Decoder
+
+    fn operand(&self, p: &PendingInstr, r: &RawOp, ty: PtxType, labels: &HashMap<String, u32>) -> Result<Operand, PtxError> {
+        let line = p.line;
+        Ok(match r {
+            RawOp::Sink => Operand::Sink,
+            RawOp::Int(i) => Operand::Imm(imm_int(*i, ty)),
+            RawOp::F32Bits(b) => Operand::Imm(if ty == PtxType::F64 { (f32::from_bits(*b) as f64).to_bits() } else { *b as u64 }),
+            RawOp::F64Bits(b) => Operand::Imm(if ty == PtxType::F64 { *b } else { (f64::from_bits(*b) as f32).to_bits() as u64 }),
+            RawOp::Float(f) => Operand::Imm(if ty == PtxType::F64 { f.to_bits() } else { (*f as f32).to_bits() as u64 }),
+            RawOp::NotName(n) => match self.resolve_name(p.scope, n) {
+                Some(Name::Reg(r, _)) => Operand::PredNot(r),
+                _ => return perr(line, format!("unknown predicate {}", n)),
+            },
+            RawOp::Name(n) => {
+                if let Some(s) = special_reg(n) {
+                    return Ok(Operand::Sreg(s));
+                }
+                match self.resolve_name(p.scope, n) {
+                    Some(Name::Reg(r, _)) => Operand::Reg(r),
+                    Some(Name::Sym(s)) => Operand::Sym(s),
+                    None => {
+                        if let Some(l) = labels.get(n) {
+                            Operand::Label(*l)
+                        } else if let Some(f) = self.funcs.iter().position(|f| &f.name == n) {
+                            Operand::Func(f as u32)
+                        } else if n.starts_with("%envreg") || n.starts_with("%pm") {
+                            Operand::Sreg(Sreg::Zero)
+                        } else {
+                            return perr(line, format!("unknown name '{}'", n));
+                        }
+                    }
+                }
+            }
+            RawOp::Addr(base, off) => {
+                let b = match base {
+                    None => AddrBase::None,
+                    Some(n) => {
+                        let n2 = n.strip_prefix('&').unwrap_or(n);
+                        match self.resolve_name(p.scope, n2) {
+                            Some(Name::Reg(r, _)) => AddrBase::Reg(r),
+                            Some(Name::Sym(s)) => AddrBase::Sym(s),
+                            None => return perr(line, format!("unknown name '{}' in address", n2)),
+                        }
+                    }
+                };
+                Operand::Addr(b, *off)
+            }
+            RawOp::Vec(v) => Operand::Vec(v.iter().map(|x| self.operand(p, x, ty, labels)).collect::<Result<_, _>>()?),
+            RawOp::List(v) => Operand::List(v.iter().map(|x| self.operand(p, x, ty, labels)).collect::<Result<_, _>>()?),
+        })
+    }
+
+    fn decode(&self, p: &PendingInstr, labels: &HashMap<String, u32>) -> Result<Instr, PtxError> {
+        let line = p.line;
+        let parts: Vec<&str> = p.opcode.split('.').collect();
+        let base = parts[0];
+        let mods = &parts[1..];
+        let types: Vec<PtxType> = mods.iter().filter_map(|m| PtxType::from_name(m)).collect();
+        let has = |m: &str| mods.contains(&m);
+        let space = mods
+            .iter()
+            .find_map(|m| match *m {
+                "global" => Some(Space::Global),
+                "shared" | "shared::cta" | "shared::cluster" => Some(Space::Shared),
+                "local" => Some(Space::Local),
+                "param" | "param::entry" | "param::func" => Some(Space::Param),
+                "const" => Some(Space::Const),
+                _ => None,
+            })
+            .unwrap_or(Space::Generic);
+        let vecw = if has("v2") {
+            2
+        } else if has("v4") {
+            4
+        } else if has("v8") {
+            8
+        } else {
+            1
+        };
+        let rnd = mods
+            .iter()
+            .find_map(|m| match *m {
+                "rn" => Some(Rnd::Rn),
+                "rz" => Some(Rnd::Rz),
+                "rm" => Some(Rnd::Rm),
+                "rp" => Some(Rnd::Rp),
+                "rni" => Some(Rnd::Rni),
+                "rzi" => Some(Rnd::Rzi),
+                "rmi" => Some(Rnd::Rmi),
+                "rpi" => Some(Rnd::Rpi),
+                "rna" => Some(Rnd::Rna),
+                _ => None,
+            })
+            .unwrap_or(Rnd::None);
+        let ty0 = types.first().copied().unwrap_or(PtxType::B32);
+        let m = Mods { hi: has("hi"), wide: has("wide"), sat: has("sat") || has("satfinite"), clamp: has("clamp"), relu: has("relu") };
+        let alu = |op: AluOp| Kind::Alu(op, ty0, m);
+        let kind = match base {
+            "mov" => Kind::Mov(ty0),
+            "add" => alu(AluOp::Add),
+            "sub" => alu(AluOp::Sub),
+            "mul" => alu(AluOp::Mul),
+            "mad" => alu(AluOp::Mad),
+            "mul24" => alu(AluOp::Mul24),
+            "mad24" => alu(AluOp::Mad24),
+            "sad" => alu(AluOp::Sad),
+            "div" => alu(AluOp::Div),
+            "rem" => alu(AluOp::Rem),
+            "abs" => alu(AluOp::Abs),
+            "neg" => alu(AluOp::Neg),
+            "min" => alu(AluOp::Min),
+            "max" => alu(AluOp::Max),
+            "fma" => alu(AluOp::Fma),
+            "rcp" => alu(AluOp::Rcp),
+            "sqrt" => alu(AluOp::Sqrt),
+            "rsqrt" => alu(AluOp::Rsqrt),
+            "ex2" => alu(AluOp::Ex2),
+            "lg2" => alu(AluOp::Lg2),
+            "sin" => alu(AluOp::Sin),
+            "cos" => alu(AluOp::Cos),
+            "tanh" => alu(AluOp::Tanh),
+            "and" => alu(AluOp::And),
+            "or" => alu(AluOp::Or),
+            "xor" => alu(AluOp::Xor),
+            "not" => alu(AluOp::Not),
+            "cnot" => alu(AluOp::Cnot),
+            "shl" => alu(AluOp::Shl),
+            "shr" => alu(AluOp::Shr),
+            "popc" => alu(AluOp::Popc),
+            "clz" => alu(AluOp::Clz),
+            "brev" => alu(AluOp::Brev),
+            "bfe" => alu(AluOp::Bfe),
+            "bfi" => alu(AluOp::Bfi),
+            "bfind" => alu(AluOp::Bfind),
+            "copysign" => alu(AluOp::Copysign),
+            "prmt" => {
+                if mods.iter().any(|x| matches!(*x, "f4e" | "b4e" | "rc8" | "ecl" | "ecr" | "rc16")) {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    alu(AluOp::Prmt)
+                }
+            }
+            "lop3" => alu(AluOp::Lop3),
+            "shf" => {
+                if has("l") {
+                    alu(AluOp::ShfL)
+                } else {
+                    alu(AluOp::ShfR)
+                }
+            }
+            "testp" => {
+                let op = if has("finite") {
+                    AluOp::TestpFinite
+                } else if has("infinite") {
+                    AluOp::TestpInfinite
+                } else if has("number") {
+                    AluOp::TestpNumber
+                } else if has("notanumber") {
+                    AluOp::TestpNan
+                } else if has("normal") {
+                    AluOp::TestpNormal
+                } else {
+                    AluOp::TestpSubnormal
+                };
+                alu(op)
+            }
+            "setp" | "set" => {
+                let cmp = mods.iter().find_map(|m| parse_cmp(m)).ok_or_else(|| PtxError { line, message: format!("missing compare op in {}", p.opcode) })?;
+                let bop = mods.iter().find_map(|m| match *m {
+                    "and" => Some(BoolOp::And),
+                    "or" => Some(BoolOp::Or),
+                    "xor" => Some(BoolOp::Xor),
+                    _ => None,
+                });
+                if base == "setp" {
+                    Kind::Setp(cmp, ty0, bop)
+                } else {
+                    let sty = types.get(1).copied().unwrap_or(ty0);
+                    Kind::Set(cmp, ty0, sty, bop)
+                }
+            }
+            "selp" => Kind::Selp(ty0),
+            "slct" => Kind::Slct(ty0, types.get(1).copied().unwrap_or(PtxType::S32)),
+            "cvt" => {
+                if types.len() < 2 {
+                    return perr(line, format!("cvt needs two types: {}", p.opcode));
+                }
+                Kind::Cvt(types[0], types[1], rnd, m.sat || m.relu)
+            }
+            "cvta" => Kind::Cvta(has("to"), space, ty0),
+            "ld" | "ldu" => {
+                if base == "ld" && mods.iter().any(|x| x.starts_with("global") && x.contains("nc")) {
+                    Kind::Ld(Space::Global, ty0, vecw)
+                } else {
+                    Kind::Ld(space, ty0, vecw)
+                }
+            }
+            "st" => Kind::St(space, ty0, vecw),
+            "atom" | "red" => {
+                let op = mods
+                    .iter()
+                    .find_map(|m| match *m {
+                        "add" => Some(AtomOp::Add),
+                        "min" => Some(AtomOp::Min),
+                        "max" => Some(AtomOp::Max),
+                        "inc" => Some(AtomOp::Inc),
+                        "dec" => Some(AtomOp::Dec),
+                        "cas" => Some(AtomOp::Cas),
+                        "exch" => Some(AtomOp::Exch),
+                        "and" => Some(AtomOp::And),
+                        "or" => Some(AtomOp::Or),
+                        "xor" => Some(AtomOp::Xor),
+                        _ => None,
+                    })
+                    .ok_or_else(|| PtxError { line, message: format!("unknown atomic op {}", p.opcode) })?;
+                if vecw != 1 || types.iter().any(|t| matches!(t, PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2)) {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    Kind::Atom(space, op, ty0, base == "red")
+                }
+            }
+            "bra" | "brx" => {
+                if base == "brx" {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    Kind::Bra
+                }
+            }
+            "call" => Kind::Call,
+            "ret" => Kind::Ret,
+            "exit" => Kind::Exit,
+            "trap" => Kind::Trap,
+            "bar" | "barrier" => {
+                if has("warp") {
+                    Kind::BarWarpSync
+                } else if has("arrive") {
+                    Kind::Bar(BarMode::Arrive)
+                } else if has("red") {
+                    if has("popc") {
+                        Kind::Bar(BarMode::RedPopc)
+                    } else if has("and") {
+                        Kind::Bar(BarMode::RedAnd)
+                    } else {
+                        Kind::Bar(BarMode::RedOr)
+                    }
+                } else if has("cluster") {
+                    // single-CTA clusters: barrier.cluster is a block barrier
+                    Kind::Bar(BarMode::Sync)
+                } else {
+                    Kind::Bar(BarMode::Sync)
+                }
+            }
+            "membar" | "fence" | "prefetch" | "prefetchu" | "nanosleep" | "pmevent" | "griddepcontrol" | "discard" | "applypriority" | "createpolicy" => {
+                if base == "createpolicy" {
+                    Kind::Mov(PtxType::B64)
+                } else {
+                    Kind::Nop
+                }
+            }
+            "shfl" => {
+                let mode = if has("up") {
+                    ShflMode::Up
+                } else if has("down") {
+                    ShflMode::Down
+                } else if has("bfly") {
+                    ShflMode::Bfly
+                } else {
+                    ShflMode::Idx
+                };
+                if !has("sync") {
+                    return perr(line, "shfl without .sync is not supported (sm_70+ requires shfl.sync)");
+                }
+                Kind::Shfl(mode)
+            }
+            "vote" => {
+                let mode = if has("all") {
+                    VoteMode::All
+                } else if has("any") {
+                    VoteMode::Any
+                } else if has("uni") {
+                    VoteMode::Uni
+                } else {
+                    VoteMode::Ballot
+                };
+                Kind::Vote(mode)
+            }
+            "activemask" => Kind::Activemask,
+            "match" => Kind::Match(has("all"), ty0),
+            "mma" => {
+                let shape = mods.iter().find(|m| m.starts_with('m')).copied().unwrap_or("");
+                let ab = types.get(1).copied();
+                match (shape, ab) {
+                    ("m16n8k8", Some(PtxType::TF32)) => Kind::Mma(MmaKind::Tf32K8),
+                    ("m16n8k16", Some(PtxType::F16)) => Kind::Mma(MmaKind::F16K16),
+                    ("m16n8k16", Some(PtxType::BF16)) => Kind::Mma(MmaKind::Bf16K16),
+                    ("m16n8k8", Some(PtxType::F16)) => Kind::Mma(MmaKind::F16K8),
+                    ("m16n8k8", Some(PtxType::BF16)) => Kind::Mma(MmaKind::Bf16K8),
+                    _ => Kind::Unsupported(p.opcode.clone()),
+                }
+                .pipe(|k| if types.first() != Some(&PtxType::F32) || !has("row") || !has("col") { Kind::Unsupported(p.opcode.clone()) } else { k })
+            }
+            "ldmatrix" => {
+                let n = if has("x4") {
+                    4
+                } else if has("x2") {
+                    2
+                } else {
+                    1
+                };
+                if !has("m8n8") {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    Kind::Ldmatrix(n, has("trans"))
+                }
+            }
+            "cp" => {
+                if has("async") && has("bulk") {
+                    if mods.iter().any(|x| x.starts_with("tensor")) || !has("global") {
+                        Kind::Unsupported(p.opcode.clone())
+                    } else {
+                        Kind::CpAsyncBulk
+                    }
+                } else if has("async") && has("commit_group") {
+                    Kind::CpAsyncCommit
+                } else if has("async") && (has("wait_group") || has("wait_all")) {
+                    Kind::CpAsyncWait
+                } else if has("async") && mods.iter().any(|x| x.starts_with("mbarrier")) {
+                    // cp.async.mbarrier.arrive: completes immediately
+                    Kind::Nop
+                } else if has("async") {
+                    let sz = p.args.get(2).and_then(|a| if let RawOp::Int(i) = a { Some(*i as u32) } else { None }).unwrap_or(0);
+                    if !matches!(sz, 4 | 8 | 16) {
+                        return perr(line, "cp.async copy size must be 4, 8 or 16");
+                    }
+                    Kind::CpAsync(sz)
+                } else {
+                    Kind::Unsupported(p.opcode.clone())
+                }
+            }
+            "mbarrier" => {
+                let op = if has("init") {
+                    MbarOp::Init
+                } else if has("arrive") && has("expect_tx") {
+                    MbarOp::ArriveExpectTx
+                } else if has("expect_tx") {
+                    MbarOp::ExpectTx
+                } else if has("arrive") {
+                    MbarOp::Arrive
+                } else if has("test_wait") {
+                    if has("parity") {
+                        MbarOp::TestWaitParity
+                    } else {
+                        MbarOp::TestWait
+                    }
+                } else if has("try_wait") {
+                    if has("parity") {
+                        MbarOp::TryWaitParity
+                    } else {
+                        MbarOp::TryWait
+                    }
+                } else if has("inval") {
+                    MbarOp::Inval
+                } else {
+                    return Ok(Instr { kind: Kind::Unsupported(p.opcode.clone()), guard: None, args: vec![], line: line as u32, is_cond_branch: false });
+                };
+                Kind::Mbarrier(op)
+            }
+            _ => Kind::Unsupported(p.opcode.clone()),
+        };
+        // operand type used to interpret immediates
+        let imm_ty = match &kind {
+            Kind::Cvt(_, s, _, _) => *s,
+            Kind::Set(_, _, s, _) => *s,
+            Kind::Slct(d, _) => *d,
+            Kind::Alu(AluOp::Shl | AluOp::Shr, _, _) => ty0,
+            _ => ty0,
+        };
+        let mut args = Vec::with_capacity(p.args.len());
+        for (i, a) in p.args.iter().enumerate() {
+            // Some operands are 32-bit even for 64-bit instructions.
+            let t = match &kind {
+                Kind::Alu(AluOp::Shl | AluOp::Shr | AluOp::Bfe, _, _) if i >= 2 => PtxType::U32,
+                Kind::Alu(AluOp::Bfi, _, _) if i >= 3 => PtxType::U32,
+                Kind::Slct(_, s) if i == 3 => *s,
+                Kind::Shfl(_) | Kind::Vote(_) | Kind::Activemask | Kind::BarWarpSync | Kind::Bar(_) => PtxType::U32,
+                _ => imm_ty,
+            };
+            args.push(self.operand(p, a, t, labels)?);
+        }
+        let guard = match &p.guard {
+            None => None,
+            Some((g, neg)) => match self.resolve_name(p.scope, g) {
+                Some(Name::Reg(r, _)) => Some((r, *neg)),
+                _ => return perr(line, format!("unknown guard predicate {}", g)),
+            },
+        };
+        let is_cond_branch = kind == Kind::Bra && guard.is_some();
+        // sanity checks on operand shapes for instructions that index args directly
+        let min_args = match &kind {
+            Kind::Mov(_) | Kind::Cvt(..) | Kind::Cvta(..) | Kind::Ld(..) | Kind::St(..) => 2,
+            Kind::Alu(op, _, _) => match op {
+                AluOp::Abs | AluOp::Neg | AluOp::Not | AluOp::Cnot | AluOp::Popc | AluOp::Clz | AluOp::Brev | AluOp::Bfind | AluOp::Rcp | AluOp::Sqrt | AluOp::Rsqrt | AluOp::Ex2 | AluOp::Lg2 | AluOp::Sin | AluOp::Cos | AluOp::Tanh => 2,
+                AluOp::TestpFinite | AluOp::TestpInfinite | AluOp::TestpNumber | AluOp::TestpNan | AluOp::TestpNormal | AluOp::TestpSubnormal => 2,
+                AluOp::Mad | AluOp::Mad24 | AluOp::Sad | AluOp::Fma | AluOp::Bfe | AluOp::Prmt | AluOp::ShfL | AluOp::ShfR => 4,
+                AluOp::Bfi | AluOp::Lop3 => 5,
+                _ => 3,
+            },
+            Kind::Setp(..) | Kind::Set(..) => 3,
+            Kind::Selp(_) | Kind::Slct(..) => 4,
+            Kind::Atom(_, op, _, red) => {
+                let base = if *red { 2 } else { 3 };
+                if *op == AtomOp::Cas {
+                    base + 1
+                } else {
+                    base
+                }
+            }
+            Kind::Bra => 1,
+            Kind::Shfl(_) => 5,
+            Kind::Vote(_) => 3,
+            Kind::Activemask => 1,
+            Kind::Match(..) => 3,
+            Kind::Mma(_) => 4,
+            Kind::Ldmatrix(..) => 2,
+            Kind::CpAsync(_) => 3,
+            Kind::BarWarpSync => 1,
+            _ => 0,
+        };
+        if args.len() < min_args {
+            return perr(line, format!("'{}' expects at least {} operands, got {}", p.opcode, min_args, args.len()));
+        }
+        if let Kind::Bra = kind {
+            if !matches!(args.last(), Some(Operand::Label(_))) {
+                return perr(line, "bra target must be a label of the same function");
+            }
+        }
+        Ok(Instr { kind, guard, args, line: line as u32, is_cond_branch })
+    }
+}
+
+trait Pipe: Sized {
+    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
+        f(self)
+    }
+}
+impl<T> Pipe for T {}
+
+fn fix_dyn(a: &mut Operand, off: u32) {
+    match a {
+        Operand::Sym(s) | Operand::Addr(AddrBase::Sym(s), _) => {
+            if *s == SymRef::DynShared {
+                *s = SymRef::Shared(off);
+            }
+        }
+        Operand::Vec(v) | Operand::List(v) => {
+            for x in v {
+                fix_dyn(x, off)
+            }
+        }
+        _ => {}
+    }
+}
+
+fn imm_int(i: i64, ty: PtxType) -> u64 {
+    match ty {
+        PtxType::F32 => (i as f32).to_bits() as u64,
+        PtxType::F64 => (i as f64).to_bits(),
+        _ => i as u64,
+    }
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    let (s, unsigned) = match s.strip_suffix('U').or_else(|| s.strip_suffix('u')) {
+        Some(x) => (x, true),
+        None => (s, false),
+    };
+    let _ = unsigned;
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok().map(|v| v as i64)
+    } else if let Some(b) = s.strip_prefix("0b").or_else(|| s.strip_prefix("0B")) {
+        u64::from_str_radix(b, 2).ok().map(|v| v as i64)
+    } else if s.len() > 1 && s.starts_with('0') && s.chars().all(|c| c.is_ascii_digit()) {
+        u64::from_str_radix(&s[1..], 8).ok().map(|v| v as i64)
+    } else {
+        s.parse::<u64>().ok().map(|v| v as i64)
+    }
+}
+
+fn parse_cmp(m: &str) -> Option<Cmp> {
+    Some(match m {
+        "eq" => Cmp::Eq,
+        "ne" => Cmp::Ne,
+        "lt" => Cmp::Lt,
+        "le" => Cmp::Le,
+        "gt" => Cmp::Gt,
+        "ge" => Cmp::Ge,
+        "lo" => Cmp::Lo,
+        "ls" => Cmp::Ls,
+        "hi" => Cmp::Hi,
+        "hs" => Cmp::Hs,
+        "equ" => Cmp::Equ,
+        "neu" => Cmp::Neu,
+        "ltu" => Cmp::Ltu,
+        "leu" => Cmp::Leu,
+        "gtu" => Cmp::Gtu,
+        "geu" => Cmp::Geu,
+        "num" => Cmp::Num,
+        "nan" => Cmp::Nan,
+        _ => return None,
+    })
+}
+
+fn special_reg(n: &str) -> Option<Sreg> {
+    let dim = |s: &str| match s {
+        "x" => Some(0u8),
+        "y" => Some(1),
+        "z" => Some(2),
+        _ => None,
+    };
+    if let Some((a, b)) = n.split_once('.') {
+        let d = dim(b)?;
+        return Some(match a {
+            "%tid" => Sreg::Tid(d),
+            "%ntid" => Sreg::Ntid(d),
+            "%ctaid" => Sreg::Ctaid(d),
+            "%nctaid" => Sreg::Nctaid(d),
+            "%cluster_ctaid" | "%cluster_nctaid" | "%clusterid" => Sreg::Zero,
+            "%nclusterid" | "%cluster_nctarank" => Sreg::Zero,
+            _ => return None,
+        });
+    }
+    Some(match n {
+        "%laneid" => Sreg::Laneid,
+        "%warpid" => Sreg::Warpid,
+        "%nwarpid" => Sreg::Nwarpid,
+        "%lanemask_eq" => Sreg::LanemaskEq,
+        "%lanemask_lt" => Sreg::LanemaskLt,
+        "%lanemask_le" => Sreg::LanemaskLe,
+        "%lanemask_gt" => Sreg::LanemaskGt,
+        "%lanemask_ge" => Sreg::LanemaskGe,
+        "%clock" => Sreg::Clock,
+        "%clock64" => Sreg::Clock64,
+        "%globaltimer" | "%globaltimer_lo" | "%globaltimer_hi" => Sreg::Globaltimer,
+        "%smid" => Sreg::Smid,
+        "%nsmid" => Sreg::Nsmid,
+        "%dynamic_smem_size" => Sreg::DynSmem,
+        "%total_smem_size" => Sreg::TotalSmem,
+        "%cluster_ctarank" | "%is_explicit_cluster" | "%gridid" => Sreg::Zero,
+        _ => return None,
+    })
+}
