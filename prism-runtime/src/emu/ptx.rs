@@ -721,9 +721,9 @@ impl Parser {
         }
     }
     fn skip_to_semi(&mut self) {
-        while let Some(t) = self.peek() {
+        while let Some(t) = self.peek().cloned() {
             self.pos += 1;
-            if *t == Tok::P(';') {
+            if t == Tok::P(';') {
                 break;
             }
         }
