@@ -7,6 +7,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod consteval;
 pub mod diag;
 pub mod emit;
 pub mod parse;
