@@ -430,6 +430,7 @@ pub(crate) struct Function {
 pub(crate) struct GlobalVar {
     pub name: String,
     pub size: usize,
+    #[allow(dead_code)]
     pub align: usize,
     pub init: Vec<u8>,
 }
@@ -445,6 +446,7 @@ pub struct Module {
     pub(crate) static_smem: u32,
     pub(crate) dyn_smem_offset: u32,
     pub(crate) local_size: u32,
+    #[allow(dead_code)]
     pub(crate) reg_names: Vec<String>,
 }
 
@@ -477,9 +479,6 @@ impl Module {
     /// The PTX source line of decoded instruction `idx`.
     pub fn instruction_line(&self, idx: usize) -> Option<usize> {
         self.code.get(idx).map(|i| i.line as usize)
-    }
-    pub(crate) fn func_index(&self, name: &str) -> Option<usize> {
-        self.funcs.iter().position(|f| f.name == name)
     }
 }
 
@@ -587,7 +586,7 @@ fn tokenize(src: &str) -> Result<Vec<Token>, PtxError> {
 
 #[derive(Debug, Clone)]
 enum Name {
-    Reg(u32, PtxType),
+    Reg(u32, #[allow(dead_code)] PtxType),
     Sym(SymRef),
 }
 
@@ -742,15 +741,6 @@ impl Parser {
                 }
             }
         }
-    }
-
-    fn lookup(&self, name: &str) -> Option<Name> {
-        for s in self.scopes.iter().rev() {
-            if let Some(n) = s.get(name) {
-                return Some(n.clone());
-            }
-        }
-        self.module_names.get(name).cloned()
     }
 
     fn declare(&mut self, name: String, n: Name) {
