@@ -1,0 +1,119 @@
+//! The items a `#[prism_device]` function expands to (besides its own check): the callback macros that hand
+//! its tokens to callers, and a documentation-only item.
+
+use crate::kernel::{current_crate, requires_text};
+use prism_core::ast::{Function, Type};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::quote;
+
+fn type_text(t: &Type) -> String {
+    match t {
+        Type::Scalar(s) => s.to_string(),
+        Type::Ptr {
+            elem,
+            mutable: true,
+        } => format!("*mut {elem}"),
+        Type::Ptr {
+            elem,
+            mutable: false,
+        } => format!("*const {elem}"),
+        Type::Array { elem, .. } => format!("[{elem}; _]"),
+        Type::ArrayRef {
+            elem,
+            mutable: true,
+            ..
+        } => format!("&mut [{elem}; _]"),
+        Type::ArrayRef {
+            elem,
+            mutable: false,
+            ..
+        } => format!("&[{elem}; _]"),
+        Type::Shared { elem, .. } => format!("Shared<[{elem}; _]>"),
+    }
+}
+
+/// The perspective signature in words, for rustdoc.
+fn signature_doc(f: &Function, item: &syn::ItemFn) -> String {
+    let bound = requires_text(f);
+    let default = f
+        .requires
+        .first()
+        .map(|r| r.perspective.to_string())
+        .unwrap_or_default();
+    let params = f
+        .params
+        .iter()
+        .map(|p| {
+            let at = match (&p.ty, p.at) {
+                (_, Some(a)) => a.perspective.to_string(),
+                (Type::ArrayRef { .. }, None) => "thread[1]".to_string(),
+                _ => default.clone(),
+            };
+            format!("* `{}: {}` at `{at}`", p.name.name, type_text(&p.ty))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let sig = &item.sig;
+    let generics = &sig.generics;
+    let inputs = &sig.inputs;
+    let output = &sig.output;
+    let rust_sig = quote!(fn #generics (#inputs) #output).to_string();
+    let path = format!("{}::{}", current_crate(), f.name.name);
+    format!(
+        "\n\n**Prism device function** `{path}`: perspective bound `requires({bound})`{}{}.\n\n\
+         Signature (Prism surface syntax): `{rust_sig}`\n\nParameters (perspective):\n{params}\n\n\
+         Call it from a `#[prism_kernel]` or `#[prism_device]` body: `{}(..)` in this crate (after its \
+         definition), `{path}(..)` from other crates. The call is checked against this signature and the body \
+         is inlined. This item exists for documentation only.",
+        f.smem.as_ref().map(|_| ", allocates shared memory (`smem`)").unwrap_or(""),
+        f.returns.map(|r| format!(", result at `{}`", r.perspective)).unwrap_or_default(),
+        f.name.name,
+    )
+}
+
+/// Callback macros and the documentation item. `f` is `None` when the function did not parse (the macros are
+/// still emitted so callers get a precise error).
+pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> TokenStream {
+    let Ok(parsed) = syn::parse2::<syn::ItemFn>(item.clone()) else {
+        return TokenStream::new();
+    };
+    let name = &parsed.sig.ident;
+    let vis = &parsed.vis;
+    let is_pub = matches!(vis, syn::Visibility::Public(_));
+    let krate = current_crate();
+    let local = Ident::new(&format!("__prism_local_{name}"), Span::call_site());
+    let exported = Ident::new(&format!("__prism_device_{name}"), Span::call_site());
+    let mut out = quote! {
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #local {
+            ($($state:tt)*) => {
+                ::prism_macros::__prism_resume! { @dep local [] #krate { #attr } { #item } $($state)* }
+            };
+        }
+    };
+    if is_pub {
+        out.extend(quote! {
+            #[doc(hidden)]
+            #[macro_export]
+            macro_rules! #exported {
+                ($($state:tt)*) => {
+                    ::prism_macros::__prism_resume! { @dep extern [$crate] #krate { #attr } { #item } $($state)* }
+                };
+            }
+        });
+    }
+    let docs: Vec<&syn::Attribute> = parsed
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let sig_doc = f.map(|f| signature_doc(f, &parsed)).unwrap_or_default();
+    out.extend(quote! {
+        #(#docs)*
+        #[doc = #sig_doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name;
+    });
+    out
+}

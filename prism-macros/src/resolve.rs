@@ -1,0 +1,280 @@
+//! Finding the device functions a function calls, naming the macros that deliver them, and rewriting the
+//! calls so prism-core can match each one to its dependency by name.
+
+use prism_core::ast::{Block, Expr, ExprKind, Function, Ident, StmtKind};
+use proc_macro2::Span;
+
+/// Names that are intrinsics or constructs (`docs/SYNTAX.md`), never device functions.
+const INTRINSICS: &[&str] = &[
+    "id",
+    "sync_threads",
+    "sync_warp",
+    "shfl_down",
+    "shfl_up",
+    "shfl_xor",
+    "shfl_idx",
+    "vote_all",
+    "vote_any",
+    "ballot",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_exch",
+    "atomic_cas",
+    "mma_m16n8k8_tf32",
+    "ldmatrix_x4",
+    "ldmatrix_x2",
+    "ldmatrix_x1",
+    "load4",
+    "load2",
+    "store4",
+    "store2",
+    "cp_async",
+    "fence",
+    // Constructs (parsed as statements, listed in case one appears in expression position).
+    "group",
+    "partition",
+    "claim",
+    "async_",
+    "split",
+    // Hopper intrinsics and other collectives (names reserved even where prism-core does not have them yet).
+    "wgmma_fence",
+    "wgmma_commit_group",
+    "wgmma_wait_group",
+    "setmaxnreg_inc",
+    "setmaxnreg_dec",
+    "mbarrier_init",
+    "mbarrier_arrive",
+    "mbarrier_arrive_expect_tx",
+    "mbarrier_try_wait_parity",
+    "fence_proxy_async",
+    "cp_async_commit_group",
+    "cp_async_wait_group",
+    "cp_async_wait_all",
+];
+
+/// `name` (a single-segment call) is an intrinsic or construct, never a device function.
+pub fn is_intrinsic(name: &str) -> bool {
+    INTRINSICS.contains(&name)
+}
+
+/// What a call path refers to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `f(..)`, `crate::m::f(..)`, `self::f(..)`, `super::f(..)`: a device function of the caller's own crate.
+    SameCrate { name: String },
+    /// `other::m::f(..)`: a device function exported by the crate `other` (as the caller's crate names it).
+    Qualified { alias: String, name: String },
+}
+
+/// Classifies a call path; `None` for intrinsics.
+pub fn classify(path: &[Ident]) -> Option<Target> {
+    let last = path.last()?;
+    if path.len() == 1 {
+        if is_intrinsic(&last.name) {
+            return None;
+        }
+        return Some(Target::SameCrate {
+            name: last.name.clone(),
+        });
+    }
+    let first = &path[0].name;
+    if matches!(first.as_str(), "crate" | "self" | "super") {
+        Some(Target::SameCrate {
+            name: last.name.clone(),
+        })
+    } else {
+        Some(Target::Qualified {
+            alias: first.clone(),
+            name: last.name.clone(),
+        })
+    }
+}
+
+/// Calls every `f(path, span)` for each call expression in `b` (and nested blocks), in source order.
+fn visit_block(b: &mut Block, f: &mut dyn FnMut(&mut Vec<Ident>, Span)) {
+    for s in &mut b.stmts {
+        match &mut s.kind {
+            StmtKind::Let { init, .. } => {
+                if let Some(e) = init {
+                    visit_expr(e, f);
+                }
+            }
+            StmtKind::Assign { place, value, .. } => {
+                visit_expr(place, f);
+                visit_expr(value, f);
+            }
+            StmtKind::Expr(e) => visit_expr(e, f),
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                visit_expr(cond, f);
+                visit_block(then_block, f);
+                if let Some(b) = else_block {
+                    visit_block(b, f);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                visit_expr(cond, f);
+                visit_block(body, f);
+            }
+            StmtKind::For {
+                start,
+                end,
+                step,
+                body,
+                ..
+            } => {
+                visit_expr(start, f);
+                visit_expr(end, f);
+                if let Some(s) = step {
+                    visit_expr(s, f);
+                }
+                visit_block(body, f);
+            }
+            StmtKind::Group { body, .. }
+            | StmtKind::Claim { body, .. }
+            | StmtKind::Async { body, .. }
+            | StmtKind::Unsafe { body } => visit_block(body, f),
+            StmtKind::Split { arms, .. } => {
+                for a in arms {
+                    visit_block(&mut a.body, f);
+                }
+            }
+            StmtKind::Partition { index, body, .. } => {
+                visit_expr(&mut index.body, f);
+                visit_block(body, f);
+            }
+            _ => {}
+        }
+    }
+    if let Some(t) = &mut b.tail {
+        visit_expr(t, f);
+    }
+}
+
+fn visit_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Vec<Ident>, Span)) {
+    let span = e.span;
+    match &mut e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => {}
+        ExprKind::Index { base, indices } => {
+            visit_expr(base, f);
+            for i in indices {
+                visit_expr(i, f);
+            }
+        }
+        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
+            visit_expr(expr, f)
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            visit_expr(lhs, f);
+            visit_expr(rhs, f);
+        }
+        ExprKind::Call {
+            path,
+            generics,
+            args,
+        } => {
+            f(path, span);
+            for g in generics {
+                visit_expr(g, f);
+            }
+            for a in args {
+                visit_expr(a, f);
+            }
+        }
+        ExprKind::MethodCall { recv, args, .. } => {
+            visit_expr(recv, f);
+            for a in args {
+                visit_expr(a, f);
+            }
+        }
+        ExprKind::ArrayLit(items) => {
+            for i in items {
+                visit_expr(i, f);
+            }
+        }
+        ExprKind::ArrayRepeat { value, len } => {
+            visit_expr(value, f);
+            visit_expr(len, f);
+        }
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => {
+            visit_expr(cond, f);
+            visit_expr(then_value, f);
+            visit_expr(else_value, f);
+        }
+        ExprKind::Asm { operands, .. } => {
+            for o in operands {
+                visit_expr(&mut o.expr, f);
+            }
+        }
+    }
+}
+
+/// Calls `f` on every call path of the function's body.
+pub fn visit_calls(func: &mut Function, f: &mut dyn FnMut(&mut Vec<Ident>, Span)) {
+    visit_block(&mut func.body, f);
+}
+
+/// The device functions `func` calls, first occurrence first, each with the span of the called name.
+pub fn callees(func: &Function) -> Vec<(Target, Span)> {
+    let mut out: Vec<(Target, Span)> = Vec::new();
+    let mut copy = func.clone();
+    visit_calls(&mut copy, &mut |path, _span| {
+        if let Some(t) = classify(path) {
+            let name_span = path.last().map(|i| i.span).unwrap_or_else(Span::call_site);
+            if !out.iter().any(|(o, _)| *o == t) {
+                out.push((t, name_span));
+            }
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> Ident {
+        Ident {
+            name: s.into(),
+            span: Span::call_site(),
+        }
+    }
+
+    #[test]
+    fn classification() {
+        assert_eq!(classify(&[id("id")]), None);
+        assert_eq!(classify(&[id("mma_m16n8k8_tf32")]), None);
+        assert_eq!(
+            classify(&[id("warp_load")]),
+            Some(Target::SameCrate {
+                name: "warp_load".into()
+            })
+        );
+        assert_eq!(
+            classify(&[id("crate"), id("m"), id("f")]),
+            Some(Target::SameCrate { name: "f".into() })
+        );
+        assert_eq!(
+            classify(&[id("prism_kernels"), id("warp_load")]),
+            Some(Target::Qualified {
+                alias: "prism_kernels".into(),
+                name: "warp_load".into()
+            })
+        );
+        assert_eq!(
+            classify(&[id("pk"), id("load"), id("warp_load")]),
+            Some(Target::Qualified {
+                alias: "pk".into(),
+                name: "warp_load".into()
+            })
+        );
+    }
+}
