@@ -1,6 +1,39 @@
 //! Loading and launching Prism kernels.
 //!
 //! Two backends share one launch API: the GPU (through cudarc) and the emulator ([`emu`]), which runs the
-//! same PTX on the CPU with SIMT semantics, fault detection and cost counters.
+//! same PTX on the CPU with SIMT semantics, fault detection and cost counters. [`Device::auto`] picks the GPU
+//! when a CUDA driver and a device are present and the emulator otherwise; [`Device::name`] says which.
+//!
+//! ```no_run
+//! use prism_runtime::{Device, KernelArg, KernelInfo, LaunchDims};
+//! # fn demo(kernel: &KernelInfo) -> Result<(), prism_runtime::RuntimeError> {
+//! let dev = Device::auto()?;
+//! let a = dev.htod(&[1.0f32, 2.0, 3.0])?;
+//! let mut c = dev.alloc_zeros::<f32>(3)?;
+//! dev.launch(kernel, LaunchDims::new(1, 32), &mut [a.as_arg(), c.as_arg_mut(), KernelArg::U32(3)])?;
+//! let host = dev.dtoh(&c)?;
+//! # let _ = host; Ok(()) }
+//! ```
+//!
+//! Every launch is checked first: the dimensions against the kernel's [`Contract`] ([`validate_launch`]) and
+//! the arguments against its [`ParamSpec`]s. See `docs/RUNTIME.md`.
 
+#![warn(missing_docs)]
+
+mod device;
 pub mod emu;
+mod error;
+mod gpu;
+mod types;
+mod validate;
+
+pub use device::{BufHandle, Device, DeviceBuffer, DeviceCopy, KernelArg, LaunchReport, BACKEND_ENV};
+pub use error::RuntimeError;
+pub use types::{
+    registered_kernels, Backend, Contract, ElemType, KernelInfo, LaunchDims, ParamSpec, ParamType,
+    RegisteredKernel,
+};
+pub use validate::{validate_launch, MAX_GRID_X, MAX_SMEM_BYTES, MAX_THREADS_PER_BLOCK};
+
+/// Re-exported for the `#[prism_kernel]` expansion: `::prism_runtime::inventory::submit! { .. }`.
+pub use inventory;

@@ -1,0 +1,563 @@
+//! [`Device`], [`DeviceBuffer`] and [`KernelArg`]: one API over the GPU and the emulator.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+
+use crate::emu;
+use crate::error::RuntimeError;
+use crate::gpu::{GpuBackend, GpuSliceArg, GpuSliceConst, GpuSliceMut};
+use crate::types::{Backend, ElemType, KernelInfo, LaunchDims, ParamType};
+use crate::validate::{check_args, validate_launch};
+
+/// Environment variable that overrides [`Device::auto`]: `emulator` (or `emu`), `gpu`, or `auto`.
+pub const BACKEND_ENV: &str = "PRISM_BACKEND";
+
+static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A device kernels run on: a CUDA GPU or the CPU PTX emulator. Cheap to clone (an `Arc` inside); clones are
+/// the same device, and buffers can be used with any clone of the device that made them.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: u64,
+    kind: Kind,
+}
+
+enum Kind {
+    Gpu(GpuBackend),
+    Emu(EmuBackend),
+}
+
+/// The emulator backend: the emulator itself and the parsed modules, keyed by the PTX text's address and
+/// length (kernel PTX is `&'static str`, so the key is stable and parsing happens once per module).
+struct EmuBackend {
+    emu: Arc<Mutex<emu::Emulator>>,
+    modules: Mutex<HashMap<(usize, usize), Arc<emu::Module>>>,
+}
+
+/// Locks a mutex, recovering the data if a previous holder panicked (the emulator's memory stays usable).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device(#{} {})", self.inner.id, self.name())
+    }
+}
+
+impl Device {
+    fn from_kind(kind: Kind) -> Device {
+        Device { inner: Arc::new(Inner { id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed), kind }) }
+    }
+
+    /// GPU 0 when a CUDA driver and a device are present, else the emulator. Never panics.
+    ///
+    /// The environment variable [`BACKEND_ENV`] (`PRISM_BACKEND`) overrides the choice: `emulator` forces the
+    /// emulator, `gpu` requires GPU 0 (and fails with [`RuntimeError::NoGpu`] without one).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Driver`] when a GPU is present but could not be initialized (rather than silently
+    /// running on the emulator); [`RuntimeError::NoGpu`] only with `PRISM_BACKEND=gpu`.
+    pub fn auto() -> Result<Device, RuntimeError> {
+        match std::env::var(BACKEND_ENV).ok().as_deref().map(str::trim) {
+            Some("emulator") | Some("emu") => return Ok(Device::emulator()),
+            Some("gpu") => return Device::gpu(0),
+            _ => {}
+        }
+        match Device::gpu(0) {
+            Ok(d) => Ok(d),
+            Err(RuntimeError::NoGpu(_)) => Ok(Device::emulator()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The GPU with this ordinal.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoGpu`] without a CUDA driver library, when the driver reports no device, or when
+    /// `ordinal` is out of range; [`RuntimeError::Driver`] when context creation fails.
+    pub fn gpu(ordinal: usize) -> Result<Device, RuntimeError> {
+        GpuBackend::open(ordinal).map(|g| Device::from_kind(Kind::Gpu(g)))
+    }
+
+    /// A new emulator with the default configuration ([`emu::EmuConfig::default`]).
+    pub fn emulator() -> Device {
+        Device::emulator_with(emu::EmuConfig::default())
+    }
+
+    /// A new emulator with the given configuration.
+    pub fn emulator_with(cfg: emu::EmuConfig) -> Device {
+        Device::from_kind(Kind::Emu(EmuBackend {
+            emu: Arc::new(Mutex::new(emu::Emulator::new(cfg))),
+            modules: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Which backend this device uses.
+    pub fn backend(&self) -> Backend {
+        match self.inner.kind {
+            Kind::Gpu(_) => Backend::Gpu,
+            Kind::Emu(_) => Backend::Emulator,
+        }
+    }
+
+    /// Human-readable name: `"NVIDIA H100 80GB HBM3 (GPU 0)"` or `"Prism PTX emulator (CPU)"`.
+    pub fn name(&self) -> String {
+        match &self.inner.kind {
+            Kind::Gpu(g) => g.name(),
+            Kind::Emu(_) => "Prism PTX emulator (CPU)".to_string(),
+        }
+    }
+
+    /// A process-unique id of this device (shared by its clones); appears in error messages.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The emulator behind this device (for its configuration, global symbols or raw memory access), or
+    /// `None` on a GPU.
+    pub fn emulator_handle(&self) -> Option<Arc<Mutex<emu::Emulator>>> {
+        match &self.inner.kind {
+            Kind::Emu(e) => Some(e.emu.clone()),
+            Kind::Gpu(_) => None,
+        }
+    }
+
+    /// The largest dynamic shared memory per block this device allows (GPU: the opt-in maximum reported by
+    /// the driver; emulator: 232448 bytes).
+    pub fn max_smem_bytes(&self) -> u32 {
+        match &self.inner.kind {
+            Kind::Gpu(g) => g.smem_optin(),
+            Kind::Emu(_) => crate::validate::MAX_SMEM_BYTES,
+        }
+    }
+
+    /// Copies `data` to a new device buffer.
+    pub fn htod<T: DeviceCopy>(&self, data: &[T]) -> Result<DeviceBuffer<T>, RuntimeError> {
+        let store = match &self.inner.kind {
+            Kind::Gpu(g) => Store::Gpu(g.htod(data)?),
+            Kind::Emu(e) => {
+                let mut m = lock(&e.emu);
+                let addr = m.alloc(std::mem::size_of_val(data));
+                if let Err(err) = m.write(addr, &to_bytes(data)) {
+                    let _ = m.free(addr);
+                    return Err(err.into());
+                }
+                Store::Emu { addr }
+            }
+        };
+        Ok(DeviceBuffer { device: self.clone(), len: data.len(), store })
+    }
+
+    /// A new device buffer of `len` zeros.
+    pub fn alloc_zeros<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, RuntimeError> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| RuntimeError::BadArgs(format!("allocation of {} elements overflows", len)))?;
+        let store = match &self.inner.kind {
+            Kind::Gpu(g) => Store::Gpu(g.alloc_zeros(len)?),
+            // Emulator allocations are zero-filled.
+            Kind::Emu(e) => Store::Emu { addr: lock(&e.emu).alloc(bytes) },
+        };
+        Ok(DeviceBuffer { device: self.clone(), len, store })
+    }
+
+    /// Copies a device buffer back to the host.
+    ///
+    /// # Errors
+    /// [`RuntimeError::WrongDevice`] when `buf` belongs to another device.
+    pub fn dtoh<T: DeviceCopy>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>, RuntimeError> {
+        if buf.device.id() != self.id() {
+            return Err(RuntimeError::WrongDevice);
+        }
+        match (&self.inner.kind, &buf.store) {
+            (Kind::Gpu(g), Store::Gpu(s)) => g.dtoh(s),
+            (Kind::Emu(e), Store::Emu { addr }) => {
+                let bytes = lock(&e.emu).read(*addr, buf.len * std::mem::size_of::<T>())?;
+                Ok(from_bytes(&bytes))
+            }
+            _ => Err(RuntimeError::WrongDevice),
+        }
+    }
+
+    /// Overwrites the start of `dst` with `data` (`data.len() <= dst.len()`).
+    ///
+    /// # Errors
+    /// [`RuntimeError::WrongDevice`] when `dst` belongs to another device, [`RuntimeError::BadArgs`] when
+    /// `data` is longer than `dst`.
+    pub fn copy_htod<T: DeviceCopy>(&self, data: &[T], dst: &mut DeviceBuffer<T>) -> Result<(), RuntimeError> {
+        if dst.device.id() != self.id() {
+            return Err(RuntimeError::WrongDevice);
+        }
+        if data.len() > dst.len {
+            return Err(RuntimeError::BadArgs(format!(
+                "copy of {} elements into a buffer of {}",
+                data.len(),
+                dst.len
+            )));
+        }
+        match (&self.inner.kind, &mut dst.store) {
+            (Kind::Gpu(g), Store::Gpu(s)) => g.copy_htod(data, s),
+            (Kind::Emu(e), Store::Emu { addr }) => Ok(lock(&e.emu).write(*addr, &to_bytes(data))?),
+            _ => Err(RuntimeError::WrongDevice),
+        }
+    }
+
+    /// Waits for all work on the device (the emulator runs launches synchronously: a no-op there).
+    pub fn synchronize(&self) -> Result<(), RuntimeError> {
+        match &self.inner.kind {
+            Kind::Gpu(g) => g.synchronize(),
+            Kind::Emu(_) => Ok(()),
+        }
+    }
+
+    /// Validates `dims` against `kernel.contract` ([`validate_launch`]) and `args` against `kernel.params`
+    /// (count, kinds, element types, mutability, buffers of this device), then launches `kernel` with
+    /// `contract.smem_bytes` of dynamic shared memory.
+    ///
+    /// GPU: the module is loaded once per PTX text and cached; over 48 KiB of dynamic shared memory sets
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first; the launch is asynchronous (use
+    /// [`Device::dtoh`] or [`Device::synchronize`]). Emulator: the module is parsed once and cached, the
+    /// launch runs to completion, and faults come back as `Err(RuntimeError::Emulator(..))`.
+    pub fn launch(
+        &self,
+        kernel: &KernelInfo,
+        dims: LaunchDims,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<LaunchReport, RuntimeError> {
+        validate_launch(kernel, dims)?;
+        check_args(self, kernel, args)?;
+        match &self.inner.kind {
+            Kind::Gpu(g) => {
+                g.launch(kernel, dims, args)?;
+                Ok(LaunchReport { backend: Backend::Gpu, emu: None })
+            }
+            Kind::Emu(e) => {
+                let report = e.launch(kernel, dims, args)?;
+                Ok(LaunchReport { backend: Backend::Emulator, emu: Some(report) })
+            }
+        }
+    }
+}
+
+impl EmuBackend {
+    fn module(&self, ptx: &'static str) -> Result<Arc<emu::Module>, RuntimeError> {
+        let key = (ptx.as_ptr() as usize, ptx.len());
+        let mut cache = lock(&self.modules);
+        if let Some(m) = cache.get(&key) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(emu::Module::parse(ptx).map_err(|e| RuntimeError::Ptx(e.to_string()))?);
+        cache.insert(key, m.clone());
+        Ok(m)
+    }
+
+    fn launch(
+        &self,
+        kernel: &KernelInfo,
+        dims: LaunchDims,
+        args: &[KernelArg<'_>],
+    ) -> Result<emu::LaunchReport, RuntimeError> {
+        let module = self.module(kernel.ptx)?;
+        let decls = module.entry_params(kernel.entry).unwrap_or_default();
+        let params: Vec<emu::ParamValue> = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a {
+                KernelArg::U32(v) => emu::ParamValue::U32(*v),
+                KernelArg::I32(v) => emu::ParamValue::I32(*v),
+                KernelArg::U64(v) => emu::ParamValue::U64(*v),
+                KernelArg::I64(v) => emu::ParamValue::I64(*v),
+                KernelArg::F32(v) => emu::ParamValue::F32(*v),
+                KernelArg::F64(v) => emu::ParamValue::F64(*v),
+                // A bool parameter is as wide as the PTX declares it (.u8/.pred-as-byte or .u32).
+                KernelArg::Bool(b) => match decls.get(i).map(|d| d.size) {
+                    Some(8) => emu::ParamValue::U64(*b as u64),
+                    Some(n @ 1..=2) => {
+                        let mut v = vec![0u8; n];
+                        v[0] = *b as u8;
+                        emu::ParamValue::Bytes(v)
+                    }
+                    _ => emu::ParamValue::U32(*b as u32),
+                },
+                KernelArg::Buf { buf, .. } => emu::ParamValue::Ptr(buf.raw_ptr()),
+            })
+            .collect();
+        let mut m = lock(&self.emu);
+        Ok(m.launch(&module, kernel.entry, [dims.grid, 1, 1], [dims.block, 1, 1], kernel.contract.smem_bytes, &params)?)
+    }
+}
+
+/// Result of [`Device::launch`].
+#[derive(Debug, Clone)]
+pub struct LaunchReport {
+    /// Where the kernel ran.
+    pub backend: Backend,
+    /// The emulator's counters (instructions, divergence, memory sectors, bank conflicts, ...) when it ran
+    /// on the emulator.
+    pub emu: Option<emu::LaunchReport>,
+}
+
+mod sealed {
+    /// Explicit little-endian conversions for the emulator's byte-addressed memory (no transmutes).
+    pub trait Sealed: Sized {
+        const SIZE: usize;
+        fn put_le(self, out: &mut Vec<u8>);
+        fn get_le(bytes: &[u8]) -> Self;
+    }
+}
+
+/// Element types that can live in a [`DeviceBuffer`]: `u8 u32 i32 u64 i64 f32 f64 half::f16 half::bf16`.
+/// Sealed: the runtime knows the byte layout of each.
+pub trait DeviceCopy:
+    Copy + Default + Send + Sync + Unpin + 'static + sealed::Sealed + DeviceRepr + ValidAsZeroBits
+{
+    /// The element type's tag, checked against pointer parameters at launch.
+    const ELEM: ElemType;
+}
+
+macro_rules! device_copy {
+    ($($t:ty => $e:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get_le(bytes: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(bytes);
+                <$t>::from_le_bytes(a)
+            }
+        }
+        impl DeviceCopy for $t {
+            const ELEM: ElemType = ElemType::$e;
+        }
+    )*};
+}
+
+device_copy!(u8 => U8, u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32, f64 => F64,
+    half::f16 => F16, half::bf16 => BF16);
+
+fn to_bytes<T: DeviceCopy>(data: &[T]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(std::mem::size_of_val(data));
+    for &x in data {
+        x.put_le(&mut out);
+    }
+    out
+}
+
+fn from_bytes<T: DeviceCopy>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::SIZE).map(T::get_le).collect()
+}
+
+enum Store<T> {
+    Gpu(CudaSlice<T>),
+    Emu { addr: u64 },
+}
+
+/// A typed buffer in device memory (GPU memory or emulator memory); freed on drop.
+pub struct DeviceBuffer<T: DeviceCopy> {
+    device: Device,
+    len: usize,
+    store: Store<T>,
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceBuffer<{}>(len {}, 0x{:x} on {:?})", T::ELEM, self.len, self.raw_ptr(), self.device)
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device the buffer lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The raw device address (emulator address or `CUdeviceptr`), e.g. for fault messages.
+    pub fn raw_ptr(&self) -> u64 {
+        match &self.store {
+            Store::Gpu(s) => crate::gpu::raw_ptr(s),
+            Store::Emu { addr } => *addr,
+        }
+    }
+
+    /// Passes the buffer to a `*const T` parameter.
+    pub fn as_arg(&self) -> KernelArg<'_> {
+        let inner = match &self.store {
+            Store::Gpu(s) => HandleInner::Gpu(Box::new(GpuSliceConst(s))),
+            Store::Emu { addr } => HandleInner::Emu(*addr),
+        };
+        KernelArg::Buf {
+            elem: T::ELEM,
+            mutable: false,
+            buf: BufHandle { device: &self.device, elem: T::ELEM, mutable: false, inner },
+        }
+    }
+
+    /// Passes the buffer to a `*mut T` parameter (also accepted by `*const T` parameters).
+    pub fn as_arg_mut(&mut self) -> KernelArg<'_> {
+        let inner = match &mut self.store {
+            Store::Gpu(s) => HandleInner::Gpu(Box::new(GpuSliceMut(s))),
+            Store::Emu { addr } => HandleInner::Emu(*addr),
+        };
+        KernelArg::Buf {
+            elem: T::ELEM,
+            mutable: true,
+            buf: BufHandle { device: &self.device, elem: T::ELEM, mutable: true, inner },
+        }
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        // GPU slices free themselves; emulator memory is returned here so that long test runs do not grow.
+        if let (Store::Emu { addr }, Kind::Emu(e)) = (&self.store, &self.device.inner.kind) {
+            let _ = lock(&e.emu).free(*addr);
+        }
+    }
+}
+
+/// A type-erased borrow of a [`DeviceBuffer`], carried by [`KernelArg::Buf`]. It knows its element type,
+/// whether it was borrowed mutably, its device, and what each backend needs to pass it (the emulator address,
+/// or the cudarc slice so cudarc's stream bookkeeping sees the access).
+pub struct BufHandle<'a> {
+    device: &'a Device,
+    elem: ElemType,
+    mutable: bool,
+    pub(crate) inner: HandleInner<'a>,
+}
+
+pub(crate) enum HandleInner<'a> {
+    Gpu(Box<dyn GpuSliceArg + 'a>),
+    Emu(u64),
+}
+
+impl BufHandle<'_> {
+    /// Element type of the underlying buffer.
+    pub fn elem(&self) -> ElemType {
+        self.elem
+    }
+    /// True when borrowed with [`DeviceBuffer::as_arg_mut`].
+    pub fn is_mutable(&self) -> bool {
+        self.mutable
+    }
+    /// Id of the owning device ([`Device::id`]).
+    pub fn device_id(&self) -> u64 {
+        self.device.id()
+    }
+    /// Name of the owning device.
+    pub fn device_name(&self) -> String {
+        self.device.name()
+    }
+    /// The raw device address.
+    pub fn raw_ptr(&self) -> u64 {
+        match &self.inner {
+            HandleInner::Gpu(s) => s.raw_ptr(),
+            HandleInner::Emu(a) => *a,
+        }
+    }
+}
+
+impl fmt::Debug for BufHandle<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "BufHandle({} {}, 0x{:x} on device #{})",
+            if self.mutable { "mut" } else { "const" },
+            self.elem,
+            self.raw_ptr(),
+            self.device.id()
+        )
+    }
+}
+
+/// One kernel argument. Scalars by value; buffers through [`DeviceBuffer::as_arg`] /
+/// [`DeviceBuffer::as_arg_mut`].
+#[derive(Debug)]
+pub enum KernelArg<'a> {
+    /// `u32` scalar.
+    U32(u32),
+    /// `i32` scalar.
+    I32(i32),
+    /// `u64` scalar.
+    U64(u64),
+    /// `i64` scalar.
+    I64(i64),
+    /// `f32` scalar.
+    F32(f32),
+    /// `f64` scalar.
+    F64(f64),
+    /// `bool` scalar.
+    Bool(bool),
+    /// A device buffer for a pointer parameter.
+    Buf {
+        /// Element type (must equal the handle's).
+        elem: ElemType,
+        /// Borrowed mutably (must equal the handle's).
+        mutable: bool,
+        /// The buffer.
+        buf: BufHandle<'a>,
+    },
+}
+
+impl KernelArg<'_> {
+    /// Short description for error messages: `"a u32 scalar"`, `"a const buffer of f32"`.
+    pub fn describe(&self) -> String {
+        match self {
+            KernelArg::U32(_) => "a u32 scalar".into(),
+            KernelArg::I32(_) => "an i32 scalar".into(),
+            KernelArg::U64(_) => "a u64 scalar".into(),
+            KernelArg::I64(_) => "an i64 scalar".into(),
+            KernelArg::F32(_) => "an f32 scalar".into(),
+            KernelArg::F64(_) => "an f64 scalar".into(),
+            KernelArg::Bool(_) => "a bool scalar".into(),
+            KernelArg::Buf { buf, .. } => {
+                format!("a {} buffer of {}", if buf.mutable { "mutable" } else { "const" }, buf.elem)
+            }
+        }
+    }
+
+    /// The parameter type this argument fits best (buffers: a pointer of their mutability).
+    pub fn param_type(&self) -> ParamType {
+        match self {
+            KernelArg::U32(_) => ParamType::U32,
+            KernelArg::I32(_) => ParamType::I32,
+            KernelArg::U64(_) => ParamType::U64,
+            KernelArg::I64(_) => ParamType::I64,
+            KernelArg::F32(_) => ParamType::F32,
+            KernelArg::F64(_) => ParamType::F64,
+            KernelArg::Bool(_) => ParamType::Bool,
+            KernelArg::Buf { buf, .. } => ParamType::Ptr { elem: buf.elem, mutable: buf.mutable },
+        }
+    }
+}
+
+macro_rules! arg_from {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<$t> for KernelArg<'_> {
+            fn from(x: $t) -> Self {
+                KernelArg::$v(x)
+            }
+        }
+    )*};
+}
+arg_from!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32, f64 => F64, bool => Bool);

@@ -1,0 +1,205 @@
+//! Kernel descriptions shared by the macro expansion and both backends: element and parameter types, the
+//! resource contract, [`KernelInfo`] and the global kernel registry.
+
+use std::fmt;
+
+/// Which backend a [`crate::Device`] runs kernels on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// A CUDA GPU through the driver API (cudarc).
+    Gpu,
+    /// The CPU PTX emulator ([`crate::emu`]).
+    Emulator,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Gpu => "GPU",
+            Backend::Emulator => "emulator",
+        })
+    }
+}
+
+/// Element type of a device buffer or of a pointer parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    /// `u8`
+    U8,
+    /// `u32`
+    U32,
+    /// `i32`
+    I32,
+    /// `u64`
+    U64,
+    /// `i64`
+    I64,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// `half::f16`
+    F16,
+    /// `half::bf16`
+    BF16,
+}
+
+impl ElemType {
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::U8 => 1,
+            ElemType::F16 | ElemType::BF16 => 2,
+            ElemType::U32 | ElemType::I32 | ElemType::F32 => 4,
+            ElemType::U64 | ElemType::I64 | ElemType::F64 => 8,
+        }
+    }
+
+    /// The Rust spelling of the type (`f32`, `bf16`, ...), used in error messages.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            ElemType::U8 => "u8",
+            ElemType::U32 => "u32",
+            ElemType::I32 => "i32",
+            ElemType::U64 => "u64",
+            ElemType::I64 => "i64",
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// Type of a kernel parameter as the kernel declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamType {
+    /// `u32` scalar.
+    U32,
+    /// `i32` scalar.
+    I32,
+    /// `u64` scalar.
+    U64,
+    /// `i64` scalar.
+    I64,
+    /// `f32` scalar.
+    F32,
+    /// `f64` scalar.
+    F64,
+    /// `bool` scalar.
+    Bool,
+    /// Global pointer: `*const elem` or `*mut elem`.
+    Ptr {
+        /// Pointee type.
+        elem: ElemType,
+        /// `*mut` (the kernel may write through it) rather than `*const`.
+        mutable: bool,
+    },
+}
+
+impl fmt::Display for ParamType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamType::U32 => f.write_str("u32"),
+            ParamType::I32 => f.write_str("i32"),
+            ParamType::U64 => f.write_str("u64"),
+            ParamType::I64 => f.write_str("i64"),
+            ParamType::F32 => f.write_str("f32"),
+            ParamType::F64 => f.write_str("f64"),
+            ParamType::Bool => f.write_str("bool"),
+            ParamType::Ptr { elem, mutable: true } => write!(f, "*mut {}", elem),
+            ParamType::Ptr { elem, mutable: false } => write!(f, "*const {}", elem),
+        }
+    }
+}
+
+/// One kernel parameter: its name (as written in the Rust kernel) and type.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    /// Parameter name, used in error messages.
+    pub name: &'static str,
+    /// Declared type.
+    pub ty: ParamType,
+}
+
+/// A kernel's resource contract, from `#[prism_kernel(requires(..), smem = .., threads = .., blocks = ..)]`.
+///
+/// [`validate_launch`](crate::validate_launch) checks a launch against it before anything runs, because the
+/// perspective checker proved the kernel correct only for launches that satisfy it (paper §3.3: the
+/// perspective bound `@requires(grid[1], block[1], thread[n])`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contract {
+    /// The block size must be a multiple of this (`thread[n]` in `requires`). 0 and 1 mean no constraint.
+    pub threads_multiple_of: u32,
+    /// `threads = N`: the block size must be exactly N.
+    pub threads_exact: Option<u32>,
+    /// The grid size must be a multiple of this (`block[n]` in `requires`). 0 and 1 mean no constraint.
+    pub blocks_multiple_of: u32,
+    /// `blocks = N`: the grid size must be exactly N.
+    pub blocks_exact: Option<u32>,
+    /// Dynamic shared memory per block in bytes (`smem = N`), passed as the launch's dynamic shared memory.
+    pub smem_bytes: u32,
+}
+
+impl Contract {
+    /// A contract with no constraints and no shared memory.
+    pub const fn unconstrained() -> Contract {
+        Contract { threads_multiple_of: 1, threads_exact: None, blocks_multiple_of: 1, blocks_exact: None, smem_bytes: 0 }
+    }
+}
+
+impl Default for Contract {
+    fn default() -> Self {
+        Contract::unconstrained()
+    }
+}
+
+/// Everything the runtime needs to launch one (instantiated) kernel; emitted by `#[prism_kernel]`.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelInfo {
+    /// Rust path-ish name, e.g. `"sgemm<64, 64>"`.
+    pub name: &'static str,
+    /// The PTX `.entry` name.
+    pub entry: &'static str,
+    /// The PTX module text containing `entry`.
+    pub ptx: &'static str,
+    /// Parameters in declaration order.
+    pub params: &'static [ParamSpec],
+    /// Launch contract.
+    pub contract: Contract,
+}
+
+/// One-dimensional launch dimensions: `grid` blocks of `block` threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    /// Number of blocks.
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+}
+
+impl LaunchDims {
+    /// `grid` blocks of `block` threads.
+    pub const fn new(grid: u32, block: u32) -> LaunchDims {
+        LaunchDims { grid, block }
+    }
+}
+
+/// Registry entry; the macro expansion emits `::prism_runtime::inventory::submit! { RegisteredKernel(&INFO) }`
+/// for every kernel instance so tools (PTX dumps, ptxas checks, listings) can enumerate them.
+pub struct RegisteredKernel(pub &'static KernelInfo);
+
+inventory::collect!(RegisteredKernel);
+
+/// All kernels registered in the linked binary, sorted by entry name (then by name).
+pub fn registered_kernels() -> Vec<&'static KernelInfo> {
+    let mut v: Vec<&'static KernelInfo> = inventory::iter::<RegisteredKernel>.into_iter().map(|r| r.0).collect();
+    v.sort_by(|a, b| a.entry.cmp(b.entry).then(a.name.cmp(b.name)));
+    v
+}

@@ -1,0 +1,166 @@
+//! Contract and argument checks, done before any launch on either backend.
+//!
+//! The perspective checker proves a kernel correct only for launches that satisfy its contract (paper §3.3:
+//! the perspective bound `@requires(grid[1], block[1], thread[n])`, plus `threads = N`, `blocks = N` and the
+//! `smem` budget). A launch outside it could split a warp collective across an incomplete group, so the
+//! runtime refuses it with [`RuntimeError::BadLaunch`] instead of running it.
+
+use crate::device::{BufHandle, Device, KernelArg};
+use crate::error::RuntimeError;
+use crate::types::{KernelInfo, LaunchDims, ParamType};
+
+/// Hardware limit on threads per block (all architectures since sm_20).
+pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+/// Hardware limit on blocks in grid x: 2^31 - 1.
+pub const MAX_GRID_X: u32 = i32::MAX as u32;
+/// Largest dynamic shared memory per block any supported GPU allows with opt-in (sm_90: 227 KiB).
+pub const MAX_SMEM_BYTES: u32 = 232_448;
+
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{} {}", n, word)
+    } else {
+        format!("{} {}s", n, word)
+    }
+}
+
+/// Checks `dims` and the kernel's shared memory against `kernel.contract` and the hardware limits.
+///
+/// Rules, in order: block in `1..=1024`; block `== threads_exact`; block a multiple of
+/// `threads_multiple_of` (`thread[n]`); grid in `1..=2^31-1`; grid `== blocks_exact`; grid a multiple of
+/// `blocks_multiple_of` (`block[n]`); `smem_bytes <= 232448`. The first violated rule is reported as
+/// [`RuntimeError::BadLaunch`] with the kernel name, the rule and the numbers.
+pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), RuntimeError> {
+    let c = &kernel.contract;
+    let bad = |m: String| Err(RuntimeError::BadLaunch(format!("kernel `{}`: {}", kernel.name, m)));
+    let b = dims.block;
+    if b == 0 {
+        return bad("block of 0 threads: a block needs at least 1 thread".into());
+    }
+    if b > MAX_THREADS_PER_BLOCK {
+        return bad(format!(
+            "block of {} threads exceeds the hardware limit of {} threads per block",
+            b, MAX_THREADS_PER_BLOCK
+        ));
+    }
+    if let Some(n) = c.threads_exact {
+        if b != n {
+            return bad(format!(
+                "block of {} threads, but the kernel requires exactly {} per block (threads = {})",
+                b,
+                plural(n as u64, "thread"),
+                n
+            ));
+        }
+    }
+    if c.threads_multiple_of > 1 && b % c.threads_multiple_of != 0 {
+        return bad(format!(
+            "block of {} threads is not a multiple of {} (kernel requires thread[{}])",
+            b, c.threads_multiple_of, c.threads_multiple_of
+        ));
+    }
+    let g = dims.grid;
+    if g == 0 {
+        return bad("grid of 0 blocks: a grid needs at least 1 block".into());
+    }
+    if g > MAX_GRID_X {
+        return bad(format!("grid of {} blocks exceeds the hardware limit of {} blocks", g, MAX_GRID_X));
+    }
+    if let Some(n) = c.blocks_exact {
+        if g != n {
+            return bad(format!(
+                "grid of {} blocks, but the kernel requires exactly {} (blocks = {})",
+                g,
+                plural(n as u64, "block"),
+                n
+            ));
+        }
+    }
+    if c.blocks_multiple_of > 1 && g % c.blocks_multiple_of != 0 {
+        return bad(format!(
+            "grid of {} blocks is not a multiple of {} (kernel requires block[{}])",
+            g, c.blocks_multiple_of, c.blocks_multiple_of
+        ));
+    }
+    if c.smem_bytes > MAX_SMEM_BYTES {
+        return bad(format!(
+            "smem = {} bytes exceeds the limit of {} bytes (227 KiB) of shared memory per block",
+            c.smem_bytes, MAX_SMEM_BYTES
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `args` against `kernel.params`: count, scalar kinds, buffer element types, mutability and owning
+/// device. Errors name the parameter.
+pub(crate) fn check_args(device: &Device, kernel: &KernelInfo, args: &[KernelArg<'_>]) -> Result<(), RuntimeError> {
+    let bad = |m: String| Err(RuntimeError::BadArgs(format!("kernel `{}`: {}", kernel.name, m)));
+    if args.len() != kernel.params.len() {
+        let names: Vec<&str> = kernel.params.iter().map(|p| p.name).collect();
+        return bad(format!(
+            "takes {} ({}), got {}",
+            plural(kernel.params.len() as u64, "argument"),
+            names.join(", "),
+            plural(args.len() as u64, "argument")
+        ));
+    }
+    for (i, (p, a)) in kernel.params.iter().zip(args).enumerate() {
+        let what = format!("parameter #{} `{}: {}`", i, p.name, p.ty);
+        match (p.ty, a) {
+            (ParamType::U32, KernelArg::U32(_))
+            | (ParamType::I32, KernelArg::I32(_))
+            | (ParamType::U64, KernelArg::U64(_))
+            | (ParamType::I64, KernelArg::I64(_))
+            | (ParamType::F32, KernelArg::F32(_))
+            | (ParamType::F64, KernelArg::F64(_))
+            | (ParamType::Bool, KernelArg::Bool(_)) => {}
+            (ParamType::Ptr { elem, mutable }, KernelArg::Buf { elem: ae, mutable: am, buf }) => {
+                check_buf(device, &what, elem, mutable, *ae, *am, buf).or_else(bad)?;
+            }
+            (_, a) => return bad(format!("{} got {}", what, a.describe())),
+        }
+    }
+    Ok(())
+}
+
+fn check_buf(
+    device: &Device,
+    what: &str,
+    elem: crate::ElemType,
+    mutable: bool,
+    arg_elem: crate::ElemType,
+    arg_mutable: bool,
+    buf: &BufHandle<'_>,
+) -> Result<(), String> {
+    // The handle's own type facts win over the public fields, which a caller could have edited.
+    if arg_elem != buf.elem() || arg_mutable != buf.is_mutable() {
+        return Err(format!(
+            "{}: the argument says {} {} buffer, but the handle is {} {} buffer",
+            what,
+            if arg_mutable { "a mutable" } else { "a const" },
+            arg_elem,
+            if buf.is_mutable() { "a mutable" } else { "a const" },
+            buf.elem()
+        ));
+    }
+    if buf.elem() != elem {
+        return Err(format!("{} got a buffer of {}", what, buf.elem()));
+    }
+    if mutable && !buf.is_mutable() {
+        return Err(format!(
+            "{} got a const buffer: the kernel may write through it, pass it with `as_arg_mut()`",
+            what
+        ));
+    }
+    if buf.device_id() != device.id() {
+        return Err(format!(
+            "{} got a buffer of device #{} ({}), but the launch is on device #{} ({})",
+            what,
+            buf.device_id(),
+            buf.device_name(),
+            device.id(),
+            device.name()
+        ));
+    }
+    Ok(())
+}

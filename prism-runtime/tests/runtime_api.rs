@@ -1,0 +1,383 @@
+//! Runtime API tests. They run on whatever `Device::auto()` picks: the emulator on machines without a GPU
+//! (CI), the GPU otherwise; assertions that depend on the backend say so.
+
+use prism_runtime::emu::{EmuError, FaultKind};
+use prism_runtime::{
+    registered_kernels, validate_launch, Backend, Contract, Device, DeviceBuffer, DeviceCopy, ElemType,
+    KernelArg, KernelInfo, LaunchDims, ParamSpec, ParamType, RegisteredKernel, RuntimeError,
+};
+
+/// `c[i] = a[i] + b[i]` for `i < n`, one element per thread, 1-D grid.
+const VADD_PTX: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry prism_test_vadd(
+    .param .u64 a,
+    .param .u64 b,
+    .param .u64 c,
+    .param .u32 n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<10>;
+
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [b];
+    ld.param.u64 %rd3, [c];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd4, %rd1;
+    cvta.to.global.u64 %rd5, %rd2;
+    cvta.to.global.u64 %rd6, %rd3;
+    mul.wide.u32 %rd7, %r5, 4;
+    add.s64 %rd8, %rd4, %rd7;
+    ld.global.f32 %f1, [%rd8];
+    add.s64 %rd8, %rd5, %rd7;
+    ld.global.f32 %f2, [%rd8];
+    add.f32 %f3, %f1, %f2;
+    add.s64 %rd9, %rd6, %rd7;
+    st.global.f32 [%rd9], %f3;
+DONE:
+    ret;
+}
+"#;
+
+static VADD_PARAMS: [ParamSpec; 4] = [
+    ParamSpec { name: "a", ty: ParamType::Ptr { elem: ElemType::F32, mutable: false } },
+    ParamSpec { name: "b", ty: ParamType::Ptr { elem: ElemType::F32, mutable: false } },
+    ParamSpec { name: "c", ty: ParamType::Ptr { elem: ElemType::F32, mutable: true } },
+    ParamSpec { name: "n", ty: ParamType::U32 },
+];
+
+static VADD: KernelInfo = KernelInfo {
+    name: "prism_test_vadd",
+    entry: "prism_test_vadd",
+    ptx: VADD_PTX,
+    params: &VADD_PARAMS,
+    contract: Contract {
+        threads_multiple_of: 32,
+        threads_exact: None,
+        blocks_multiple_of: 1,
+        blocks_exact: None,
+        smem_bytes: 0,
+    },
+};
+
+prism_runtime::inventory::submit! { RegisteredKernel(&VADD) }
+
+/// Deterministic pseudo-random values (no zeros, no repeated patterns) without a rand dependency.
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 200.0 - 100.0
+        })
+        .collect()
+}
+
+const SENTINEL: f32 = -12345.5;
+
+fn vadd_with(contract: Contract) -> KernelInfo {
+    KernelInfo { contract, ..VADD }
+}
+
+fn device() -> Device {
+    Device::auto().expect("Device::auto() must not fail")
+}
+
+#[test]
+fn auto_picks_the_gpu_when_present_and_the_emulator_otherwise() {
+    let d = device();
+    match Device::gpu(0) {
+        Err(RuntimeError::NoGpu(_)) => {
+            assert_eq!(d.backend(), Backend::Emulator);
+            assert!(d.name().contains("emulator"), "name {:?} does not say emulator", d.name());
+        }
+        Ok(_) => {
+            assert_eq!(d.backend(), Backend::Gpu);
+            assert!(d.name().contains("GPU 0"), "name {:?} does not say GPU 0", d.name());
+        }
+        Err(e) => panic!("Device::gpu(0) failed with something other than NoGpu: {}", e),
+    }
+    let e = Device::emulator();
+    assert_eq!(e.backend(), Backend::Emulator);
+    assert_eq!(e.name(), "Prism PTX emulator (CPU)");
+    assert_ne!(e.id(), d.id());
+    assert_eq!(e.clone().id(), e.id());
+}
+
+#[test]
+fn missing_gpu_is_a_clean_no_gpu_error() {
+    // Ordinal 4096 exists nowhere: a clean NoGpu on every machine, GPU or not, and no panic.
+    match Device::gpu(4096) {
+        Err(RuntimeError::NoGpu(msg)) => {
+            assert!(!msg.is_empty());
+            let shown = RuntimeError::NoGpu(msg).to_string();
+            assert!(shown.starts_with("no GPU available"), "{}", shown);
+        }
+        Err(e) => panic!("expected NoGpu, got {}", e),
+        Ok(d) => panic!("GPU 4096 exists? {}", d.name()),
+    }
+    // On a machine without libcuda, GPU 0 is a NoGpu error, not a panic.
+    if Device::auto().unwrap().backend() == Backend::Emulator {
+        assert!(matches!(Device::gpu(0), Err(RuntimeError::NoGpu(_))));
+    }
+}
+
+fn roundtrip<T: DeviceCopy + PartialEq + std::fmt::Debug>(d: &Device, data: Vec<T>) {
+    let buf = d.htod(&data).unwrap();
+    assert_eq!(buf.len(), data.len());
+    assert_eq!(buf.is_empty(), data.is_empty());
+    assert_eq!(buf.device().id(), d.id());
+    assert_eq!(d.dtoh(&buf).unwrap(), data, "round trip of {}", T::ELEM);
+    let z = d.alloc_zeros::<T>(data.len() + 3).unwrap();
+    assert_eq!(d.dtoh(&z).unwrap(), vec![T::default(); data.len() + 3]);
+    // Overwrite a prefix in place.
+    let mut z = z;
+    d.copy_htod(&data, &mut z).unwrap();
+    let back = d.dtoh(&z).unwrap();
+    assert_eq!(&back[..data.len()], &data[..]);
+    assert_eq!(&back[data.len()..], &vec![T::default(); 3][..]);
+    let too_long: Vec<T> = data.iter().copied().chain(std::iter::repeat_n(T::default(), 4)).collect();
+    assert!(matches!(d.copy_htod(&too_long, &mut z), Err(RuntimeError::BadArgs(_))));
+}
+
+#[test]
+fn htod_dtoh_round_trip_for_every_element_type() {
+    let d = device();
+    let f = random_f32(37, 1);
+    roundtrip(&d, (0..37u32).map(|i| (i * 7 + 3) as u8).collect::<Vec<u8>>());
+    roundtrip(&d, (0..37u32).map(|i| i.wrapping_mul(2_654_435_761)).collect::<Vec<u32>>());
+    roundtrip(&d, (0..37i32).map(|i| i * -1_000_003 + 17).collect::<Vec<i32>>());
+    roundtrip(&d, (0..37u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect::<Vec<u64>>());
+    roundtrip(&d, (0..37i64).map(|i| i * -0x1234_5678_9ABC + 5).collect::<Vec<i64>>());
+    roundtrip(&d, f.clone());
+    roundtrip(&d, f.iter().map(|&x| x as f64 * 1.000_000_1).collect::<Vec<f64>>());
+    roundtrip(&d, f.iter().map(|&x| half::f16::from_f32(x)).collect::<Vec<half::f16>>());
+    roundtrip(&d, f.iter().map(|&x| half::bf16::from_f32(x)).collect::<Vec<half::bf16>>());
+    roundtrip(&d, Vec::<f32>::new());
+    assert_eq!(<half::bf16 as DeviceCopy>::ELEM, ElemType::BF16);
+    assert_eq!(ElemType::F16.size(), 2);
+}
+
+#[test]
+fn dtoh_of_another_devices_buffer_is_wrong_device() {
+    let d1 = Device::emulator();
+    let d2 = Device::emulator();
+    let b = d1.htod(&[1u32, 2, 3]).unwrap();
+    assert!(matches!(d2.dtoh(&b), Err(RuntimeError::WrongDevice)));
+    // A clone is the same device.
+    assert_eq!(d1.clone().dtoh(&b).unwrap(), vec![1, 2, 3]);
+}
+
+fn run_vadd(d: &Device, n: usize, block: u32) {
+    let a = random_f32(n, 11 + n as u64);
+    let b = random_f32(n, 23 + n as u64);
+    let (da, db) = (d.htod(&a).unwrap(), d.htod(&b).unwrap());
+    // One spare element past n, pre-filled like the rest, must stay untouched.
+    let mut dc = d.htod(&vec![SENTINEL; n + 1]).unwrap();
+    let grid = (n as u32).div_ceil(block).max(1);
+    let report = d
+        .launch(&VADD, LaunchDims::new(grid, block), &mut [da.as_arg(), db.as_arg(), dc.as_arg_mut(), KernelArg::U32(n as u32)])
+        .unwrap();
+    assert_eq!(report.backend, d.backend());
+    let c = d.dtoh(&dc).unwrap();
+    for i in 0..n {
+        assert_eq!(c[i], a[i] + b[i], "c[{}] (n = {}, block = {})", i, n, block);
+    }
+    assert_eq!(c[n], SENTINEL, "element past n was written");
+    if d.backend() == Backend::Emulator {
+        let emu = report.emu.expect("emulator launches report counters");
+        assert_eq!(emu.counters.blocks, grid as u64);
+        assert!(emu.counters.thread_instructions >= n as u64 * 10);
+        assert!(emu.counters.global_accesses > 0);
+    } else {
+        assert!(report.emu.is_none());
+    }
+}
+
+#[test]
+fn vector_add_matches_the_cpu_reference() {
+    let d = device();
+    run_vadd(&d, 1000, 128);
+    run_vadd(&d, 1000, 96); // block a multiple of 32 but not a power of two
+    run_vadd(&d, 31, 32);
+    // Launching the same kernel again reuses the cached module.
+    run_vadd(&d, 257, 64);
+}
+
+#[test]
+fn vector_add_on_a_fresh_emulator_with_random_schedule() {
+    use prism_runtime::emu::{EmuConfig, Schedule};
+    let d = Device::emulator_with(EmuConfig { schedule: Schedule::Random { seed: 7 }, ..EmuConfig::default() });
+    run_vadd(&d, 300, 64);
+}
+
+/// Buffers for the contract tests; `c` holds sentinels so a launch that should not happen is detected.
+struct Bufs {
+    a: DeviceBuffer<f32>,
+    b: DeviceBuffer<f32>,
+    c: DeviceBuffer<f32>,
+}
+
+fn bufs(d: &Device) -> Bufs {
+    Bufs { a: d.htod(&random_f32(64, 3)).unwrap(), b: d.htod(&random_f32(64, 4)).unwrap(), c: d.htod(&[SENTINEL; 64]).unwrap() }
+}
+
+fn assert_not_launched(d: &Device, c: &DeviceBuffer<f32>) {
+    assert!(d.dtoh(c).unwrap().iter().all(|&x| x == SENTINEL), "kernel ran although the launch was refused");
+}
+
+fn expect_bad_launch(d: &Device, k: &KernelInfo, dims: LaunchDims, needles: &[&str]) {
+    let mut x = bufs(d);
+    let r = d.launch(k, dims, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)]);
+    match r {
+        Err(RuntimeError::BadLaunch(m)) => {
+            for n in needles {
+                assert!(m.contains(n), "message {:?} lacks {:?}", m, n);
+            }
+            assert!(m.contains(k.name), "message {:?} does not name the kernel", m);
+        }
+        Err(e) => panic!("expected BadLaunch for {:?}, got {}", dims, e),
+        Ok(_) => panic!("launch {:?} accepted", dims),
+    }
+    assert!(validate_launch(k, dims).is_err());
+    assert_not_launched(d, &x.c);
+}
+
+#[test]
+fn contract_violations_are_refused_before_launching() {
+    let d = device();
+    let c = VADD.contract;
+    expect_bad_launch(&d, &VADD, LaunchDims::new(2, 48), &["block of 48 threads is not a multiple of 32", "thread[32]"]);
+    expect_bad_launch(&d, &VADD, LaunchDims::new(2, 0), &["block of 0 threads"]);
+    expect_bad_launch(&d, &VADD, LaunchDims::new(1, 2048), &["2048", "1024"]);
+    expect_bad_launch(&d, &VADD, LaunchDims::new(0, 64), &["grid of 0 blocks"]);
+    expect_bad_launch(&d, &VADD, LaunchDims::new(u32::MAX, 64), &["4294967295", "2147483647"]);
+    let exact = vadd_with(Contract { threads_exact: Some(128), ..c });
+    expect_bad_launch(&d, &exact, LaunchDims::new(1, 64), &["block of 64 threads", "exactly 128 threads", "threads = 128"]);
+    let blocks = vadd_with(Contract { blocks_multiple_of: 4, ..c });
+    expect_bad_launch(&d, &blocks, LaunchDims::new(6, 32), &["grid of 6 blocks is not a multiple of 4", "block[4]"]);
+    let one_block = vadd_with(Contract { blocks_exact: Some(1), ..c });
+    expect_bad_launch(&d, &one_block, LaunchDims::new(2, 32), &["grid of 2 blocks", "exactly 1 block", "blocks = 1"]);
+    let big = vadd_with(Contract { smem_bytes: 232_449, ..c });
+    expect_bad_launch(&d, &big, LaunchDims::new(2, 32), &["smem = 232449", "232448"]);
+    // The boundaries themselves are accepted.
+    assert!(validate_launch(&exact, LaunchDims::new(1, 128)).is_ok());
+    assert!(validate_launch(&blocks, LaunchDims::new(8, 32)).is_ok());
+    assert!(validate_launch(&VADD, LaunchDims::new(1, 1024)).is_ok());
+    assert!(validate_launch(&VADD, LaunchDims::new(i32::MAX as u32, 32)).is_ok());
+    assert!(validate_launch(&vadd_with(Contract { smem_bytes: 232_448, ..c }), LaunchDims::new(1, 32)).is_ok());
+    // 0 and 1 mean "no constraint" and never divide by zero.
+    let free = vadd_with(Contract { threads_multiple_of: 0, blocks_multiple_of: 0, ..c });
+    assert!(validate_launch(&free, LaunchDims::new(3, 7)).is_ok());
+}
+
+fn expect_bad_args(d: &Device, args: &mut [KernelArg<'_>], needles: &[&str]) {
+    match d.launch(&VADD, LaunchDims::new(2, 32), args) {
+        Err(RuntimeError::BadArgs(m)) => {
+            for n in needles {
+                assert!(m.contains(n), "message {:?} lacks {:?}", m, n);
+            }
+        }
+        Err(e) => panic!("expected BadArgs, got {}", e),
+        Ok(_) => panic!("bad arguments accepted"),
+    }
+}
+
+#[test]
+fn argument_mismatches_are_refused_before_launching() {
+    let d = device();
+    let mut x = bufs(&d);
+    // Wrong count.
+    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut()], &["takes 4 arguments (a, b, c, n), got 3 arguments"]);
+    // Wrong element type.
+    let ints = d.htod(&[0i32; 64]).unwrap();
+    expect_bad_args(&d, &mut [ints.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)], &["`a: *const f32`", "buffer of i32"]);
+    // Const buffer to a *mut parameter.
+    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg(), KernelArg::U32(64)], &["`c: *mut f32`", "const buffer", "as_arg_mut"]);
+    // Wrong scalar type, scalar for a pointer, buffer for a scalar.
+    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::I32(64)], &["`n: u32`", "i32 scalar"]);
+    expect_bad_args(&d, &mut [KernelArg::U64(0), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)], &["`a: *const f32`", "u64 scalar"]);
+    let n_buf = d.htod(&[64u32]).unwrap();
+    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), n_buf.as_arg()], &["`n: u32`", "const buffer of u32"]);
+    // A buffer of another device.
+    let other = Device::emulator();
+    let foreign = other.htod(&[1.0f32; 64]).unwrap();
+    expect_bad_args(&d, &mut [x.a.as_arg(), foreign.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)], &["`b: *const f32`", &format!("device #{}", other.id())]);
+    // A handle whose public fields were edited to lie about it.
+    let lying = match x.a.as_arg() {
+        KernelArg::Buf { buf, .. } => KernelArg::Buf { elem: ElemType::F32, mutable: true, buf },
+        _ => unreachable!(),
+    };
+    expect_bad_args(&d, &mut [x.b.as_arg(), x.b.as_arg(), lying, KernelArg::U32(64)], &["`c: *mut f32`", "handle is a const"]);
+    assert_not_launched(&d, &x.c);
+    // A mutable borrow is fine for a const parameter.
+    let mut a2 = d.htod(&random_f32(64, 9)).unwrap();
+    d.launch(&VADD, LaunchDims::new(2, 32), &mut [a2.as_arg_mut(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)]).unwrap();
+    assert!(d.dtoh(&x.c).unwrap().iter().all(|&v| v != SENTINEL));
+}
+
+#[test]
+fn dropping_a_buffer_frees_emulator_memory() {
+    let d = Device::emulator();
+    let emu = d.emulator_handle().expect("emulator device has an emulator");
+    let buf = d.htod(&[7u32; 100]).unwrap();
+    let addr = buf.raw_ptr();
+    assert_eq!(emu.lock().unwrap().read(addr, 400).unwrap().len(), 400);
+    drop(buf);
+    assert!(emu.lock().unwrap().read(addr, 4).is_err(), "memory at 0x{:x} still mapped after drop", addr);
+    // Same for zero-filled allocations, and for buffers that outlive their Device handle.
+    let z = d.alloc_zeros::<f64>(10).unwrap();
+    let zaddr = z.raw_ptr();
+    drop(d);
+    assert!(emu.lock().unwrap().read(zaddr, 80).is_ok());
+    drop(z);
+    assert!(emu.lock().unwrap().read(zaddr, 8).is_err());
+}
+
+#[test]
+fn emulator_faults_and_bad_ptx_come_back_as_errors() {
+    let d = Device::emulator();
+    // n larger than the buffers: the kernel reads out of bounds.
+    let a = d.htod(&[1.0f32; 32]).unwrap();
+    let b = d.htod(&[2.0f32; 32]).unwrap();
+    let mut c = d.alloc_zeros::<f32>(32).unwrap();
+    let r = d.launch(&VADD, LaunchDims::new(2, 32), &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(64)]);
+    match r {
+        Err(RuntimeError::Emulator(EmuError::Faulted { faults, .. })) => {
+            assert!(faults.iter().any(|f| f.kind == FaultKind::OutOfBounds), "{:?}", faults);
+        }
+        other => panic!("expected an out-of-bounds fault, got {:?}", other.map(|r| r.backend)),
+    }
+    let broken = KernelInfo { ptx: ".version 8.0\n.target sm_80\n.visible .entry prism_test_vadd( garbage", ..VADD };
+    let r = d.launch(&broken, LaunchDims::new(1, 32), &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(1)]);
+    assert!(matches!(r, Err(RuntimeError::Ptx(_))), "{:?}", r.map(|r| r.backend));
+}
+
+#[test]
+fn registry_lists_submitted_kernels_sorted_by_entry() {
+    let all = registered_kernels();
+    assert!(all.iter().any(|k| std::ptr::eq(*k, &VADD)));
+    assert!(all.windows(2).all(|w| w[0].entry <= w[1].entry));
+}
+
+#[test]
+fn devices_and_buffers_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Device>();
+    check::<DeviceBuffer<f32>>();
+    check::<RuntimeError>();
+}
