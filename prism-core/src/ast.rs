@@ -281,6 +281,18 @@ pub enum StmtKind {
     Async { target: Ident, new_name: Ident, body: Block },
     /// `unsafe { .. }`: may contain `asm!`. Only in device functions.
     Unsafe { body: Block },
+    /// A barrier inserted by the synchronization pass (`sync::insert_barriers`), never written by users:
+    /// waits for the threads of one `at` unit (and first for this thread's `cp.async` copies when
+    /// `wait_async`). The parser never produces it; the checker may ignore it.
+    Barrier(Barrier),
+}
+
+/// An explicit barrier over the threads of one unit of perspective `at` (see `docs/CODEGEN.md`, "Sync").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Barrier {
+    pub at: Perspective,
+    /// Wait for this thread's outstanding `cp.async` copies before the barrier (end of an `async_` scope).
+    pub wait_async: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

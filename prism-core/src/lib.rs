@@ -11,6 +11,7 @@ pub mod consteval;
 pub mod diag;
 pub mod emit;
 pub mod parse;
+pub mod sync;
 
 pub use diag::Diagnostic;
 
