@@ -3,8 +3,9 @@
 
 use prism_runtime::emu::{EmuError, FaultKind};
 use prism_runtime::{
-    registered_kernels, validate_launch, Backend, Contract, Device, DeviceBuffer, DeviceCopy, ElemType,
-    KernelArg, KernelInfo, LaunchDims, ParamSpec, ParamType, RegisteredKernel, RuntimeError,
+    registered_kernels, validate_launch, Backend, Contract, Device, DeviceBuffer, DeviceCopy,
+    ElemType, KernelArg, KernelInfo, LaunchDims, ParamSpec, ParamType, RegisteredKernel,
+    RuntimeError,
 };
 
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread, 1-D grid.
@@ -52,10 +53,31 @@ DONE:
 "#;
 
 static VADD_PARAMS: [ParamSpec; 4] = [
-    ParamSpec { name: "a", ty: ParamType::Ptr { elem: ElemType::F32, mutable: false } },
-    ParamSpec { name: "b", ty: ParamType::Ptr { elem: ElemType::F32, mutable: false } },
-    ParamSpec { name: "c", ty: ParamType::Ptr { elem: ElemType::F32, mutable: true } },
-    ParamSpec { name: "n", ty: ParamType::U32 },
+    ParamSpec {
+        name: "a",
+        ty: ParamType::Ptr {
+            elem: ElemType::F32,
+            mutable: false,
+        },
+    },
+    ParamSpec {
+        name: "b",
+        ty: ParamType::Ptr {
+            elem: ElemType::F32,
+            mutable: false,
+        },
+    },
+    ParamSpec {
+        name: "c",
+        ty: ParamType::Ptr {
+            elem: ElemType::F32,
+            mutable: true,
+        },
+    },
+    ParamSpec {
+        name: "n",
+        ty: ParamType::U32,
+    },
 ];
 
 static VADD: KernelInfo = KernelInfo {
@@ -103,13 +125,24 @@ fn auto_picks_the_gpu_when_present_and_the_emulator_otherwise() {
     match Device::gpu(0) {
         Err(RuntimeError::NoGpu(_)) => {
             assert_eq!(d.backend(), Backend::Emulator);
-            assert!(d.name().contains("emulator"), "name {:?} does not say emulator", d.name());
+            assert!(
+                d.name().contains("emulator"),
+                "name {:?} does not say emulator",
+                d.name()
+            );
         }
         Ok(_) => {
             assert_eq!(d.backend(), Backend::Gpu);
-            assert!(d.name().contains("GPU 0"), "name {:?} does not say GPU 0", d.name());
+            assert!(
+                d.name().contains("GPU 0"),
+                "name {:?} does not say GPU 0",
+                d.name()
+            );
         }
-        Err(e) => panic!("Device::gpu(0) failed with something other than NoGpu: {}", e),
+        Err(e) => panic!(
+            "Device::gpu(0) failed with something other than NoGpu: {}",
+            e
+        ),
     }
     let e = Device::emulator();
     assert_eq!(e.backend(), Backend::Emulator);
@@ -150,23 +183,68 @@ fn roundtrip<T: DeviceCopy + PartialEq + std::fmt::Debug>(d: &Device, data: Vec<
     let back = d.dtoh(&z).unwrap();
     assert_eq!(&back[..data.len()], &data[..]);
     assert_eq!(&back[data.len()..], &vec![T::default(); 3][..]);
-    let too_long: Vec<T> = data.iter().copied().chain(std::iter::repeat_n(T::default(), 4)).collect();
-    assert!(matches!(d.copy_htod(&too_long, &mut z), Err(RuntimeError::BadArgs(_))));
+    let too_long: Vec<T> = data
+        .iter()
+        .copied()
+        .chain(std::iter::repeat_n(T::default(), 4))
+        .collect();
+    assert!(matches!(
+        d.copy_htod(&too_long, &mut z),
+        Err(RuntimeError::BadArgs(_))
+    ));
 }
 
 #[test]
 fn htod_dtoh_round_trip_for_every_element_type() {
     let d = device();
     let f = random_f32(37, 1);
-    roundtrip(&d, (0..37u32).map(|i| (i * 7 + 3) as u8).collect::<Vec<u8>>());
-    roundtrip(&d, (0..37u32).map(|i| i.wrapping_mul(2_654_435_761)).collect::<Vec<u32>>());
-    roundtrip(&d, (0..37i32).map(|i| i * -1_000_003 + 17).collect::<Vec<i32>>());
-    roundtrip(&d, (0..37u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect::<Vec<u64>>());
-    roundtrip(&d, (0..37i64).map(|i| i * -0x1234_5678_9ABC + 5).collect::<Vec<i64>>());
+    roundtrip(
+        &d,
+        (0..37u32).map(|i| (i * 7 + 3) as u8).collect::<Vec<u8>>(),
+    );
+    roundtrip(
+        &d,
+        (0..37u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect::<Vec<u32>>(),
+    );
+    roundtrip(
+        &d,
+        (0..37i32)
+            .map(|i| i * -1_000_003 + 17)
+            .collect::<Vec<i32>>(),
+    );
+    roundtrip(
+        &d,
+        (0..37u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect::<Vec<u64>>(),
+    );
+    roundtrip(
+        &d,
+        (0..37i64)
+            .map(|i| i * -0x1234_5678_9ABC + 5)
+            .collect::<Vec<i64>>(),
+    );
     roundtrip(&d, f.clone());
-    roundtrip(&d, f.iter().map(|&x| x as f64 * 1.000_000_1).collect::<Vec<f64>>());
-    roundtrip(&d, f.iter().map(|&x| half::f16::from_f32(x)).collect::<Vec<half::f16>>());
-    roundtrip(&d, f.iter().map(|&x| half::bf16::from_f32(x)).collect::<Vec<half::bf16>>());
+    roundtrip(
+        &d,
+        f.iter()
+            .map(|&x| x as f64 * 1.000_000_1)
+            .collect::<Vec<f64>>(),
+    );
+    roundtrip(
+        &d,
+        f.iter()
+            .map(|&x| half::f16::from_f32(x))
+            .collect::<Vec<half::f16>>(),
+    );
+    roundtrip(
+        &d,
+        f.iter()
+            .map(|&x| half::bf16::from_f32(x))
+            .collect::<Vec<half::bf16>>(),
+    );
     roundtrip(&d, Vec::<f32>::new());
     assert_eq!(<half::bf16 as DeviceCopy>::ELEM, ElemType::BF16);
     assert_eq!(ElemType::F16.size(), 2);
@@ -190,7 +268,16 @@ fn run_vadd(d: &Device, n: usize, block: u32) {
     let mut dc = d.htod(&vec![SENTINEL; n + 1]).unwrap();
     let grid = (n as u32).div_ceil(block).max(1);
     let report = d
-        .launch(&VADD, LaunchDims::new(grid, block), &mut [da.as_arg(), db.as_arg(), dc.as_arg_mut(), KernelArg::U32(n as u32)])
+        .launch(
+            &VADD,
+            LaunchDims::new(grid, block),
+            &mut [
+                da.as_arg(),
+                db.as_arg(),
+                dc.as_arg_mut(),
+                KernelArg::U32(n as u32),
+            ],
+        )
         .unwrap();
     assert_eq!(report.backend, d.backend());
     let c = d.dtoh(&dc).unwrap();
@@ -221,7 +308,10 @@ fn vector_add_matches_the_cpu_reference() {
 #[test]
 fn vector_add_on_a_fresh_emulator_with_random_schedule() {
     use prism_runtime::emu::{EmuConfig, Schedule};
-    let d = Device::emulator_with(EmuConfig { schedule: Schedule::Random { seed: 7 }, ..EmuConfig::default() });
+    let d = Device::emulator_with(EmuConfig {
+        schedule: Schedule::Random { seed: 7 },
+        ..EmuConfig::default()
+    });
     run_vadd(&d, 300, 64);
 }
 
@@ -233,22 +323,42 @@ struct Bufs {
 }
 
 fn bufs(d: &Device) -> Bufs {
-    Bufs { a: d.htod(&random_f32(64, 3)).unwrap(), b: d.htod(&random_f32(64, 4)).unwrap(), c: d.htod(&[SENTINEL; 64]).unwrap() }
+    Bufs {
+        a: d.htod(&random_f32(64, 3)).unwrap(),
+        b: d.htod(&random_f32(64, 4)).unwrap(),
+        c: d.htod(&[SENTINEL; 64]).unwrap(),
+    }
 }
 
 fn assert_not_launched(d: &Device, c: &DeviceBuffer<f32>) {
-    assert!(d.dtoh(c).unwrap().iter().all(|&x| x == SENTINEL), "kernel ran although the launch was refused");
+    assert!(
+        d.dtoh(c).unwrap().iter().all(|&x| x == SENTINEL),
+        "kernel ran although the launch was refused"
+    );
 }
 
 fn expect_bad_launch(d: &Device, k: &KernelInfo, dims: LaunchDims, needles: &[&str]) {
     let mut x = bufs(d);
-    let r = d.launch(k, dims, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)]);
+    let r = d.launch(
+        k,
+        dims,
+        &mut [
+            x.a.as_arg(),
+            x.b.as_arg(),
+            x.c.as_arg_mut(),
+            KernelArg::U32(64),
+        ],
+    );
     match r {
         Err(RuntimeError::BadLaunch(m)) => {
             for n in needles {
                 assert!(m.contains(n), "message {:?} lacks {:?}", m, n);
             }
-            assert!(m.contains(k.name), "message {:?} does not name the kernel", m);
+            assert!(
+                m.contains(k.name),
+                "message {:?} does not name the kernel",
+                m
+            );
         }
         Err(e) => panic!("expected BadLaunch for {:?}, got {}", dims, e),
         Ok(_) => panic!("launch {:?} accepted", dims),
@@ -261,27 +371,84 @@ fn expect_bad_launch(d: &Device, k: &KernelInfo, dims: LaunchDims, needles: &[&s
 fn contract_violations_are_refused_before_launching() {
     let d = device();
     let c = VADD.contract;
-    expect_bad_launch(&d, &VADD, LaunchDims::new(2, 48), &["block of 48 threads is not a multiple of 32", "thread[32]"]);
+    expect_bad_launch(
+        &d,
+        &VADD,
+        LaunchDims::new(2, 48),
+        &["block of 48 threads is not a multiple of 32", "thread[32]"],
+    );
     expect_bad_launch(&d, &VADD, LaunchDims::new(2, 0), &["block of 0 threads"]);
     expect_bad_launch(&d, &VADD, LaunchDims::new(1, 2048), &["2048", "1024"]);
     expect_bad_launch(&d, &VADD, LaunchDims::new(0, 64), &["grid of 0 blocks"]);
-    expect_bad_launch(&d, &VADD, LaunchDims::new(u32::MAX, 64), &["4294967295", "2147483647"]);
-    let exact = vadd_with(Contract { threads_exact: Some(128), ..c });
-    expect_bad_launch(&d, &exact, LaunchDims::new(1, 64), &["block of 64 threads", "exactly 128 threads", "threads = 128"]);
-    let blocks = vadd_with(Contract { blocks_multiple_of: 4, ..c });
-    expect_bad_launch(&d, &blocks, LaunchDims::new(6, 32), &["grid of 6 blocks is not a multiple of 4", "block[4]"]);
-    let one_block = vadd_with(Contract { blocks_exact: Some(1), ..c });
-    expect_bad_launch(&d, &one_block, LaunchDims::new(2, 32), &["grid of 2 blocks", "exactly 1 block", "blocks = 1"]);
-    let big = vadd_with(Contract { smem_bytes: 232_449, ..c });
-    expect_bad_launch(&d, &big, LaunchDims::new(2, 32), &["smem = 232449", "232448"]);
+    expect_bad_launch(
+        &d,
+        &VADD,
+        LaunchDims::new(u32::MAX, 64),
+        &["4294967295", "2147483647"],
+    );
+    let exact = vadd_with(Contract {
+        threads_exact: Some(128),
+        ..c
+    });
+    expect_bad_launch(
+        &d,
+        &exact,
+        LaunchDims::new(1, 64),
+        &[
+            "block of 64 threads",
+            "exactly 128 threads",
+            "threads = 128",
+        ],
+    );
+    let blocks = vadd_with(Contract {
+        blocks_multiple_of: 4,
+        ..c
+    });
+    expect_bad_launch(
+        &d,
+        &blocks,
+        LaunchDims::new(6, 32),
+        &["grid of 6 blocks is not a multiple of 4", "block[4]"],
+    );
+    let one_block = vadd_with(Contract {
+        blocks_exact: Some(1),
+        ..c
+    });
+    expect_bad_launch(
+        &d,
+        &one_block,
+        LaunchDims::new(2, 32),
+        &["grid of 2 blocks", "exactly 1 block", "blocks = 1"],
+    );
+    let big = vadd_with(Contract {
+        smem_bytes: 232_449,
+        ..c
+    });
+    expect_bad_launch(
+        &d,
+        &big,
+        LaunchDims::new(2, 32),
+        &["smem = 232449", "232448"],
+    );
     // The boundaries themselves are accepted.
     assert!(validate_launch(&exact, LaunchDims::new(1, 128)).is_ok());
     assert!(validate_launch(&blocks, LaunchDims::new(8, 32)).is_ok());
     assert!(validate_launch(&VADD, LaunchDims::new(1, 1024)).is_ok());
     assert!(validate_launch(&VADD, LaunchDims::new(i32::MAX as u32, 32)).is_ok());
-    assert!(validate_launch(&vadd_with(Contract { smem_bytes: 232_448, ..c }), LaunchDims::new(1, 32)).is_ok());
+    assert!(validate_launch(
+        &vadd_with(Contract {
+            smem_bytes: 232_448,
+            ..c
+        }),
+        LaunchDims::new(1, 32)
+    )
+    .is_ok());
     // 0 and 1 mean "no constraint" and never divide by zero.
-    let free = vadd_with(Contract { threads_multiple_of: 0, blocks_multiple_of: 0, ..c });
+    let free = vadd_with(Contract {
+        threads_multiple_of: 0,
+        blocks_multiple_of: 0,
+        ..c
+    });
     assert!(validate_launch(&free, LaunchDims::new(3, 7)).is_ok());
 }
 
@@ -302,43 +469,115 @@ fn argument_mismatches_are_refused_before_launching() {
     let d = device();
     let mut x = bufs(&d);
     // Wrong count.
-    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut()], &["takes 4 arguments (a, b, c, n), got 3 arguments"]);
+    expect_bad_args(
+        &d,
+        &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut()],
+        &["takes 4 arguments (a, b, c, n), got 3 arguments"],
+    );
     // Wrong element type.
     let ints = d.htod(&[0i32; 64]).unwrap();
-    expect_bad_args(&d, &mut [ints.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)], &["`a: *const f32`", "buffer of i32"]);
+    expect_bad_args(
+        &d,
+        &mut [
+            ints.as_arg(),
+            x.b.as_arg(),
+            x.c.as_arg_mut(),
+            KernelArg::U32(64),
+        ],
+        &["`a: *const f32`", "buffer of i32"],
+    );
     // Const buffer to a *mut parameter.
-    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg(), KernelArg::U32(64)], &["`c: *mut f32`", "const buffer", "as_arg_mut"]);
+    expect_bad_args(
+        &d,
+        &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg(), KernelArg::U32(64)],
+        &["`c: *mut f32`", "const buffer", "as_arg_mut"],
+    );
     // Wrong scalar type, scalar for a pointer, buffer for a scalar.
-    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::I32(64)], &["`n: u32`", "i32 scalar"]);
-    expect_bad_args(&d, &mut [KernelArg::U64(0), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)], &["`a: *const f32`", "u64 scalar"]);
+    expect_bad_args(
+        &d,
+        &mut [
+            x.a.as_arg(),
+            x.b.as_arg(),
+            x.c.as_arg_mut(),
+            KernelArg::I32(64),
+        ],
+        &["`n: u32`", "i32 scalar"],
+    );
+    expect_bad_args(
+        &d,
+        &mut [
+            KernelArg::U64(0),
+            x.b.as_arg(),
+            x.c.as_arg_mut(),
+            KernelArg::U32(64),
+        ],
+        &["`a: *const f32`", "u64 scalar"],
+    );
     let n_buf = d.htod(&[64u32]).unwrap();
-    expect_bad_args(&d, &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), n_buf.as_arg()], &["`n: u32`", "const buffer of u32"]);
+    expect_bad_args(
+        &d,
+        &mut [x.a.as_arg(), x.b.as_arg(), x.c.as_arg_mut(), n_buf.as_arg()],
+        &["`n: u32`", "const buffer of u32"],
+    );
     // A buffer of another device.
     let other = Device::emulator();
     let foreign = other.htod(&[1.0f32; 64]).unwrap();
-    expect_bad_args(&d, &mut [x.a.as_arg(), foreign.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)], &["`b: *const f32`", &format!("device #{}", other.id())]);
+    expect_bad_args(
+        &d,
+        &mut [
+            x.a.as_arg(),
+            foreign.as_arg(),
+            x.c.as_arg_mut(),
+            KernelArg::U32(64),
+        ],
+        &["`b: *const f32`", &format!("device #{}", other.id())],
+    );
     // A handle whose public fields were edited to lie about it.
     let lying = match x.a.as_arg() {
-        KernelArg::Buf { buf, .. } => KernelArg::Buf { elem: ElemType::F32, mutable: true, buf },
+        KernelArg::Buf { buf, .. } => KernelArg::Buf {
+            elem: ElemType::F32,
+            mutable: true,
+            buf,
+        },
         _ => unreachable!(),
     };
-    expect_bad_args(&d, &mut [x.b.as_arg(), x.b.as_arg(), lying, KernelArg::U32(64)], &["`c: *mut f32`", "handle is a const"]);
+    expect_bad_args(
+        &d,
+        &mut [x.b.as_arg(), x.b.as_arg(), lying, KernelArg::U32(64)],
+        &["`c: *mut f32`", "handle is a const"],
+    );
     assert_not_launched(&d, &x.c);
     // A mutable borrow is fine for a const parameter.
     let mut a2 = d.htod(&random_f32(64, 9)).unwrap();
-    d.launch(&VADD, LaunchDims::new(2, 32), &mut [a2.as_arg_mut(), x.b.as_arg(), x.c.as_arg_mut(), KernelArg::U32(64)]).unwrap();
+    d.launch(
+        &VADD,
+        LaunchDims::new(2, 32),
+        &mut [
+            a2.as_arg_mut(),
+            x.b.as_arg(),
+            x.c.as_arg_mut(),
+            KernelArg::U32(64),
+        ],
+    )
+    .unwrap();
     assert!(d.dtoh(&x.c).unwrap().iter().all(|&v| v != SENTINEL));
 }
 
 #[test]
 fn dropping_a_buffer_frees_emulator_memory() {
     let d = Device::emulator();
-    let emu = d.emulator_handle().expect("emulator device has an emulator");
+    let emu = d
+        .emulator_handle()
+        .expect("emulator device has an emulator");
     let buf = d.htod(&[7u32; 100]).unwrap();
     let addr = buf.raw_ptr();
     assert_eq!(emu.lock().unwrap().read(addr, 400).unwrap().len(), 400);
     drop(buf);
-    assert!(emu.lock().unwrap().read(addr, 4).is_err(), "memory at 0x{:x} still mapped after drop", addr);
+    assert!(
+        emu.lock().unwrap().read(addr, 4).is_err(),
+        "memory at 0x{:x} still mapped after drop",
+        addr
+    );
     // Same for zero-filled allocations, and for buffers that outlive their Device handle.
     let z = d.alloc_zeros::<f64>(10).unwrap();
     let zaddr = z.raw_ptr();
@@ -355,16 +594,38 @@ fn emulator_faults_and_bad_ptx_come_back_as_errors() {
     let a = d.htod(&[1.0f32; 32]).unwrap();
     let b = d.htod(&[2.0f32; 32]).unwrap();
     let mut c = d.alloc_zeros::<f32>(32).unwrap();
-    let r = d.launch(&VADD, LaunchDims::new(2, 32), &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(64)]);
+    let r = d.launch(
+        &VADD,
+        LaunchDims::new(2, 32),
+        &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(64)],
+    );
     match r {
         Err(RuntimeError::Emulator(EmuError::Faulted { faults, .. })) => {
-            assert!(faults.iter().any(|f| f.kind == FaultKind::OutOfBounds), "{:?}", faults);
+            assert!(
+                faults.iter().any(|f| f.kind == FaultKind::OutOfBounds),
+                "{:?}",
+                faults
+            );
         }
-        other => panic!("expected an out-of-bounds fault, got {:?}", other.map(|r| r.backend)),
+        other => panic!(
+            "expected an out-of-bounds fault, got {:?}",
+            other.map(|r| r.backend)
+        ),
     }
-    let broken = KernelInfo { ptx: ".version 8.0\n.target sm_80\n.visible .entry prism_test_vadd( garbage", ..VADD };
-    let r = d.launch(&broken, LaunchDims::new(1, 32), &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(1)]);
-    assert!(matches!(r, Err(RuntimeError::Ptx(_))), "{:?}", r.map(|r| r.backend));
+    let broken = KernelInfo {
+        ptx: ".version 8.0\n.target sm_80\n.visible .entry prism_test_vadd( garbage",
+        ..VADD
+    };
+    let r = d.launch(
+        &broken,
+        LaunchDims::new(1, 32),
+        &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(1)],
+    );
+    assert!(
+        matches!(r, Err(RuntimeError::Ptx(_))),
+        "{:?}",
+        r.map(|r| r.backend)
+    );
 }
 
 #[test]

@@ -137,6 +137,7 @@ struct L<'a> {
     nthreads: u32,
     smem_size: usize,
     dyn_bytes: u32,
+    dyn_off: u32,
     params: Vec<u8>,
     gaddrs: Vec<u64>,
     pic: Vec<InstrCounters>,
@@ -206,7 +207,8 @@ pub(crate) fn run_launch(
         grid,
         bdim: block,
         nthreads,
-        smem_size: m.dyn_smem_offset as usize + dyn_bytes as usize,
+        smem_size: m.dyn_offset(fi) as usize + dyn_bytes as usize,
+        dyn_off: m.dyn_offset(fi),
         dyn_bytes,
         params,
         gaddrs,
@@ -507,7 +509,13 @@ impl L<'_> {
                     o as u64
                 }
             }
-            SymRef::DynShared => self.m.dyn_smem_offset as u64,
+            SymRef::DynShared => {
+                if generic {
+                    SHARED_WINDOW + self.dyn_off as u64
+                } else {
+                    self.dyn_off as u64
+                }
+            }
         }
     }
 

@@ -454,7 +454,7 @@ impl Emulator {
                 return Err(EmuError::BadLaunch(format!("{} has .maxntid {:?}, launched with {:?}", entry, m, block)));
             }
         }
-        let smem_total = module.dyn_smem_offset as u64 + dynamic_smem_bytes as u64;
+        let smem_total = module.dyn_offset(fi) as u64 + dynamic_smem_bytes as u64;
         if smem_total > 227 * 1024 {
             return Err(EmuError::BadLaunch(format!("shared memory {} bytes exceeds 227 KiB", smem_total)));
         }

@@ -424,6 +424,8 @@ pub(crate) struct Function {
     pub defined: bool,
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,
+    /// Static shared memory of this function (module-level plus its own `.shared` variables).
+    pub smem: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -443,8 +445,7 @@ pub struct Module {
     pub(crate) code: Vec<Instr>,
     pub(crate) globals: Vec<GlobalVar>,
     pub(crate) nregs: u32,
-    pub(crate) static_smem: u32,
-    pub(crate) dyn_smem_offset: u32,
+    pub(crate) dyn_align: u32,
     pub(crate) local_size: u32,
     #[allow(dead_code)]
     pub(crate) reg_names: Vec<String>,
@@ -468,9 +469,13 @@ impl Module {
     pub fn entry_params(&self, entry: &str) -> Option<Vec<ParamDecl>> {
         self.funcs.iter().find(|f| f.is_entry && f.name == entry).map(|f| f.params.clone())
     }
-    /// Static shared memory used by the module's kernels, in bytes.
-    pub fn static_shared_bytes(&self) -> u32 {
-        self.static_smem
+    /// Static shared memory of an entry, in bytes (`None` if there is no such entry).
+    pub fn static_shared_bytes(&self, entry: &str) -> Option<u32> {
+        self.funcs.iter().find(|f| f.is_entry && f.name == entry).map(|f| f.smem)
+    }
+    /// Offset of dynamic shared memory (`.extern .shared`) for an entry.
+    pub(crate) fn dyn_offset(&self, fi: usize) -> u32 {
+        align_up(self.funcs[fi].smem, self.dyn_align)
     }
     /// Number of decoded instructions.
     pub fn instruction_count(&self) -> usize {
@@ -625,6 +630,8 @@ struct Parser {
     nregs: u32,
     reg_names: Vec<String>,
     smem: u32,
+    smem_fn: u32,
+    smem_fn_max: u32,
     dyn_smem: Option<(String, u32)>,
     local: u32,
     code: Vec<Instr>,
@@ -650,6 +657,8 @@ impl Parser {
             nregs: 0,
             reg_names: Vec::new(),
             smem: 0,
+            smem_fn: 0,
+            smem_fn_max: 0,
             dyn_smem: None,
             local: 0,
             code: Vec::new(),
@@ -913,9 +922,13 @@ impl Parser {
         if is_extern || size == 0 {
             self.dyn_smem = Some((name.clone(), align as u32));
             self.declare(name, Name::Sym(SymRef::DynShared));
-        } else {
-            let off = align_up(self.smem, align as u32);
+        } else if self.scopes.is_empty() {
+            let off = align_up(self.smem.max(self.smem_fn_max), align as u32);
             self.smem = off + size as u32;
+            self.declare(name, Name::Sym(SymRef::Shared(off)));
+        } else {
+            let off = align_up(self.smem_fn, align as u32);
+            self.smem_fn = off + size as u32;
             self.declare(name, Name::Sym(SymRef::Shared(off)));
         }
         Ok(())
@@ -1023,6 +1036,7 @@ impl Parser {
                     defined: false,
                     reqntid,
                     maxntid,
+                    smem: 0,
                 });
                 self.funcs.len() - 1
             }
@@ -1044,6 +1058,7 @@ impl Parser {
             f.defined = true;
             f.start = self.code.len() as u32;
         }
+        self.smem_fn = self.smem;
         self.expect_p('{')?;
         self.body()?;
         self.funcs[fidx].end = self.code.len() as u32;
@@ -1051,6 +1066,8 @@ impl Parser {
         let line = self.toks.get(self.pos.saturating_sub(1)).map(|t| t.line).unwrap_or(0);
         self.code.push(Instr { kind: Kind::Ret, guard: None, args: vec![], line: line as u32, is_cond_branch: false });
         self.funcs[fidx].end = self.code.len() as u32;
+        self.funcs[fidx].smem = self.smem_fn;
+        self.smem_fn_max = self.smem_fn_max.max(self.smem_fn);
         self.scopes.pop();
         Ok(())
     }
@@ -1331,11 +1348,8 @@ impl Parser {
     fn finish(mut self) -> Result<Module, PtxError> {
         // Dynamic shared memory is placed after all static shared memory.
         let dyn_align = self.dyn_smem.as_ref().map(|d| d.1).unwrap_or(16).max(16);
-        let dyn_off = align_up(self.smem, dyn_align);
-        for ins in self.code.iter_mut() {
-            for a in ins.args.iter_mut() {
-                fix_dyn(a, dyn_off);
-            }
+        for f in self.funcs.iter_mut() {
+            f.smem = f.smem.max(self.smem);
         }
         // recursion check
         let nf = self.funcs.len();
@@ -1375,8 +1389,7 @@ impl Parser {
             code: self.code,
             globals: self.globals,
             nregs: self.nregs,
-            static_smem: self.smem,
-            dyn_smem_offset: dyn_off,
+            dyn_align,
             local_size: self.local,
             reg_names: self.reg_names,
         })
@@ -1830,22 +1843,6 @@ trait Pipe: Sized {
     }
 }
 impl<T> Pipe for T {}
-
-fn fix_dyn(a: &mut Operand, off: u32) {
-    match a {
-        Operand::Sym(s) | Operand::Addr(AddrBase::Sym(s), _) => {
-            if *s == SymRef::DynShared {
-                *s = SymRef::Shared(off);
-            }
-        }
-        Operand::Vec(v) | Operand::List(v) => {
-            for x in v {
-                fix_dyn(x, off)
-            }
-        }
-        _ => {}
-    }
-}
 
 fn imm_int(i: i64, ty: PtxType) -> u64 {
     match ty {
