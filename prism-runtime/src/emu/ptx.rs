@@ -1793,6 +1793,12 @@ impl Parser {
                 _ => return perr(line, format!("unknown guard predicate {}", g)),
             },
         };
+        // `.param` variables of device functions and call sites live in the thread's frame (local memory)
+        let kind = match kind {
+            Kind::Ld(Space::Param, t, v) if matches!(args.get(1), Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))) => Kind::Ld(Space::Local, t, v),
+            Kind::St(Space::Param, t, v) if matches!(args.first(), Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))) => Kind::St(Space::Local, t, v),
+            k => k,
+        };
         let is_cond_branch = kind == Kind::Bra && guard.is_some();
         // sanity checks on operand shapes for instructions that index args directly
         let min_args = match &kind {
