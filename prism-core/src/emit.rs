@@ -1521,6 +1521,18 @@ impl<'a> Em<'a> {
                 return Ok(v);
             }
         }
+        if t.is_int() {
+            // Identities that index arithmetic meets constantly (x + 0, 1 * x, ...).
+            let (ia, ib) = (a.as_int(), b.as_int());
+            match (op, ia, ib) {
+                (Add | Sub | BitOr | BitXor | Shl | Shr, _, Some(0)) | (Mul | Div, _, Some(1)) => return Ok(a),
+                (Add | BitOr | BitXor, Some(0), _) | (Mul, Some(1), _) => return Ok(b),
+                (Mul | BitAnd, Some(0), _) | (Mul | BitAnd, _, Some(0)) | (Rem, _, Some(1)) => {
+                    return Ok(Val::Imm(Imm::Int(0), Some(t)))
+                }
+                _ => {}
+            }
+        }
         if t == ScalarType::F16 || t == ScalarType::BF16 {
             return Err(err("EMIT-TYPE", span, format!("{t} is a storage type: no arithmetic on it")).help("convert with `as f32` first"));
         }
