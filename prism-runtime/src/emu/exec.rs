@@ -1407,7 +1407,6 @@ impl L<'_> {
                     return Step::Stop;
                 }
             }
-            let count = count.filter(|c| *c < self.nthreads);
             let bar = &mut b.bars[id];
             if bar.arrived > 0 {
                 if bar.expected != count {
@@ -1577,7 +1576,7 @@ impl L<'_> {
             match w.st[l] {
                 Ls::Exit => {
                     let msg = format!("{} with membermask 0x{:08x} executed by lanes 0x{:08x}, but lane {} has already exited", name, member, exec, l);
-                    self.fault(b, wi, Some(first as u32), pc, FaultKind::CollectiveMisuse, msg);
+                    self.fault(b, wi, Some(l as u32), pc, FaultKind::CollectiveMisuse, msg);
                     return Step::Stop;
                 }
                 Ls::Coll if w.pc[l] == pc => {}
