@@ -55,7 +55,12 @@ impl fmt::Debug for Device {
 
 impl Device {
     fn from_kind(kind: Kind) -> Device {
-        Device { inner: Arc::new(Inner { id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed), kind }) }
+        Device {
+            inner: Arc::new(Inner {
+                id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
+                kind,
+            }),
+        }
     }
 
     /// GPU 0 when a CUDA driver and a device are present, else the emulator. Never panics.
@@ -154,20 +159,30 @@ impl Device {
                 Store::Emu { addr }
             }
         };
-        Ok(DeviceBuffer { device: self.clone(), len: data.len(), store })
+        Ok(DeviceBuffer {
+            device: self.clone(),
+            len: data.len(),
+            store,
+        })
     }
 
     /// A new device buffer of `len` zeros.
     pub fn alloc_zeros<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>, RuntimeError> {
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| RuntimeError::BadArgs(format!("allocation of {} elements overflows", len)))?;
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            RuntimeError::BadArgs(format!("allocation of {} elements overflows", len))
+        })?;
         let store = match &self.inner.kind {
             Kind::Gpu(g) => Store::Gpu(g.alloc_zeros(len)?),
             // Emulator allocations are zero-filled.
-            Kind::Emu(e) => Store::Emu { addr: lock(&e.emu).alloc(bytes) },
+            Kind::Emu(e) => Store::Emu {
+                addr: lock(&e.emu).alloc(bytes),
+            },
         };
-        Ok(DeviceBuffer { device: self.clone(), len, store })
+        Ok(DeviceBuffer {
+            device: self.clone(),
+            len,
+            store,
+        })
     }
 
     /// Copies a device buffer back to the host.
@@ -193,7 +208,11 @@ impl Device {
     /// # Errors
     /// [`RuntimeError::WrongDevice`] when `dst` belongs to another device, [`RuntimeError::BadArgs`] when
     /// `data` is longer than `dst`.
-    pub fn copy_htod<T: DeviceCopy>(&self, data: &[T], dst: &mut DeviceBuffer<T>) -> Result<(), RuntimeError> {
+    pub fn copy_htod<T: DeviceCopy>(
+        &self,
+        data: &[T],
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<(), RuntimeError> {
         if dst.device.id() != self.id() {
             return Err(RuntimeError::WrongDevice);
         }
@@ -238,11 +257,17 @@ impl Device {
         match &self.inner.kind {
             Kind::Gpu(g) => {
                 g.launch(kernel, dims, args)?;
-                Ok(LaunchReport { backend: Backend::Gpu, emu: None })
+                Ok(LaunchReport {
+                    backend: Backend::Gpu,
+                    emu: None,
+                })
             }
             Kind::Emu(e) => {
                 let report = e.launch(kernel, dims, args)?;
-                Ok(LaunchReport { backend: Backend::Emulator, emu: Some(report) })
+                Ok(LaunchReport {
+                    backend: Backend::Emulator,
+                    emu: Some(report),
+                })
             }
         }
     }
@@ -292,7 +317,14 @@ impl EmuBackend {
             })
             .collect();
         let mut m = lock(&self.emu);
-        Ok(m.launch(&module, kernel.entry, [dims.grid, 1, 1], [dims.block, 1, 1], kernel.contract.smem_bytes, &params)?)
+        Ok(m.launch(
+            &module,
+            kernel.entry,
+            [dims.grid, 1, 1],
+            [dims.block, 1, 1],
+            kernel.contract.smem_bytes,
+            &params,
+        )?)
     }
 }
 
@@ -372,7 +404,14 @@ pub struct DeviceBuffer<T: DeviceCopy> {
 
 impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeviceBuffer<{}>(len {}, 0x{:x} on {:?})", T::ELEM, self.len, self.raw_ptr(), self.device)
+        write!(
+            f,
+            "DeviceBuffer<{}>(len {}, 0x{:x} on {:?})",
+            T::ELEM,
+            self.len,
+            self.raw_ptr(),
+            self.device
+        )
     }
 }
 
@@ -409,7 +448,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         KernelArg::Buf {
             elem: T::ELEM,
             mutable: false,
-            buf: BufHandle { device: &self.device, elem: T::ELEM, mutable: false, inner },
+            buf: BufHandle {
+                device: &self.device,
+                elem: T::ELEM,
+                mutable: false,
+                inner,
+            },
         }
     }
 
@@ -422,7 +466,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         KernelArg::Buf {
             elem: T::ELEM,
             mutable: true,
-            buf: BufHandle { device: &self.device, elem: T::ELEM, mutable: true, inner },
+            buf: BufHandle {
+                device: &self.device,
+                elem: T::ELEM,
+                mutable: true,
+                inner,
+            },
         }
     }
 }
@@ -531,7 +580,11 @@ impl KernelArg<'_> {
             KernelArg::F64(_) => "an f64 scalar".into(),
             KernelArg::Bool(_) => "a bool scalar".into(),
             KernelArg::Buf { buf, .. } => {
-                format!("a {} buffer of {}", if buf.mutable { "mutable" } else { "const" }, buf.elem)
+                format!(
+                    "a {} buffer of {}",
+                    if buf.mutable { "mutable" } else { "const" },
+                    buf.elem
+                )
             }
         }
     }
@@ -546,7 +599,10 @@ impl KernelArg<'_> {
             KernelArg::F32(_) => ParamType::F32,
             KernelArg::F64(_) => ParamType::F64,
             KernelArg::Bool(_) => ParamType::Bool,
-            KernelArg::Buf { buf, .. } => ParamType::Ptr { elem: buf.elem, mutable: buf.mutable },
+            KernelArg::Buf { buf, .. } => ParamType::Ptr {
+                elem: buf.elem,
+                mutable: buf.mutable,
+            },
         }
     }
 }

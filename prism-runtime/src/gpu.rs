@@ -10,7 +10,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchArgs};
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchArgs,
+};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
@@ -36,10 +38,17 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs `f` (which makes driver calls) and turns a panic of the CUDA binding into [`RuntimeError::Driver`].
-pub(crate) fn guard<R>(what: &str, f: impl FnOnce() -> Result<R, RuntimeError>) -> Result<R, RuntimeError> {
+pub(crate) fn guard<R>(
+    what: &str,
+    f: impl FnOnce() -> Result<R, RuntimeError>,
+) -> Result<R, RuntimeError> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(RuntimeError::Driver(format!("{}: the CUDA binding panicked: {}", what, panic_message(&*p)))),
+        Err(p) => Err(RuntimeError::Driver(format!(
+            "{}: the CUDA binding panicked: {}",
+            what,
+            panic_message(&*p)
+        ))),
     }
 }
 
@@ -89,6 +98,9 @@ struct GpuFunction {
     dyn_smem_limit: AtomicU32,
 }
 
+/// PTX address, PTX length, entry name.
+type FunctionKey = (usize, usize, &'static str);
+
 /// One GPU: its primary context, the default stream, and the module/function caches.
 pub(crate) struct GpuBackend {
     ctx: Arc<CudaContext>,
@@ -97,7 +109,7 @@ pub(crate) struct GpuBackend {
     smem_optin: u32,
     /// Loaded modules keyed by the PTX text's address and length (kernel PTX is `&'static str`).
     modules: Mutex<HashMap<(usize, usize), Arc<CudaModule>>>,
-    functions: Mutex<HashMap<(usize, usize, &'static str), Arc<GpuFunction>>>,
+    functions: Mutex<HashMap<FunctionKey, Arc<GpuFunction>>>,
 }
 
 impl GpuBackend {
@@ -106,12 +118,17 @@ impl GpuBackend {
         guard("opening the GPU", || {
             // SAFETY: only tries to dlopen the driver library and closes it again.
             if !unsafe { sys::is_culib_present() } {
-                return Err(RuntimeError::NoGpu("no CUDA driver library (libcuda) could be loaded".into()));
+                return Err(RuntimeError::NoGpu(
+                    "no CUDA driver library (libcuda) could be loaded".into(),
+                ));
             }
-            let n = CudaContext::device_count()
-                .map_err(|e| RuntimeError::NoGpu(format!("the CUDA driver reports no usable device: {}", e)))?;
+            let n = CudaContext::device_count().map_err(|e| {
+                RuntimeError::NoGpu(format!("the CUDA driver reports no usable device: {}", e))
+            })?;
             if n <= 0 {
-                return Err(RuntimeError::NoGpu("the CUDA driver reports 0 devices".into()));
+                return Err(RuntimeError::NoGpu(
+                    "the CUDA driver reports 0 devices".into(),
+                ));
             }
             if ordinal >= n as usize {
                 return Err(RuntimeError::NoGpu(format!(
@@ -119,12 +136,15 @@ impl GpuBackend {
                     ordinal, n
                 )));
             }
-            let ctx = CudaContext::new(ordinal)
-                .map_err(|e| RuntimeError::Driver(format!("creating a context on GPU {}: {}", ordinal, e)))?;
+            let ctx = CudaContext::new(ordinal).map_err(|e| {
+                RuntimeError::Driver(format!("creating a context on GPU {}: {}", ordinal, e))
+            })?;
             let stream = ctx.default_stream();
             let dev_name = ctx.name().unwrap_or_else(|_| "CUDA device".to_string());
             let smem_optin = ctx
-                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .attribute(
+                    sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                )
                 .map(|v| v.max(0) as u32)
                 .unwrap_or(DEFAULT_DYN_SMEM);
             Ok(GpuBackend {
@@ -159,37 +179,54 @@ impl GpuBackend {
         })
     }
 
-    pub(crate) fn alloc_zeros<T: DeviceCopy>(&self, len: usize) -> Result<CudaSlice<T>, RuntimeError> {
+    pub(crate) fn alloc_zeros<T: DeviceCopy>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>, RuntimeError> {
         guard("alloc_zeros", || {
             if len == 0 {
                 return self.stream.null::<T>().map_err(Self::driver("alloc_zeros"));
             }
-            self.stream.alloc_zeros::<T>(len).map_err(Self::driver("alloc_zeros"))
+            self.stream
+                .alloc_zeros::<T>(len)
+                .map_err(Self::driver("alloc_zeros"))
         })
     }
 
     pub(crate) fn dtoh<T: DeviceCopy>(&self, s: &CudaSlice<T>) -> Result<Vec<T>, RuntimeError> {
         guard("dtoh", || {
-            if s.len() == 0 {
+            if s.is_empty() {
                 return Ok(Vec::new());
             }
             let v = self.stream.clone_dtoh(s).map_err(Self::driver("dtoh"))?;
-            self.stream.synchronize().map_err(Self::driver("dtoh: synchronize"))?;
+            self.stream
+                .synchronize()
+                .map_err(Self::driver("dtoh: synchronize"))?;
             Ok(v)
         })
     }
 
-    pub(crate) fn copy_htod<T: DeviceCopy>(&self, data: &[T], dst: &mut CudaSlice<T>) -> Result<(), RuntimeError> {
+    pub(crate) fn copy_htod<T: DeviceCopy>(
+        &self,
+        data: &[T],
+        dst: &mut CudaSlice<T>,
+    ) -> Result<(), RuntimeError> {
         guard("copy_htod", || {
             if data.is_empty() {
                 return Ok(());
             }
-            self.stream.memcpy_htod(data, dst).map_err(Self::driver("copy_htod"))
+            self.stream
+                .memcpy_htod(data, dst)
+                .map_err(Self::driver("copy_htod"))
         })
     }
 
     pub(crate) fn synchronize(&self) -> Result<(), RuntimeError> {
-        guard("synchronize", || self.stream.synchronize().map_err(Self::driver("synchronize")))
+        guard("synchronize", || {
+            self.stream
+                .synchronize()
+                .map_err(Self::driver("synchronize"))
+        })
     }
 
     /// The loaded function for `kernel`, loading (JIT-compiling) its module on first use.
@@ -205,25 +242,43 @@ impl GpuBackend {
                 Some(m) => m.clone(),
                 None => {
                     if kernel.ptx.contains('\0') {
-                        return Err(RuntimeError::Ptx(format!("PTX of `{}` contains a NUL byte", kernel.name)));
+                        return Err(RuntimeError::Ptx(format!(
+                            "PTX of `{}` contains a NUL byte",
+                            kernel.name
+                        )));
                     }
                     let m = self
                         .ctx
                         .load_module(Ptx::from_src(kernel.ptx))
-                        .map_err(|e| RuntimeError::Ptx(format!("loading the PTX of `{}`: {}", kernel.name, e)))?;
+                        .map_err(|e| {
+                            RuntimeError::Ptx(format!(
+                                "loading the PTX of `{}`: {}",
+                                kernel.name, e
+                            ))
+                        })?;
                     modules.insert(mkey, m.clone());
                     m
                 }
             }
         };
         if kernel.entry.contains('\0') {
-            return Err(RuntimeError::Ptx(format!("entry name of `{}` contains a NUL byte", kernel.name)));
+            return Err(RuntimeError::Ptx(format!(
+                "entry name of `{}` contains a NUL byte",
+                kernel.name
+            )));
         }
         let f = module.load_function(kernel.entry).map_err(|e| {
-            RuntimeError::Ptx(format!("entry `{}` of `{}` not found in its PTX: {}", kernel.entry, kernel.name, e))
+            RuntimeError::Ptx(format!(
+                "entry `{}` of `{}` not found in its PTX: {}",
+                kernel.entry, kernel.name, e
+            ))
         })?;
         let static_smem = f.shared_size_bytes().map(|v| v.max(0) as u32).unwrap_or(0);
-        let gf = Arc::new(GpuFunction { f, static_smem, dyn_smem_limit: AtomicU32::new(DEFAULT_DYN_SMEM) });
+        let gf = Arc::new(GpuFunction {
+            f,
+            static_smem,
+            dyn_smem_limit: AtomicU32::new(DEFAULT_DYN_SMEM),
+        });
         lock(&self.functions).insert(fkey, gf.clone());
         Ok(gf)
     }
@@ -253,12 +308,17 @@ impl GpuBackend {
                         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                         smem as i32,
                     )
-                    .map_err(Self::driver("setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"))?;
+                    .map_err(Self::driver(
+                        "setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+                    ))?;
                 func.dyn_smem_limit.fetch_max(smem, Ordering::Relaxed);
             }
             // Bools go as 32-bit values: the driver copies as many bytes as the PTX parameter has, so a
             // `.u8` or `.u32` parameter both read 0/1 from a little-endian u32.
-            let bools: Vec<u32> = args.iter().map(|a| matches!(a, KernelArg::Bool(true)) as u32).collect();
+            let bools: Vec<u32> = args
+                .iter()
+                .map(|a| matches!(a, KernelArg::Bool(true)) as u32)
+                .collect();
             let mut b = self.stream.launch_builder(&func.f);
             for (i, a) in args.iter_mut().enumerate() {
                 match a {
@@ -278,7 +338,11 @@ impl GpuBackend {
                     },
                 };
             }
-            let cfg = LaunchConfig { grid_dim: (dims.grid, 1, 1), block_dim: (dims.block, 1, 1), shared_mem_bytes: smem };
+            let cfg = LaunchConfig {
+                grid_dim: (dims.grid, 1, 1),
+                block_dim: (dims.block, 1, 1),
+                shared_mem_bytes: smem,
+            };
             // SAFETY: the arguments were checked against the kernel's parameter list (count, scalar types,
             // pointer element types and mutability, owning device) by `check_args`, and the launch against its
             // contract by `validate_launch`; the PTX comes from the Prism compiler, which emitted that list.

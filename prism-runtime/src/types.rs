@@ -113,8 +113,14 @@ impl fmt::Display for ParamType {
             ParamType::F32 => f.write_str("f32"),
             ParamType::F64 => f.write_str("f64"),
             ParamType::Bool => f.write_str("bool"),
-            ParamType::Ptr { elem, mutable: true } => write!(f, "*mut {}", elem),
-            ParamType::Ptr { elem, mutable: false } => write!(f, "*const {}", elem),
+            ParamType::Ptr {
+                elem,
+                mutable: true,
+            } => write!(f, "*mut {}", elem),
+            ParamType::Ptr {
+                elem,
+                mutable: false,
+            } => write!(f, "*const {}", elem),
         }
     }
 }
@@ -150,7 +156,13 @@ pub struct Contract {
 impl Contract {
     /// A contract with no constraints and no shared memory.
     pub const fn unconstrained() -> Contract {
-        Contract { threads_multiple_of: 1, threads_exact: None, blocks_multiple_of: 1, blocks_exact: None, smem_bytes: 0 }
+        Contract {
+            threads_multiple_of: 1,
+            threads_exact: None,
+            blocks_multiple_of: 1,
+            blocks_exact: None,
+            smem_bytes: 0,
+        }
     }
 }
 
@@ -199,7 +211,10 @@ inventory::collect!(RegisteredKernel);
 
 /// All kernels registered in the linked binary, sorted by entry name (then by name).
 pub fn registered_kernels() -> Vec<&'static KernelInfo> {
-    let mut v: Vec<&'static KernelInfo> = inventory::iter::<RegisteredKernel>.into_iter().map(|r| r.0).collect();
+    let mut v: Vec<&'static KernelInfo> = inventory::iter::<RegisteredKernel>
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
     v.sort_by(|a, b| a.entry.cmp(b.entry).then(a.name.cmp(b.name)));
     v
 }

@@ -32,7 +32,12 @@ fn plural(n: u64, word: &str) -> String {
 /// [`RuntimeError::BadLaunch`] with the kernel name, the rule and the numbers.
 pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), RuntimeError> {
     let c = &kernel.contract;
-    let bad = |m: String| Err(RuntimeError::BadLaunch(format!("kernel `{}`: {}", kernel.name, m)));
+    let bad = |m: String| {
+        Err(RuntimeError::BadLaunch(format!(
+            "kernel `{}`: {}",
+            kernel.name, m
+        )))
+    };
     let b = dims.block;
     if b == 0 {
         return bad("block of 0 threads: a block needs at least 1 thread".into());
@@ -53,7 +58,7 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             ));
         }
     }
-    if c.threads_multiple_of > 1 && b % c.threads_multiple_of != 0 {
+    if c.threads_multiple_of > 1 && !b.is_multiple_of(c.threads_multiple_of) {
         return bad(format!(
             "block of {} threads is not a multiple of {} (kernel requires thread[{}])",
             b, c.threads_multiple_of, c.threads_multiple_of
@@ -64,7 +69,10 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
         return bad("grid of 0 blocks: a grid needs at least 1 block".into());
     }
     if g > MAX_GRID_X {
-        return bad(format!("grid of {} blocks exceeds the hardware limit of {} blocks", g, MAX_GRID_X));
+        return bad(format!(
+            "grid of {} blocks exceeds the hardware limit of {} blocks",
+            g, MAX_GRID_X
+        ));
     }
     if let Some(n) = c.blocks_exact {
         if g != n {
@@ -76,7 +84,7 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             ));
         }
     }
-    if c.blocks_multiple_of > 1 && g % c.blocks_multiple_of != 0 {
+    if c.blocks_multiple_of > 1 && !g.is_multiple_of(c.blocks_multiple_of) {
         return bad(format!(
             "grid of {} blocks is not a multiple of {} (kernel requires block[{}])",
             g, c.blocks_multiple_of, c.blocks_multiple_of
@@ -93,8 +101,17 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
 
 /// Checks `args` against `kernel.params`: count, scalar kinds, buffer element types, mutability and owning
 /// device. Errors name the parameter.
-pub(crate) fn check_args(device: &Device, kernel: &KernelInfo, args: &[KernelArg<'_>]) -> Result<(), RuntimeError> {
-    let bad = |m: String| Err(RuntimeError::BadArgs(format!("kernel `{}`: {}", kernel.name, m)));
+pub(crate) fn check_args(
+    device: &Device,
+    kernel: &KernelInfo,
+    args: &[KernelArg<'_>],
+) -> Result<(), RuntimeError> {
+    let bad = |m: String| {
+        Err(RuntimeError::BadArgs(format!(
+            "kernel `{}`: {}",
+            kernel.name, m
+        )))
+    };
     if args.len() != kernel.params.len() {
         let names: Vec<&str> = kernel.params.iter().map(|p| p.name).collect();
         return bad(format!(
@@ -114,7 +131,14 @@ pub(crate) fn check_args(device: &Device, kernel: &KernelInfo, args: &[KernelArg
             | (ParamType::F32, KernelArg::F32(_))
             | (ParamType::F64, KernelArg::F64(_))
             | (ParamType::Bool, KernelArg::Bool(_)) => {}
-            (ParamType::Ptr { elem, mutable }, KernelArg::Buf { elem: ae, mutable: am, buf }) => {
+            (
+                ParamType::Ptr { elem, mutable },
+                KernelArg::Buf {
+                    elem: ae,
+                    mutable: am,
+                    buf,
+                },
+            ) => {
                 check_buf(device, &what, elem, mutable, *ae, *am, buf).or_else(bad)?;
             }
             (_, a) => return bad(format!("{} got {}", what, a.describe())),
@@ -139,7 +163,11 @@ fn check_buf(
             what,
             if arg_mutable { "a mutable" } else { "a const" },
             arg_elem,
-            if buf.is_mutable() { "a mutable" } else { "a const" },
+            if buf.is_mutable() {
+                "a mutable"
+            } else {
+                "a const"
+            },
             buf.elem()
         ));
     }
