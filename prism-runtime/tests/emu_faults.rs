@@ -88,7 +88,7 @@ fn mma_by_half_a_warp() {
     let f = faults(e.launch(&m, "mma_half", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(1)]));
     let x = find(&f, FaultKind::CollectiveMisuse);
     assert_eq!(x.ptx_line, line_of(MMA_HALF, "mma_half", "mma.sync", 0));
-    assert_eq!((x.warp, x.lane), (0, Some(0)));
+    assert_eq!((x.warp, x.lane), (0, Some(16)));
     assert!(faults(e.launch(&m, "mma_half", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(0)])).is_empty());
 }
 

@@ -56,6 +56,7 @@ struct Warp {
     stack: Vec<Vec<Frame>>,
     steps: u64,
     exist: u32,
+    coll_member: u32,
 }
 
 impl Warp {
@@ -246,7 +247,7 @@ pub(crate) fn run_launch(
                             exist |= 1 << ln;
                         }
                     }
-                    warps.push(Warp { regs: vec![0; nregs * 32], pc: [entry_pc; 32], st, last_run: [0; 32], stack: Vec::new(), steps: 0, exist });
+                    warps.push(Warp { regs: vec![0; nregs * 32], pc: [entry_pc; 32], st, last_run: [0; 32], stack: Vec::new(), steps: 0, exist, coll_member: 0 });
                 }
                 let mut b = Block {
                     ctaid: [bx, by, bz],
@@ -345,7 +346,7 @@ impl L<'_> {
             let quantum = if random { 1 + self.rand() % 24 } else { 64 };
             let mut warp = std::mem::replace(
                 &mut b.warps[wi],
-                Warp { regs: Vec::new(), pc: [0; 32], st: [Ls::Absent; 32], last_run: [0; 32], stack: Vec::new(), steps: 0, exist: 0 },
+                Warp { regs: Vec::new(), pc: [0; 32], st: [Ls::Absent; 32], last_run: [0; 32], stack: Vec::new(), steps: 0, exist: 0, coll_member: 0 },
             );
             for _ in 0..quantum {
                 match self.step(b, wi, &mut warp) {
@@ -369,13 +370,24 @@ impl L<'_> {
             for ln in 0..32 {
                 if w.st[ln] == Ls::Coll {
                     let pc = w.pc[ln];
-                    let waiting: Vec<u32> = (0..32).filter(|&x| w.st[x] == Ls::Coll && w.pc[x] == pc).map(|x| x as u32).collect();
+                    let waiting: u32 = (0..32).filter(|&x| w.st[x] == Ls::Coll && w.pc[x] == pc).fold(0, |a, x| a | 1 << x);
+                    let missing = w.coll_member & !waiting;
+                    let culprit = if missing != 0 { missing.trailing_zeros() } else { ln as u32 };
+                    let where_ = match w.st[culprit as usize] {
+                        Ls::Exit => "has exited".to_string(),
+                        Ls::Bar => format!("waits at the barrier at PTX line {}", self.m.code[w.pc[culprit as usize] as usize].line),
+                        Ls::Coll => format!("waits at another collective at PTX line {}", self.m.code[w.pc[culprit as usize] as usize].line),
+                        _ => "did not arrive".to_string(),
+                    };
                     let msg = format!(
-                        "warp collective '{}' waits for member lanes that never arrive (waiting lanes {:?}); the other lanes are exited or blocked elsewhere",
+                        "warp collective '{}' with membermask 0x{:08x} is executed by lanes 0x{:08x} only; member lane {} {}",
                         self.opname(pc),
-                        waiting
+                        w.coll_member,
+                        waiting,
+                        culprit,
+                        where_
                     );
-                    self.fault(b, wi, Some(ln as u32), pc, FaultKind::CollectiveMisuse, msg);
+                    self.fault(b, wi, Some(culprit), pc, FaultKind::CollectiveMisuse, msg);
                     return;
                 }
             }
@@ -1584,6 +1596,7 @@ impl L<'_> {
             }
         }
         if !all_here {
+            w.coll_member = member;
             let mut mm = exec;
             while mm != 0 {
                 let l = mm.trailing_zeros() as usize;
