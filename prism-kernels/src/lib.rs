@@ -129,8 +129,10 @@ pub fn load_store_chain<const N: u32>(input: *const i32, output: *mut i32) {
 
 /// Paper 000, Fig. 5: one warp multiplies a 16 × 8 tile of `a` (row stride `k`) by an 8 × 8 tile of `b` (row
 /// stride `n`) with the TF32 tensor-core instruction `mma.sync.m16n8k8` and writes the 16 × 8 result to `c`
-/// (row stride `n`). Each lane loads its own fragments (`thread[1]`), the instruction runs at `thread[32]`,
-/// and the result is written back through a `thread[1]` partition of `c`.
+/// (row stride `n`), accumulating: `c += a · b`. Each lane loads its own fragments (`thread[1]`, including
+/// its part of `c`), the instruction runs at `thread[32]`, and the result is written back through a
+/// `thread[1]` partition of `c`. (The paper's Fig. 5 starts from a zero accumulator; loading `c` makes the
+/// Fig. 6 kernel correct for any `k`, where each k-tile adds to the tile of `C`.)
 #[prism_device(requires(thread[32]))]
 pub fn simple_mma(
     #[at(thread[32])] a: *const f32,
@@ -154,6 +156,10 @@ pub fn simple_mma(
         fa[3] = a[(x / 4 + 8) * k + x % 4 + 4];
         fb[0] = b[(x % 4) * n + x / 4];
         fb[1] = b[(x % 4 + 4) * n + x / 4];
+        fc[0] = c[(x / 4) * n + 2 * (x % 4)];
+        fc[1] = c[(x / 4) * n + 2 * (x % 4) + 1];
+        fc[2] = c[(x / 4 + 8) * n + 2 * (x % 4)];
+        fc[3] = c[(x / 4 + 8) * n + 2 * (x % 4) + 1];
     });
     mma_m16n8k8_tf32(&mut fc, &fa, &fb);
     partition(c, thread[1], |ro, co| (x / 4 + ro) * n + 2 * (x % 4) + co, |c_thrd| {

@@ -1,0 +1,126 @@
+//! End to end: the library's and the ext crate's kernels, launched through their typed launchers on
+//! `Device::auto()` (the emulator on CI, the GPU on a GPU host), checked against CPU references on random
+//! inputs. Outputs are pre-filled with a sentinel so unwritten (or wrongly written) elements are caught.
+
+mod e2e_util;
+
+use e2e_util::{device, Rng, SENTINEL_F32, SENTINEL_I32};
+use prism::kernels::{load_store_chain, mma_tf32_naive, vector_add};
+use prism::LaunchDims;
+use prism_ext_crate::{ext_block_copy_plus_one, ext_warp_copy};
+
+#[test]
+fn vector_add_matches_cpu() {
+    let dev = device();
+    let mut rng = Rng::new(1);
+    for &(n, block) in &[(1000usize, 256u32), (64, 32), (1, 1), (777, 96)] {
+        let a = rng.f32s(n);
+        let b = rng.f32s(n);
+        // 13 extra elements past `n` must keep the sentinel (the kernel guards `i < n`).
+        let extra = 13;
+        let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+        let mut dc = dev.htod(&vec![SENTINEL_F32; n + extra]).unwrap();
+        let grid = (n + extra).div_ceil(block as usize) as u32;
+        let report = vector_add::launch(&dev, LaunchDims::new(grid, block), &da, &db, &mut dc, n as u32).unwrap();
+        assert_eq!(report.backend, dev.backend());
+        let c = dev.dtoh(&dc).unwrap();
+        for i in 0..n {
+            assert_eq!(c[i], a[i] + b[i], "c[{i}] (n = {n}, block = {block})");
+        }
+        assert!(c[n..].iter().all(|&x| x == SENTINEL_F32), "vector_add wrote past n = {n}");
+    }
+}
+
+/// Reference for Fig. 6 in f64; TF32 keeps 10 mantissa bits, so the tolerance scales with Σ|a||b|.
+fn check_gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &[f32]) {
+    for i in 0..m {
+        for j in 0..n {
+            let (mut exact, mut mag) = (0f64, 0f64);
+            for l in 0..k {
+                let p = a[i * k + l] as f64 * b[l * n + j] as f64;
+                exact += p;
+                mag += p.abs();
+            }
+            let got = c[i * n + j] as f64;
+            assert!(got != SENTINEL_F32 as f64, "C[{i}][{j}] was not written ({m}x{n}x{k})");
+            assert!(
+                (got - exact).abs() <= 4e-3 * mag + 1e-5,
+                "C[{i}][{j}] = {got}, expected {exact} (tolerance {}) ({m}x{n}x{k})",
+                4e-3 * mag + 1e-5
+            );
+        }
+    }
+}
+
+#[test]
+fn fig6_mma_tf32_matches_cpu() {
+    let dev = device();
+    let mut rng = Rng::new(6);
+    // Multiples of the 16x8 tile and k-tile 8, and ragged sizes that exercise the bounds checks.
+    for &(m, n, k) in &[(32usize, 16usize, 24usize), (16, 8, 8), (20, 12, 13)] {
+        let a = rng.f32s(m * k);
+        let b = rng.f32s(k * n);
+        let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+        let mut dc = dev.htod(&vec![SENTINEL_F32; m * n]).unwrap();
+        let blocks = (m.div_ceil(16) * n.div_ceil(8)) as u32;
+        mma_tf32_naive::launch(&dev, LaunchDims::new(blocks, 32), &da, &db, &mut dc, m as u32, n as u32, k as u32)
+            .unwrap();
+        check_gemm(m, n, k, &a, &b, &dev.dtoh(&dc).unwrap());
+    }
+}
+
+#[test]
+fn load_store_chain_copies() {
+    let dev = device();
+    let mut rng = Rng::new(7);
+    let blocks = 3usize;
+    // N = 4 items per thread.
+    let len4 = blocks * 128 * 4;
+    let input = rng.i32s(len4);
+    let din = dev.htod(&input).unwrap();
+    let mut dout = dev.htod(&vec![SENTINEL_I32; len4 + 8]).unwrap();
+    load_store_chain::<4>::launch(&dev, LaunchDims::new(blocks as u32, 128), &din, &mut dout).unwrap();
+    let out = dev.dtoh(&dout).unwrap();
+    assert_eq!(&out[..len4], &input[..], "load_store_chain::<4>");
+    assert!(out[len4..].iter().all(|&x| x == SENTINEL_I32));
+    // N = 1.
+    let len1 = blocks * 128;
+    let input = rng.i32s(len1);
+    let din = dev.htod(&input).unwrap();
+    let mut dout = dev.htod(&vec![SENTINEL_I32; len1 + 8]).unwrap();
+    load_store_chain::<1>::launch(&dev, LaunchDims::new(blocks as u32, 128), &din, &mut dout).unwrap();
+    let out = dev.dtoh(&dout).unwrap();
+    assert_eq!(&out[..len1], &input[..], "load_store_chain::<1>");
+    assert!(out[len1..].iter().all(|&x| x == SENTINEL_I32));
+}
+
+#[test]
+fn ext_crate_warp_copy() {
+    let dev = device();
+    let mut rng = Rng::new(8);
+    // 2 blocks of 64 threads = 4 warps, 128 items each.
+    let len = 4 * 128;
+    let input = rng.i32s(len);
+    let din = dev.htod(&input).unwrap();
+    let mut dout = dev.htod(&vec![SENTINEL_I32; len + 5]).unwrap();
+    ext_warp_copy::launch(&dev, LaunchDims::new(2, 64), &din, &mut dout).unwrap();
+    let out = dev.dtoh(&dout).unwrap();
+    assert_eq!(&out[..len], &input[..]);
+    assert!(out[len..].iter().all(|&x| x == SENTINEL_I32));
+}
+
+#[test]
+fn ext_crate_block_copy_plus_one() {
+    let dev = device();
+    let mut rng = Rng::new(9);
+    let blocks = 3;
+    let len = blocks * 128;
+    let input = rng.i32s(len);
+    let din = dev.htod(&input).unwrap();
+    let mut dout = dev.htod(&vec![SENTINEL_I32; len + 5]).unwrap();
+    ext_block_copy_plus_one::launch(&dev, LaunchDims::new(blocks as u32, 64), &din, &mut dout).unwrap();
+    let out = dev.dtoh(&dout).unwrap();
+    let expect: Vec<i32> = input.iter().map(|x| x.wrapping_add(1)).collect();
+    assert_eq!(&out[..len], &expect[..]);
+    assert!(out[len..].iter().all(|&x| x == SENTINEL_I32));
+}
