@@ -629,6 +629,66 @@ fn emulator_faults_and_bad_ptx_come_back_as_errors() {
 }
 
 #[test]
+fn kernel_info_that_disagrees_with_its_ptx_is_refused() {
+    let d = device();
+    let a = d.htod(&[1.0f32; 32]).unwrap();
+    let b = d.htod(&[2.0f32; 32]).unwrap();
+    let mut c = d.htod(&[SENTINEL; 32]).unwrap();
+    // `n` declared as u64: 8 bytes against the PTX's 4-byte `.u32 n`.
+    static WIDE_N: [ParamSpec; 4] = [
+        VADD_PARAMS[0],
+        VADD_PARAMS[1],
+        VADD_PARAMS[2],
+        ParamSpec {
+            name: "n",
+            ty: ParamType::U64,
+        },
+    ];
+    let wide = KernelInfo {
+        params: &WIDE_N,
+        ..VADD
+    };
+    let r = d.launch(
+        &wide,
+        LaunchDims::new(1, 32),
+        &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U64(32)],
+    );
+    match r {
+        Err(RuntimeError::Ptx(m)) => {
+            assert!(m.contains("`n: u64`") && m.contains("has 4"), "{}", m)
+        }
+        other => panic!("expected a Ptx error, got {:?}", other.map(|r| r.backend)),
+    }
+    // Three parameters declared, four in the PTX.
+    let short = KernelInfo {
+        params: &VADD_PARAMS[..3],
+        ..VADD
+    };
+    let r = d.launch(
+        &short,
+        LaunchDims::new(1, 32),
+        &mut [a.as_arg(), b.as_arg(), c.as_arg_mut()],
+    );
+    assert!(
+        matches!(&r, Err(RuntimeError::Ptx(m)) if m.contains("3 parameters declared, the PTX has 4")),
+        "{:?}",
+        r.err()
+    );
+    // An entry the PTX does not have.
+    let missing = KernelInfo {
+        entry: "no_such_entry",
+        ..VADD
+    };
+    let r = d.launch(
+        &missing,
+        LaunchDims::new(1, 32),
+        &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(32)],
+    );
+    assert!(matches!(&r, Err(RuntimeError::Ptx(_))), "{:?}", r.err());
+    assert_not_launched(&d, &c);
+}
+
+#[test]
 fn registry_lists_submitted_kernels_sorted_by_entry() {
     let all = registered_kernels();
     assert!(all.iter().any(|k| std::ptr::eq(*k, &VADD)));
