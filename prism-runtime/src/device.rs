@@ -292,7 +292,13 @@ impl EmuBackend {
         args: &[KernelArg<'_>],
     ) -> Result<emu::LaunchReport, RuntimeError> {
         let module = self.module(kernel.ptx)?;
-        let decls = module.entry_params(kernel.entry).unwrap_or_default();
+        let decls = module.entry_params(kernel.entry).ok_or_else(|| {
+            RuntimeError::Ptx(format!(
+                "kernel `{}`: its PTX has no entry `{}`",
+                kernel.name, kernel.entry
+            ))
+        })?;
+        crate::validate::check_ptx_params(kernel, &decls)?;
         let params: Vec<emu::ParamValue> = args
             .iter()
             .enumerate()

@@ -17,8 +17,10 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
 use crate::device::{DeviceCopy, HandleInner, KernelArg};
+use crate::emu;
 use crate::error::RuntimeError;
 use crate::types::{KernelInfo, LaunchDims};
+use crate::validate::check_ptx_params;
 
 /// Dynamic shared memory a kernel may use without opting in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
 const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
@@ -273,6 +275,14 @@ impl GpuBackend {
                 kernel.entry, kernel.name, e
             ))
         })?;
+        // The driver cannot tell how many parameters a function takes; the emulator's parser can. When it
+        // reads the PTX, the parameter list is checked against it (a PTX form it does not know skips this).
+        if let Some(decls) = emu::Module::parse(kernel.ptx)
+            .ok()
+            .and_then(|m| m.entry_params(kernel.entry))
+        {
+            check_ptx_params(kernel, &decls)?;
+        }
         let static_smem = f.shared_size_bytes().map(|v| v.max(0) as u32).unwrap_or(0);
         let gf = Arc::new(GpuFunction {
             f,

@@ -192,3 +192,51 @@ fn check_buf(
     }
     Ok(())
 }
+
+/// Checks the kernel's [`ParamSpec`](crate::ParamSpec) list against the parameters its PTX entry declares
+/// (count and sizes). A mismatch is a code-generation bug; on the GPU it would make the driver read
+/// arguments that were never passed, so it is refused as [`RuntimeError::Ptx`].
+pub(crate) fn check_ptx_params(
+    kernel: &KernelInfo,
+    decls: &[crate::emu::ParamDecl],
+) -> Result<(), RuntimeError> {
+    let bad = |m: String| {
+        Err(RuntimeError::Ptx(format!(
+            "kernel `{}`: its parameter list does not match PTX entry `{}`: {}",
+            kernel.name, kernel.entry, m
+        )))
+    };
+    if decls.len() != kernel.params.len() {
+        return bad(format!(
+            "{} parameters declared, the PTX has {}",
+            kernel.params.len(),
+            decls.len()
+        ));
+    }
+    for (p, d) in kernel.params.iter().zip(decls) {
+        let ok = match p.ty {
+            ParamType::U32 | ParamType::I32 | ParamType::F32 => d.size == 4,
+            ParamType::U64 | ParamType::I64 | ParamType::F64 | ParamType::Ptr { .. } => d.size == 8,
+            // Passed as a little-endian u32, of which the driver copies the declared width.
+            ParamType::Bool => matches!(d.size, 1 | 2 | 4),
+        };
+        if !ok {
+            return bad(format!(
+                "`{}: {}` is passed as {} bytes, PTX parameter `{}` has {}",
+                p.name,
+                p.ty,
+                param_size(p.ty),
+                d.name,
+                d.size
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn param_size(t: ParamType) -> usize {
+    match t {
+        ParamType::U32 | ParamType::I32 | ParamType::F32 | ParamType::Bool => 4,
+        _ => 8,
+    }
+}

@@ -688,6 +688,73 @@ fn kernel_info_that_disagrees_with_its_ptx_is_refused() {
     assert_not_launched(&d, &c);
 }
 
+/// Stores its two bool parameters (one `.u32`, as Prism emits them, one `.u8`) as u32 0/1.
+const BOOLS_PTX: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry prism_test_bools(
+    .param .u64 out,
+    .param .u32 flag,
+    .param .u8 flag8
+)
+{
+    .reg .b16 %h<2>;
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<3>;
+
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u32 %r1, [flag];
+    ld.param.u8 %h1, [flag8];
+    cvt.u32.u16 %r2, %h1;
+    st.global.u32 [%rd2], %r1;
+    st.global.u32 [%rd2+4], %r2;
+    ret;
+}
+"#;
+
+static BOOLS_PARAMS: [ParamSpec; 3] = [
+    ParamSpec {
+        name: "out",
+        ty: ParamType::Ptr {
+            elem: ElemType::U32,
+            mutable: true,
+        },
+    },
+    ParamSpec {
+        name: "flag",
+        ty: ParamType::Bool,
+    },
+    ParamSpec {
+        name: "flag8",
+        ty: ParamType::Bool,
+    },
+];
+
+#[test]
+fn bool_parameters_arrive_as_zero_or_one() {
+    let k = KernelInfo {
+        name: "prism_test_bools",
+        entry: "prism_test_bools",
+        ptx: BOOLS_PTX,
+        params: &BOOLS_PARAMS,
+        contract: Contract::unconstrained(),
+    };
+    let d = device();
+    for (x, y) in [(true, false), (false, true), (true, true)] {
+        let mut out = d.htod(&[7u32, 7]).unwrap();
+        d.launch(
+            &k,
+            LaunchDims::new(1, 1),
+            &mut [out.as_arg_mut(), x.into(), KernelArg::Bool(y)],
+        )
+        .unwrap();
+        assert_eq!(d.dtoh(&out).unwrap(), vec![x as u32, y as u32]);
+    }
+}
+
 #[test]
 fn registry_lists_submitted_kernels_sorted_by_entry() {
     let all = registered_kernels();
