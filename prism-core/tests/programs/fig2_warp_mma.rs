@@ -13,9 +13,11 @@ pub fn warp_mma(out: *mut f32) {
         let b = [0.5f32; 2];
         #[at(thread[1])]
         let mut c = [0.0f32; 4];
-        if lane < 32 {
-            c[0] = lane as f32;
-        }
+        group(thread[1], || {
+            if lane < 32 {
+                c[0] = lane as f32;
+            }
+        });
         mma_m16n8k8_tf32(&mut c, &a, &b);
     });
     partition(out, thread[1], |i| tid * 4 + i, |o| {
