@@ -34,9 +34,14 @@ pub fn emit_kernel(k: &Checked, deps: &[Function]) -> Result<Vec<CompiledKernel>
         return Err(vec![Diagnostic::new(
             "TEMPLATE",
             f.name.span,
-            format!("kernel `{}` has const generics but no `instances = [..]`", f.name),
+            format!(
+                "kernel `{}` has const generics but no `instances = [..]`",
+                f.name
+            ),
         )
-        .help("list the instantiations in the attribute, e.g. `instances = [(64, 64)]`")]);
+        .help(
+            "list the instantiations in the attribute, e.g. `instances = [(64, 64)]`",
+        )]);
     } else {
         f.instances.iter().map(|i| i.values.clone()).collect()
     };
@@ -90,13 +95,20 @@ fn emit_instance(f: &Function, inst: &[i64], deps: &[Function]) -> R<CompiledKer
         return Err(Diagnostic::new(
             "TEMPLATE",
             f.name.span,
-            format!("instance has {} values for {} const generics", inst.len(), f.const_params.len()),
+            format!(
+                "instance has {} values for {} const generics",
+                inst.len(),
+                f.const_params.len()
+            ),
         ));
     }
     for (cp, v) in f.const_params.iter().zip(inst) {
         em.bind(
             &cp.name.name,
-            Binding::Scalar { val: Val::Imm(Imm::Int(*v as i128), Some(cp.ty)), persp: Perspective::grid(1) },
+            Binding::Scalar {
+                val: Val::Imm(Imm::Int(*v as i128), Some(cp.ty)),
+                persp: Perspective::grid(1),
+            },
         );
     }
     let threads = f.threads.as_ref().map(|e| em.const_u32(e)).transpose()?;
@@ -117,7 +129,11 @@ fn emit_instance(f: &Function, inst: &[i64], deps: &[Function]) -> R<CompiledKer
     };
     em.tid = Val::Reg(tid.clone(), ScalarType::U32);
 
-    let top = f.requires.first().map(|p| p.perspective).unwrap_or(Perspective::grid(1));
+    let top = f
+        .requires
+        .first()
+        .map(|p| p.perspective)
+        .unwrap_or(Perspective::grid(1));
     let mut params_decl = Vec::new();
     let mut params = Vec::new();
     for (i, p) in f.params.iter().enumerate() {
@@ -138,7 +154,13 @@ fn emit_instance(f: &Function, inst: &[i64], deps: &[Function]) -> R<CompiledKer
                     maps: Vec::new(),
                 };
                 em.bind(&p.name.name, Binding::Mem { view, persp });
-                params.push(ParamInfo { name: p.name.name.clone(), kind: ParamKind::Ptr { elem: *elem, mutable: *mutable } });
+                params.push(ParamInfo {
+                    name: p.name.name.clone(),
+                    kind: ParamKind::Ptr {
+                        elem: *elem,
+                        mutable: *mutable,
+                    },
+                });
             }
             Type::Scalar(t) => {
                 let (pt, rt) = match t {
@@ -157,13 +179,19 @@ fn emit_instance(f: &Function, inst: &[i64], deps: &[Function]) -> R<CompiledKer
                     Val::Reg(r, rt)
                 };
                 em.bind(&p.name.name, Binding::Scalar { val, persp });
-                params.push(ParamInfo { name: p.name.name.clone(), kind: ParamKind::Scalar(*t) });
+                params.push(ParamInfo {
+                    name: p.name.name.clone(),
+                    kind: ParamKind::Scalar(*t),
+                });
             }
             _ => {
                 return Err(Diagnostic::new(
                     "EMIT-PARAM",
                     p.span,
-                    format!("kernel parameter `{}` must be a scalar or a global pointer", p.name),
+                    format!(
+                        "kernel parameter `{}` must be a scalar or a global pointer",
+                        p.name
+                    ),
                 )
                 .help("pass arrays through global memory (`*const T` / `*mut T`)"))
             }
@@ -189,13 +217,23 @@ fn emit_instance(f: &Function, inst: &[i64], deps: &[Function]) -> R<CompiledKer
     };
     for r in &f.requires {
         match r.perspective.level {
-            Level::Thread => contract.threads_multiple_of = lcm(contract.threads_multiple_of, r.perspective.n),
-            Level::Block => contract.blocks_multiple_of = lcm(contract.blocks_multiple_of, r.perspective.n),
+            Level::Thread => {
+                contract.threads_multiple_of = lcm(contract.threads_multiple_of, r.perspective.n)
+            }
+            Level::Block => {
+                contract.blocks_multiple_of = lcm(contract.blocks_multiple_of, r.perspective.n)
+            }
             Level::Grid => {}
         }
     }
     let ptx = em.finish(&entry, &params_decl, threads);
-    Ok(CompiledKernel { entry, instance: inst.to_vec(), ptx, params, contract })
+    Ok(CompiledKernel {
+        entry,
+        instance: inst.to_vec(),
+        ptx,
+        params,
+        contract,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -265,7 +303,11 @@ enum Binding {
     /// A scalar: immutable values may be immediates; mutable ones always live in their register.
     Scalar { val: Val, persp: Perspective },
     /// A thread-local array held in registers (`regs[i]` is element `i`).
-    Array { regs: Vec<String>, elem: ScalarType, persp: Perspective },
+    Array {
+        regs: Vec<String>,
+        elem: ScalarType,
+        persp: Perspective,
+    },
     /// A pointer into global or shared memory.
     Mem { view: View, persp: Perspective },
     /// The original name inside a `partition`/`claim`/`async_` scope.
@@ -329,8 +371,14 @@ fn mem_ty(t: ScalarType) -> &'static str {
     }
 }
 
-const REG_CLASSES: [(&str, &str); 6] =
-    [("pred", "%p"), ("b16", "%h"), ("b32", "%r"), ("b64", "%rd"), ("f32", "%f"), ("f64", "%fd")];
+const REG_CLASSES: [(&str, &str); 6] = [
+    ("pred", "%p"),
+    ("b16", "%h"),
+    ("b32", "%r"),
+    ("b64", "%rd"),
+    ("f32", "%f"),
+    ("f64", "%fd"),
+];
 
 fn reg_class(t: ScalarType) -> usize {
     match t {
@@ -415,7 +463,7 @@ fn is_pow2(n: i128) -> bool {
 }
 
 fn warp_uniform_persp(p: Perspective) -> bool {
-    p.level != Level::Thread || p.n % 32 == 0
+    p.level != Level::Thread || p.n.is_multiple_of(32)
 }
 
 fn err(rule: &'static str, span: Span, msg: impl Into<String>) -> Diagnostic {
@@ -459,7 +507,11 @@ impl<'a> Em<'a> {
             nregs: [0; 6],
             nlabels: 0,
             env: vec![Scope::new()],
-            ctx: Ctx { persp: Perspective::grid(1), blk: Val::imm_u32(0), thr: Val::imm_u32(0) },
+            ctx: Ctx {
+                persp: Perspective::grid(1),
+                blk: Val::imm_u32(0),
+                thr: Val::imm_u32(0),
+            },
             t: Val::imm_u32(1),
             tid: Val::imm_u32(0),
             smem_reg: None,
@@ -491,7 +543,10 @@ impl<'a> Em<'a> {
             let _ = writeln!(s, ".reqntid {t}");
         }
         s.push_str("{\n");
-        let smem_line = self.smem_reg.as_ref().map(|r| format!("\tmov.u32 {r}, __prism_smem;\n"));
+        let smem_line = self
+            .smem_reg
+            .as_ref()
+            .map(|r| format!("\tmov.u32 {r}, __prism_smem;\n"));
         for (i, (ty, prefix)) in REG_CLASSES.iter().enumerate() {
             if self.nregs[i] > 0 {
                 let _ = writeln!(s, "\t.reg .{ty} {prefix}<{}>;", self.nregs[i] + 1);
@@ -550,11 +605,18 @@ impl<'a> Em<'a> {
             Some(Binding::Hidden) => Err(err(
                 "T-PARTITION",
                 id.span,
-                format!("`{}` is hidden inside its partition/claim/async scope", id.name),
+                format!(
+                    "`{}` is hidden inside its partition/claim/async scope",
+                    id.name
+                ),
             )
             .help("use the scope's new name")),
             Some(b) => Ok(b.clone()),
-            None => Err(err("EMIT-NAME", id.span, format!("unknown name `{}`", id.name))),
+            None => Err(err(
+                "EMIT-NAME",
+                id.span,
+                format!("unknown name `{}`", id.name),
+            )),
         }
     }
 
@@ -572,7 +634,10 @@ impl<'a> Em<'a> {
     /// Immutable constants visible now, for `consteval::eval_const`.
     fn const_of(&self, name: &str) -> Option<i64> {
         match self.env.iter().rev().find_map(|s| s.get(name)) {
-            Some(Binding::Scalar { val: Val::Imm(Imm::Int(v), _), .. }) => i64::try_from(*v).ok(),
+            Some(Binding::Scalar {
+                val: Val::Imm(Imm::Int(v), _),
+                ..
+            }) => i64::try_from(*v).ok(),
             _ => None,
         }
     }
@@ -645,8 +710,12 @@ impl<'a> Em<'a> {
                 Val::Imm(Imm::Int(x), _) => Val::Imm(Imm::Int(wrap_int(x, t)), Some(t)),
                 o => o,
             }),
-            Some(vt) => Err(err("EMIT-TYPE", span, format!("expected a value of type {t}, found {vt}"))
-                .help(format!("convert explicitly with `as {t}`"))),
+            Some(vt) => Err(err(
+                "EMIT-TYPE",
+                span,
+                format!("expected a value of type {t}, found {vt}"),
+            )
+            .help(format!("convert explicitly with `as {t}`"))),
         }
     }
 
@@ -693,7 +762,11 @@ impl<'a> Em<'a> {
             return Val::imm_u32(0);
         }
         let r = self.fresh(ScalarType::U32);
-        let ins = if op == "mul" { "mul.lo.u32".to_string() } else { format!("{op}.u32") };
+        let ins = if op == "mul" {
+            "mul.lo.u32".to_string()
+        } else {
+            format!("{op}.u32")
+        };
         let (x, y) = (self.op(a, ScalarType::U32), self.op(b, ScalarType::U32));
         self.line(format!("{ins} {r}, {x}, {y};"));
         Val::Reg(r, ScalarType::U32)
@@ -724,7 +797,11 @@ impl<'a> Em<'a> {
                 // size(thread[k]) divides T (the launch contract), so (blk·T + thr) mod k = thr mod k.
                 let thr = self.ctx.thr.clone();
                 let exact = matches!((&self.t, cur.level), (Val::Imm(Imm::Int(t), _), Level::Block | Level::Grid) if *t == p.n as i128);
-                self.ctx.thr = if exact { thr } else { self.u32_bin("rem", &thr, &Val::imm_u32(p.n)) };
+                self.ctx.thr = if exact {
+                    thr
+                } else {
+                    self.u32_bin("rem", &thr, &Val::imm_u32(p.n))
+                };
                 self.ctx.blk = Val::imm_u32(0);
             }
         }
@@ -793,7 +870,13 @@ impl<'a> Em<'a> {
 
     fn stmt(&mut self, s: &Stmt) -> R<()> {
         match &s.kind {
-            StmtKind::Let { name, mutable, ty, at, init } => self.let_stmt(name, *mutable, ty.as_ref(), *at, init.as_ref(), s.span),
+            StmtKind::Let {
+                name,
+                mutable,
+                ty,
+                at,
+                init,
+            } => self.let_stmt(name, *mutable, ty.as_ref(), *at, init.as_ref(), s.span),
             StmtKind::Assign { place, op, value } => self.assign(place, *op, value),
             StmtKind::Expr(e) => {
                 let saved = self.id_target.take();
@@ -801,7 +884,11 @@ impl<'a> Em<'a> {
                 self.id_target = saved;
                 r
             }
-            StmtKind::If { cond, then_block, else_block } => {
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 let uni = self.uniform(cond);
                 let c = self.scalar(cond)?;
                 let c = self.coerce(c, ScalarType::Bool, cond.span)?;
@@ -847,7 +934,10 @@ impl<'a> Em<'a> {
                     }
                 }
                 if !matches!(c, Val::Imm(Imm::Bool(false), _)) {
-                    self.loops.push(LoopLabels { cont: head.clone(), brk: end.clone() });
+                    self.loops.push(LoopLabels {
+                        cont: head.clone(),
+                        brk: end.clone(),
+                    });
                     let r = self.block(body);
                     self.loops.pop();
                     r?;
@@ -856,10 +946,23 @@ impl<'a> Em<'a> {
                 self.put_label(&end);
                 Ok(())
             }
-            StmtKind::For { var, start, end, step, body } => self.for_stmt(var, start, end, step.as_ref(), body, s.span),
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => self.for_stmt(var, start, end, step.as_ref(), body, s.span),
             StmtKind::Break | StmtKind::Continue => {
-                let l = self.loops.last().ok_or_else(|| err("EMIT-LOOP", s.span, "`break`/`continue` outside a loop"))?;
-                let target = if matches!(s.kind, StmtKind::Break) { l.brk.clone() } else { l.cont.clone() };
+                let l = self
+                    .loops
+                    .last()
+                    .ok_or_else(|| err("EMIT-LOOP", s.span, "`break`/`continue` outside a loop"))?;
+                let target = if matches!(s.kind, StmtKind::Break) {
+                    l.brk.clone()
+                } else {
+                    l.cont.clone()
+                };
                 self.line(format!("bra.uni {target};"));
                 Ok(())
             }
@@ -871,7 +974,13 @@ impl<'a> Em<'a> {
                 r.map(|_| ())
             }
             StmtKind::Split { level, arms, .. } => self.split(*level, arms, s.span),
-            StmtKind::Partition { target, at, index, new_name, body } => {
+            StmtKind::Partition {
+                target,
+                at,
+                index,
+                new_name,
+                body,
+            } => {
                 let (view, _) = self.mem_binding(target)?;
                 let mut v = view;
                 v.maps.push(Rc::new(IndexMap {
@@ -879,13 +988,38 @@ impl<'a> Em<'a> {
                     body: (*index.body).clone(),
                     env: self.capture(),
                 }));
-                self.scope_with(target, new_name, Binding::Mem { view: v, persp: at.perspective }, body)
+                self.scope_with(
+                    target,
+                    new_name,
+                    Binding::Mem {
+                        view: v,
+                        persp: at.perspective,
+                    },
+                    body,
+                )
             }
-            StmtKind::Claim { target, at, new_name, body } => {
+            StmtKind::Claim {
+                target,
+                at,
+                new_name,
+                body,
+            } => {
                 let (view, _) = self.mem_binding(target)?;
-                self.scope_with(target, new_name, Binding::Mem { view, persp: at.perspective }, body)
+                self.scope_with(
+                    target,
+                    new_name,
+                    Binding::Mem {
+                        view,
+                        persp: at.perspective,
+                    },
+                    body,
+                )
             }
-            StmtKind::Async { target, new_name, body } => {
+            StmtKind::Async {
+                target,
+                new_name,
+                body,
+            } => {
                 let (view, persp) = self.mem_binding(target)?;
                 self.scope_with(target, new_name, Binding::Mem { view, persp }, body)
             }
@@ -897,7 +1031,11 @@ impl<'a> Em<'a> {
     fn mem_binding(&self, id: &Ident) -> R<(View, Perspective)> {
         match self.lookup(id)? {
             Binding::Mem { view, persp } => Ok((view, persp)),
-            _ => Err(err("EMIT-TYPE", id.span, format!("`{}` is not a pointer or shared allocation", id.name))),
+            _ => Err(err(
+                "EMIT-TYPE",
+                id.span,
+                format!("`{}` is not a pointer or shared allocation", id.name),
+            )),
         }
     }
 
@@ -910,15 +1048,39 @@ impl<'a> Em<'a> {
         r.map(|_| ())
     }
 
-    fn let_stmt(&mut self, name: &Ident, mutable: bool, ty: Option<&Type>, at: Option<SpannedPerspective>, init: Option<&Expr>, span: Span) -> R<()> {
+    fn let_stmt(
+        &mut self,
+        name: &Ident,
+        mutable: bool,
+        ty: Option<&Type>,
+        at: Option<SpannedPerspective>,
+        init: Option<&Expr>,
+        span: Span,
+    ) -> R<()> {
         let persp = at.map(|a| a.perspective).unwrap_or(self.ctx.persp);
         if let Some(Type::Shared { elem, len }) = ty {
             let n = self.const_u32(len)?;
-            let bytes = n.checked_mul(elem.size()).ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
+            let bytes = n
+                .checked_mul(elem.size())
+                .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
             let off = self.smem_top.div_ceil(16) * 16;
-            self.smem_top = off.checked_add(bytes).ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
-            let view = View { space: Space::Shared, base: Val::imm_u32(off), elem: *elem, readonly: false, maps: Vec::new() };
-            self.bind(&name.name, Binding::Mem { view, persp: Perspective::block(1) });
+            self.smem_top = off
+                .checked_add(bytes)
+                .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
+            let view = View {
+                space: Space::Shared,
+                base: Val::imm_u32(off),
+                elem: *elem,
+                readonly: false,
+                maps: Vec::new(),
+            };
+            self.bind(
+                &name.name,
+                Binding::Mem {
+                    view,
+                    persp: Perspective::block(1),
+                },
+            );
             return Ok(());
         }
         let declared: Option<(ScalarType, Option<u32>)> = match ty {
@@ -935,18 +1097,43 @@ impl<'a> Em<'a> {
             None => match declared {
                 Some((t, None)) => {
                     let r = self.fresh(t);
-                    self.bind(&name.name, Binding::Scalar { val: Val::Reg(r, t), persp });
+                    self.bind(
+                        &name.name,
+                        Binding::Scalar {
+                            val: Val::Reg(r, t),
+                            persp,
+                        },
+                    );
                 }
                 Some((t, Some(n))) => {
                     let regs = (0..n).map(|_| self.fresh(t)).collect();
-                    self.bind(&name.name, Binding::Array { regs, elem: t, persp });
+                    self.bind(
+                        &name.name,
+                        Binding::Array {
+                            regs,
+                            elem: t,
+                            persp,
+                        },
+                    );
                 }
-                None => return Err(err("EMIT-TYPE", span, format!("`{}` needs a type or an initializer", name.name))),
+                None => {
+                    return Err(err(
+                        "EMIT-TYPE",
+                        span,
+                        format!("`{}` needs a type or an initializer", name.name),
+                    ))
+                }
             },
             Some(Value::S(v)) => {
                 let t = match declared {
                     Some((t, None)) => t,
-                    _ => v.ty().unwrap_or(if matches!(v, Val::Imm(Imm::Float(_), _)) { ScalarType::F64 } else { ScalarType::I32 }),
+                    _ => v
+                        .ty()
+                        .unwrap_or(if matches!(v, Val::Imm(Imm::Float(_), _)) {
+                            ScalarType::F64
+                        } else {
+                            ScalarType::I32
+                        }),
                 };
                 let v = self.coerce(v, t, span)?;
                 let val = if !mutable && matches!(v, Val::Imm(..)) {
@@ -970,10 +1157,19 @@ impl<'a> Em<'a> {
                     self.mov_into(&r, &v, t);
                     regs.push(r);
                 }
-                self.bind(&name.name, Binding::Array { regs, elem: t, persp });
+                self.bind(
+                    &name.name,
+                    Binding::Array {
+                        regs,
+                        elem: t,
+                        persp,
+                    },
+                );
             }
             Some(Value::Mem(view)) => self.bind(&name.name, Binding::Mem { view, persp }),
-            Some(Value::Unit) => return Err(err("EMIT-TYPE", span, "this expression has no value")),
+            Some(Value::Unit) => {
+                return Err(err("EMIT-TYPE", span, "this expression has no value"))
+            }
         }
         Ok(())
     }
@@ -981,7 +1177,10 @@ impl<'a> Em<'a> {
     fn assign(&mut self, place: &Expr, op: Option<BinOp>, value: &Expr) -> R<()> {
         match &place.kind {
             ExprKind::Var(id) => match self.lookup(id)? {
-                Binding::Scalar { val: Val::Reg(r, t), persp } => {
+                Binding::Scalar {
+                    val: Val::Reg(r, t),
+                    persp,
+                } => {
                     let v = self.with_target(persp, |s| s.scalar(value))?;
                     let v = match op {
                         Some(op) => self.binop(op, Val::Reg(r.clone(), t), v, place.span)?,
@@ -1000,23 +1199,39 @@ impl<'a> Em<'a> {
                             }
                             Ok(())
                         }
-                        _ => Err(err("EMIT-TYPE", value.span, format!("expected an array of {} elements", regs.len()))),
+                        _ => Err(err(
+                            "EMIT-TYPE",
+                            value.span,
+                            format!("expected an array of {} elements", regs.len()),
+                        )),
                     }
                 }
-                _ => Err(err("EMIT-ASSIGN", place.span, format!("cannot assign to `{}`", id.name))
-                    .help("declare it with `let mut`")),
+                _ => Err(err(
+                    "EMIT-ASSIGN",
+                    place.span,
+                    format!("cannot assign to `{}`", id.name),
+                )
+                .help("declare it with `let mut`")),
             },
             ExprKind::Index { base, indices } => {
                 let id = match &base.kind {
                     ExprKind::Var(id) => id,
-                    _ => return Err(err("EMIT-ASSIGN", place.span, "only `name[i]` can be assigned")),
+                    _ => {
+                        return Err(err(
+                            "EMIT-ASSIGN",
+                            place.span,
+                            "only `name[i]` can be assigned",
+                        ))
+                    }
                 };
                 match self.lookup(id)? {
                     Binding::Array { regs, elem, persp } => {
                         let i = self.reg_index(id, &regs, indices, place.span)?;
                         let v = self.with_target(persp, |s| s.scalar(value))?;
                         let v = match op {
-                            Some(op) => self.binop(op, Val::Reg(regs[i].clone(), elem), v, place.span)?,
+                            Some(op) => {
+                                self.binop(op, Val::Reg(regs[i].clone(), elem), v, place.span)?
+                            }
                             None => v,
                         };
                         let v = self.coerce(v, elem, value.span)?;
@@ -1038,15 +1253,35 @@ impl<'a> Em<'a> {
                         self.store(&view, &addr, &[v]);
                         Ok(())
                     }
-                    _ => Err(err("EMIT-ASSIGN", place.span, format!("`{}` cannot be indexed", id.name))),
+                    _ => Err(err(
+                        "EMIT-ASSIGN",
+                        place.span,
+                        format!("`{}` cannot be indexed", id.name),
+                    )),
                 }
             }
-            _ => Err(err("EMIT-ASSIGN", place.span, "this place cannot be assigned")),
+            _ => Err(err(
+                "EMIT-ASSIGN",
+                place.span,
+                "this place cannot be assigned",
+            )),
         }
     }
 
-    fn for_stmt(&mut self, var: &Ident, start: &Expr, end: &Expr, step: Option<&Expr>, body: &Block, span: Span) -> R<()> {
-        let consts = (self.const_i64(start), self.const_i64(end), step.map(|s| self.const_i64(s)).transpose());
+    fn for_stmt(
+        &mut self,
+        var: &Ident,
+        start: &Expr,
+        end: &Expr,
+        step: Option<&Expr>,
+        body: &Block,
+        span: Span,
+    ) -> R<()> {
+        let consts = (
+            self.const_i64(start),
+            self.const_i64(end),
+            step.map(|s| self.const_i64(s)).transpose(),
+        );
         if let (Ok(a), Ok(b), Ok(st)) = consts {
             let st = st.unwrap_or(1);
             if st <= 0 {
@@ -1062,8 +1297,17 @@ impl<'a> Em<'a> {
                 while i < b {
                     let cont = self.label();
                     self.env.push(Scope::new());
-                    self.bind(&var.name, Binding::Scalar { val: Val::Imm(Imm::Int(i as i128), ty), persp: Perspective::grid(1) });
-                    self.loops.push(LoopLabels { cont: cont.clone(), brk: end_l.clone() });
+                    self.bind(
+                        &var.name,
+                        Binding::Scalar {
+                            val: Val::Imm(Imm::Int(i as i128), ty),
+                            persp: Perspective::grid(1),
+                        },
+                    );
+                    self.loops.push(LoopLabels {
+                        cont: cont.clone(),
+                        brk: end_l.clone(),
+                    });
                     let r = self.block(body);
                     self.loops.pop();
                     self.env.pop();
@@ -1076,7 +1320,9 @@ impl<'a> Em<'a> {
             }
         }
         // A run-time loop.
-        let uni = self.uniform(start) && self.uniform(end) && step.map(|s| self.uniform(s)).unwrap_or(true);
+        let uni = self.uniform(start)
+            && self.uniform(end)
+            && step.map(|s| self.uniform(s)).unwrap_or(true);
         let s0 = self.scalar(start)?;
         let e0 = self.scalar(end)?;
         let t = s0.ty().or(e0.ty()).unwrap_or(ScalarType::U32);
@@ -1118,9 +1364,22 @@ impl<'a> Em<'a> {
         // The body sees an immutable copy, so closures capturing it keep this iteration's value.
         let iv = self.fresh(t);
         self.line(format!("mov.{} {iv}, {i};", bits_ty(t)));
-        let persp = if uni { Perspective::grid(1) } else { self.ctx.persp };
-        self.bind(&var.name, Binding::Scalar { val: Val::Reg(iv, t), persp });
-        self.loops.push(LoopLabels { cont: cont.clone(), brk: end_l.clone() });
+        let persp = if uni {
+            Perspective::grid(1)
+        } else {
+            self.ctx.persp
+        };
+        self.bind(
+            &var.name,
+            Binding::Scalar {
+                val: Val::Reg(iv, t),
+                persp,
+            },
+        );
+        self.loops.push(LoopLabels {
+            cont: cont.clone(),
+            brk: end_l.clone(),
+        });
         let r = self.block(body);
         self.loops.pop();
         self.env.pop();
@@ -1170,16 +1429,28 @@ impl<'a> Em<'a> {
                 Level::Thread => {
                     let rank = self.rank();
                     let rel = self.u32_bin("sub", &rank, &Val::imm_u32(off));
-                    self.ctx = Ctx { persp: Perspective::thread(arm.size), blk: Val::imm_u32(0), thr: rel.clone() };
-                    (rel, off % 32 == 0 && arm.size % 32 == 0)
+                    self.ctx = Ctx {
+                        persp: Perspective::thread(arm.size),
+                        blk: Val::imm_u32(0),
+                        thr: rel.clone(),
+                    };
+                    (rel, off.is_multiple_of(32) && arm.size.is_multiple_of(32))
                 }
                 Level::Block => {
                     if saved.persp.level == Level::Thread {
-                        return Err(err("T-SPLIT", span, "a block split needs block- or grid-level code"));
+                        return Err(err(
+                            "T-SPLIT",
+                            span,
+                            "a block split needs block- or grid-level code",
+                        ));
                     }
                     let b = saved.blk.clone();
                     let rel = self.u32_bin("sub", &b, &Val::imm_u32(off));
-                    self.ctx = Ctx { persp: Perspective::block(arm.size), blk: rel.clone(), thr: saved.thr.clone() };
+                    self.ctx = Ctx {
+                        persp: Perspective::block(arm.size),
+                        blk: rel.clone(),
+                        thr: saved.thr.clone(),
+                    };
                     (rel, true)
                 }
                 Level::Grid => return Err(err("T-SPLIT", span, "a grid cannot be split")),
@@ -1205,7 +1476,9 @@ impl<'a> Em<'a> {
             self.ctx = saved;
             r?;
             self.put_label(&skip);
-            off = off.checked_add(arm.size).ok_or_else(|| err("T-SPLIT", arm.size_span, "split sizes overflow"))?;
+            off = off
+                .checked_add(arm.size)
+                .ok_or_else(|| err("T-SPLIT", arm.size_span, "split sizes overflow"))?;
         }
         Ok(())
     }
@@ -1231,7 +1504,7 @@ impl<'a> Em<'a> {
                     self.line("bar.sync 0;".to_string());
                 } else if n == 32 {
                     self.line("bar.warp.sync -1;".to_string());
-                } else if n % 32 == 0 {
+                } else if n.is_multiple_of(32) {
                     // Named barrier per unit: id = 1 + tid / n (barrier 0 is the whole block's).
                     let max_t = self.t.as_int().map(|t| t as u32).unwrap_or(1024);
                     let units = max_t.div_ceil(n);
@@ -1278,13 +1551,17 @@ impl<'a> Em<'a> {
         match &e.kind {
             ExprKind::Lit(_) => true,
             ExprKind::Var(id) => match self.env.iter().rev().find_map(|s| s.get(&id.name)) {
-                Some(Binding::Scalar { val: Val::Imm(..), .. }) => true,
+                Some(Binding::Scalar {
+                    val: Val::Imm(..), ..
+                }) => true,
                 Some(Binding::Scalar { persp, .. }) => warp_uniform_persp(*persp),
                 _ => false,
             },
             ExprKind::Index { base, indices } => match &base.kind {
                 ExprKind::Var(id) => match self.env.iter().rev().find_map(|s| s.get(&id.name)) {
-                    Some(Binding::Array { persp, .. }) => warp_uniform_persp(*persp) && indices.iter().all(|i| self.uniform(i)),
+                    Some(Binding::Array { persp, .. }) => {
+                        warp_uniform_persp(*persp) && indices.iter().all(|i| self.uniform(i))
+                    }
                     _ => false,
                 },
                 _ => false,
@@ -1295,10 +1572,14 @@ impl<'a> Em<'a> {
                 let n = path.last().map(|p| p.name.as_str()).unwrap_or("");
                 matches!(n, "vote_all" | "vote_any" | "ballot") && args.iter().all(|_| true)
             }
-            ExprKind::MethodCall { recv, args, .. } => self.uniform(recv) && args.iter().all(|a| self.uniform(a)),
-            ExprKind::Select { cond, then_value, else_value } => {
-                self.uniform(cond) && self.uniform(then_value) && self.uniform(else_value)
+            ExprKind::MethodCall { recv, args, .. } => {
+                self.uniform(recv) && args.iter().all(|a| self.uniform(a))
             }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => self.uniform(cond) && self.uniform(then_value) && self.uniform(else_value),
             _ => false,
         }
     }
@@ -1320,7 +1601,8 @@ impl<'a> Em<'a> {
         match &e.kind {
             ExprKind::Lit(l) => Ok(Value::S(match l {
                 Lit::Int(v, t) => {
-                    let v = i128::try_from(*v).map_err(|_| err("EMIT-LIT", e.span, "integer literal too large"))?;
+                    let v = i128::try_from(*v)
+                        .map_err(|_| err("EMIT-LIT", e.span, "integer literal too large"))?;
                     match t {
                         Some(t) if t.is_float() => Val::Imm(Imm::Float(v as f64), Some(*t)),
                         _ => Val::Imm(Imm::Int(v), *t),
@@ -1331,7 +1613,9 @@ impl<'a> Em<'a> {
             })),
             ExprKind::Var(id) => Ok(match self.lookup(id)? {
                 Binding::Scalar { val, .. } => Value::S(val),
-                Binding::Array { regs, elem, .. } => Value::Arr(regs.into_iter().map(|r| Val::Reg(r, elem)).collect(), elem),
+                Binding::Array { regs, elem, .. } => {
+                    Value::Arr(regs.into_iter().map(|r| Val::Reg(r, elem)).collect(), elem)
+                }
                 Binding::Mem { view, .. } => Value::Mem(view),
                 Binding::Hidden => return Err(err("T-PARTITION", id.span, "hidden name")),
             }),
@@ -1350,14 +1634,22 @@ impl<'a> Em<'a> {
                         let addr = self.address(&view, idx, e.span)?;
                         Ok(Value::S(self.load(&view, &addr, None)))
                     }
-                    _ => Err(err("EMIT-INDEX", e.span, format!("`{}` cannot be indexed", id.name))),
+                    _ => Err(err(
+                        "EMIT-INDEX",
+                        e.span,
+                        format!("`{}` cannot be indexed", id.name),
+                    )),
                 }
             }
             ExprKind::Unary { op, expr } => {
                 let v = self.scalar(expr)?;
                 self.unop(*op, v, e.span).map(Value::S)
             }
-            ExprKind::Binary { op: op @ (BinOp::And | BinOp::Or), lhs, rhs } if !pure(rhs) => {
+            ExprKind::Binary {
+                op: op @ (BinOp::And | BinOp::Or),
+                lhs,
+                rhs,
+            } if !pure(rhs) => {
                 // Short-circuit: the right side may read memory that the left side guards.
                 let a = self.scalar(lhs)?;
                 let a = self.coerce(a, ScalarType::Bool, lhs.span)?;
@@ -1381,26 +1673,49 @@ impl<'a> Em<'a> {
                 let v = self.scalar(expr)?;
                 self.cast(v, *ty, e.span).map(Value::S)
             }
-            ExprKind::Call { path, generics, args } => self.call(path, generics, args, e.span),
-            ExprKind::MethodCall { recv, method, args } => self.method(recv, method, args, e.span).map(Value::S),
+            ExprKind::Call {
+                path,
+                generics,
+                args,
+            } => self.call(path, generics, args, e.span),
+            ExprKind::MethodCall { recv, method, args } => {
+                self.method(recv, method, args, e.span).map(Value::S)
+            }
             ExprKind::Ref { expr, .. } => self.expr(expr),
             ExprKind::ArrayLit(items) => {
                 let vals = self.scalars(items)?;
                 let t = vals.iter().find_map(|v| v.ty()).unwrap_or(ScalarType::I32);
-                let vals = vals.into_iter().map(|v| self.coerce(v, t, e.span)).collect::<R<Vec<_>>>()?;
+                let vals = vals
+                    .into_iter()
+                    .map(|v| self.coerce(v, t, e.span))
+                    .collect::<R<Vec<_>>>()?;
                 Ok(Value::Arr(vals, t))
             }
             ExprKind::ArrayRepeat { value, len } => {
                 let n = self.const_u32(len)?;
                 if n > 4096 {
-                    return Err(err("REG-ARRAY", e.span, format!("a register array of {n} elements is too large")));
+                    return Err(err(
+                        "REG-ARRAY",
+                        e.span,
+                        format!("a register array of {n} elements is too large"),
+                    ));
                 }
                 let v = self.scalar(value)?;
-                let t = v.ty().unwrap_or(if matches!(v, Val::Imm(Imm::Float(_), _)) { ScalarType::F32 } else { ScalarType::I32 });
+                let t = v
+                    .ty()
+                    .unwrap_or(if matches!(v, Val::Imm(Imm::Float(_), _)) {
+                        ScalarType::F32
+                    } else {
+                        ScalarType::I32
+                    });
                 let v = self.coerce(v, t, e.span)?;
                 Ok(Value::Arr(vec![v; n as usize], t))
             }
-            ExprKind::Select { cond, then_value, else_value } => {
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
                 let c = self.scalar(cond)?;
                 let c = self.coerce(c, ScalarType::Bool, cond.span)?;
                 if let Val::Imm(Imm::Bool(b), _) = c {
@@ -1445,7 +1760,9 @@ impl<'a> Em<'a> {
                     Ok(Value::S(Val::Reg(r, t)))
                 }
             }
-            ExprKind::Asm { template, operands } => self.asm(template, operands, e.span).map(|_| Value::Unit),
+            ExprKind::Asm { template, operands } => {
+                self.asm(template, operands, e.span).map(|_| Value::Unit)
+            }
         }
     }
 
@@ -1470,10 +1787,14 @@ impl<'a> Em<'a> {
     fn unop(&mut self, op: UnOp, v: Val, span: Span) -> R<Val> {
         if let Val::Imm(i, t) = &v {
             return Ok(match (op, i) {
-                (UnOp::Neg, Imm::Int(x)) => Val::Imm(Imm::Int(t.map(|t| wrap_int(-x, t)).unwrap_or(-x)), *t),
+                (UnOp::Neg, Imm::Int(x)) => {
+                    Val::Imm(Imm::Int(t.map(|t| wrap_int(-x, t)).unwrap_or(-x)), *t)
+                }
                 (UnOp::Neg, Imm::Float(x)) => Val::Imm(Imm::Float(-x), *t),
                 (UnOp::Not, Imm::Bool(b)) => Val::Imm(Imm::Bool(!b), *t),
-                (UnOp::Not, Imm::Int(x)) => Val::Imm(Imm::Int(t.map(|t| wrap_int(!x, t)).unwrap_or(!x)), *t),
+                (UnOp::Not, Imm::Int(x)) => {
+                    Val::Imm(Imm::Int(t.map(|t| wrap_int(!x, t)).unwrap_or(!x)), *t)
+                }
                 _ => return Err(err("EMIT-TYPE", span, "invalid operand for this operator")),
             });
         }
@@ -1483,10 +1804,21 @@ impl<'a> Em<'a> {
         match (op, t) {
             (UnOp::Not, ScalarType::Bool) => self.line(format!("not.pred {r}, {o};")),
             (UnOp::Not, t) if t.is_int() => self.line(format!("not.{} {r}, {o};", bits_ty(t))),
-            (UnOp::Neg, ScalarType::U32 | ScalarType::I32) => self.line(format!("neg.s32 {r}, {o};")),
-            (UnOp::Neg, ScalarType::U64 | ScalarType::I64) => self.line(format!("neg.s64 {r}, {o};")),
-            (UnOp::Neg, ScalarType::F32 | ScalarType::F64) => self.line(format!("neg.{} {r}, {o};", ptx_ty(t))),
-            _ => return Err(err("EMIT-TYPE", span, format!("operator not defined on {t}")).help("convert f16/bf16 to f32 first")),
+            (UnOp::Neg, ScalarType::U32 | ScalarType::I32) => {
+                self.line(format!("neg.s32 {r}, {o};"))
+            }
+            (UnOp::Neg, ScalarType::U64 | ScalarType::I64) => {
+                self.line(format!("neg.s64 {r}, {o};"))
+            }
+            (UnOp::Neg, ScalarType::F32 | ScalarType::F64) => {
+                self.line(format!("neg.{} {r}, {o};", ptx_ty(t)))
+            }
+            _ => {
+                return Err(
+                    err("EMIT-TYPE", span, format!("operator not defined on {t}"))
+                        .help("convert f16/bf16 to f32 first"),
+                )
+            }
         }
         Ok(Val::Reg(r, t))
     }
@@ -1498,7 +1830,10 @@ impl<'a> Em<'a> {
             (Some(x), _) => x,
             (None, Some(y)) => y,
             (None, None) => {
-                if matches!((&a, &b), (Val::Imm(Imm::Float(_), _), _) | (_, Val::Imm(Imm::Float(_), _))) {
+                if matches!(
+                    (&a, &b),
+                    (Val::Imm(Imm::Float(_), _), _) | (_, Val::Imm(Imm::Float(_), _))
+                ) {
                     ScalarType::F64
                 } else {
                     return fold_untyped(op, &a, &b, span);
@@ -1525,7 +1860,9 @@ impl<'a> Em<'a> {
             // Identities that index arithmetic meets constantly (x + 0, 1 * x, ...).
             let (ia, ib) = (a.as_int(), b.as_int());
             match (op, ia, ib) {
-                (Add | Sub | BitOr | BitXor | Shl | Shr, _, Some(0)) | (Mul | Div, _, Some(1)) => return Ok(a),
+                (Add | Sub | BitOr | BitXor | Shl | Shr, _, Some(0)) | (Mul | Div, _, Some(1)) => {
+                    return Ok(a)
+                }
                 (Add | BitOr | BitXor, Some(0), _) | (Mul, Some(1), _) => return Ok(b),
                 (Mul | BitAnd, Some(0), _) | (Mul | BitAnd, _, Some(0)) | (Rem, _, Some(1)) => {
                     return Ok(Val::Imm(Imm::Int(0), Some(t)))
@@ -1534,7 +1871,12 @@ impl<'a> Em<'a> {
             }
         }
         if t == ScalarType::F16 || t == ScalarType::BF16 {
-            return Err(err("EMIT-TYPE", span, format!("{t} is a storage type: no arithmetic on it")).help("convert with `as f32` first"));
+            return Err(err(
+                "EMIT-TYPE",
+                span,
+                format!("{t} is a storage type: no arithmetic on it"),
+            )
+            .help("convert with `as f32` first"));
         }
         let cmp = |op: BinOp| -> Option<&'static str> {
             Some(match op {
@@ -1584,11 +1926,21 @@ impl<'a> Em<'a> {
                 match op {
                     Eq => self.line(format!("xor.pred {p}, {x}, {y};\n\tnot.pred {p}, {p};")),
                     Ne => self.line(format!("xor.pred {p}, {x}, {y};")),
-                    _ => return Err(err("EMIT-TYPE", span, "bool values only compare with == and !=")),
+                    _ => {
+                        return Err(err(
+                            "EMIT-TYPE",
+                            span,
+                            "bool values only compare with == and !=",
+                        ))
+                    }
                 }
             } else {
                 let (x, y) = (self.reg(&a, t), self.op(&b, t));
-                let ct = if t.is_int() { bits_cmp_ty(t, c) } else { ptx_ty(t) };
+                let ct = if t.is_int() {
+                    bits_cmp_ty(t, c)
+                } else {
+                    ptx_ty(t)
+                };
                 self.line(format!("setp.{c}.{ct} {p}, {x}, {y};"));
             }
             return Ok(Val::Reg(p, ScalarType::Bool));
@@ -1601,7 +1953,9 @@ impl<'a> Em<'a> {
             (And | BitAnd, ScalarType::Bool) => "and.pred".to_string(),
             (Or | BitOr, ScalarType::Bool) => "or.pred".to_string(),
             (BitXor, ScalarType::Bool) => "xor.pred".to_string(),
-            (_, ScalarType::Bool) => return Err(err("EMIT-TYPE", span, "operator not defined on bool")),
+            (_, ScalarType::Bool) => {
+                return Err(err("EMIT-TYPE", span, "operator not defined on bool"))
+            }
             (And | Or, _) => return Err(err("EMIT-TYPE", span, "`&&`/`||` need bool operands")),
             (Add, _) => format!("add.{pt}"),
             (Sub, _) => format!("sub.{pt}"),
@@ -1624,9 +1978,19 @@ impl<'a> Em<'a> {
             (BitXor, _) if t.is_int() => format!("xor.{}", bits_ty(t)),
             (Shl, _) if t.is_int() => format!("shl.{}", bits_ty(t)),
             (Shr, _) if t.is_int() => format!("shr.{pt}"),
-            _ => return Err(err("EMIT-TYPE", span, format!("operator not defined on {t}"))),
+            _ => {
+                return Err(err(
+                    "EMIT-TYPE",
+                    span,
+                    format!("operator not defined on {t}"),
+                ))
+            }
         };
-        let y = if matches!(op, Shl | Shr) { self.op(&b, ScalarType::U32) } else { y };
+        let y = if matches!(op, Shl | Shr) {
+            self.op(&b, ScalarType::U32)
+        } else {
+            y
+        };
         self.line(format!("{ins} {r}, {x}, {y};"));
         Ok(Val::Reg(r, t))
     }
@@ -1645,12 +2009,29 @@ impl<'a> Em<'a> {
                 (Imm::Bool(b), t) if t.is_int() => Some(Val::Imm(Imm::Int(b as i128), Some(t))),
                 (Imm::Bool(b), t) => Some(Val::Imm(Imm::Float(b as u8 as f64), Some(t))),
                 (Imm::Int(x), t) if t.is_int() => Some(Val::Imm(Imm::Int(wrap_int(x, t)), Some(t))),
-                (Imm::Int(x), t) if t.is_float() => Some(Val::Imm(Imm::Float(if t == ScalarType::F32 { x as f32 as f64 } else { x as f64 }), Some(t))),
-                (Imm::Float(x), ScalarType::U32) => Some(Val::Imm(Imm::Int(x as u32 as i128), Some(to))),
-                (Imm::Float(x), ScalarType::I32) => Some(Val::Imm(Imm::Int(x as i32 as i128), Some(to))),
-                (Imm::Float(x), ScalarType::U64) => Some(Val::Imm(Imm::Int(x as u64 as i128), Some(to))),
-                (Imm::Float(x), ScalarType::I64) => Some(Val::Imm(Imm::Int(x as i64 as i128), Some(to))),
-                (Imm::Float(x), ScalarType::F32) => Some(Val::Imm(Imm::Float(x as f32 as f64), Some(to))),
+                (Imm::Int(x), t) if t.is_float() => Some(Val::Imm(
+                    Imm::Float(if t == ScalarType::F32 {
+                        x as f32 as f64
+                    } else {
+                        x as f64
+                    }),
+                    Some(t),
+                )),
+                (Imm::Float(x), ScalarType::U32) => {
+                    Some(Val::Imm(Imm::Int(x as u32 as i128), Some(to)))
+                }
+                (Imm::Float(x), ScalarType::I32) => {
+                    Some(Val::Imm(Imm::Int(x as i32 as i128), Some(to)))
+                }
+                (Imm::Float(x), ScalarType::U64) => {
+                    Some(Val::Imm(Imm::Int(x as u64 as i128), Some(to)))
+                }
+                (Imm::Float(x), ScalarType::I64) => {
+                    Some(Val::Imm(Imm::Int(x as i64 as i128), Some(to)))
+                }
+                (Imm::Float(x), ScalarType::F32) => {
+                    Some(Val::Imm(Imm::Float(x as f32 as f64), Some(to)))
+                }
                 (Imm::Float(x), ScalarType::F64) => Some(Val::Imm(Imm::Float(x), Some(to))),
                 _ => None,
             };
@@ -1661,7 +2042,10 @@ impl<'a> Em<'a> {
             }
         }
         if to == ScalarType::Bool {
-            return Err(err("EMIT-TYPE", span, format!("cannot cast {from} to bool")).help("compare instead: `x != 0`"));
+            return Err(
+                err("EMIT-TYPE", span, format!("cannot cast {from} to bool"))
+                    .help("compare instead: `x != 0`"),
+            );
         }
         let r = self.fresh(to);
         if from == ScalarType::Bool {
@@ -1691,7 +2075,11 @@ impl<'a> Em<'a> {
             return self.cast(Val::Reg(f, ScalarType::F32), to, span);
         }
         if to == ScalarType::F16 || to == ScalarType::BF16 {
-            let f = if from == ScalarType::F32 { x } else { self.reg_of_cast(&v, ScalarType::F32, span)? };
+            let f = if from == ScalarType::F32 {
+                x
+            } else {
+                self.reg_of_cast(&v, ScalarType::F32, span)?
+            };
             self.line(format!("cvt.rn.{}.f32 {r}, {f};", ptx_ty(to)));
             return Ok(Val::Reg(r, to));
         }
@@ -1725,7 +2113,10 @@ impl<'a> Em<'a> {
     fn method(&mut self, recv: &Expr, method: &Ident, args: &[Expr], span: Span) -> R<Val> {
         let v = self.scalar(recv)?;
         let mut a = self.scalars(args)?;
-        let t = v.ty().or_else(|| a.iter().find_map(|x| x.ty())).unwrap_or(ScalarType::F32);
+        let t = v
+            .ty()
+            .or_else(|| a.iter().find_map(|x| x.ty()))
+            .unwrap_or(ScalarType::F32);
         let v = self.coerce(v, t, recv.span)?;
         for x in a.iter_mut() {
             *x = self.coerce(x.clone(), t, span)?;
@@ -1735,7 +2126,11 @@ impl<'a> Em<'a> {
             if args.len() == n {
                 Ok(())
             } else {
-                Err(err("EMIT-CALL", span, format!("`{m}` takes {n} argument(s)")))
+                Err(err(
+                    "EMIT-CALL",
+                    span,
+                    format!("`{m}` takes {n} argument(s)"),
+                ))
             }
         };
         let pt = ptx_ty(t);
@@ -1746,7 +2141,10 @@ impl<'a> Em<'a> {
             if t == ScalarType::F32 {
                 Ok(())
             } else {
-                Err(err("EMIT-TYPE", span, format!("`{m}` is only available on f32")).help("convert with `as f32`"))
+                Err(
+                    err("EMIT-TYPE", span, format!("`{m}` is only available on f32"))
+                        .help("convert with `as f32`"),
+                )
             }
         };
         match m {
@@ -1779,8 +2177,16 @@ impl<'a> Em<'a> {
                 want(0)?;
                 match t {
                     ScalarType::U32 | ScalarType::U64 => return Ok(v),
-                    ScalarType::I32 | ScalarType::I64 | ScalarType::F32 | ScalarType::F64 => self.line(format!("abs.{pt} {r}, {x};")),
-                    _ => return Err(err("EMIT-TYPE", span, format!("`abs` is not defined on {t}"))),
+                    ScalarType::I32 | ScalarType::I64 | ScalarType::F32 | ScalarType::F64 => {
+                        self.line(format!("abs.{pt} {r}, {x};"))
+                    }
+                    _ => {
+                        return Err(err(
+                            "EMIT-TYPE",
+                            span,
+                            format!("`abs` is not defined on {t}"),
+                        ))
+                    }
                 }
             }
             "min" | "max" => {
@@ -1796,7 +2202,12 @@ impl<'a> Em<'a> {
                 let (y, z) = (self.op(&a[0], t), self.op(&a[1], t));
                 self.line(format!("fma.rn.{pt} {r}, {x}, {y}, {z};"));
             }
-            _ => return Err(err("EMIT-CALL", method.span, format!("unknown method `{m}`")).help("available: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma")),
+            _ => {
+                return Err(
+                    err("EMIT-CALL", method.span, format!("unknown method `{m}`"))
+                        .help("available: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma"),
+                )
+            }
         }
         Ok(Val::Reg(r, t))
     }
@@ -1810,13 +2221,23 @@ impl<'a> Em<'a> {
                 return Err(err(
                     "T-PARTITION",
                     span,
-                    format!("this partition's index closure takes {} index(es), {} given", m.params.len(), idx.len()),
+                    format!(
+                        "this partition's index closure takes {} index(es), {} given",
+                        m.params.len(),
+                        idx.len()
+                    ),
                 )
                 .help("write `y[(i, j)]` for a closure `|i, j| ..`"));
             }
             let mut scope = m.env.clone();
             for (p, v) in m.params.iter().zip(idx.drain(..)) {
-                scope.insert(p.clone(), Binding::Scalar { val: v, persp: self.ctx.persp });
+                scope.insert(
+                    p.clone(),
+                    Binding::Scalar {
+                        val: v,
+                        persp: self.ctx.persp,
+                    },
+                );
             }
             let saved = std::mem::replace(&mut self.env, vec![scope]);
             let r = self.scalar(&m.body);
@@ -1824,7 +2245,9 @@ impl<'a> Em<'a> {
             idx = vec![r?];
         }
         if idx.len() != 1 {
-            return Err(err("EMIT-INDEX", span, "a pointer takes one index").help("multi-index `y[(i, j)]` needs a partition closure with that many parameters"));
+            return Err(err("EMIT-INDEX", span, "a pointer takes one index").help(
+                "multi-index `y[(i, j)]` needs a partition closure with that many parameters",
+            ));
         }
         let i = idx.pop().unwrap_or(Val::imm_u32(0));
         let size = view.elem.size() as i128;
@@ -1857,8 +2280,12 @@ impl<'a> Em<'a> {
             Space::Shared => {
                 let smem = self.smem_base();
                 let i = match i.ty() {
-                    Some(ScalarType::U64 | ScalarType::I64) => self.cast(i, ScalarType::U32, span)?,
-                    Some(t) if !t.is_int() => return Err(err("EMIT-INDEX", span, "an index must be an integer")),
+                    Some(ScalarType::U64 | ScalarType::I64) => {
+                        self.cast(i, ScalarType::U32, span)?
+                    }
+                    Some(t) if !t.is_int() => {
+                        return Err(err("EMIT-INDEX", span, "an index must be an integer"))
+                    }
                     _ => i,
                 };
                 let off = self.u32_bin("mul", &i, &Val::imm_u32(size as u32));
@@ -1910,7 +2337,12 @@ impl<'a> Em<'a> {
             self.line(format!("st.{sp}.{} [{addr}], {r};", mem_ty(t)));
         } else {
             let regs: Vec<String> = vals.iter().map(|v| self.reg(v, t)).collect();
-            self.line(format!("st.{sp}.v{}.{} [{addr}], {{{}}};", vals.len(), mem_ty(t), regs.join(", ")));
+            self.line(format!(
+                "st.{sp}.v{}.{} [{addr}], {{{}}};",
+                vals.len(),
+                mem_ty(t),
+                regs.join(", ")
+            ));
         }
     }
 
@@ -1923,7 +2355,11 @@ impl<'a> Em<'a> {
             if n == k {
                 Ok(())
             } else {
-                Err(err("EMIT-CALL", span, format!("`{name}` takes {k} argument(s), {n} given")))
+                Err(err(
+                    "EMIT-CALL",
+                    span,
+                    format!("`{name}` takes {k} argument(s), {n} given"),
+                ))
             }
         };
         // Device functions shadow nothing: intrinsic names are reserved (docs/SYNTAX.md).
@@ -1970,7 +2406,12 @@ impl<'a> Em<'a> {
                         Ok(Value::S(Val::Reg(r, t)))
                     }
                     8 => {
-                        let (lo, hi, lo2, hi2) = (self.fresh(ScalarType::U32), self.fresh(ScalarType::U32), self.fresh(ScalarType::U32), self.fresh(ScalarType::U32));
+                        let (lo, hi, lo2, hi2) = (
+                            self.fresh(ScalarType::U32),
+                            self.fresh(ScalarType::U32),
+                            self.fresh(ScalarType::U32),
+                            self.fresh(ScalarType::U32),
+                        );
                         self.line(format!("mov.b64 {{{lo}, {hi}}}, {x};"));
                         self.line(format!("shfl.sync.{mode}.b32 {lo2}, {lo}, {dop}, {c}, -1;"));
                         self.line(format!("shfl.sync.{mode}.b32 {hi2}, {hi}, {dop}, {c}, -1;"));
@@ -1978,7 +2419,10 @@ impl<'a> Em<'a> {
                         self.line(format!("mov.b64 {r}, {{{lo2}, {hi2}}};"));
                         Ok(Value::S(Val::Reg(r, t)))
                     }
-                    _ => Err(err("EMIT-TYPE", args[0].span, format!("cannot shuffle a {t}")).help("shuffle 32- or 64-bit values")),
+                    _ => Err(
+                        err("EMIT-TYPE", args[0].span, format!("cannot shuffle a {t}"))
+                            .help("shuffle 32- or 64-bit values"),
+                    ),
                 }
             }
             "vote_all" | "vote_any" | "ballot" => {
@@ -2009,17 +2453,35 @@ impl<'a> Em<'a> {
                     let v = self.coerce(v, t, a.span)?;
                     vals.push(self.reg(&v, t));
                 }
-                let sp = if view.space == Space::Shared { "shared" } else { "global" };
+                let sp = if view.space == Space::Shared {
+                    "shared"
+                } else {
+                    "global"
+                };
                 let op = match name.as_str() {
                     "atomic_add" => {
-                        if t.size() == 2 || (t.is_float() && t != ScalarType::F32 && t != ScalarType::F64) || t == ScalarType::I64 {
+                        if t.size() == 2
+                            || (t.is_float() && t != ScalarType::F32 && t != ScalarType::F64)
+                            || t == ScalarType::I64
+                        {
                             return Err(err("EMIT-TYPE", span, format!("no atomic add on {t}")));
                         }
-                        format!("add.{}", if t == ScalarType::I32 { "s32" } else { ptx_ty(t) })
+                        format!(
+                            "add.{}",
+                            if t == ScalarType::I32 {
+                                "s32"
+                            } else {
+                                ptx_ty(t)
+                            }
+                        )
                     }
                     "atomic_max" | "atomic_min" => {
                         if t.is_float() {
-                            return Err(err("EMIT-TYPE", span, format!("no atomic min/max on {t}")));
+                            return Err(err(
+                                "EMIT-TYPE",
+                                span,
+                                format!("no atomic min/max on {t}"),
+                            ));
                         }
                         format!("{}.{}", &name[7..], ptx_ty(t))
                     }
@@ -2030,7 +2492,10 @@ impl<'a> Em<'a> {
                     return Err(err("EMIT-TYPE", span, format!("no atomics on {t}")));
                 }
                 let r = self.fresh(t);
-                self.line(format!("atom.{sp}.{op} {r}, [{addr}], {};", vals.join(", ")));
+                self.line(format!(
+                    "atom.{sp}.{op} {r}, [{addr}], {};",
+                    vals.join(", ")
+                ));
                 Ok(Value::S(Val::Reg(r, t)))
             }
             "load2" | "load4" => {
@@ -2045,8 +2510,15 @@ impl<'a> Em<'a> {
                 }
                 let regs: Vec<String> = (0..k).map(|_| self.fresh(t)).collect();
                 let sp = Self::space_str(&view, true);
-                self.line(format!("ld.{sp}.v{k}.{} {{{}}}, [{addr}];", mem_ty(t), regs.join(", ")));
-                Ok(Value::Arr(regs.into_iter().map(|r| Val::Reg(r, t)).collect(), t))
+                self.line(format!(
+                    "ld.{sp}.v{k}.{} {{{}}}, [{addr}];",
+                    mem_ty(t),
+                    regs.join(", ")
+                ));
+                Ok(Value::Arr(
+                    regs.into_iter().map(|r| Val::Reg(r, t)).collect(),
+                    t,
+                ))
             }
             "store2" | "store4" => {
                 want(3)?;
@@ -2056,9 +2528,18 @@ impl<'a> Em<'a> {
                 let addr = self.address(&view, vec![i], args[1].span)?;
                 let vals = match self.expr(&args[2])? {
                     Value::Arr(v, _) if v.len() == k => v,
-                    _ => return Err(err("EMIT-TYPE", args[2].span, format!("`{name}` stores an array of {k} elements"))),
+                    _ => {
+                        return Err(err(
+                            "EMIT-TYPE",
+                            args[2].span,
+                            format!("`{name}` stores an array of {k} elements"),
+                        ))
+                    }
                 };
-                let vals = vals.into_iter().map(|v| self.coerce(v, view.elem, args[2].span)).collect::<R<Vec<_>>>()?;
+                let vals = vals
+                    .into_iter()
+                    .map(|v| self.coerce(v, view.elem, args[2].span))
+                    .collect::<R<Vec<_>>>()?;
                 self.store(&view, &addr, &vals);
                 Ok(Value::Unit)
             }
@@ -2086,13 +2567,25 @@ impl<'a> Em<'a> {
                 let k: usize = name[10..].parse().unwrap_or(1);
                 let view = self.mem_arg(&args[0])?;
                 if view.space != Space::Shared {
-                    return Err(err("EMIT-TYPE", args[0].span, "`ldmatrix` reads shared memory"));
+                    return Err(err(
+                        "EMIT-TYPE",
+                        args[0].span,
+                        "`ldmatrix` reads shared memory",
+                    ));
                 }
                 let i = self.scalar(&args[1])?;
                 let addr = self.address(&view, vec![i], args[1].span)?;
                 let regs: Vec<String> = (0..k).map(|_| self.fresh(ScalarType::U32)).collect();
-                self.line(format!("ldmatrix.sync.aligned.m8n8.x{k}.shared.b16 {{{}}}, [{addr}];", regs.join(", ")));
-                Ok(Value::Arr(regs.into_iter().map(|r| Val::Reg(r, ScalarType::U32)).collect(), ScalarType::U32))
+                self.line(format!(
+                    "ldmatrix.sync.aligned.m8n8.x{k}.shared.b16 {{{}}}, [{addr}];",
+                    regs.join(", ")
+                ));
+                Ok(Value::Arr(
+                    regs.into_iter()
+                        .map(|r| Val::Reg(r, ScalarType::U32))
+                        .collect(),
+                    ScalarType::U32,
+                ))
             }
             "cp_async" => {
                 want(5)?;
@@ -2102,15 +2595,25 @@ impl<'a> Em<'a> {
                 let si = self.scalar(&args[3])?;
                 let bytes = self.const_i64(&args[4])?;
                 if !matches!(bytes, 4 | 8 | 16) {
-                    return Err(err("EMIT-CALL", args[4].span, format!("cp.async copies 4, 8 or 16 bytes, not {bytes}")));
+                    return Err(err(
+                        "EMIT-CALL",
+                        args[4].span,
+                        format!("cp.async copies 4, 8 or 16 bytes, not {bytes}"),
+                    ));
                 }
                 if dst.space != Space::Shared || src.space != Space::Global {
-                    return Err(err("EMIT-TYPE", span, "`cp_async` copies from global to shared memory"));
+                    return Err(err(
+                        "EMIT-TYPE",
+                        span,
+                        "`cp_async` copies from global to shared memory",
+                    ));
                 }
                 let da = self.address(&dst, vec![di], args[1].span)?;
                 let sa = self.address(&src, vec![si], args[3].span)?;
                 let kind = if bytes == 16 { "cg" } else { "ca" };
-                self.line(format!("cp.async.{kind}.shared.global [{da}], [{sa}], {bytes};"));
+                self.line(format!(
+                    "cp.async.{kind}.shared.global [{da}], [{sa}], {bytes};"
+                ));
                 self.line("cp.async.commit_group;".into());
                 Ok(Value::Unit)
             }
@@ -2121,25 +2624,44 @@ impl<'a> Em<'a> {
     fn mem_arg(&mut self, e: &Expr) -> R<View> {
         match self.expr(e)? {
             Value::Mem(v) => Ok(v),
-            _ => Err(err("EMIT-TYPE", e.span, "expected a pointer or shared allocation")),
+            _ => Err(err(
+                "EMIT-TYPE",
+                e.span,
+                "expected a pointer or shared allocation",
+            )),
         }
     }
 
     fn array_arg(&mut self, e: &Expr, n: usize) -> R<Vec<String>> {
         match self.expr(e)? {
             Value::Arr(v, t) if v.len() == n => Ok(v.iter().map(|x| self.reg(x, t)).collect()),
-            _ => Err(err("EMIT-TYPE", e.span, format!("expected a thread-local array of {n} elements"))),
+            _ => Err(err(
+                "EMIT-TYPE",
+                e.span,
+                format!("expected a thread-local array of {n} elements"),
+            )),
         }
     }
 
-    fn call_device(&mut self, path: &[Ident], generics: &[Expr], args: &[Expr], span: Span) -> R<Value> {
+    fn call_device(
+        &mut self,
+        path: &[Ident],
+        generics: &[Expr],
+        args: &[Expr],
+        span: Span,
+    ) -> R<Value> {
         let name = path.last().map(|p| p.name.clone()).unwrap_or_default();
         let f = match self.synced.get(&name) {
             Some(f) => f.clone(),
             None => {
-                let raw = self.deps.iter().find(|f| f.name.name == name).ok_or_else(|| {
-                    err("EMIT-CALL", span, format!("unknown function `{name}`")).help("device functions must be passed to the compiler as dependencies")
-                })?;
+                let raw = self
+                    .deps
+                    .iter()
+                    .find(|f| f.name.name == name)
+                    .ok_or_else(|| {
+                        err("EMIT-CALL", span, format!("unknown function `{name}`"))
+                            .help("device functions must be passed to the compiler as dependencies")
+                    })?;
                 let synced = crate::sync::insert_barriers(raw).map_err(|mut d| d.remove(0))?;
                 let rc = Rc::new(synced);
                 self.synced.insert(name.clone(), rc.clone());
@@ -2147,22 +2669,40 @@ impl<'a> Em<'a> {
             }
         };
         if self.depth >= MAX_INLINE_DEPTH {
-            return Err(err("EMIT-CALL", span, format!("device functions nest deeper than {MAX_INLINE_DEPTH} calls (recursion?)")));
+            return Err(err(
+                "EMIT-CALL",
+                span,
+                format!("device functions nest deeper than {MAX_INLINE_DEPTH} calls (recursion?)"),
+            ));
         }
         if f.params.len() != args.len() || f.const_params.len() != generics.len() {
             return Err(err(
                 "EMIT-CALL",
                 span,
-                format!("`{name}` takes {} const argument(s) and {} argument(s)", f.const_params.len(), f.params.len()),
+                format!(
+                    "`{name}` takes {} const argument(s) and {} argument(s)",
+                    f.const_params.len(),
+                    f.params.len()
+                ),
             ));
         }
         // Bind in the caller's environment, then switch to the callee's.
         let mut scope = Scope::new();
         for (cp, g) in f.const_params.iter().zip(generics) {
             let v = self.const_i64(g)?;
-            scope.insert(cp.name.name.clone(), Binding::Scalar { val: Val::Imm(Imm::Int(v as i128), Some(cp.ty)), persp: Perspective::grid(1) });
+            scope.insert(
+                cp.name.name.clone(),
+                Binding::Scalar {
+                    val: Val::Imm(Imm::Int(v as i128), Some(cp.ty)),
+                    persp: Perspective::grid(1),
+                },
+            );
         }
-        let top = f.requires.first().map(|p| p.perspective).unwrap_or(self.ctx.persp);
+        let top = f
+            .requires
+            .first()
+            .map(|p| p.perspective)
+            .unwrap_or(self.ctx.persp);
         for (p, a) in f.params.iter().zip(args) {
             let persp = p.at.map(|x| x.perspective).unwrap_or(top);
             let b = match &p.ty {
@@ -2179,14 +2719,27 @@ impl<'a> Em<'a> {
                     };
                     Binding::Scalar { val, persp }
                 }
-                Type::Ptr { .. } | Type::Shared { .. } => Binding::Mem { view: self.mem_arg(a)?, persp },
+                Type::Ptr { .. } | Type::Shared { .. } => Binding::Mem {
+                    view: self.mem_arg(a)?,
+                    persp,
+                },
                 Type::ArrayRef { elem, .. } => match self.expr(a)? {
                     // `&mut a` aliases the caller's registers.
                     Value::Arr(vals, _) => {
                         let regs = vals.iter().map(|v| self.reg(v, *elem)).collect();
-                        Binding::Array { regs, elem: *elem, persp: Perspective::thread(1) }
+                        Binding::Array {
+                            regs,
+                            elem: *elem,
+                            persp: Perspective::thread(1),
+                        }
                     }
-                    _ => return Err(err("EMIT-TYPE", a.span, "expected `&array` or `&mut array`")),
+                    _ => {
+                        return Err(err(
+                            "EMIT-TYPE",
+                            a.span,
+                            "expected `&array` or `&mut array`",
+                        ))
+                    }
                 },
                 Type::Array { elem, .. } => match self.expr(a)? {
                     Value::Arr(vals, _) => {
@@ -2197,7 +2750,11 @@ impl<'a> Em<'a> {
                             self.mov_into(&r, &v, *elem);
                             regs.push(r);
                         }
-                        Binding::Array { regs, elem: *elem, persp }
+                        Binding::Array {
+                            regs,
+                            elem: *elem,
+                            persp,
+                        }
                     }
                     _ => return Err(err("EMIT-TYPE", a.span, "expected an array")),
                 },
@@ -2271,7 +2828,13 @@ impl<'a> Em<'a> {
                         }
                         name.push(c);
                     }
-                    let r = regs.get(name.trim()).ok_or_else(|| err("ASM", span, format!("`{{{name}}}` names no operand of this `asm!`")))?;
+                    let r = regs.get(name.trim()).ok_or_else(|| {
+                        err(
+                            "ASM",
+                            span,
+                            format!("`{{{name}}}` names no operand of this `asm!`"),
+                        )
+                    })?;
                     text.push_str(r);
                 }
                 c => text.push(c),
@@ -2293,12 +2856,19 @@ impl<'a> Em<'a> {
     fn assign_reg(&mut self, place: &Expr, v: Val) -> R<()> {
         match &place.kind {
             ExprKind::Var(id) => match self.lookup(id)? {
-                Binding::Scalar { val: Val::Reg(r, t), .. } => {
+                Binding::Scalar {
+                    val: Val::Reg(r, t),
+                    ..
+                } => {
                     let v = self.coerce(v, t, place.span)?;
                     self.mov_into(&r, &v, t);
                     Ok(())
                 }
-                _ => Err(err("ASM", place.span, "an `out` operand must be a mutable variable or element")),
+                _ => Err(err(
+                    "ASM",
+                    place.span,
+                    "an `out` operand must be a mutable variable or element",
+                )),
             },
             ExprKind::Index { base, indices } => {
                 let id = match &base.kind {
@@ -2339,7 +2909,13 @@ fn fold_untyped(op: BinOp, a: &Val, b: &Val, span: Span) -> R<Val> {
                 Val::Imm(i @ Imm::Int(_), _) => Val::Imm(i, None),
                 o => o,
             })
-            .ok_or_else(|| err("EMIT-CONST", span, "cannot evaluate this constant expression")),
+            .ok_or_else(|| {
+                err(
+                    "EMIT-CONST",
+                    span,
+                    "cannot evaluate this constant expression",
+                )
+            }),
         _ => Err(err("EMIT-TYPE", span, "operands have no type")),
     }
 }
@@ -2388,7 +2964,16 @@ fn fold(op: BinOp, x: Imm, y: Imm, t: ScalarType) -> Option<Val> {
                 Imm::Bool(v) => v as u8 as f64,
             };
             let (a, c) = (f(x), f(y));
-            let r = |v: f64| Some(Val::Imm(Imm::Float(if t == ScalarType::F32 { v as f32 as f64 } else { v }), Some(t)));
+            let r = |v: f64| {
+                Some(Val::Imm(
+                    Imm::Float(if t == ScalarType::F32 {
+                        v as f32 as f64
+                    } else {
+                        v
+                    }),
+                    Some(t),
+                ))
+            };
             if t == ScalarType::F32 {
                 let (a, c) = (a as f32, c as f32);
                 return match op {
@@ -2434,7 +3019,11 @@ fn pure(e: &Expr) -> bool {
         ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } => pure(expr),
         ExprKind::Binary { lhs, rhs, .. } => pure(lhs) && pure(rhs),
         ExprKind::MethodCall { recv, args, .. } => pure(recv) && args.iter().all(pure),
-        ExprKind::Select { cond, then_value, else_value } => pure(cond) && pure(then_value) && pure(else_value),
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => pure(cond) && pure(then_value) && pure(else_value),
         _ => false,
     }
 }
@@ -2444,7 +3033,10 @@ fn collect_array_lets(b: &Block, out: &mut Vec<String>) {
         match &s.kind {
             StmtKind::Let { name, ty, init, .. } => {
                 let arr = matches!(ty, Some(Type::Array { .. }))
-                    || matches!(init.as_ref().map(|e| &e.kind), Some(ExprKind::ArrayLit(_) | ExprKind::ArrayRepeat { .. }));
+                    || matches!(
+                        init.as_ref().map(|e| &e.kind),
+                        Some(ExprKind::ArrayLit(_) | ExprKind::ArrayRepeat { .. })
+                    );
                 if arr {
                     out.push(name.name.clone());
                 }
@@ -2458,7 +3050,11 @@ fn collect_array_lets(b: &Block, out: &mut Vec<String>) {
 
 fn for_each_block(s: &Stmt, f: &mut dyn FnMut(&Block)) {
     match &s.kind {
-        StmtKind::If { then_block, else_block, .. } => {
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => {
             f(then_block);
             if let Some(e) = else_block {
                 f(e);
@@ -2481,17 +3077,29 @@ fn indexes_reg_array(body: &Block, var: &str, arrays: &[String]) -> bool {
     fn expr(e: &Expr, var: &str, arrays: &[String]) -> bool {
         match &e.kind {
             ExprKind::Index { base, indices } => {
-                let hit = matches!(&base.kind, ExprKind::Var(id) if arrays.contains(&id.name)) && indices.iter().any(|i| mentions(i, var));
+                let hit = matches!(&base.kind, ExprKind::Var(id) if arrays.contains(&id.name))
+                    && indices.iter().any(|i| mentions(i, var));
                 hit || indices.iter().any(|i| expr(i, var, arrays))
             }
-            ExprKind::Unary { expr: x, .. } | ExprKind::Cast { expr: x, .. } | ExprKind::Ref { expr: x, .. } => expr(x, var, arrays),
+            ExprKind::Unary { expr: x, .. }
+            | ExprKind::Cast { expr: x, .. }
+            | ExprKind::Ref { expr: x, .. } => expr(x, var, arrays),
             ExprKind::Binary { lhs, rhs, .. } => expr(lhs, var, arrays) || expr(rhs, var, arrays),
             ExprKind::Call { args, generics, .. } => {
-                args.iter().any(|a| expr(a, var, arrays)) || generics.iter().any(|g| mentions(g, var))
+                args.iter().any(|a| expr(a, var, arrays))
+                    || generics.iter().any(|g| mentions(g, var))
             }
-            ExprKind::MethodCall { recv, args, .. } => expr(recv, var, arrays) || args.iter().any(|a| expr(a, var, arrays)),
-            ExprKind::Select { cond, then_value, else_value } => {
-                expr(cond, var, arrays) || expr(then_value, var, arrays) || expr(else_value, var, arrays)
+            ExprKind::MethodCall { recv, args, .. } => {
+                expr(recv, var, arrays) || args.iter().any(|a| expr(a, var, arrays))
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                expr(cond, var, arrays)
+                    || expr(then_value, var, arrays)
+                    || expr(else_value, var, arrays)
             }
             ExprKind::ArrayLit(v) => v.iter().any(|a| expr(a, var, arrays)),
             ExprKind::Asm { operands, .. } => operands.iter().any(|o| expr(&o.expr, var, arrays)),
@@ -2499,17 +3107,24 @@ fn indexes_reg_array(body: &Block, var: &str, arrays: &[String]) -> bool {
         }
     }
     fn block(b: &Block, var: &str, arrays: &[String]) -> bool {
-        b.stmts.iter().any(|s| stmt(s, var, arrays)) || b.tail.as_ref().is_some_and(|t| expr(t, var, arrays))
+        b.stmts.iter().any(|s| stmt(s, var, arrays))
+            || b.tail.as_ref().is_some_and(|t| expr(t, var, arrays))
     }
     fn stmt(s: &Stmt, var: &str, arrays: &[String]) -> bool {
         let own = match &s.kind {
             StmtKind::Let { init, .. } => init.as_ref().is_some_and(|e| expr(e, var, arrays)),
-            StmtKind::Assign { place, value, .. } => expr(place, var, arrays) || expr(value, var, arrays),
+            StmtKind::Assign { place, value, .. } => {
+                expr(place, var, arrays) || expr(value, var, arrays)
+            }
             StmtKind::Expr(e) => expr(e, var, arrays),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => expr(cond, var, arrays),
             // Inner loops whose bounds depend on `var` become constant only if this one is unrolled.
-            StmtKind::For { start, end, step, .. } => {
-                mentions(start, var) || mentions(end, var) || step.as_ref().is_some_and(|x| mentions(x, var))
+            StmtKind::For {
+                start, end, step, ..
+            } => {
+                mentions(start, var)
+                    || mentions(end, var)
+                    || step.as_ref().is_some_and(|x| mentions(x, var))
             }
             _ => false,
         };
@@ -2525,16 +3140,26 @@ fn mentions(e: &Expr, var: &str) -> bool {
     match &e.kind {
         ExprKind::Var(id) => id.name == var,
         ExprKind::Lit(_) => false,
-        ExprKind::Index { base, indices } => mentions(base, var) || indices.iter().any(|i| mentions(i, var)),
-        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => mentions(expr, var),
+        ExprKind::Index { base, indices } => {
+            mentions(base, var) || indices.iter().any(|i| mentions(i, var))
+        }
+        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
+            mentions(expr, var)
+        }
         ExprKind::Binary { lhs, rhs, .. } => mentions(lhs, var) || mentions(rhs, var),
-        ExprKind::Call { args, generics, .. } => args.iter().chain(generics.iter()).any(|a| mentions(a, var)),
-        ExprKind::MethodCall { recv, args, .. } => mentions(recv, var) || args.iter().any(|a| mentions(a, var)),
+        ExprKind::Call { args, generics, .. } => {
+            args.iter().chain(generics.iter()).any(|a| mentions(a, var))
+        }
+        ExprKind::MethodCall { recv, args, .. } => {
+            mentions(recv, var) || args.iter().any(|a| mentions(a, var))
+        }
         ExprKind::ArrayLit(v) => v.iter().any(|a| mentions(a, var)),
         ExprKind::ArrayRepeat { value, len } => mentions(value, var) || mentions(len, var),
-        ExprKind::Select { cond, then_value, else_value } => {
-            mentions(cond, var) || mentions(then_value, var) || mentions(else_value, var)
-        }
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => mentions(cond, var) || mentions(then_value, var) || mentions(else_value, var),
         ExprKind::Asm { operands, .. } => operands.iter().any(|o| mentions(&o.expr, var)),
     }
 }

@@ -27,8 +27,17 @@ use std::collections::HashMap;
 /// Returns a copy of `f` with explicit barriers at the start and end of each `partition`, `claim` and
 /// `async_` scope (policy in the module documentation), or `SYNC-GRID` diagnostics.
 pub fn insert_barriers(f: &Function) -> Result<Function, Vec<Diagnostic>> {
-    let top = f.requires.first().map(|p| p.perspective).unwrap_or(Perspective::grid(1));
-    let mut pass = Pass { scopes: vec![HashMap::new()], code: top, unsynced: HashMap::new(), diags: Vec::new() };
+    let top = f
+        .requires
+        .first()
+        .map(|p| p.perspective)
+        .unwrap_or(Perspective::grid(1));
+    let mut pass = Pass {
+        scopes: vec![HashMap::new()],
+        code: top,
+        unsynced: HashMap::new(),
+        diags: Vec::new(),
+    };
     for p in &f.params {
         let at = match p.ty {
             // A caller's register array is always per thread.
@@ -111,7 +120,9 @@ impl Pass {
 
     fn stmt(&mut self, s: &mut Stmt) {
         match &mut s.kind {
-            StmtKind::Let { name, ty, at, init, .. } => {
+            StmtKind::Let {
+                name, ty, at, init, ..
+            } => {
                 if let Some(e) = init {
                     self.expr(e);
                 }
@@ -126,7 +137,11 @@ impl Pass {
                 self.expr(value);
             }
             StmtKind::Expr(e) => self.expr(e),
-            StmtKind::If { cond, then_block, else_block } => {
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 self.expr(cond);
                 self.block(then_block);
                 if let Some(b) = else_block {
@@ -137,7 +152,13 @@ impl Pass {
                 self.expr(cond);
                 self.block(body);
             }
-            StmtKind::For { var, start, end, step, body } => {
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
                 self.expr(start);
                 self.expr(end);
                 if let Some(e) = step {
@@ -157,28 +178,72 @@ impl Pass {
                     self.with_code(Perspective::new(level, arm.size), &mut arm.body);
                 }
             }
-            StmtKind::Partition { target, at, index, new_name, body } => {
+            StmtKind::Partition {
+                target,
+                at,
+                index,
+                new_name,
+                body,
+            } => {
                 self.use_name(target);
                 self.expr(&index.body);
                 let at = at.perspective;
-                self.scope(target.clone(), new_name.name.clone(), at, false, body, s.span);
+                self.scope(
+                    target.clone(),
+                    new_name.name.clone(),
+                    at,
+                    false,
+                    body,
+                    s.span,
+                );
             }
-            StmtKind::Claim { target, at, new_name, body } => {
+            StmtKind::Claim {
+                target,
+                at,
+                new_name,
+                body,
+            } => {
                 self.use_name(target);
                 let at = at.perspective;
-                self.scope(target.clone(), new_name.name.clone(), at, false, body, s.span);
+                self.scope(
+                    target.clone(),
+                    new_name.name.clone(),
+                    at,
+                    false,
+                    body,
+                    s.span,
+                );
             }
-            StmtKind::Async { target, new_name, body } => {
+            StmtKind::Async {
+                target,
+                new_name,
+                body,
+            } => {
                 self.use_name(target);
                 let at = self.lookup(&target.name).unwrap_or(self.code);
-                self.scope(target.clone(), new_name.name.clone(), at, true, body, s.span);
+                self.scope(
+                    target.clone(),
+                    new_name.name.clone(),
+                    at,
+                    true,
+                    body,
+                    s.span,
+                );
             }
             StmtKind::Unsafe { body } => self.block(body),
         }
     }
 
     /// Inserts the scope's two barriers (policy above) and walks its body.
-    fn scope(&mut self, target: Ident, new_name: String, new_at: Perspective, is_async: bool, body: &mut Block, span: Span) {
+    fn scope(
+        &mut self,
+        target: Ident,
+        new_name: String,
+        new_at: Perspective,
+        is_async: bool,
+        body: &mut Block,
+        span: Span,
+    ) {
         // Unknown names are the checker's business; treat them as the code perspective.
         let tp = self.lookup(&target.name).unwrap_or(self.code);
         let needs = !(unsynchronizable(tp) || tp == Perspective::thread(1));
@@ -210,9 +275,9 @@ impl Pass {
                 self.expr(base);
                 indices.iter().for_each(|i| self.expr(i));
             }
-            ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
-                self.expr(expr)
-            }
+            ExprKind::Unary { expr, .. }
+            | ExprKind::Cast { expr, .. }
+            | ExprKind::Ref { expr, .. } => self.expr(expr),
             ExprKind::Binary { lhs, rhs, .. } => {
                 self.expr(lhs);
                 self.expr(rhs);
@@ -230,7 +295,11 @@ impl Pass {
                 self.expr(value);
                 self.expr(len);
             }
-            ExprKind::Select { cond, then_value, else_value } => {
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
                 self.expr(cond);
                 self.expr(then_value);
                 self.expr(else_value);
@@ -240,5 +309,8 @@ impl Pass {
 }
 
 fn barrier_stmt(at: Perspective, wait_async: bool, span: Span) -> Stmt {
-    Stmt { kind: StmtKind::Barrier(Barrier { at, wait_async }), span }
+    Stmt {
+        kind: StmtKind::Barrier(Barrier { at, wait_async }),
+        span,
+    }
 }

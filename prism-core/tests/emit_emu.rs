@@ -22,7 +22,9 @@ fn bytes(v: &[f32]) -> Vec<u8> {
 }
 
 fn floats(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 fn upload(emu: &mut Emulator, v: &[f32]) -> u64 {
@@ -35,7 +37,8 @@ fn upload(emu: &mut Emulator, v: &[f32]) -> u64 {
 fn vector_add_on_emulator() {
     let ks = compile_src(&program("vector_add.rs"));
     let k = &ks[0];
-    let module = Module::parse(&k.ptx).unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e:?}\n{}", k.ptx));
+    let module = Module::parse(&k.ptx)
+        .unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e:?}\n{}", k.ptx));
     for (n, threads) in [(1000usize, 128u32), (64, 32), (77, 64)] {
         let mut emu = Emulator::new(EmuConfig::default());
         let a = random(n, 1);
@@ -43,12 +46,19 @@ fn vector_add_on_emulator() {
         let (da, db) = (upload(&mut emu, &a), upload(&mut emu, &b));
         let dc = upload(&mut emu, &vec![f32::NAN; n]);
         let blocks = (n as u32).div_ceil(threads);
-        emu.launch(&module, &k.entry, [blocks, 1, 1], [threads, 1, 1], k.contract.smem_bytes, &[
-            ParamValue::Ptr(da),
-            ParamValue::Ptr(db),
-            ParamValue::Ptr(dc),
-            ParamValue::U32(n as u32),
-        ])
+        emu.launch(
+            &module,
+            &k.entry,
+            [blocks, 1, 1],
+            [threads, 1, 1],
+            k.contract.smem_bytes,
+            &[
+                ParamValue::Ptr(da),
+                ParamValue::Ptr(db),
+                ParamValue::Ptr(dc),
+                ParamValue::U32(n as u32),
+            ],
+        )
         .unwrap_or_else(|e| panic!("launch failed: {e:?}"));
         let c = floats(&emu.read(dc, n * 4).expect("read"));
         for i in 0..n {
@@ -66,7 +76,8 @@ fn tf32(x: f32) -> f32 {
 fn fig6_mma_tf32_on_emulator() {
     let ks = compile_src(&program("fig6_mma_tf32.rs"));
     let k = &ks[0];
-    let module = Module::parse(&k.ptx).unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e:?}\n{}", k.ptx));
+    let module = Module::parse(&k.ptx)
+        .unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e:?}\n{}", k.ptx));
     // Shapes with partial tiles in every dimension. K stays within one 8-wide tile: the program's
     // simple_mma (as in the paper's Fig. 5) zeroes its accumulator on each call and overwrites C_smem, so
     // only the last k-tile would survive for K > 8.
@@ -77,21 +88,33 @@ fn fig6_mma_tf32_on_emulator() {
         let (da, db) = (upload(&mut emu, &a), upload(&mut emu, &b));
         let dc = upload(&mut emu, &vec![f32::NAN; m * n]);
         let blocks = (m.div_ceil(16) * n.div_ceil(8)) as u32;
-        emu.launch(&module, &k.entry, [blocks, 1, 1], [32, 1, 1], k.contract.smem_bytes, &[
-            ParamValue::Ptr(da),
-            ParamValue::Ptr(db),
-            ParamValue::Ptr(dc),
-            ParamValue::U32(m as u32),
-            ParamValue::U32(n as u32),
-            ParamValue::U32(kk as u32),
-        ])
+        emu.launch(
+            &module,
+            &k.entry,
+            [blocks, 1, 1],
+            [32, 1, 1],
+            k.contract.smem_bytes,
+            &[
+                ParamValue::Ptr(da),
+                ParamValue::Ptr(db),
+                ParamValue::Ptr(dc),
+                ParamValue::U32(m as u32),
+                ParamValue::U32(n as u32),
+                ParamValue::U32(kk as u32),
+            ],
+        )
         .unwrap_or_else(|e| panic!("launch failed ({m}x{n}x{kk}): {e:?}"));
         let c = floats(&emu.read(dc, m * n * 4).expect("read"));
         for i in 0..m {
             for j in 0..n {
-                let want: f32 = (0..kk).map(|p| tf32(a[i * kk + p]) * tf32(b[p * n + j])).sum();
+                let want: f32 = (0..kk)
+                    .map(|p| tf32(a[i * kk + p]) * tf32(b[p * n + j]))
+                    .sum();
                 let got = c[i * n + j];
-                assert!((got - want).abs() <= 1e-4 * kk as f32, "C[{i}][{j}] = {got}, want {want} ({m}x{n}x{kk})");
+                assert!(
+                    (got - want).abs() <= 1e-4 * kk as f32,
+                    "C[{i}][{j}] = {got}, want {want} ({m}x{n}x{kk})"
+                );
             }
         }
     }

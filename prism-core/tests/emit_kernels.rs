@@ -25,10 +25,14 @@ fn u32_bytes(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 fn to_f32(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 fn to_u32(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 fn buf(emu: &mut Emulator, bytes: &[u8]) -> u64 {
@@ -37,10 +41,24 @@ fn buf(emu: &mut Emulator, bytes: &[u8]) -> u64 {
     a
 }
 
-fn launch(emu: &mut Emulator, k: &CompiledKernel, blocks: u32, threads: u32, params: &[ParamValue]) {
-    let module = Module::parse(&k.ptx).unwrap_or_else(|e| panic!("emulator cannot parse `{}`: {e:?}\n{}", k.entry, k.ptx));
-    emu.launch(&module, &k.entry, [blocks, 1, 1], [threads, 1, 1], k.contract.smem_bytes, params)
-        .unwrap_or_else(|e| panic!("launch of `{}` failed: {e:?}\n{}", k.entry, k.ptx));
+fn launch(
+    emu: &mut Emulator,
+    k: &CompiledKernel,
+    blocks: u32,
+    threads: u32,
+    params: &[ParamValue],
+) {
+    let module = Module::parse(&k.ptx)
+        .unwrap_or_else(|e| panic!("emulator cannot parse `{}`: {e:?}\n{}", k.entry, k.ptx));
+    emu.launch(
+        &module,
+        &k.entry,
+        [blocks, 1, 1],
+        [threads, 1, 1],
+        k.contract.smem_bytes,
+        params,
+    )
+    .unwrap_or_else(|e| panic!("launch of `{}` failed: {e:?}\n{}", k.entry, k.ptx));
 }
 
 fn one(src: &str) -> CompiledKernel {
@@ -100,7 +118,17 @@ fn warp_reduction_with_shfl_down() {
     let mut emu = Emulator::new(EmuConfig::default());
     let dx = buf(&mut emu, &f32_bytes(&x));
     let dout = buf(&mut emu, &f32_bytes(&[0.0]));
-    launch(&mut emu, &k, 8, 128, &[ParamValue::Ptr(dx), ParamValue::Ptr(dout), ParamValue::U32(n as u32)]);
+    launch(
+        &mut emu,
+        &k,
+        8,
+        128,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dout),
+            ParamValue::U32(n as u32),
+        ],
+    );
     let got = to_f32(&emu.read(dout, 4).expect("read"))[0];
     let want: f32 = x.iter().sum();
     assert!((got - want).abs() < 1e-3, "sum = {got}, want {want}");
@@ -147,7 +175,11 @@ pub fn split_tag(y: *mut u32) {
 fn split_arms_run_on_their_threads() {
     let k = one(SPLIT);
     // Warp-sized arms test with bra.uni; the 16/8-thread arms inside a warp do not.
-    let lines: Vec<&str> = k.ptx.lines().filter(|l| l.contains("setp.ge.u32") || l.contains(" bra")).collect();
+    let lines: Vec<&str> = k
+        .ptx
+        .lines()
+        .filter(|l| l.contains("setp.ge.u32") || l.contains(" bra"))
+        .collect();
     assert!(k.ptx.contains("bra.uni"), "{}", k.ptx);
     assert!(lines.iter().any(|l| l.contains(" bra $")), "{}", k.ptx);
     let mut emu = Emulator::new(EmuConfig::default());
@@ -203,14 +235,29 @@ fn shared_memory_and_atomics() {
     let k = one(HISTOGRAM);
     assert!(k.ptx.contains("atom.shared.add.u32"), "{}", k.ptx);
     assert!(k.ptx.contains("atom.global.add.u32"));
-    assert!(k.ptx.contains(".extern .shared .align 16 .b8 __prism_smem[];"));
+    assert!(k
+        .ptx
+        .contains(".extern .shared .align 16 .b8 __prism_smem[];"));
     assert_eq!(k.contract.smem_bytes, 64);
     let n = 1000usize;
-    let x: Vec<u32> = random(n, 9).iter().map(|v| (v.abs() * 1000.0) as u32).collect();
+    let x: Vec<u32> = random(n, 9)
+        .iter()
+        .map(|v| (v.abs() * 1000.0) as u32)
+        .collect();
     let mut emu = Emulator::new(EmuConfig::default());
     let dx = buf(&mut emu, &u32_bytes(&x));
     let dh = buf(&mut emu, &u32_bytes(&[0u32; 16]));
-    launch(&mut emu, &k, (n as u32).div_ceil(64), 64, &[ParamValue::Ptr(dx), ParamValue::Ptr(dh), ParamValue::U32(n as u32)]);
+    launch(
+        &mut emu,
+        &k,
+        (n as u32).div_ceil(64),
+        64,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dh),
+            ParamValue::U32(n as u32),
+        ],
+    );
     let h = to_u32(&emu.read(dh, 64).expect("read"));
     let mut want = [0u32; 16];
     for v in &x {
@@ -246,14 +293,34 @@ fn f16_bf16_conversions() {
     assert!(k.ptx.contains("cvt.f32.f16"));
     assert!(k.ptx.contains("cvt.rn.bf16.f32"));
     assert!(k.ptx.contains("cvt.rn.f16.f32"));
-    assert!(k.ptx.contains(".target sm_80"), "bf16 conversions must not force Hopper");
+    assert!(
+        k.ptx.contains(".target sm_80"),
+        "bf16 conversions must not force Hopper"
+    );
     let n = 100usize;
-    let x: Vec<f16> = random(n, 5).iter().map(|v| f16::from_f32(v * 10.0)).collect();
+    let x: Vec<f16> = random(n, 5)
+        .iter()
+        .map(|v| f16::from_f32(v * 10.0))
+        .collect();
     let mut emu = Emulator::new(EmuConfig::default());
-    let dx = buf(&mut emu, &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>());
+    let dx = buf(
+        &mut emu,
+        &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    );
     let dy = buf(&mut emu, &vec![0xffu8; n * 2]);
     let dz = buf(&mut emu, &vec![0xffu8; n * 2]);
-    launch(&mut emu, &k, 4, 32, &[ParamValue::Ptr(dx), ParamValue::Ptr(dy), ParamValue::Ptr(dz), ParamValue::U32(n as u32)]);
+    launch(
+        &mut emu,
+        &k,
+        4,
+        32,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dy),
+            ParamValue::Ptr(dz),
+            ParamValue::U32(n as u32),
+        ],
+    );
     let y = emu.read(dy, n * 2).expect("read");
     let z = emu.read(dz, n * 2).expect("read");
     for i in 0..n {
@@ -291,7 +358,17 @@ fn vector_load_store() {
     let mut emu = Emulator::new(EmuConfig::default());
     let dx = buf(&mut emu, &f32_bytes(&x));
     let dy = buf(&mut emu, &f32_bytes(&vec![f32::NAN; n4 * 4]));
-    launch(&mut emu, &k, 2, 32, &[ParamValue::Ptr(dx), ParamValue::Ptr(dy), ParamValue::U32(n4 as u32)]);
+    launch(
+        &mut emu,
+        &k,
+        2,
+        32,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dy),
+            ParamValue::U32(n4 as u32),
+        ],
+    );
     let y = to_f32(&emu.read(dy, n4 * 16).expect("read"));
     for i in 0..n4 * 4 {
         assert_eq!(y[i], x[i / 4 * 4 + 3 - i % 4], "y[{i}]");
@@ -329,7 +406,13 @@ fn inline_asm_device_function() {
     let n = 70usize;
     let mut emu = Emulator::new(EmuConfig::default());
     let dy = buf(&mut emu, &u32_bytes(&vec![u32::MAX; n]));
-    launch(&mut emu, &k, 3, 32, &[ParamValue::Ptr(dy), ParamValue::U32(n as u32)]);
+    launch(
+        &mut emu,
+        &k,
+        3,
+        32,
+        &[ParamValue::Ptr(dy), ParamValue::U32(n as u32)],
+    );
     let y = to_u32(&emu.read(dy, n * 4).expect("read"));
     for (i, v) in y.iter().enumerate() {
         assert_eq!(*v, i as u32 * 3 + 5, "y[{i}]");
@@ -373,7 +456,18 @@ fn register_array_loops_are_unrolled() {
     let mut emu = Emulator::new(EmuConfig::default());
     let dx = buf(&mut emu, &f32_bytes(&x));
     let dy = buf(&mut emu, &f32_bytes(&vec![f32::NAN; rows]));
-    launch(&mut emu, &k, 2, 32, &[ParamValue::Ptr(dx), ParamValue::Ptr(dy), ParamValue::U32(rows as u32), ParamValue::U32(2)]);
+    launch(
+        &mut emu,
+        &k,
+        2,
+        32,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dy),
+            ParamValue::U32(rows as u32),
+            ParamValue::U32(2),
+        ],
+    );
     let y = to_f32(&emu.read(dy, rows * 4).expect("read"));
     for i in 0..rows {
         let want: f32 = x[i * 32..i * 32 + 32].iter().map(|v| v + v).sum();
@@ -401,10 +495,21 @@ pub fn branches(y: *mut u32, n: u32, flag: u32) {
 }
 "#;
     let k = one(src);
-    let branches: Vec<&str> = k.ptx.lines().map(str::trim).filter(|l| l.starts_with("@")).collect();
+    let branches: Vec<&str> = k
+        .ptx
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("@"))
+        .collect();
     assert_eq!(branches.len(), 2, "{}", k.ptx);
-    assert!(branches[0].contains("bra.uni"), "grid-level `flag` is uniform: {branches:?}");
-    assert!(!branches[1].contains("bra.uni") && branches[1].contains(" bra "), "thread-level `i` is not: {branches:?}");
+    assert!(
+        branches[0].contains("bra.uni"),
+        "grid-level `flag` is uniform: {branches:?}"
+    );
+    assert!(
+        !branches[1].contains("bra.uni") && branches[1].contains(" bra "),
+        "thread-level `i` is not: {branches:?}"
+    );
 }
 
 #[test]
@@ -418,12 +523,25 @@ fn templated_kernel_has_one_entry_per_instance() {
     for k in &ks {
         let per = k.instance[0] as usize;
         let n = 2 * 128 * per;
-        let x: Vec<u32> = (0..n as u32).map(|v| v.wrapping_mul(2_654_435_761)).collect();
+        let x: Vec<u32> = (0..n as u32)
+            .map(|v| v.wrapping_mul(2_654_435_761))
+            .collect();
         let mut emu = Emulator::new(EmuConfig::default());
         let dx = buf(&mut emu, &u32_bytes(&x));
         let dy = buf(&mut emu, &u32_bytes(&vec![0xdead_beef; n]));
-        launch(&mut emu, k, 2, 128, &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)]);
-        assert_eq!(to_u32(&emu.read(dy, n * 4).expect("read")), x, "{}", k.entry);
+        launch(
+            &mut emu,
+            k,
+            2,
+            128,
+            &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],
+        );
+        assert_eq!(
+            to_u32(&emu.read(dy, n * 4).expect("read")),
+            x,
+            "{}",
+            k.entry
+        );
     }
 }
 

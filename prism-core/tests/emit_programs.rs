@@ -7,7 +7,11 @@ fn check_program(file: &str, entries: &[&str]) -> Vec<prism_core::CompiledKernel
     let names: Vec<&str> = ks.iter().map(|k| k.entry.as_str()).collect();
     assert_eq!(names, entries, "{file}");
     for k in &ks {
-        assert!(k.ptx.starts_with("//") && k.ptx.contains(".version 8.0\n.target sm_80\n.address_size 64\n"));
+        assert!(
+            k.ptx.starts_with("//")
+                && k.ptx
+                    .contains(".version 8.0\n.target sm_80\n.address_size 64\n")
+        );
         assert_eq!(k.ptx.matches(".visible .entry").count(), 1);
     }
     assemble_all(&ks);
@@ -20,14 +24,22 @@ fn vector_add() {
     let p = &ks[0].ptx;
     assert!(p.contains("ld.global.nc.f32"), "{p}");
     assert!(p.contains("st.global.f32"), "{p}");
-    assert!(!p.contains("bar.sync"), "grid-level partition needs no barrier:\n{p}");
+    assert!(
+        !p.contains("bar.sync"),
+        "grid-level partition needs no barrier:\n{p}"
+    );
 }
 
 #[test]
 fn fig6_mma_tf32() {
     let ks = check_program("fig6_mma_tf32.rs", &["mma_tf32_naive"]);
     let k = &ks[0];
-    assert!(k.ptx.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), "{}", k.ptx);
+    assert!(
+        k.ptx
+            .contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+        "{}",
+        k.ptx
+    );
     assert!(k.ptx.contains("cvt.rna.tf32.f32"));
     assert!(k.ptx.contains("bar.sync 0;"));
     assert!(k.ptx.contains("bar.warp.sync -1;"));
@@ -63,8 +75,15 @@ fn cub_load_store() {
 /// `PRISM_DUMP_PTX=dir cargo test` writes every kernel's PTX there (for reading and the emulator CLI).
 #[test]
 fn dump_ptx() {
-    let Ok(dir) = std::env::var("PRISM_DUMP_PTX") else { return };
-    for f in ["vector_add.rs", "fig6_mma_tf32.rs", "fig2_warp_mma.rs", "cub_load_store.rs"] {
+    let Ok(dir) = std::env::var("PRISM_DUMP_PTX") else {
+        return;
+    };
+    for f in [
+        "vector_add.rs",
+        "fig6_mma_tf32.rs",
+        "fig2_warp_mma.rs",
+        "cub_load_store.rs",
+    ] {
         for k in compile_src(&program(f)) {
             std::fs::write(format!("{dir}/{}.ptx", k.entry), &k.ptx).expect("write");
         }

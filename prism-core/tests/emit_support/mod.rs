@@ -8,12 +8,17 @@ use std::process::Command;
 
 /// Parses `src`, then checks and emits every kernel in it (device functions are the dependencies).
 pub fn compile_src(src: &str) -> Vec<CompiledKernel> {
-    let fns = prism_core::parse::parse_source(src).unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
+    let fns = prism_core::parse::parse_source(src)
+        .unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
     compile_fns(&fns)
 }
 
 pub fn compile_fns(fns: &[Function]) -> Vec<CompiledKernel> {
-    let deps: Vec<Function> = fns.iter().filter(|f| f.kind == FnKind::Device).cloned().collect();
+    let deps: Vec<Function> = fns
+        .iter()
+        .filter(|f| f.kind == FnKind::Device)
+        .cloned()
+        .collect();
     let mut out = Vec::new();
     for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
         let checked = prism_core::check::check_function(k, &deps)
@@ -27,8 +32,13 @@ pub fn compile_fns(fns: &[Function]) -> Vec<CompiledKernel> {
 
 /// Emits (after parsing and checking) and returns the diagnostics of the first kernel that fails.
 pub fn emit_errors(src: &str) -> Vec<prism_core::Diagnostic> {
-    let fns = prism_core::parse::parse_source(src).unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
-    let deps: Vec<Function> = fns.iter().filter(|f| f.kind == FnKind::Device).cloned().collect();
+    let fns = prism_core::parse::parse_source(src)
+        .unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
+    let deps: Vec<Function> = fns
+        .iter()
+        .filter(|f| f.kind == FnKind::Device)
+        .cloned()
+        .collect();
     for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
         let checked = match prism_core::check::check_function(k, &deps) {
             Ok(c) => c,
@@ -46,7 +56,9 @@ pub fn texts(d: &[prism_core::Diagnostic]) -> String {
 }
 
 pub fn program(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -56,7 +68,8 @@ pub fn ptxas_path() -> Option<PathBuf> {
         let p = PathBuf::from(p);
         return p.is_file().then_some(p);
     }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/ptxas/nvidia/cuda_nvcc/bin/ptxas");
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/ptxas/nvidia/cuda_nvcc/bin/ptxas");
     p.is_file().then_some(p)
 }
 
@@ -70,21 +83,55 @@ pub fn ptxas_ok(k: &CompiledKernel, arch: &str) -> Option<String> {
         );
         return None;
     };
-    assert!(!k.ptx.contains(".local"), "`{}` uses local memory:\n{}", k.entry, k.ptx);
+    assert!(
+        !k.ptx.contains(".local"),
+        "`{}` uses local memory:\n{}",
+        k.entry,
+        k.ptx
+    );
     let dir = std::env::temp_dir().join(format!("prism-emit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let src = dir.join(format!("{}.{arch}.ptx", k.entry));
     let obj = dir.join(format!("{}.{arch}.cubin", k.entry));
     std::fs::write(&src, &k.ptx).expect("write ptx");
-    let out = Command::new(&ptxas).arg(format!("-arch={arch}")).arg("-v").arg(&src).arg("-o").arg(&obj).output().expect("run ptxas");
-    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let numbered: String = k.ptx.lines().enumerate().map(|(i, l)| format!("{:4} {l}\n", i + 1)).collect();
-    assert!(out.status.success(), "ptxas failed on `{}`:\n{report}\n{numbered}", k.entry);
-    assert!(!report.to_lowercase().contains("warning"), "ptxas warned on `{}`:\n{report}\n{numbered}", k.entry);
+    let out = Command::new(&ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .expect("run ptxas");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let numbered: String = k
+        .ptx
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:4} {l}\n", i + 1))
+        .collect();
+    assert!(
+        out.status.success(),
+        "ptxas failed on `{}`:\n{report}\n{numbered}",
+        k.entry
+    );
+    assert!(
+        !report.to_lowercase().contains("warning"),
+        "ptxas warned on `{}`:\n{report}\n{numbered}",
+        k.entry
+    );
     for l in report.lines() {
         if l.contains("bytes stack frame") {
-            assert!(l.contains(" 0 bytes stack frame") && l.contains(" 0 bytes spill stores") && l.contains(" 0 bytes spill loads"),
-                "`{}` uses local memory: {l}", k.entry);
+            assert!(
+                l.contains(" 0 bytes stack frame")
+                    && l.contains(" 0 bytes spill stores")
+                    && l.contains(" 0 bytes spill loads"),
+                "`{}` uses local memory: {l}",
+                k.entry
+            );
         }
     }
     Some(report)
