@@ -98,6 +98,8 @@ struct GpuFunction {
     static_smem: u32,
     /// The dynamic shared memory limit set on the function so far.
     dyn_smem_limit: AtomicU32,
+    /// The entry's `.param`s as the emulator's parser reads them, checked against each launch's `KernelInfo`.
+    ptx_params: Option<Vec<emu::ParamDecl>>,
 }
 
 /// PTX address, PTX length, entry name.
@@ -275,19 +277,17 @@ impl GpuBackend {
                 kernel.entry, kernel.name, e
             ))
         })?;
-        // The driver cannot tell how many parameters a function takes; the emulator's parser can. When it
-        // reads the PTX, the parameter list is checked against it (a PTX form it does not know skips this).
-        if let Some(decls) = emu::Module::parse(kernel.ptx)
-            .ok()
-            .and_then(|m| m.entry_params(kernel.entry))
-        {
-            check_ptx_params(kernel, &decls)?;
-        }
         let static_smem = f.shared_size_bytes().map(|v| v.max(0) as u32).unwrap_or(0);
+        // The driver cannot tell how many parameters a function takes; the emulator's parser can. A PTX form
+        // it does not know leaves `ptx_params` empty and skips the check.
+        let ptx_params = emu::Module::parse(kernel.ptx)
+            .ok()
+            .and_then(|m| m.entry_params(kernel.entry));
         let gf = Arc::new(GpuFunction {
             f,
             static_smem,
             dyn_smem_limit: AtomicU32::new(DEFAULT_DYN_SMEM),
+            ptx_params,
         });
         lock(&self.functions).insert(fkey, gf.clone());
         Ok(gf)
@@ -302,6 +302,9 @@ impl GpuBackend {
     ) -> Result<(), RuntimeError> {
         guard("launch", || {
             let func = self.function(kernel)?;
+            if let Some(decls) = &func.ptx_params {
+                check_ptx_params(kernel, decls)?;
+            }
             let smem = kernel.contract.smem_bytes;
             let total = func.static_smem as u64 + smem as u64;
             if total > self.smem_optin as u64 {
