@@ -755,6 +755,86 @@ fn bool_parameters_arrive_as_zero_or_one() {
     }
 }
 
+/// Uses the top of 64 KiB of dynamic shared memory (over the 48 KiB default, so the GPU path must opt in):
+/// thread `t` stores `t` there, then reads what thread `255 - t` stored.
+const BIG_SMEM_PTX: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+
+.extern .shared .align 16 .b8 dsmem[];
+
+.visible .entry prism_test_big_smem(
+    .param .u64 out
+)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, dsmem;
+    shl.b32 %r3, %r1, 2;
+    add.s32 %r4, %r2, %r3;
+    st.shared.u32 [%r4+64512], %r1;
+    bar.sync 0;
+    mov.u32 %r5, 255;
+    sub.s32 %r5, %r5, %r1;
+    shl.b32 %r6, %r5, 2;
+    add.s32 %r6, %r2, %r6;
+    ld.shared.u32 %r7, [%r6+64512];
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd3, %rd2, %rd3;
+    st.global.u32 [%rd3], %r7;
+    ret;
+}
+"#;
+
+static BIG_SMEM_PARAMS: [ParamSpec; 1] = [ParamSpec {
+    name: "out",
+    ty: ParamType::Ptr {
+        elem: ElemType::U32,
+        mutable: true,
+    },
+}];
+
+#[test]
+fn dynamic_shared_memory_over_48_kib() {
+    let k = KernelInfo {
+        name: "prism_test_big_smem",
+        entry: "prism_test_big_smem",
+        ptx: BIG_SMEM_PTX,
+        params: &BIG_SMEM_PARAMS,
+        contract: Contract {
+            threads_exact: Some(256),
+            smem_bytes: 64 * 1024,
+            ..Contract::unconstrained()
+        },
+    };
+    let d = device();
+    let mut out = d.htod(&[u32::MAX; 256]).unwrap();
+    d.launch(&k, LaunchDims::new(1, 256), &mut [out.as_arg_mut()])
+        .unwrap();
+    assert_eq!(d.dtoh(&out).unwrap(), (0..256u32).rev().collect::<Vec<_>>());
+    // The same kernel with less dynamic shared memory than it touches faults on the emulator.
+    let small = KernelInfo {
+        contract: Contract {
+            smem_bytes: 1024,
+            ..k.contract
+        },
+        ..k
+    };
+    let e = Device::emulator();
+    let mut out = e.htod(&[0u32; 256]).unwrap();
+    let r = e.launch(&small, LaunchDims::new(1, 256), &mut [out.as_arg_mut()]);
+    assert!(
+        matches!(r, Err(RuntimeError::Emulator(EmuError::Faulted { .. }))),
+        "{:?}",
+        r.map(|r| r.backend)
+    );
+}
+
 #[test]
 fn registry_lists_submitted_kernels_sorted_by_entry() {
     let all = registered_kernels();
