@@ -27,7 +27,9 @@ mod gpu;
 mod types;
 mod validate;
 
-pub use device::{BufHandle, Device, DeviceBuffer, DeviceCopy, KernelArg, LaunchReport, BACKEND_ENV};
+pub use device::{
+    BufHandle, Device, DeviceBuffer, DeviceCopy, KernelArg, LaunchReport, BACKEND_ENV,
+};
 pub use error::RuntimeError;
 pub use types::{
     registered_kernels, Backend, Contract, ElemType, KernelInfo, LaunchDims, ParamSpec, ParamType,
@@ -35,9 +37,9 @@ pub use types::{
 };
 pub use validate::{validate_launch, MAX_GRID_X, MAX_SMEM_BYTES, MAX_THREADS_PER_BLOCK};
 
+/// The cudarc version the GPU backend is built on, for code that needs the driver API directly.
+pub use cudarc;
 /// Re-exported for the `#[prism_kernel]` expansion: `::prism_runtime::half::bf16` in launch signatures.
 pub use half;
 /// Re-exported for the `#[prism_kernel]` expansion: `::prism_runtime::inventory::submit! { .. }`.
 pub use inventory;
-/// The cudarc version the GPU backend is built on, for code that needs the driver API directly.
-pub use cudarc;
