@@ -91,8 +91,12 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
     if f.const_params.is_empty() {
         if let Some(i) = f.instances.first() {
             errors.push(
-                Diagnostic::new("INSTANCES", i.span, "`instances` given but the function has no const generics")
-                    .help("remove `instances`, or add `const N: u32` parameters"),
+                Diagnostic::new(
+                    "INSTANCES",
+                    i.span,
+                    "`instances` given but the function has no const generics",
+                )
+                .help("remove `instances`, or add `const N: u32` parameters"),
             );
         }
         value_sets.push(Some(Vec::new()));
@@ -134,7 +138,12 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
             cx.run();
             for d in cx.errors.drain(..) {
                 // The same error in every instance is reported once.
-                let key = (d.rule, d.message.clone(), d.span.start().line, d.span.start().column);
+                let key = (
+                    d.rule,
+                    d.message.clone(),
+                    d.span.start().line,
+                    d.span.start().column,
+                );
                 if seen.insert(key) {
                     errors.push(d);
                 }
@@ -143,7 +152,10 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
         }
     }
     if errors.is_empty() {
-        Ok(Checked { function: f.clone(), instances })
+        Ok(Checked {
+            function: f.clone(),
+            instances,
+        })
     } else {
         Err(errors)
     }
@@ -175,20 +187,40 @@ fn lcm(a: u32, b: u32) -> Option<u32> {
 /// [REQUIRES] the perspective bound is ordered broadest first, each strictly narrower than the previous; a
 /// kernel starts at `grid[1]`. Also derives the guaranteed divisors of T and B.
 fn requires_rule(f: &Function, errors: &mut Vec<Diagnostic>) -> Facts {
-    let top = f.requires.first().map(|p| p.perspective).unwrap_or(Perspective::thread(1));
+    let top = f
+        .requires
+        .first()
+        .map(|p| p.perspective)
+        .unwrap_or(Perspective::thread(1));
     if f.requires.is_empty() {
-        errors.push(Diagnostic::new("REQUIRES", f.requires_span, "`requires(..)` is empty"));
+        errors.push(Diagnostic::new(
+            "REQUIRES",
+            f.requires_span,
+            "`requires(..)` is empty",
+        ));
     }
     if f.kind == FnKind::Kernel && top != Perspective::grid(1) {
-        let span = f.requires.first().map(|p| p.span).unwrap_or(f.requires_span);
+        let span = f
+            .requires
+            .first()
+            .map(|p| p.span)
+            .unwrap_or(f.requires_span);
         errors.push(
-            Diagnostic::new("REQUIRES", span, format!("a kernel starts at grid[1], but `requires` starts at {top}"))
-                .help("write `requires(grid[1], block[1], thread[..])`"),
+            Diagnostic::new(
+                "REQUIRES",
+                span,
+                format!("a kernel starts at grid[1], but `requires` starts at {top}"),
+            )
+            .help("write `requires(grid[1], block[1], thread[..])`"),
         );
     }
     for w in f.requires.windows(2) {
         let (a, b) = (w[0].perspective, w[1].perspective);
-        let ok = if a.level == b.level { a.n % b.n == 0 && a.n != b.n } else { b.level < a.level };
+        let ok = if a.level == b.level {
+            a.n % b.n == 0 && a.n != b.n
+        } else {
+            b.level < a.level
+        };
         if !ok {
             errors.push(
                 Diagnostic::new(
@@ -219,7 +251,11 @@ fn requires_rule(f: &Function, errors: &mut Vec<Diagnostic>) -> Facts {
             ));
         }
     }
-    Facts { top, t_mult, b_mult }
+    Facts {
+        top,
+        t_mult,
+        b_mult,
+    }
 }
 
 fn narrower_syntactic(a: Perspective, b: Perspective) -> bool {
@@ -240,8 +276,15 @@ enum Ty {
     /// An unsuffixed integer literal (or a loop variable with literal bounds): adopts the other operand's type.
     IntLit,
     FloatLit,
-    Array { elem: ScalarType, len: Option<i64> },
-    Ptr { elem: ScalarType, mutable: bool, space: Space },
+    Array {
+        elem: ScalarType,
+        len: Option<i64>,
+    },
+    Ptr {
+        elem: ScalarType,
+        mutable: bool,
+        space: Space,
+    },
     Unit,
     /// After an error: suppresses follow-up errors.
     Err,
@@ -255,8 +298,16 @@ impl std::fmt::Display for Ty {
             Ty::FloatLit => f.write_str("float"),
             Ty::Array { elem, len: Some(n) } => write!(f, "[{elem}; {n}]"),
             Ty::Array { elem, len: None } => write!(f, "[{elem}; _]"),
-            Ty::Ptr { elem, mutable: true, space: Space::Global } => write!(f, "*mut {elem}"),
-            Ty::Ptr { elem, mutable: false, space: Space::Global } => write!(f, "*const {elem}"),
+            Ty::Ptr {
+                elem,
+                mutable: true,
+                space: Space::Global,
+            } => write!(f, "*mut {elem}"),
+            Ty::Ptr {
+                elem,
+                mutable: false,
+                space: Space::Global,
+            } => write!(f, "*const {elem}"),
             Ty::Ptr { elem, .. } => write!(f, "Shared<[{elem}; _]>"),
             Ty::Unit => f.write_str("()"),
             Ty::Err => f.write_str("{error}"),
@@ -378,7 +429,13 @@ impl<'a> Cx<'a> {
     }
 
     fn consts(&self) -> impl Fn(&str) -> Option<i64> + '_ {
-        move |n: &str| self.vars.iter().rev().find(|v| v.name == n).and_then(|v| v.konst.flatten())
+        move |n: &str| {
+            self.vars
+                .iter()
+                .rev()
+                .find(|v| v.name == n)
+                .and_then(|v| v.konst.flatten())
+        }
     }
 
     fn eval(&self, e: &Expr) -> Result<i64, Diagnostic> {
@@ -393,7 +450,8 @@ impl<'a> Cx<'a> {
                 if self.mentions_unknown_const(e) {
                     None
                 } else {
-                    self.errors.push(d.help(format!("{what} must be a constant expression")));
+                    self.errors
+                        .push(d.help(format!("{what} must be a constant expression")));
                     None
                 }
             }
@@ -403,7 +461,13 @@ impl<'a> Cx<'a> {
     fn mentions_unknown_const(&self, e: &Expr) -> bool {
         let mut found = false;
         walk_vars(e, &mut |n| {
-            if self.vars.iter().rev().find(|v| v.name == n).is_some_and(|v| v.konst == Some(None)) {
+            if self
+                .vars
+                .iter()
+                .rev()
+                .find(|v| v.name == n)
+                .is_some_and(|v| v.konst == Some(None))
+            {
                 found = true;
             }
         });
@@ -415,9 +479,13 @@ impl<'a> Cx<'a> {
         // threads / blocks (rule 1).
         if let Some(e) = &f.threads {
             if let Some(v) = self.eval_opt(e, "`threads`") {
-                if v < 1 || v > 1024 {
-                    self.errors.push(err("REQUIRES", e.span, format!("`threads = {v}` must be between 1 and 1024")));
-                } else if v as u32 % self.facts.t_mult != 0 {
+                if !(1..=1024).contains(&v) {
+                    self.errors.push(err(
+                        "REQUIRES",
+                        e.span,
+                        format!("`threads = {v}` must be between 1 and 1024"),
+                    ));
+                } else if !(v as u32).is_multiple_of(self.facts.t_mult) {
                     self.errors.push(
                         err(
                             "REQUIRES",
@@ -438,12 +506,19 @@ impl<'a> Cx<'a> {
         if let Some(e) = &f.blocks {
             if let Some(v) = self.eval_opt(e, "`blocks`") {
                 if v < 1 || v > u32::MAX as i64 {
-                    self.errors.push(err("REQUIRES", e.span, format!("`blocks = {v}` must be at least 1")));
-                } else if v as u32 % self.facts.b_mult != 0 {
                     self.errors.push(err(
                         "REQUIRES",
                         e.span,
-                        format!("`blocks = {v}` is not a multiple of {}, which `requires` needs", self.facts.b_mult),
+                        format!("`blocks = {v}` must be at least 1"),
+                    ));
+                } else if !(v as u32).is_multiple_of(self.facts.b_mult) {
+                    self.errors.push(err(
+                        "REQUIRES",
+                        e.span,
+                        format!(
+                            "`blocks = {v}` is not a multiple of {}, which `requires` needs",
+                            self.facts.b_mult
+                        ),
                     ));
                 } else {
                     self.b = v as u32;
@@ -481,11 +556,21 @@ impl<'a> Cx<'a> {
                 }
             }
             if f.kind == FnKind::Kernel && matches!(p.ty, Type::ArrayRef { .. }) {
-                self.errors.push(err("TYPE", p.span, "kernels cannot take array references").help("pass a pointer `*const T`"));
+                self.errors.push(
+                    err("TYPE", p.span, "kernels cannot take array references")
+                        .help("pass a pointer `*const T`"),
+                );
             }
             let (ty, mutable) = match &p.ty {
                 Type::Scalar(s) => (Ty::Scalar(*s), false),
-                Type::Ptr { elem, mutable } => (Ty::Ptr { elem: *elem, mutable: *mutable, space: Space::Global }, *mutable),
+                Type::Ptr { elem, mutable } => (
+                    Ty::Ptr {
+                        elem: *elem,
+                        mutable: *mutable,
+                        space: Space::Global,
+                    },
+                    *mutable,
+                ),
                 Type::ArrayRef { elem, len, mutable } => {
                     let len = self.eval_opt(len, "an array length");
                     (Ty::Array { elem: *elem, len }, *mutable)
@@ -503,25 +588,40 @@ impl<'a> Cx<'a> {
         let ret_at = f.returns.map(|r| r.perspective).unwrap_or(top);
         match (&f.body.tail, &f.ret) {
             (Some(t), Some((rt, _))) => {
-                let sink = Sink { p: ret_at, rule: "READ-UP", what: format!("the result of `{}` ({ret_at})", f.name), id_target: None };
+                let sink = Sink {
+                    p: ret_at,
+                    rule: "READ-UP",
+                    what: format!("the result of `{}` ({ret_at})", f.name),
+                    id_target: None,
+                };
                 let ty = self.expr(t, &sink, top);
                 let want = type_to_ty(rt);
                 self.expect_ty(&ty, &want, t.span, "the function's result");
             }
             (Some(t), None) => self.errors.push(
-                err("TYPE", t.span, "this function has no return type but ends in a value")
-                    .help("add `-> T` to the signature, or end the expression with `;`"),
+                err(
+                    "TYPE",
+                    t.span,
+                    "this function has no return type but ends in a value",
+                )
+                .help("add `-> T` to the signature, or end the expression with `;`"),
             ),
             (None, Some((_, span))) => self.errors.push(err(
                 "TYPE",
                 *span,
-                format!("`{}` declares a return type but has no tail expression", f.name),
+                format!(
+                    "`{}` declares a return type but has no tail expression",
+                    f.name
+                ),
             )),
             (None, None) => {}
         }
         if f.kind == FnKind::Kernel && f.ret.is_some() {
             if let Some((_, span)) = &f.ret {
-                self.errors.push(err("TYPE", *span, "kernels cannot return a value").help("write results through a `*mut` pointer"));
+                self.errors.push(
+                    err("TYPE", *span, "kernels cannot return a value")
+                        .help("write results through a `*mut` pointer"),
+                );
             }
         }
         self.smem_limit();
@@ -544,7 +644,12 @@ impl<'a> Cx<'a> {
     /// [SMEM-LIMIT] own allocations plus the largest callee's fit the declared `smem` and the device.
     fn smem_limit(&mut self) {
         let total = align16(self.own_smem) + self.callee_smem;
-        let span = self.f.smem.as_ref().map(|e| e.span).unwrap_or(self.f.name.span);
+        let span = self
+            .f
+            .smem
+            .as_ref()
+            .map(|e| e.span)
+            .unwrap_or(self.f.name.span);
         if let Some(e) = &self.f.smem {
             if let Some(declared) = self.eval_opt(e, "`smem`") {
                 if declared < 0 || total > declared as u64 {
@@ -561,8 +666,15 @@ impl<'a> Cx<'a> {
         } else if self.f.kind == FnKind::Device && total > 0 {
             // Device functions announce their shared memory so callers can account for it.
             self.errors.push(
-                err("SMEM-LIMIT", self.f.name.span, format!("`{}` allocates {total} bytes of shared memory but declares no `smem`", self.f.name))
-                    .help(format!("add `smem = {total}` to the attribute")),
+                err(
+                    "SMEM-LIMIT",
+                    self.f.name.span,
+                    format!(
+                        "`{}` allocates {total} bytes of shared memory but declares no `smem`",
+                        self.f.name
+                    ),
+                )
+                .help(format!("add `smem = {total}` to the attribute")),
             );
         }
         if total > DEVICE_SMEM_LIMIT {
@@ -628,7 +740,11 @@ impl<'a> Cx<'a> {
     /// A use of a variable: [UNKNOWN-NAME], hidden names, claim bookkeeping.
     fn use_var(&mut self, id: &Ident) -> Option<usize> {
         let Some(i) = self.lookup(&id.name) else {
-            let mut d = err("UNKNOWN-NAME", id.span, format!("cannot find `{}` in this scope", id.name));
+            let mut d = err(
+                "UNKNOWN-NAME",
+                id.span,
+                format!("cannot find `{}` in this scope", id.name),
+            );
             if let Some(s) = self.similar(&id.name) {
                 d = d.help(format!("did you mean `{s}`?"));
             }
@@ -677,7 +793,9 @@ impl<'a> Cx<'a> {
     /// [CLAIM-ONE-BRANCH] every use of a claimed name lies in one and the same split arm (of perspective
     /// equal to the claim's) within the claim body.
     fn claim_one_branch(&mut self, i: usize, span: Span) {
-        let Some(c) = self.vars[i].claim.clone() else { return };
+        let Some(c) = self.vars[i].claim.clone() else {
+            return;
+        };
         let name = self.vars[i].name.clone();
         let arm = self.arms[c.arm_base.min(self.arms.len())..].last().copied();
         let Some(arm) = arm else {
@@ -687,7 +805,10 @@ impl<'a> Cx<'a> {
                     span,
                     format!("claimed `{name}` ({}) is used outside a `split` arm", c.at),
                 )
-                .help(format!("use it inside one arm of `match split(..)` whose perspective is {}", c.at)),
+                .help(format!(
+                    "use it inside one arm of `match split(..)` whose perspective is {}",
+                    c.at
+                )),
             );
             return;
         };
@@ -695,7 +816,10 @@ impl<'a> Cx<'a> {
             self.errors.push(err(
                 "CLAIM-ONE-BRANCH",
                 span,
-                format!("claimed `{name}` is at {} but is used in a split arm at {}", c.at, arm.at),
+                format!(
+                    "claimed `{name}` is at {} but is used in a split arm at {}",
+                    c.at, arm.at
+                ),
             ));
             return;
         }
@@ -709,7 +833,10 @@ impl<'a> Cx<'a> {
                 err(
                     "CLAIM-ONE-BRANCH",
                     span,
-                    format!("claimed `{name}` ({}) is used in two different split arms", c.at),
+                    format!(
+                        "claimed `{name}` ({}) is used in two different split arms",
+                        c.at
+                    ),
                 )
                 .note(first, "first used here, in another arm")
                 .help("a claim gives the memory to exactly one branch: use it in one arm only"),
@@ -733,7 +860,10 @@ impl<'a> Cx<'a> {
             ),
         )
         .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
-        .help(format!("only variables at {} or broader can flow there", sink.p));
+        .help(format!(
+            "only variables at {} or broader can flow there",
+            sink.p
+        ));
         self.errors.push(d);
     }
 
@@ -758,13 +888,28 @@ impl<'a> Cx<'a> {
 
     fn stmt(&mut self, s: &Stmt, code: Perspective) {
         match &s.kind {
-            StmtKind::Let { name, mutable, ty, at, init } => self.t_decl(s, name, *mutable, ty.as_ref(), *at, init.as_ref(), code),
+            StmtKind::Let {
+                name,
+                mutable,
+                ty,
+                at,
+                init,
+            } => self.t_decl(s, name, *mutable, ty.as_ref(), *at, init.as_ref(), code),
             StmtKind::Assign { place, op, value } => self.t_assn(place, *op, value, code),
             StmtKind::Expr(e) => {
-                let sink = Sink { p: code, rule: "READ-UP", what: format!("code at {code}"), id_target: None };
+                let sink = Sink {
+                    p: code,
+                    rule: "READ-UP",
+                    what: format!("code at {code}"),
+                    id_target: None,
+                };
                 self.expr(e, &sink, code);
             }
-            StmtKind::If { cond, then_block, else_block } => {
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 self.condition(cond, code, "the `if` condition");
                 self.block(then_block, code);
                 if let Some(e) = else_block {
@@ -777,10 +922,20 @@ impl<'a> Cx<'a> {
                 self.block(body, code);
                 self.loop_depth -= 1;
             }
-            StmtKind::For { var, start, end, step, body } => self.t_for(var, start, end, step.as_ref(), body, code),
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => self.t_for(var, start, end, step.as_ref(), body, code),
             StmtKind::Break | StmtKind::Continue => {
                 if self.loop_depth == 0 {
-                    let what = if matches!(s.kind, StmtKind::Break) { "break" } else { "continue" };
+                    let what = if matches!(s.kind, StmtKind::Break) {
+                        "break"
+                    } else {
+                        "continue"
+                    };
                     self.errors.push(
                         err("LOOP", s.span, format!("`{what}` outside of a loop"))
                             .help("`break`/`continue` cannot leave a group, split arm, partition, claim or async_ body"),
@@ -788,12 +943,27 @@ impl<'a> Cx<'a> {
                 }
             }
             StmtKind::Group { at, body } => self.t_group(at, body, code),
-            StmtKind::Split { level, unit, arms } => self.t_split(s.span, *level, *unit, arms, code),
-            StmtKind::Partition { target, at, index, new_name, body } => {
-                self.t_partition(s.span, target, at, index, new_name, body, code)
+            StmtKind::Split { level, unit, arms } => {
+                self.t_split(s.span, *level, *unit, arms, code)
             }
-            StmtKind::Claim { target, at, new_name, body } => self.t_claim(s.span, target, at, new_name, body, code),
-            StmtKind::Async { target, new_name, body } => self.t_async(s.span, target, new_name, body, code),
+            StmtKind::Partition {
+                target,
+                at,
+                index,
+                new_name,
+                body,
+            } => self.t_partition(s.span, target, at, index, new_name, body, code),
+            StmtKind::Claim {
+                target,
+                at,
+                new_name,
+                body,
+            } => self.t_claim(s.span, target, at, new_name, body, code),
+            StmtKind::Async {
+                target,
+                new_name,
+                body,
+            } => self.t_async(s.span, target, new_name, body, code),
             StmtKind::Unsafe { body } => {
                 self.unsafe_wrap(s.span);
                 self.unsafe_depth += 1;
@@ -816,7 +986,12 @@ impl<'a> Cx<'a> {
 
     /// [READ-UP] for branch and loop conditions (Fig. 11).
     fn condition(&mut self, cond: &Expr, code: Perspective, what: &str) {
-        let sink = Sink { p: code, rule: "READ-UP", what: format!("{what} at code perspective {code}"), id_target: None };
+        let sink = Sink {
+            p: code,
+            rule: "READ-UP",
+            what: format!("{what} at code perspective {code}"),
+            id_target: None,
+        };
         let ty = self.expr(cond, &sink, code);
         self.expect_ty(&ty, &Ty::Scalar(ScalarType::Bool), cond.span, what);
     }
@@ -852,7 +1027,10 @@ impl<'a> Cx<'a> {
         }
         let declared = ty.map(|t| match t {
             Type::Scalar(s) => Ty::Scalar(*s),
-            Type::Array { elem, len } => Ty::Array { elem: *elem, len: self.eval_opt(len, "an array length") },
+            Type::Array { elem, len } => Ty::Array {
+                elem: *elem,
+                len: self.eval_opt(len, "an array length"),
+            },
             _ => Ty::Err,
         });
         let init_ty = init.map(|e| {
@@ -876,20 +1054,32 @@ impl<'a> Cx<'a> {
                 Ty::IntLit => Ty::Scalar(ScalarType::I32),
                 Ty::FloatLit => Ty::Scalar(ScalarType::F32),
                 Ty::Unit => {
-                    self.errors.push(err("TYPE", s.span, format!("`{}` is bound to a call that returns nothing", name.name)));
+                    self.errors.push(err(
+                        "TYPE",
+                        s.span,
+                        format!("`{}` is bound to a call that returns nothing", name.name),
+                    ));
                     Ty::Err
                 }
                 Ty::Ptr { .. } => {
                     self.errors.push(
-                        err("TYPE", s.span, "pointers cannot be copied into variables")
-                            .help("use the pointer directly, or narrow it with `partition`/`claim`"),
+                        err("TYPE", s.span, "pointers cannot be copied into variables").help(
+                            "use the pointer directly, or narrow it with `partition`/`claim`",
+                        ),
                     );
                     Ty::Err
                 }
                 t => t,
             },
             (None, None) => {
-                self.errors.push(err("TYPE", name.span, format!("`{}` needs a type or an initializer", name.name)).help("write `let x: u32;`"));
+                self.errors.push(
+                    err(
+                        "TYPE",
+                        name.span,
+                        format!("`{}` needs a type or an initializer", name.name),
+                    )
+                    .help("write `let x: u32;`"),
+                );
                 Ty::Err
             }
         };
@@ -928,11 +1118,22 @@ impl<'a> Cx<'a> {
             }
         }
         if let Some(e) = init {
-            self.errors.push(err("T-ALLOC-SHARED", e.span, "shared allocations have no initializer").help("write `let s: Shared<[f32; N]>;` and fill it through a partition"));
+            self.errors.push(
+                err(
+                    "T-ALLOC-SHARED",
+                    e.span,
+                    "shared allocations have no initializer",
+                )
+                .help("write `let s: Shared<[f32; N]>;` and fill it through a partition"),
+            );
         }
         if let Some(n) = self.eval_opt(len, "a shared array length") {
             if n < 1 {
-                self.errors.push(err("T-ALLOC-SHARED", len.span, format!("shared array length {n} must be at least 1")));
+                self.errors.push(err(
+                    "T-ALLOC-SHARED",
+                    len.span,
+                    format!("shared array length {n} must be at least 1"),
+                ));
             } else {
                 let bytes = (n as u64).saturating_mul(elem.size() as u64);
                 let offset = align16(self.own_smem);
@@ -947,7 +1148,16 @@ impl<'a> Cx<'a> {
                 });
             }
         }
-        self.declare(name, Perspective::block(1), Ty::Ptr { elem, mutable: true, space: Space::Shared }, true);
+        self.declare(
+            name,
+            Perspective::block(1),
+            Ty::Ptr {
+                elem,
+                mutable: true,
+                space: Space::Shared,
+            },
+            true,
+        );
     }
 
     /// T-ASSN / T-ARR-ASSN with [WRITE-DOWN] (Fig. 12), [MUT], [STORE], [CONST].
@@ -955,34 +1165,64 @@ impl<'a> Cx<'a> {
         match &place.kind {
             ExprKind::Var(id) => {
                 let Some(vi) = self.use_var(id) else {
-                    self.expr(value, &Sink { p: code, rule: "WRITE-DOWN", what: "an unknown variable".into(), id_target: Some(code) }, code);
+                    self.expr(
+                        value,
+                        &Sink {
+                            p: code,
+                            rule: "WRITE-DOWN",
+                            what: "an unknown variable".into(),
+                            id_target: Some(code),
+                        },
+                        code,
+                    );
                     return;
                 };
                 let v = self.vars[vi].clone();
                 if v.konst.is_some() {
-                    self.errors.push(err("MUT", id.span, format!("cannot assign to const generic `{}`", v.name)));
+                    self.errors.push(err(
+                        "MUT",
+                        id.span,
+                        format!("cannot assign to const generic `{}`", v.name),
+                    ));
                     return;
                 }
                 if matches!(v.ty, Ty::Ptr { .. }) {
-                    self.errors.push(err("TYPE", id.span, format!("cannot assign to pointer `{}`", v.name)).help("write through it: `p[i] = v`"));
+                    self.errors.push(
+                        err(
+                            "TYPE",
+                            id.span,
+                            format!("cannot assign to pointer `{}`", v.name),
+                        )
+                        .help("write through it: `p[i] = v`"),
+                    );
                     return;
                 }
                 if !v.mutable {
                     self.errors.push(
-                        err("MUT", id.span, format!("cannot assign twice to immutable variable `{}`", v.name))
-                            .note(v.span, "declared here")
-                            .help(format!("declare it `let mut {}`", v.name)),
+                        err(
+                            "MUT",
+                            id.span,
+                            format!("cannot assign twice to immutable variable `{}`", v.name),
+                        )
+                        .note(v.span, "declared here")
+                        .help(format!("declare it `let mut {}`", v.name)),
                     );
                 }
                 self.write_down(&v, id.span, code);
-                let sink = Sink { p: v.at, rule: "WRITE-DOWN", what: format!("`{}` ({})", v.name, v.at), id_target: Some(v.at) };
+                let sink = Sink {
+                    p: v.at,
+                    rule: "WRITE-DOWN",
+                    what: format!("`{}` ({})", v.name, v.at),
+                    id_target: Some(v.at),
+                };
                 let ty = self.expr(value, &sink, code);
-                let want = if matches!(v.ty, Ty::Array { .. }) && op.is_none() { v.ty.clone() } else { v.ty.clone() };
+                let want = v.ty.clone();
                 self.assign_ty(op, &ty, &want, value.span, &v.name);
             }
             ExprKind::Index { base, indices } => {
                 let ExprKind::Var(id) = &base.kind else {
-                    self.errors.push(err("TYPE", base.span, "only variables can be indexed"));
+                    self.errors
+                        .push(err("TYPE", base.span, "only variables can be indexed"));
                     return;
                 };
                 let Some(vi) = self.use_var(id) else { return };
@@ -997,22 +1237,44 @@ impl<'a> Cx<'a> {
                         // Thread-local array element: WRITE-DOWN with the array's perspective.
                         if !v.mutable {
                             self.errors.push(
-                                err("MUT", id.span, format!("cannot assign to an element of immutable array `{}`", v.name))
-                                    .note(v.span, "declared here")
-                                    .help(format!("declare it `let mut {}` (or take `&mut [T; N]`)", v.name)),
+                                err(
+                                    "MUT",
+                                    id.span,
+                                    format!(
+                                        "cannot assign to an element of immutable array `{}`",
+                                        v.name
+                                    ),
+                                )
+                                .note(v.span, "declared here")
+                                .help(format!(
+                                    "declare it `let mut {}` (or take `&mut [T; N]`)",
+                                    v.name
+                                )),
                             );
                         }
                         self.write_down(&v, id.span, code);
-                        let sink = Sink { p: v.at, rule: "WRITE-DOWN", what: format!("an element of `{}` ({})", v.name, v.at), id_target: None };
+                        let sink = Sink {
+                            p: v.at,
+                            rule: "WRITE-DOWN",
+                            what: format!("an element of `{}` ({})", v.name, v.at),
+                            id_target: None,
+                        };
                         for i in indices {
                             let t = self.expr(i, &sink, code);
                             self.expect_int(&t, i.span, "an index");
                         }
-                        let sink = Sink { id_target: Some(v.at), ..sink };
+                        let sink = Sink {
+                            id_target: Some(v.at),
+                            ..sink
+                        };
                         let ty = self.expr(value, &sink, code);
                         self.assign_ty(op, &ty, &Ty::Scalar(elem), value.span, &v.name);
                     }
-                    Ty::Ptr { elem, mutable, space } => {
+                    Ty::Ptr {
+                        elem,
+                        mutable,
+                        space,
+                    } => {
                         self.store(&v, id.span, mutable, space, code);
                         let sink = Sink {
                             p: Perspective::thread(1),
@@ -1024,15 +1286,24 @@ impl<'a> Cx<'a> {
                             let t = self.expr(i, &sink, code);
                             self.expect_int(&t, i.span, "an index");
                         }
-                        let sink = Sink { id_target: Some(Perspective::thread(1)), ..sink };
+                        let sink = Sink {
+                            id_target: Some(Perspective::thread(1)),
+                            ..sink
+                        };
                         let ty = self.expr(value, &sink, code);
                         self.assign_ty(op, &ty, &Ty::Scalar(elem), value.span, &v.name);
                     }
                     Ty::Err => {}
-                    other => self.errors.push(err("TYPE", id.span, format!("`{}` has type {other} and cannot be indexed", v.name))),
+                    other => self.errors.push(err(
+                        "TYPE",
+                        id.span,
+                        format!("`{}` has type {other} and cannot be indexed", v.name),
+                    )),
                 }
             }
-            _ => self.errors.push(err("TYPE", place.span, "cannot assign to this expression")),
+            _ => self
+                .errors
+                .push(err("TYPE", place.span, "cannot assign to this expression")),
         }
     }
 
@@ -1055,9 +1326,16 @@ impl<'a> Cx<'a> {
     fn store(&mut self, v: &Var, span: Span, mutable: bool, space: Space, code: Perspective) {
         if !mutable {
             self.errors.push(
-                err("CONST", span, format!("cannot write through `{}`: it is a `*const` pointer", v.name))
-                    .note(v.span, "declared here")
-                    .help("declare the parameter `*mut T`"),
+                err(
+                    "CONST",
+                    span,
+                    format!(
+                        "cannot write through `{}`: it is a `*const` pointer",
+                        v.name
+                    ),
+                )
+                .note(v.span, "declared here")
+                .help("declare the parameter `*mut T`"),
             );
             return;
         }
@@ -1106,14 +1384,31 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn t_for(&mut self, var: &Ident, start: &Expr, end: &Expr, step: Option<&Expr>, body: &Block, code: Perspective) {
-        let sink = Sink { p: code, rule: "READ-UP", what: format!("the `for` bounds at code perspective {code}"), id_target: None };
+    fn t_for(
+        &mut self,
+        var: &Ident,
+        start: &Expr,
+        end: &Expr,
+        step: Option<&Expr>,
+        body: &Block,
+        code: Perspective,
+    ) {
+        let sink = Sink {
+            p: code,
+            rule: "READ-UP",
+            what: format!("the `for` bounds at code perspective {code}"),
+            id_target: None,
+        };
         let ts = self.expr(start, &sink, code);
         let te = self.expr(end, &sink, code);
         self.expect_int(&ts, start.span, "a `for` bound");
         self.expect_int(&te, end.span, "a `for` bound");
         let mut ty = unify(&ts, &te).unwrap_or_else(|| {
-            self.errors.push(err("TYPE", end.span, format!("`for` bounds have different types: {ts} and {te}")));
+            self.errors.push(err(
+                "TYPE",
+                end.span,
+                format!("`for` bounds have different types: {ts} and {te}"),
+            ));
             Ty::Err
         });
         if let Some(s) = step {
@@ -1158,17 +1453,37 @@ impl<'a> Cx<'a> {
     }
 
     /// [T-SPLIT] n-ary split: the arms' sizes fit the available units, each aligned to its size (Figs. 9, 10).
-    fn t_split(&mut self, span: Span, level: Level, unit: u32, arms: &[SplitArm], code: Perspective) {
+    fn t_split(
+        &mut self,
+        span: Span,
+        level: Level,
+        unit: u32,
+        arms: &[SplitArm],
+        code: Perspective,
+    ) {
         let id = self.next_split;
         self.next_split += 1;
         let avail = self.units(level, code);
-        let sizes: Vec<String> = arms.iter().map(|a| (a.size / unit.max(1)).to_string()).collect();
-        let desc = if unit == 1 { format!("split({level}) {{ {} }}", sizes.join(", ")) } else { format!("split({}) {{ {} }}", if unit == 32 { "warp" } else { "warpgroup" }, sizes.join(", ")) };
+        let sizes: Vec<String> = arms
+            .iter()
+            .map(|a| (a.size / unit.max(1)).to_string())
+            .collect();
+        let desc = if unit == 1 {
+            format!("split({level}) {{ {} }}", sizes.join(", "))
+        } else {
+            format!(
+                "split({}) {{ {} }}",
+                if unit == 32 { "warp" } else { "warpgroup" },
+                sizes.join(", ")
+            )
+        };
         match avail {
             None => self.errors.push(err(
                 "T-SPLIT",
                 span,
-                format!("cannot split {code} by {level}: {level} is broader than the code perspective"),
+                format!(
+                    "cannot split {code} by {level}: {level} is broader than the code perspective"
+                ),
             )),
             Some(d) => {
                 let mut off: u64 = 0;
@@ -1191,7 +1506,7 @@ impl<'a> Cx<'a> {
                             a.size_span,
                             format!("in {desc} inside {code}: arm {level}[{n}] does not divide the {d} available {level} units"),
                         ));
-                    } else if off % n != 0 {
+                    } else if !off.is_multiple_of(n) {
                         self.errors.push(
                             err(
                                 "T-SPLIT",
@@ -1207,7 +1522,11 @@ impl<'a> Cx<'a> {
         }
         for (i, a) in arms.iter().enumerate() {
             let p = Perspective::new(level, a.size);
-            self.arms.push(Arm { split: id, arm: i, at: p });
+            self.arms.push(Arm {
+                split: id,
+                arm: i,
+                at: p,
+            });
             self.body(&a.body, p);
             self.arms.pop();
         }
@@ -1224,7 +1543,10 @@ impl<'a> Cx<'a> {
                 let d = err(
                     rule,
                     target.span,
-                    format!("`{}` has type {} but only pointers and shared allocations can be narrowed", v.name, v.ty),
+                    format!(
+                        "`{}` has type {} but only pointers and shared allocations can be narrowed",
+                        v.name, v.ty
+                    ),
                 )
                 .help("thread-local arrays are already per-thread; index them directly");
                 self.errors.push(d);
@@ -1276,7 +1598,12 @@ impl<'a> Cx<'a> {
         for ip in &index.params {
             self.declare(ip, p, Ty::IntLit, false);
         }
-        let sink = Sink { p, rule: "READ-UP", what: format!("the index function of a partition into {p}"), id_target: None };
+        let sink = Sink {
+            p,
+            rule: "READ-UP",
+            what: format!("the index function of a partition into {p}"),
+            id_target: None,
+        };
         let ity = self.expr(&index.body, &sink, code);
         self.expect_int(&ity, index.body.span, "the partition index");
         self.vars.truncate(mark);
@@ -1304,7 +1631,15 @@ impl<'a> Cx<'a> {
     }
 
     /// [T-CLAIM] `claim(x, P, |y| ..)`: y at P is usable in one split arm at P only ([CLAIM-ONE-BRANCH]).
-    fn t_claim(&mut self, span: Span, target: &Ident, at: &SpannedPerspective, new_name: &Ident, body: &Block, code: Perspective) {
+    fn t_claim(
+        &mut self,
+        span: Span,
+        target: &Ident,
+        at: &SpannedPerspective,
+        new_name: &Ident,
+        body: &Block,
+        code: Perspective,
+    ) {
         let p = at.perspective;
         let vi = self.memory_target("T-CLAIM", target);
         if let Some(vi) = vi {
@@ -1337,20 +1672,35 @@ impl<'a> Cx<'a> {
         let mark = self.vars.len();
         let ni = self.declare(new_name, p, ty, mutable);
         self.vars[ni].index_arity = self.vars[vi].index_arity;
-        self.vars[ni].claim = Some(ClaimInfo { at: p, arm_base: self.arms.len(), first_use: None });
+        self.vars[ni].claim = Some(ClaimInfo {
+            at: p,
+            arm_base: self.arms.len(),
+            first_use: None,
+        });
         self.block_in_scope(body, code);
         self.vars.truncate(mark);
         self.vars[vi].hidden = saved;
     }
 
     /// §3.7 `async_(x, |y| ..)`: x hidden, y only for async copies ([ASYNC-ONLY]).
-    fn t_async(&mut self, span: Span, target: &Ident, new_name: &Ident, body: &Block, code: Perspective) {
+    fn t_async(
+        &mut self,
+        span: Span,
+        target: &Ident,
+        new_name: &Ident,
+        body: &Block,
+        code: Perspective,
+    ) {
         let Some(vi) = self.memory_target("ASYNC-ONLY", target) else {
             self.body(body, code);
             return;
         };
         let saved = self.vars[vi].hidden.replace(Hidden::Async(span));
-        let (ty, at, mutable) = (self.vars[vi].ty.clone(), self.vars[vi].at, self.vars[vi].mutable);
+        let (ty, at, mutable) = (
+            self.vars[vi].ty.clone(),
+            self.vars[vi].at,
+            self.vars[vi].mutable,
+        );
         let mark = self.vars.len();
         let ni = self.declare(new_name, at, ty, mutable);
         self.vars[ni].is_async = true;
@@ -1377,10 +1727,19 @@ impl<'a> Cx<'a> {
 
     fn expect_ty(&mut self, got: &Ty, want: &Ty, span: Span, what: &str) {
         if unify(got, want).is_none() {
-            self.errors.push(err("TYPE", span, format!("mismatched types: {what} expects {want}, found {got}")));
-        } else if let (Ty::Array { len: Some(a), .. }, Ty::Array { len: Some(b), .. }) = (got, want) {
+            self.errors.push(err(
+                "TYPE",
+                span,
+                format!("mismatched types: {what} expects {want}, found {got}"),
+            ));
+        } else if let (Ty::Array { len: Some(a), .. }, Ty::Array { len: Some(b), .. }) = (got, want)
+        {
             if a != b {
-                self.errors.push(err("TYPE", span, format!("mismatched array lengths: {what} expects {want}, found {got}")));
+                self.errors.push(err(
+                    "TYPE",
+                    span,
+                    format!("mismatched array lengths: {what} expects {want}, found {got}"),
+                ));
             }
         }
     }
@@ -1389,7 +1748,11 @@ impl<'a> Cx<'a> {
         match t {
             Ty::Scalar(s) if s.is_int() => {}
             Ty::IntLit | Ty::Err => {}
-            other => self.errors.push(err("TYPE", span, format!("{what} must be an integer, found {other}"))),
+            other => self.errors.push(err(
+                "TYPE",
+                span,
+                format!("{what} must be an integer, found {other}"),
+            )),
         }
     }
 
@@ -1405,7 +1768,9 @@ impl<'a> Cx<'a> {
 
     fn expr(&mut self, e: &Expr, sink: &Sink, code: Perspective) -> Ty {
         match &e.kind {
-            ExprKind::Lit(Lit::Int(_, Some(t))) | ExprKind::Lit(Lit::Float(_, Some(t))) => Ty::Scalar(*t),
+            ExprKind::Lit(Lit::Int(_, Some(t))) | ExprKind::Lit(Lit::Float(_, Some(t))) => {
+                Ty::Scalar(*t)
+            }
             ExprKind::Lit(Lit::Int(_, None)) => Ty::IntLit,
             ExprKind::Lit(Lit::Float(_, None)) => Ty::FloatLit,
             ExprKind::Lit(Lit::Bool(_)) => Ty::Scalar(ScalarType::Bool),
@@ -1414,72 +1779,138 @@ impl<'a> Cx<'a> {
             ExprKind::Unary { op, expr } => self.e_unary(e, *op, expr, sink, code),
             ExprKind::Binary { op, lhs, rhs } => self.e_binary(e, *op, lhs, rhs, sink, code),
             ExprKind::Cast { expr, ty } => self.e_cast(e, expr, *ty, sink, code),
-            ExprKind::Call { path, generics, args } => self.e_call(e, path, generics, args, sink, code),
-            ExprKind::MethodCall { recv, method, args } => self.e_method(recv, method, args, sink, code),
+            ExprKind::Call {
+                path,
+                generics,
+                args,
+            } => self.e_call(e, path, generics, args, sink, code),
+            ExprKind::MethodCall { recv, method, args } => {
+                self.e_method(recv, method, args, sink, code)
+            }
             ExprKind::Ref { .. } => {
                 self.errors.push(
-                    err("TYPE", e.span, "`&`/`&mut` are only used to pass a thread-local array to a function")
-                        .help("e.g. `mma_m16n8k8_tf32(&mut c, &a, &b)`"),
+                    err(
+                        "TYPE",
+                        e.span,
+                        "`&`/`&mut` are only used to pass a thread-local array to a function",
+                    )
+                    .help("e.g. `mma_m16n8k8_tf32(&mut c, &a, &b)`"),
                 );
                 Ty::Err
             }
             ExprKind::ArrayLit(items) => self.e_array(e, items, sink, code),
             ExprKind::ArrayRepeat { value, len } => {
-                let sink2 = Sink { id_target: None, ..sink.clone() };
+                let sink2 = Sink {
+                    id_target: None,
+                    ..sink.clone()
+                };
                 let t = self.expr(value, &sink2, code);
                 let n = self.eval_opt(len, "an array length");
                 match scalar_of(&t) {
                     Some(s) => Ty::Array { elem: s, len: n },
                     None => {
                         if t != Ty::Err {
-                            self.errors.push(err("TYPE", value.span, format!("array elements must be scalars, found {t}")));
+                            self.errors.push(err(
+                                "TYPE",
+                                value.span,
+                                format!("array elements must be scalars, found {t}"),
+                            ));
                         }
                         Ty::Err
                     }
                 }
             }
-            ExprKind::Select { cond, then_value, else_value } => {
-                let csink = Sink { p: code, rule: "READ-UP", what: format!("the `if` condition at code perspective {code}"), id_target: None };
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                let csink = Sink {
+                    p: code,
+                    rule: "READ-UP",
+                    what: format!("the `if` condition at code perspective {code}"),
+                    id_target: None,
+                };
                 // The condition must also be readable at the sink: take the narrower requirement of both.
                 let ct = self.expr(cond, &csink, code);
                 if !self.le(sink.p, code) {
-                    let s2 = Sink { id_target: None, ..sink.clone() };
+                    let s2 = Sink {
+                        id_target: None,
+                        ..sink.clone()
+                    };
                     let _ = self.expr_silent_vars(cond, &s2);
                 }
-                self.expect_ty(&ct, &Ty::Scalar(ScalarType::Bool), cond.span, "the `if` condition");
+                self.expect_ty(
+                    &ct,
+                    &Ty::Scalar(ScalarType::Bool),
+                    cond.span,
+                    "the `if` condition",
+                );
                 let a = self.expr(then_value, sink, code);
                 let b = self.expr(else_value, sink, code);
                 unify(&a, &b).unwrap_or_else(|| {
-                    self.errors.push(err("TYPE", else_value.span, format!("`if` branches have different types: {a} and {b}")));
+                    self.errors.push(err(
+                        "TYPE",
+                        else_value.span,
+                        format!("`if` branches have different types: {a} and {b}"),
+                    ));
                     Ty::Err
                 })
             }
-            ExprKind::Asm { template: _, operands } => {
+            ExprKind::Asm {
+                template: _,
+                operands,
+            } => {
                 if self.unsafe_depth == 0 {
                     self.errors.push(
-                        err("UNSAFE-WRAP", e.span, "`asm!` outside an `unsafe` block")
-                            .help("write `unsafe { asm!(..); }` inside a `#[prism_device]` function"),
+                        err("UNSAFE-WRAP", e.span, "`asm!` outside an `unsafe` block").help(
+                            "write `unsafe { asm!(..); }` inside a `#[prism_device]` function",
+                        ),
                     );
                 }
                 for op in operands {
                     match op.dir {
                         AsmDir::In => {
-                            let s2 = Sink { id_target: None, ..sink.clone() };
+                            let s2 = Sink {
+                                id_target: None,
+                                ..sink.clone()
+                            };
                             let t = self.expr(&op.expr, &s2, code);
-                            self.expect_ty(&t, &Ty::Scalar(op.ty), op.expr.span, &format!("asm operand `{}`", op.name));
+                            self.expect_ty(
+                                &t,
+                                &Ty::Scalar(op.ty),
+                                op.expr.span,
+                                &format!("asm operand `{}`", op.name),
+                            );
                         }
                         AsmDir::Out | AsmDir::InOut => {
                             if let ExprKind::Var(id) = &op.expr.kind {
                                 if let Some(vi) = self.use_var(id) {
                                     let v = self.vars[vi].clone();
                                     if !v.mutable || v.konst.is_some() {
-                                        self.errors.push(err("MUT", id.span, format!("asm output `{}` must be a `let mut` variable", v.name)));
+                                        self.errors.push(err(
+                                            "MUT",
+                                            id.span,
+                                            format!(
+                                                "asm output `{}` must be a `let mut` variable",
+                                                v.name
+                                            ),
+                                        ));
                                     }
                                     self.write_down(&v, id.span, code);
-                                    self.expect_ty(&v.ty, &Ty::Scalar(op.ty), id.span, &format!("asm operand `{}`", op.name));
+                                    self.expect_ty(
+                                        &v.ty,
+                                        &Ty::Scalar(op.ty),
+                                        id.span,
+                                        &format!("asm operand `{}`", op.name),
+                                    );
                                 }
                             } else {
-                                self.errors.push(err("TYPE", op.expr.span, "asm outputs must be variables"));
+                                self.errors.push(err(
+                                    "TYPE",
+                                    op.expr.span,
+                                    "asm outputs must be variables",
+                                ));
                             }
                         }
                     }
@@ -1505,7 +1936,9 @@ impl<'a> Cx<'a> {
     }
 
     fn e_var(&mut self, id: &Ident, sink: &Sink) -> Ty {
-        let Some(vi) = self.use_var(id) else { return Ty::Err };
+        let Some(vi) = self.use_var(id) else {
+            return Ty::Err;
+        };
         let v = self.vars[vi].clone();
         if v.is_async {
             self.async_only(&v, id.span);
@@ -1514,7 +1947,12 @@ impl<'a> Cx<'a> {
         match v.ty {
             Ty::Ptr { .. } => {
                 self.errors.push(
-                    err("TYPE", id.span, format!("pointer `{}` used as a value", v.name)).help(format!("index it: `{}[i]`", v.name)),
+                    err(
+                        "TYPE",
+                        id.span,
+                        format!("pointer `{}` used as a value", v.name),
+                    )
+                    .help(format!("index it: `{}[i]`", v.name)),
                 );
                 Ty::Err
             }
@@ -1525,12 +1963,22 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn e_index(&mut self, e: &Expr, base: &Expr, indices: &[Expr], sink: &Sink, code: Perspective) -> Ty {
+    fn e_index(
+        &mut self,
+        e: &Expr,
+        base: &Expr,
+        indices: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
         let ExprKind::Var(id) = &base.kind else {
-            self.errors.push(err("TYPE", base.span, "only variables can be indexed"));
+            self.errors
+                .push(err("TYPE", base.span, "only variables can be indexed"));
             return Ty::Err;
         };
-        let Some(vi) = self.use_var(id) else { return Ty::Err };
+        let Some(vi) = self.use_var(id) else {
+            return Ty::Err;
+        };
         let v = self.vars[vi].clone();
         if v.is_async {
             self.async_only(&v, id.span);
@@ -1539,7 +1987,10 @@ impl<'a> Cx<'a> {
         self.index_arity(&v, indices, e.span);
         // Reads: the memory's (or array's) perspective must be readable at the sink (T-ARR-ACCESS).
         self.read_up(vi, id.span, sink);
-        let isink = Sink { id_target: None, ..sink.clone() };
+        let isink = Sink {
+            id_target: None,
+            ..sink.clone()
+        };
         for i in indices {
             let t = self.expr(i, &isink, code);
             self.expect_int(&t, i.span, "an index");
@@ -1554,7 +2005,11 @@ impl<'a> Cx<'a> {
             }
             Ty::Err => Ty::Err,
             other => {
-                self.errors.push(err("TYPE", id.span, format!("`{}` has type {other} and cannot be indexed", v.name)));
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!("`{}` has type {other} and cannot be indexed", v.name),
+                ));
                 Ty::Err
             }
         }
@@ -1565,7 +2020,11 @@ impl<'a> Cx<'a> {
         match (op, &t) {
             (_, Ty::Err) => Ty::Err,
             (UnOp::Neg, Ty::IntLit | Ty::FloatLit) => t,
-            (UnOp::Neg, Ty::Scalar(s)) if s.is_signed() || matches!(s, ScalarType::F32 | ScalarType::F64) => t,
+            (UnOp::Neg, Ty::Scalar(s))
+                if s.is_signed() || matches!(s, ScalarType::F32 | ScalarType::F64) =>
+            {
+                t
+            }
             (UnOp::Not, Ty::Scalar(s)) if s.is_int() || *s == ScalarType::Bool => t,
             (UnOp::Not, Ty::IntLit) => t,
             _ => {
@@ -1587,8 +2046,15 @@ impl<'a> Cx<'a> {
         let bad_half = |t: &Ty| matches!(t, Ty::Scalar(ScalarType::F16 | ScalarType::BF16));
         if bad_half(l) || bad_half(r) {
             self.errors.push(
-                err("TYPE", span, format!("arithmetic on {}: f16/bf16 are storage types", if bad_half(l) { l } else { r }))
-                    .help("convert to f32 first: `(x as f32) + ..`, and back with `as bf16`"),
+                err(
+                    "TYPE",
+                    span,
+                    format!(
+                        "arithmetic on {}: f16/bf16 are storage types",
+                        if bad_half(l) { l } else { r }
+                    ),
+                )
+                .help("convert to f32 first: `(x as f32) + ..`, and back with `as bf16`"),
             );
             return Ty::Err;
         }
@@ -1596,13 +2062,21 @@ impl<'a> Cx<'a> {
             BinOp::And | BinOp::Or => {
                 let b = Ty::Scalar(ScalarType::Bool);
                 if unify(l, &b).is_none() || unify(r, &b).is_none() {
-                    self.errors.push(err("TYPE", span, format!("`&&`/`||` need bool operands, found {l} and {r}")));
+                    self.errors.push(err(
+                        "TYPE",
+                        span,
+                        format!("`&&`/`||` need bool operands, found {l} and {r}"),
+                    ));
                 }
                 b
             }
             BinOp::Shl | BinOp::Shr => {
                 if !is_int(l) || !is_int(r) {
-                    self.errors.push(err("TYPE", span, format!("shifts need integer operands, found {l} and {r}")));
+                    self.errors.push(err(
+                        "TYPE",
+                        span,
+                        format!("shifts need integer operands, found {l} and {r}"),
+                    ));
                     return Ty::Err;
                 }
                 l.clone()
@@ -1610,20 +2084,29 @@ impl<'a> Cx<'a> {
             _ => {
                 let Some(t) = unify(l, r) else {
                     self.errors.push(
-                        err("TYPE", span, format!("mismatched types: {l} and {r}")).help("convert one side with `as`"),
+                        err("TYPE", span, format!("mismatched types: {l} and {r}"))
+                            .help("convert one side with `as`"),
                     );
                     return Ty::Err;
                 };
-                let cmp = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+                let cmp = matches!(
+                    op,
+                    BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+                );
                 let ok = match &t {
-                    Ty::Scalar(ScalarType::Bool) => cmp || matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor),
-                    Ty::Scalar(s) if s.is_float() => !matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor),
+                    Ty::Scalar(ScalarType::Bool) => {
+                        cmp || matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
+                    }
+                    Ty::Scalar(s) if s.is_float() => {
+                        !matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
+                    }
                     Ty::FloatLit => !matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor),
                     Ty::Scalar(_) | Ty::IntLit => true,
                     _ => false,
                 };
                 if !ok {
-                    self.errors.push(err("TYPE", span, format!("operator not defined on {t}")));
+                    self.errors
+                        .push(err("TYPE", span, format!("operator not defined on {t}")));
                     return Ty::Err;
                 }
                 if cmp {
@@ -1635,13 +2118,28 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn e_binary(&mut self, e: &Expr, op: BinOp, lhs: &Expr, rhs: &Expr, sink: &Sink, code: Perspective) -> Ty {
+    fn e_binary(
+        &mut self,
+        e: &Expr,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
         let l = self.expr(lhs, sink, code);
         let r = self.expr(rhs, sink, code);
         self.binop_types(op, &l, &r, e.span)
     }
 
-    fn e_cast(&mut self, e: &Expr, inner: &Expr, to: ScalarType, sink: &Sink, code: Perspective) -> Ty {
+    fn e_cast(
+        &mut self,
+        e: &Expr,
+        inner: &Expr,
+        to: ScalarType,
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
         let t = self.expr(inner, sink, code);
         let ok = match &t {
             Ty::Err => true,
@@ -1651,14 +2149,20 @@ impl<'a> Cx<'a> {
             _ => false,
         };
         if !ok {
-            self.errors.push(err("TYPE", e.span, format!("cannot cast {t} to {to}")).help("compare with `!= 0` to get a bool"));
+            self.errors.push(
+                err("TYPE", e.span, format!("cannot cast {t} to {to}"))
+                    .help("compare with `!= 0` to get a bool"),
+            );
             return Ty::Err;
         }
         Ty::Scalar(to)
     }
 
     fn e_array(&mut self, e: &Expr, items: &[Expr], sink: &Sink, code: Perspective) -> Ty {
-        let s2 = Sink { id_target: None, ..sink.clone() };
+        let s2 = Sink {
+            id_target: None,
+            ..sink.clone()
+        };
         let mut t = Ty::IntLit;
         let mut first = true;
         for it in items {
@@ -1669,22 +2173,40 @@ impl<'a> Cx<'a> {
             } else if let Some(u) = unify(&t, &ti) {
                 t = u;
             } else {
-                self.errors.push(err("TYPE", it.span, format!("array elements have different types: {t} and {ti}")));
+                self.errors.push(err(
+                    "TYPE",
+                    it.span,
+                    format!("array elements have different types: {t} and {ti}"),
+                ));
                 return Ty::Err;
             }
         }
         match scalar_of(&t) {
-            Some(s) => Ty::Array { elem: s, len: Some(items.len() as i64) },
+            Some(s) => Ty::Array {
+                elem: s,
+                len: Some(items.len() as i64),
+            },
             None => {
                 if t != Ty::Err {
-                    self.errors.push(err("TYPE", e.span, format!("array elements must be scalars, found {t}")));
+                    self.errors.push(err(
+                        "TYPE",
+                        e.span,
+                        format!("array elements must be scalars, found {t}"),
+                    ));
                 }
                 Ty::Err
             }
         }
     }
 
-    fn e_method(&mut self, recv: &Expr, method: &Ident, args: &[Expr], sink: &Sink, code: Perspective) -> Ty {
+    fn e_method(
+        &mut self,
+        recv: &Expr,
+        method: &Ident,
+        args: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
         let t = self.expr(recv, sink, code);
         let arity = match method.name.as_str() {
             "sqrt" | "rsqrt" | "exp2" | "log2" | "sin" | "cos" | "abs" => 0,
@@ -1692,14 +2214,26 @@ impl<'a> Cx<'a> {
             "fma" => 2,
             other => {
                 self.errors.push(
-                    err("UNKNOWN-FN", method.span, format!("unknown method `{other}`"))
-                        .help("math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma"),
+                    err(
+                        "UNKNOWN-FN",
+                        method.span,
+                        format!("unknown method `{other}`"),
+                    )
+                    .help("math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma"),
                 );
                 return Ty::Err;
             }
         };
         if args.len() != arity {
-            self.errors.push(err("TYPE", method.span, format!("`{}` takes {arity} argument(s), found {}", method.name, args.len())));
+            self.errors.push(err(
+                "TYPE",
+                method.span,
+                format!(
+                    "`{}` takes {arity} argument(s), found {}",
+                    method.name,
+                    args.len()
+                ),
+            ));
         }
         let float_only = !matches!(method.name.as_str(), "abs" | "min" | "max");
         let mut ty = t.clone();
@@ -1707,7 +2241,11 @@ impl<'a> Cx<'a> {
             let ta = self.expr(a, sink, code);
             match unify(&ty, &ta) {
                 Some(u) => ty = u,
-                None => self.errors.push(err("TYPE", a.span, format!("mismatched types: `{}` on {ty} with {ta}", method.name))),
+                None => self.errors.push(err(
+                    "TYPE",
+                    a.span,
+                    format!("mismatched types: `{}` on {ty} with {ta}", method.name),
+                )),
             }
         }
         let ok = match &ty {
@@ -1719,7 +2257,11 @@ impl<'a> Cx<'a> {
             _ => false,
         };
         if !ok {
-            let mut d = err("TYPE", method.span, format!("`{}` is not defined on {ty}", method.name));
+            let mut d = err(
+                "TYPE",
+                method.span,
+                format!("`{}` is not defined on {ty}", method.name),
+            );
             if matches!(ty, Ty::Scalar(ScalarType::F16 | ScalarType::BF16)) {
                 d = d.help("convert to f32 first: `(x as f32).sqrt()`");
             }
@@ -1731,11 +2273,25 @@ impl<'a> Cx<'a> {
 
     // --------------------------------------------------------------------------- calls
 
-    fn e_call(&mut self, e: &Expr, path: &[Ident], generics: &[Expr], args: &[Expr], sink: &Sink, code: Perspective) -> Ty {
-        let Some(name) = path.last() else { return Ty::Err };
+    fn e_call(
+        &mut self,
+        e: &Expr,
+        path: &[Ident],
+        generics: &[Expr],
+        args: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
+        let Some(name) = path.last() else {
+            return Ty::Err;
+        };
         if path.len() == 1 && INTRINSICS.contains(&name.name.as_str()) {
             if !generics.is_empty() {
-                self.errors.push(err("TYPE", name.span, format!("intrinsic `{}` takes no generic arguments", name.name)));
+                self.errors.push(err(
+                    "TYPE",
+                    name.span,
+                    format!("intrinsic `{}` takes no generic arguments", name.name),
+                ));
             }
             return self.intrinsic(e, name, args, sink, code);
         }
@@ -1743,23 +2299,41 @@ impl<'a> Cx<'a> {
         let Some(callee) = deps.iter().find(|d| d.name.name == name.name) else {
             let mut known: Vec<&str> = deps.iter().map(|d| d.name.name.as_str()).collect();
             known.sort();
-            let mut d = err("UNKNOWN-FN", name.span, format!("cannot find device function `{}`", name.name));
+            let mut d = err(
+                "UNKNOWN-FN",
+                name.span,
+                format!("cannot find device function `{}`", name.name),
+            );
             let close = known
                 .iter()
                 .chain(INTRINSICS.iter())
                 .find(|k| edit_distance(k, &name.name) <= 2)
                 .map(|s| s.to_string());
             d = match close {
-                Some(c) => d.help(format!("did you mean `{c}`? known device functions: {}", if known.is_empty() { "none".into() } else { known.join(", ") })),
+                Some(c) => d.help(format!(
+                    "did you mean `{c}`? known device functions: {}",
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    }
+                )),
                 None => d.help(format!(
                     "known device functions: {}; intrinsics: {}",
-                    if known.is_empty() { "none".into() } else { known.join(", ") },
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    },
                     INTRINSICS.join(", ")
                 )),
             };
             self.errors.push(d);
             for a in args {
-                let s2 = Sink { id_target: None, ..sink.clone() };
+                let s2 = Sink {
+                    id_target: None,
+                    ..sink.clone()
+                };
                 if !matches!(a.kind, ExprKind::Ref { .. }) {
                     self.expr(a, &s2, code);
                 }
@@ -1782,14 +2356,32 @@ impl<'a> Cx<'a> {
         code: Perspective,
     ) -> Ty {
         if callee.kind == FnKind::Kernel {
-            self.errors.push(err("T-FUNCTION-CALL", name.span, format!("`{}` is a kernel and cannot be called", name.name)).help("call `#[prism_device]` functions"));
+            self.errors.push(
+                err(
+                    "T-FUNCTION-CALL",
+                    name.span,
+                    format!("`{}` is a kernel and cannot be called", name.name),
+                )
+                .help("call `#[prism_device]` functions"),
+            );
             return Ty::Err;
         }
         if callee.name.name == self.f.name.name {
-            self.errors.push(err("T-FUNCTION-CALL", name.span, format!("recursive call of `{}`", name.name)).help("device functions are inlined: recursion is not supported"));
+            self.errors.push(
+                err(
+                    "T-FUNCTION-CALL",
+                    name.span,
+                    format!("recursive call of `{}`", name.name),
+                )
+                .help("device functions are inlined: recursion is not supported"),
+            );
             return Ty::Err;
         }
-        let ctop = callee.requires.first().map(|p| p.perspective).unwrap_or(Perspective::thread(1));
+        let ctop = callee
+            .requires
+            .first()
+            .map(|p| p.perspective)
+            .unwrap_or(Perspective::thread(1));
         if !self.le(ctop, code) {
             self.errors.push(
                 err(
@@ -1804,7 +2396,7 @@ impl<'a> Cx<'a> {
         // Inner thread requirements of a block-level callee must hold for the caller's threads per block.
         if ctop.level > Level::Thread {
             for p in &callee.requires {
-                if p.perspective.level == Level::Thread && self.t % p.perspective.n != 0 {
+                if p.perspective.level == Level::Thread && !self.t.is_multiple_of(p.perspective.n) {
                     self.errors.push(
                         err(
                             "T-FUNCTION-CALL",
@@ -1819,7 +2411,10 @@ impl<'a> Cx<'a> {
                         .help(format!("add {} to this function's `requires` or set `threads = N` with N a multiple of {}", p.perspective, p.perspective.n)),
                     );
                 }
-                if p.perspective.level == Level::Block && ctop.level == Level::Grid && self.b % p.perspective.n != 0 {
+                if p.perspective.level == Level::Block
+                    && ctop.level == Level::Grid
+                    && !self.b.is_multiple_of(p.perspective.n)
+                {
                     self.errors.push(err(
                         "T-FUNCTION-CALL",
                         name.span,
@@ -1834,7 +2429,12 @@ impl<'a> Cx<'a> {
             self.errors.push(err(
                 "TYPE",
                 name.span,
-                format!("`{}` takes {} const generic argument(s), found {}", name.name, callee.const_params.len(), generics.len()),
+                format!(
+                    "`{}` takes {} const generic argument(s), found {}",
+                    name.name,
+                    callee.const_params.len(),
+                    generics.len()
+                ),
             ));
         } else {
             for g in generics {
@@ -1842,7 +2442,11 @@ impl<'a> Cx<'a> {
             }
         }
         let callee_consts = |n: &str| -> Option<i64> {
-            callee.const_params.iter().position(|c| c.name.name == n).and_then(|i| gvals.get(i).copied().flatten())
+            callee
+                .const_params
+                .iter()
+                .position(|c| c.name.name == n)
+                .and_then(|i| gvals.get(i).copied().flatten())
         };
         // Shared memory of the callee (T-Function-Call: m' ≤ m).
         if let Some(bytes) = fn_smem(callee, &callee_consts, self.deps, 0) {
@@ -1852,7 +2456,12 @@ impl<'a> Cx<'a> {
             self.errors.push(err(
                 "TYPE",
                 name.span,
-                format!("`{}` takes {} argument(s), found {}", name.name, callee.params.len(), args.len()),
+                format!(
+                    "`{}` takes {} argument(s), found {}",
+                    name.name,
+                    callee.params.len(),
+                    args.len()
+                ),
             ));
         }
         for (a, p) in args.iter().zip(&callee.params) {
@@ -1881,24 +2490,56 @@ impl<'a> Cx<'a> {
     fn result_read_up(&mut self, span: Span, name: &str, rp: Perspective, sink: &Sink) {
         if !self.le(sink.p, rp) {
             self.errors.push(
-                err(sink.rule, span, format!("the result of `{name}` is at {rp} but is read into {}", sink.what))
-                    .help(format!("assign it to a variable at {rp} or narrower")),
+                err(
+                    sink.rule,
+                    span,
+                    format!(
+                        "the result of `{name}` is at {rp} but is read into {}",
+                        sink.what
+                    ),
+                )
+                .help(format!("assign it to a variable at {rp} or narrower")),
             );
         }
     }
 
     /// [CALL-ARG] scalars may be broader than the parameter; `*mut` pointers must match exactly; `*const`
     /// pointers may be broader; array references pass thread-local arrays (`&mut` exactly thread[1]).
-    fn call_arg(&mut self, fname: &Ident, a: &Expr, p: &Param, pat: Perspective, callee_consts: &dyn Fn(&str) -> Option<i64>, code: Perspective) {
+    fn call_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        pat: Perspective,
+        callee_consts: &dyn Fn(&str) -> Option<i64>,
+        code: Perspective,
+    ) {
         match &p.ty {
             Type::Scalar(s) => {
-                let sink = Sink { p: pat, rule: "CALL-ARG", what: format!("parameter `{}` of `{}` ({pat})", p.name, fname.name), id_target: None };
+                let sink = Sink {
+                    p: pat,
+                    rule: "CALL-ARG",
+                    what: format!("parameter `{}` of `{}` ({pat})", p.name, fname.name),
+                    id_target: None,
+                };
                 let t = self.expr(a, &sink, code);
-                self.expect_ty(&t, &Ty::Scalar(*s), a.span, &format!("parameter `{}` of `{}`", p.name, fname.name));
+                self.expect_ty(
+                    &t,
+                    &Ty::Scalar(*s),
+                    a.span,
+                    &format!("parameter `{}` of `{}`", p.name, fname.name),
+                );
             }
             Type::Ptr { elem, mutable } => {
                 let ExprKind::Var(id) = &a.kind else {
-                    self.errors.push(err("CALL-ARG", a.span, format!("parameter `{}` of `{}` is a pointer: pass a pointer variable", p.name, fname.name)));
+                    self.errors.push(err(
+                        "CALL-ARG",
+                        a.span,
+                        format!(
+                            "parameter `{}` of `{}` is a pointer: pass a pointer variable",
+                            p.name, fname.name
+                        ),
+                    ));
                     return;
                 };
                 let Some(vi) = self.use_var(id) else { return };
@@ -1907,18 +2548,44 @@ impl<'a> Cx<'a> {
                     self.async_only(&v, id.span);
                     return;
                 }
-                let Ty::Ptr { elem: ve, mutable: vm, space } = v.ty else {
+                let Ty::Ptr {
+                    elem: ve,
+                    mutable: vm,
+                    space,
+                } = v.ty
+                else {
                     if v.ty != Ty::Err {
-                        self.errors.push(err("TYPE", id.span, format!("parameter `{}` of `{}` is a pointer, but `{}` has type {}", p.name, fname.name, v.name, v.ty)));
+                        self.errors.push(err(
+                            "TYPE",
+                            id.span,
+                            format!(
+                                "parameter `{}` of `{}` is a pointer, but `{}` has type {}",
+                                p.name, fname.name, v.name, v.ty
+                            ),
+                        ));
                     }
                     return;
                 };
                 if ve != *elem {
-                    self.errors.push(err("TYPE", id.span, format!("parameter `{}` of `{}` points to {elem}, but `{}` points to {ve}", p.name, fname.name, v.name)));
+                    self.errors.push(err(
+                        "TYPE",
+                        id.span,
+                        format!(
+                            "parameter `{}` of `{}` points to {elem}, but `{}` points to {ve}",
+                            p.name, fname.name, v.name
+                        ),
+                    ));
                 }
                 if *mutable {
                     if !vm {
-                        self.errors.push(err("CONST", id.span, format!("`{}` is `*const` but parameter `{}` of `{}` is `*mut`", v.name, p.name, fname.name)));
+                        self.errors.push(err(
+                            "CONST",
+                            id.span,
+                            format!(
+                                "`{}` is `*const` but parameter `{}` of `{}` is `*mut`",
+                                v.name, p.name, fname.name
+                            ),
+                        ));
                     }
                     if v.at != pat {
                         self.errors.push(
@@ -1936,7 +2603,10 @@ impl<'a> Cx<'a> {
                         err(
                             "CALL-ARG",
                             id.span,
-                            format!("`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader", v.name, v.at, p.name, fname.name),
+                            format!(
+                                "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
+                                v.name, v.at, p.name, fname.name
+                            ),
                         )
                         .note(v.span, format!("`{}` declared here at {}", v.name, v.at)),
                     );
@@ -1951,11 +2621,22 @@ impl<'a> Cx<'a> {
                     // Forwarding an array-reference parameter as in Rust: `f(out)`.
                     ExprKind::Var(_) => (a, *mutable),
                     _ => {
-                        self.errors.push(err("CALL-ARG", a.span, format!("parameter `{}` of `{}` takes `&{}a` of a thread-local array", p.name, fname.name, if *mutable { "mut " } else { "" })));
+                        self.errors.push(err(
+                            "CALL-ARG",
+                            a.span,
+                            format!(
+                                "parameter `{}` of `{}` takes `&{}a` of a thread-local array",
+                                p.name,
+                                fname.name,
+                                if *mutable { "mut " } else { "" }
+                            ),
+                        ));
                         return;
                     }
                 };
-                let ExprKind::Var(id) = &inner.kind else { return };
+                let ExprKind::Var(id) = &inner.kind else {
+                    return;
+                };
                 let Some(vi) = self.use_var(id) else { return };
                 let v = self.vars[vi].clone();
                 let Ty::Array { elem: ve, len: vl } = v.ty else {
@@ -1981,10 +2662,20 @@ impl<'a> Cx<'a> {
                 }
                 if *mutable {
                     if !amut {
-                        self.errors.push(err("CALL-ARG", a.span, format!("parameter `{}` of `{}` is `&mut`: pass `&mut {}`", p.name, fname.name, v.name)));
+                        self.errors.push(err(
+                            "CALL-ARG",
+                            a.span,
+                            format!(
+                                "parameter `{}` of `{}` is `&mut`: pass `&mut {}`",
+                                p.name, fname.name, v.name
+                            ),
+                        ));
                     }
                     if !v.mutable {
-                        self.errors.push(err("MUT", id.span, format!("`{}` is not mutable", v.name)).help(format!("declare it `let mut {}`", v.name)));
+                        self.errors.push(
+                            err("MUT", id.span, format!("`{}` is not mutable", v.name))
+                                .help(format!("declare it `let mut {}`", v.name)),
+                        );
                     }
                     if v.at != pat {
                         self.errors.push(
@@ -2002,7 +2693,10 @@ impl<'a> Cx<'a> {
                     self.errors.push(err(
                         "CALL-ARG",
                         id.span,
-                        format!("`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader", v.name, v.at, p.name, fname.name),
+                        format!(
+                            "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
+                            v.name, v.at, p.name, fname.name
+                        ),
                     ));
                 }
             }
@@ -2012,7 +2706,14 @@ impl<'a> Cx<'a> {
 
     /// [INTRINSIC] intrinsics with perspective signatures (docs/SYNTAX.md); replicated when called from a
     /// broader perspective the required one divides.
-    fn intrinsic(&mut self, e: &Expr, name: &Ident, args: &[Expr], sink: &Sink, code: Perspective) -> Ty {
+    fn intrinsic(
+        &mut self,
+        e: &Expr,
+        name: &Ident,
+        args: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
         let n = name.name.as_str();
         let t1 = Perspective::thread(1);
         let w = Perspective::thread(32);
@@ -2024,24 +2725,40 @@ impl<'a> Cx<'a> {
                     format!("{p} does not divide {code} ({})", cx.t_desc())
                 };
                 cx.errors.push(
-                    err("INTRINSIC", name.span, format!("`{n}` requires {p} but is called from {code}: {why}"))
-                        .help(format!("call it inside `group({p}, || {{ .. }})` or a split arm of {p}")),
+                    err(
+                        "INTRINSIC",
+                        name.span,
+                        format!("`{n}` requires {p} but is called from {code}: {why}"),
+                    )
+                    .help(format!(
+                        "call it inside `group({p}, || {{ .. }})` or a split arm of {p}"
+                    )),
                 );
             }
         };
         let arity = |cx: &mut Self, k: usize| -> bool {
             if args.len() != k {
-                cx.errors.push(err("TYPE", name.span, format!("`{n}` takes {k} argument(s), found {}", args.len())));
+                cx.errors.push(err(
+                    "TYPE",
+                    name.span,
+                    format!("`{n}` takes {k} argument(s), found {}", args.len()),
+                ));
                 false
             } else {
                 true
             }
         };
-        let at = |p: Perspective, what: &str| Sink { p, rule: "CALL-ARG", what: format!("{what} of `{n}` ({p})"), id_target: None };
+        let at = |p: Perspective, what: &str| Sink {
+            p,
+            rule: "CALL-ARG",
+            what: format!("{what} of `{n}` ({p})"),
+            id_target: None,
+        };
         match n {
             "id" => {
                 if !args.is_empty() {
-                    self.errors.push(err("TYPE", name.span, "`id()` takes no arguments"));
+                    self.errors
+                        .push(err("TYPE", name.span, "`id()` takes no arguments"));
                 }
                 self.t_id(e, sink);
                 Ty::Scalar(ScalarType::U32)
@@ -2066,12 +2783,27 @@ impl<'a> Cx<'a> {
                     return Ty::Err;
                 }
                 let v = self.expr(&args[0], &at(t1, "the value"), code);
-                if !matches!(v, Ty::Scalar(ScalarType::U32 | ScalarType::I32 | ScalarType::F32) | Ty::IntLit | Ty::FloatLit | Ty::Err) {
-                    self.errors.push(err("TYPE", args[0].span, format!("`{n}` shuffles 32-bit values, found {v}")));
+                if !matches!(
+                    v,
+                    Ty::Scalar(ScalarType::U32 | ScalarType::I32 | ScalarType::F32)
+                        | Ty::IntLit
+                        | Ty::FloatLit
+                        | Ty::Err
+                ) {
+                    self.errors.push(err(
+                        "TYPE",
+                        args[0].span,
+                        format!("`{n}` shuffles 32-bit values, found {v}"),
+                    ));
                 }
                 let dp = if n == "shfl_idx" { t1 } else { w };
                 let d = self.expr(&args[1], &at(dp, "the lane argument"), code);
-                self.expect_ty(&d, &Ty::Scalar(ScalarType::U32), args[1].span, &format!("the lane argument of `{n}`"));
+                self.expect_ty(
+                    &d,
+                    &Ty::Scalar(ScalarType::U32),
+                    args[1].span,
+                    &format!("the lane argument of `{n}`"),
+                );
                 self.result_read_up(e.span, n, t1, sink);
                 match v {
                     Ty::IntLit => Ty::Scalar(ScalarType::I32),
@@ -2085,7 +2817,12 @@ impl<'a> Cx<'a> {
                     return Ty::Err;
                 }
                 let t = self.expr(&args[0], &at(t1, "the predicate"), code);
-                self.expect_ty(&t, &Ty::Scalar(ScalarType::Bool), args[0].span, &format!("the predicate of `{n}`"));
+                self.expect_ty(
+                    &t,
+                    &Ty::Scalar(ScalarType::Bool),
+                    args[0].span,
+                    &format!("the predicate of `{n}`"),
+                );
                 self.result_read_up(e.span, n, w, sink);
                 if n == "ballot" {
                     Ty::Scalar(ScalarType::U32)
@@ -2135,7 +2872,10 @@ impl<'a> Cx<'a> {
                     "ldmatrix_x2" => 2,
                     _ => 1,
                 };
-                Ty::Array { elem: ScalarType::U32, len: Some(k) }
+                Ty::Array {
+                    elem: ScalarType::U32,
+                    len: Some(k),
+                }
             }
             "load4" | "load2" => {
                 if !arity(self, 2) {
@@ -2161,21 +2901,39 @@ impl<'a> Cx<'a> {
                                     Some(elem)
                                 }
                                 _ => {
-                                    self.errors.push(err("TYPE", id.span, format!("`{n}` loads through a pointer, `{}` is {}", v.name, v.ty)));
+                                    self.errors.push(err(
+                                        "TYPE",
+                                        id.span,
+                                        format!(
+                                            "`{n}` loads through a pointer, `{}` is {}",
+                                            v.name, v.ty
+                                        ),
+                                    ));
                                     None
                                 }
                             }
                         })
                     }
                     _ => {
-                        self.errors.push(err("TYPE", args[0].span, format!("`{n}` takes a pointer variable")));
+                        self.errors.push(err(
+                            "TYPE",
+                            args[0].span,
+                            format!("`{n}` takes a pointer variable"),
+                        ));
                         None
                     }
                 };
-                let isink = Sink { id_target: None, ..sink.clone() };
+                let isink = Sink {
+                    id_target: None,
+                    ..sink.clone()
+                };
                 let i = self.expr(&args[1], &isink, code);
                 self.expect_int(&i, args[1].span, "an index");
-                elem.map(|el| Ty::Array { elem: el, len: Some(k) }).unwrap_or(Ty::Err)
+                elem.map(|el| Ty::Array {
+                    elem: el,
+                    len: Some(k),
+                })
+                .unwrap_or(Ty::Err)
             }
             "store4" | "store2" => {
                 if !arity(self, 3) {
@@ -2187,7 +2945,15 @@ impl<'a> Cx<'a> {
                 self.expect_int(&i, args[1].span, "an index");
                 let v = self.expr(&args[2], &at(t1, "the value"), code);
                 if let Some(el) = elem {
-                    self.expect_ty(&v, &Ty::Array { elem: el, len: Some(k) }, args[2].span, &format!("the value of `{n}`"));
+                    self.expect_ty(
+                        &v,
+                        &Ty::Array {
+                            elem: el,
+                            len: Some(k),
+                        },
+                        args[2].span,
+                        &format!("the value of `{n}`"),
+                    );
                 }
                 Ty::Unit
             }
@@ -2213,14 +2979,22 @@ impl<'a> Cx<'a> {
                             }
                         }
                     }
-                    _ => self.errors.push(err("ASYNC-ONLY", args[0].span, format!("the destination of `{n}` must be an `async_` name"))),
+                    _ => self.errors.push(err(
+                        "ASYNC-ONLY",
+                        args[0].span,
+                        format!("the destination of `{n}` must be an `async_` name"),
+                    )),
                 }
                 let i = self.expr(&args[1], &at(t1, "the destination index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 let src_elem = self.ptr_arg(name, &args[2], false, None, code);
                 if let (Some(a), Some(b)) = (dst_elem, src_elem) {
                     if a != b {
-                        self.errors.push(err("TYPE", args[2].span, format!("`{n}` copies {b} into {a}")));
+                        self.errors.push(err(
+                            "TYPE",
+                            args[2].span,
+                            format!("`{n}` copies {b} into {a}"),
+                        ));
                     }
                 }
                 let i = self.expr(&args[3], &at(t1, "the source index"), code);
@@ -2235,7 +3009,11 @@ impl<'a> Cx<'a> {
                     self.errors.push(err(
                         "INTRINSIC",
                         args[4].span,
-                        if n == "cp_async" { "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string() } else { "`cp_async_bulk` copies a constant multiple of 16 bytes".to_string() },
+                        if n == "cp_async" {
+                            "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string()
+                        } else {
+                            "`cp_async_bulk` copies a constant multiple of 16 bytes".to_string()
+                        },
                     ));
                 }
                 Ty::Unit
@@ -2245,9 +3023,20 @@ impl<'a> Cx<'a> {
     }
 
     /// A pointer argument of an intrinsic: `write` needs a mutable pointer at thread[1] ([STORE]/[CONST]).
-    fn ptr_arg(&mut self, fname: &Ident, a: &Expr, write: bool, space: Option<Space>, code: Perspective) -> Option<ScalarType> {
+    fn ptr_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        write: bool,
+        space: Option<Space>,
+        code: Perspective,
+    ) -> Option<ScalarType> {
         let ExprKind::Var(id) = &a.kind else {
-            self.errors.push(err("TYPE", a.span, format!("`{}` takes a pointer variable here", fname.name)));
+            self.errors.push(err(
+                "TYPE",
+                a.span,
+                format!("`{}` takes a pointer variable here", fname.name),
+            ));
             return None;
         };
         let vi = self.use_var(id)?;
@@ -2256,22 +3045,45 @@ impl<'a> Cx<'a> {
             self.async_only(&v, id.span);
             return None;
         }
-        let Ty::Ptr { elem, mutable, space: sp } = v.ty else {
+        let Ty::Ptr {
+            elem,
+            mutable,
+            space: sp,
+        } = v.ty
+        else {
             if v.ty != Ty::Err {
-                self.errors.push(err("TYPE", id.span, format!("`{}` takes a pointer, `{}` is {}", fname.name, v.name, v.ty)));
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!("`{}` takes a pointer, `{}` is {}", fname.name, v.name, v.ty),
+                ));
             }
             return None;
         };
         if let Some(want) = space {
             if want != sp {
-                self.errors.push(err("TYPE", id.span, format!("`{}` needs shared memory, `{}` is global memory", fname.name, v.name)));
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "`{}` needs shared memory, `{}` is global memory",
+                        fname.name, v.name
+                    ),
+                ));
             }
         }
         if write {
             if fname.name.starts_with("atomic") {
                 // Atomics may go through broader pointers (their point is concurrent access).
                 if !mutable {
-                    self.errors.push(err("CONST", id.span, format!("`{}` writes through `{}`, which is `*const`", fname.name, v.name)));
+                    self.errors.push(err(
+                        "CONST",
+                        id.span,
+                        format!(
+                            "`{}` writes through `{}`, which is `*const`",
+                            fname.name, v.name
+                        ),
+                    ));
                 }
                 if sp == Space::Shared {
                     self.arr_access_shared(&v, id.span, code);
@@ -2286,29 +3098,67 @@ impl<'a> Cx<'a> {
     }
 
     /// `&a`/`&mut a` of a thread-local `[elem; len]` for an intrinsic; `&mut` needs exactly thread[1].
-    fn array_ref_arg(&mut self, fname: &Ident, a: &Expr, mutable: bool, elem: ScalarType, len: i64, pname: &str) {
+    fn array_ref_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        mutable: bool,
+        elem: ScalarType,
+        len: i64,
+        pname: &str,
+    ) {
         let ExprKind::Ref { mutable: am, expr } = &a.kind else {
-            self.errors.push(err("CALL-ARG", a.span, format!("argument `{pname}` of `{}` is `&{}[{elem}; {len}]`", fname.name, if mutable { "mut " } else { "" })));
+            self.errors.push(err(
+                "CALL-ARG",
+                a.span,
+                format!(
+                    "argument `{pname}` of `{}` is `&{}[{elem}; {len}]`",
+                    fname.name,
+                    if mutable { "mut " } else { "" }
+                ),
+            ));
             return;
         };
-        let ExprKind::Var(id) = &expr.kind else { return };
+        let ExprKind::Var(id) = &expr.kind else {
+            return;
+        };
         let Some(vi) = self.use_var(id) else { return };
         let v = self.vars[vi].clone();
-        let want = Ty::Array { elem, len: Some(len) };
+        let want = Ty::Array {
+            elem,
+            len: Some(len),
+        };
         match &v.ty {
             Ty::Array { elem: ve, len: vl } if *ve == elem && vl.is_none_or(|l| l == len) => {}
             Ty::Err => return,
             other => {
-                self.errors.push(err("TYPE", id.span, format!("argument `{pname}` of `{}` must be {want}, `{}` is {other}", fname.name, v.name)));
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "argument `{pname}` of `{}` must be {want}, `{}` is {other}",
+                        fname.name, v.name
+                    ),
+                ));
                 return;
             }
         }
         if mutable {
             if !am {
-                self.errors.push(err("CALL-ARG", a.span, format!("argument `{pname}` of `{}` is written: pass `&mut {}`", fname.name, v.name)));
+                self.errors.push(err(
+                    "CALL-ARG",
+                    a.span,
+                    format!(
+                        "argument `{pname}` of `{}` is written: pass `&mut {}`",
+                        fname.name, v.name
+                    ),
+                ));
             }
             if !v.mutable {
-                self.errors.push(err("MUT", id.span, format!("`{}` is not mutable", v.name)).help(format!("declare it `let mut {}`", v.name)));
+                self.errors.push(
+                    err("MUT", id.span, format!("`{}` is not mutable", v.name))
+                        .help(format!("declare it `let mut {}`", v.name)),
+                );
             }
             if v.at != Perspective::thread(1) {
                 self.errors.push(
@@ -2336,7 +3186,12 @@ impl<'a> Cx<'a> {
 }
 
 /// Shared memory a callee needs: its declared `smem`, else its own allocations plus its largest callee's.
-fn fn_smem(f: &Function, consts: &dyn Fn(&str) -> Option<i64>, deps: &[Function], depth: u32) -> Option<u64> {
+fn fn_smem(
+    f: &Function,
+    consts: &dyn Fn(&str) -> Option<i64>,
+    deps: &[Function],
+    depth: u32,
+) -> Option<u64> {
     if depth > 16 {
         return None;
     }
@@ -2346,14 +3201,21 @@ fn fn_smem(f: &Function, consts: &dyn Fn(&str) -> Option<i64>, deps: &[Function]
     let mut own = 0u64;
     let mut callee = 0u64;
     walk_block(&f.body, &mut |s| {
-        if let StmtKind::Let { ty: Some(Type::Shared { elem, len }), .. } = &s.kind {
+        if let StmtKind::Let {
+            ty: Some(Type::Shared { elem, len }),
+            ..
+        } = &s.kind
+        {
             if let Ok(n) = eval_const(len, consts) {
                 own = align16(own) + (n.max(0) as u64) * elem.size() as u64;
             }
         }
     });
     walk_calls(&f.body, &mut |name, _| {
-        if let Some(c) = deps.iter().find(|d| d.name.name == name && d.name.name != f.name.name) {
+        if let Some(c) = deps
+            .iter()
+            .find(|d| d.name.name == name && d.name.name != f.name.name)
+        {
             if c.const_params.is_empty() {
                 if let Some(b) = fn_smem(c, &|_| None, deps, depth + 1) {
                     callee = callee.max(b);
@@ -2390,10 +3252,17 @@ fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
         (Ty::Err, _) | (_, Ty::Err) => Some(Ty::Err),
         (Ty::IntLit, Ty::IntLit) => Some(Ty::IntLit),
         (Ty::FloatLit, Ty::FloatLit) => Some(Ty::FloatLit),
-        (Ty::IntLit, Ty::Scalar(s)) | (Ty::Scalar(s), Ty::IntLit) if s.is_int() => Some(Ty::Scalar(*s)),
-        (Ty::FloatLit, Ty::Scalar(s)) | (Ty::Scalar(s), Ty::FloatLit) if s.is_float() => Some(Ty::Scalar(*s)),
+        (Ty::IntLit, Ty::Scalar(s)) | (Ty::Scalar(s), Ty::IntLit) if s.is_int() => {
+            Some(Ty::Scalar(*s))
+        }
+        (Ty::FloatLit, Ty::Scalar(s)) | (Ty::Scalar(s), Ty::FloatLit) if s.is_float() => {
+            Some(Ty::Scalar(*s))
+        }
         (Ty::Array { elem: x, len: l1 }, Ty::Array { elem: y, len: l2 }) if x == y => {
-            Some(Ty::Array { elem: *x, len: l1.or(*l2) })
+            Some(Ty::Array {
+                elem: *x,
+                len: l1.or(*l2),
+            })
         }
         (x, y) if x == y => Some(x.clone()),
         _ => None,
@@ -2427,7 +3296,9 @@ fn walk_var_idents(e: &Expr, f: &mut dyn FnMut(&Ident)) {
             walk_var_idents(base, f);
             indices.iter().for_each(|i| walk_var_idents(i, f));
         }
-        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => walk_var_idents(expr, f),
+        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
+            walk_var_idents(expr, f)
+        }
         ExprKind::Binary { lhs, rhs, .. } => {
             walk_var_idents(lhs, f);
             walk_var_idents(rhs, f);
@@ -2445,7 +3316,11 @@ fn walk_var_idents(e: &Expr, f: &mut dyn FnMut(&Ident)) {
             walk_var_idents(value, f);
             walk_var_idents(len, f);
         }
-        ExprKind::Select { cond, then_value, else_value } => {
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => {
             walk_var_idents(cond, f);
             walk_var_idents(then_value, f);
             walk_var_idents(else_value, f);
@@ -2457,7 +3332,11 @@ fn walk_block(b: &Block, f: &mut dyn FnMut(&Stmt)) {
     for s in &b.stmts {
         f(s);
         match &s.kind {
-            StmtKind::If { then_block, else_block, .. } => {
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
                 walk_block(then_block, f);
                 if let Some(e) = else_block {
                     walk_block(e, f);

@@ -6,7 +6,12 @@ use prism_core::check::check_function;
 use prism_core::parse::parse_source;
 
 fn parse(src: &str) -> Vec<Function> {
-    parse_source(src).unwrap_or_else(|e| panic!("parse: {:#?}", e.iter().map(|d| d.text()).collect::<Vec<_>>()))
+    parse_source(src).unwrap_or_else(|e| {
+        panic!(
+            "parse: {:#?}",
+            e.iter().map(|d| d.text()).collect::<Vec<_>>()
+        )
+    })
 }
 
 /// Checks every function of `src` with all the others as dependencies; returns them checked.
@@ -15,7 +20,13 @@ fn check_all(src: &str) -> Vec<prism_core::check::Checked> {
     fs.iter()
         .map(|f| {
             check_function(f, &fs).unwrap_or_else(|e| {
-                panic!("{}: {:#?}", f.name, e.iter().map(|d| format!("{} at {:?}", d.text(), d.span.start())).collect::<Vec<_>>())
+                panic!(
+                    "{}: {:#?}",
+                    f.name,
+                    e.iter()
+                        .map(|d| format!("{} at {:?}", d.text(), d.span.start()))
+                        .collect::<Vec<_>>()
+                )
             })
         })
         .collect()
@@ -42,8 +53,19 @@ fn fig6_mma_tf32_and_its_smem_layout() {
     assert_eq!(inst.smem_bytes, 1280);
     assert_eq!(inst.threads_multiple_of, 32);
     assert_eq!(inst.threads_exact, None);
-    let layout: Vec<(&str, u32, u32)> = inst.shared.iter().map(|s| (s.name.as_str(), s.offset, s.bytes)).collect();
-    assert_eq!(layout, vec![("a_smem", 0, 512), ("b_smem", 512, 256), ("c_smem", 768, 512)]);
+    let layout: Vec<(&str, u32, u32)> = inst
+        .shared
+        .iter()
+        .map(|s| (s.name.as_str(), s.offset, s.bytes))
+        .collect();
+    assert_eq!(
+        layout,
+        vec![
+            ("a_smem", 0, 512),
+            ("b_smem", 512, 256),
+            ("c_smem", 768, 512)
+        ]
+    );
 }
 
 #[test]
@@ -69,8 +91,17 @@ fn fig6_check_time() {
 #[test]
 fn cub_load_store_chain() {
     let c = check_all(include_str!("programs/cub_load_store.rs"));
-    let k = c.iter().find(|c| c.function.name.name == "block_copy").unwrap();
-    assert_eq!(k.instances.iter().map(|i| i.values.clone()).collect::<Vec<_>>(), vec![vec![1], vec![4]]);
+    let k = c
+        .iter()
+        .find(|c| c.function.name.name == "block_copy")
+        .unwrap();
+    assert_eq!(
+        k.instances
+            .iter()
+            .map(|i| i.values.clone())
+            .collect::<Vec<_>>(),
+        vec![vec![1], vec![4]]
+    );
     assert_eq!(k.instances[0].threads_exact, Some(128));
     assert_eq!(k.instances[0].threads_multiple_of, 32);
 }
