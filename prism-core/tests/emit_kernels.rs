@@ -596,3 +596,130 @@ pub fn twice(y: *mut f32) {
     let d = emit_errors(src);
     assert!(d.iter().any(|d| d.rule == "SYNC-GRID"), "{}", texts(&d));
 }
+
+const STAGED: &str = r#"
+#[prism_device(requires(thread[64]))]
+pub fn half_reverse(#[at(thread[64])] src: *const f32, #[at(thread[64])] dst: *mut f32, #[at(thread[64])] base: u32) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(dst, thread[1], |j| t + j, |d_t| {
+        group(thread[1], || {
+            d_t[0] = src[base + 63 - t];
+        });
+    });
+}
+
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 512)]
+pub fn staged(x: *const f32, y: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(y, block[1], |j| b * 128 + j, |y_blk| {
+        group(block[1], || {
+            let s: Shared<[f32; 128]>;
+            #[at(thread[1])]
+            let t: u32 = id();
+            async_(s, |s_async| {
+                group(thread[1], || {
+                    cp_async(s_async, t, x, b * 128 + t, 4);
+                });
+            });
+            #[at(thread[64])]
+            let h: u32 = id();
+            partition(y_blk, thread[64], |j| h * 64 + j, |y_h| {
+                group(thread[64], || {
+                    half_reverse(s, y_h, h * 64);
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn async_copy_and_named_barrier() {
+    let k = one(STAGED);
+    assert!(k.ptx.contains("cp.async.ca.shared.global"), "{}", k.ptx);
+    assert!(k.ptx.contains("cp.async.commit_group;"));
+    assert!(k.ptx.contains("cp.async.wait_all;"));
+    // The thread[64] target is synchronized with a named barrier per half block.
+    assert!(
+        k.ptx
+            .lines()
+            .any(|l| l.trim().starts_with("bar.sync %r") && l.trim().ends_with(", 64;")),
+        "{}",
+        k.ptx
+    );
+    let x = random(2 * 128, 17);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = buf(&mut emu, &f32_bytes(&x));
+    let dy = buf(&mut emu, &f32_bytes(&[f32::NAN; 256]));
+    launch(
+        &mut emu,
+        &k,
+        2,
+        128,
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],
+    );
+    let y = to_f32(&emu.read(dy, 256 * 4).expect("read"));
+    for (i, v) in y.iter().enumerate() {
+        let (blk, t) = (i / 128, i % 128);
+        let (h, r) = (t / 64, t % 64);
+        assert_eq!(*v, x[blk * 128 + h * 64 + 63 - r], "y[{i}]");
+    }
+}
+
+const LDMATRIX: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 32, smem = 512)]
+pub fn ldm(y: *mut u32) {
+    #[at(thread[1])]
+    let g: u32 = id();
+    partition(y, thread[1], |j| g * 4 + j, |y_t| {
+        group(block[1], || {
+            let s: Shared<[f16; 256]>;
+            #[at(thread[1])]
+            let t: u32 = id();
+            partition(s, thread[1], |j| t * 8 + j, |s_t| {
+                group(thread[1], || {
+                    for j in 0..8 {
+                        s_t[j] = (t * 8 + j) as f32 as f16;
+                    }
+                });
+            });
+            group(thread[32], || {
+                #[at(thread[1])]
+                let l: u32 = id();
+                #[at(thread[1])]
+                let r: [u32; 4] = ldmatrix_x4(s, l * 8);
+                group(thread[1], || {
+                    store4(y_t, 0, r);
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn ldmatrix_x4_fragments() {
+    use half::f16;
+    let k = one(LDMATRIX);
+    assert!(
+        k.ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+        "{}",
+        k.ptx
+    );
+    assert!(k.ptx.contains("st.shared.b16"));
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dy = buf(&mut emu, &u32_bytes(&[0xdead_beef; 128]));
+    launch(&mut emu, &k, 1, 32, &[ParamValue::Ptr(dy)]);
+    let y = to_u32(&emu.read(dy, 128 * 4).expect("read"));
+    // Lane L, register q: row L/4, columns 2(L%4) and +1 of matrix q (rows addressed by lanes 8q..8q+7).
+    for l in 0..32usize {
+        for q in 0..4usize {
+            let e = 64 * q + 8 * (l / 4) + 2 * (l % 4);
+            let want = f16::from_f32(e as f32).to_bits() as u32
+                | (f16::from_f32((e + 1) as f32).to_bits() as u32) << 16;
+            assert_eq!(y[l * 4 + q], want, "lane {l} reg {q}");
+        }
+    }
+}
