@@ -74,12 +74,20 @@ fn signature_doc(f: &Function, item: &syn::ItemFn) -> String {
 /// Callback macros and the documentation item. `f` is `None` when the function did not parse (the macros are
 /// still emitted so callers get a precise error).
 pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> TokenStream {
-    let Ok(parsed) = syn::parse2::<syn::ItemFn>(item.clone()) else {
-        return TokenStream::new();
+    let parsed = syn::parse2::<syn::ItemFn>(item.clone()).ok();
+    // When the item does not parse, its name and `pub` are still found by scanning the tokens, so the
+    // callback macros exist and callers get "`f` has errors" rather than "cannot find macro".
+    let (name, is_pub) = match &parsed {
+        Some(p) => (
+            p.sig.ident.clone(),
+            matches!(p.vis, syn::Visibility::Public(_)),
+        ),
+        None => match scan_name(item) {
+            Some(x) => x,
+            None => return TokenStream::new(),
+        },
     };
-    let name = &parsed.sig.ident;
-    let vis = &parsed.vis;
-    let is_pub = matches!(vis, syn::Visibility::Public(_));
+    let name = &name;
     let krate = current_crate();
     let local = Ident::new(&format!("__prism_local_{name}"), Span::call_site());
     let exported = Ident::new(&format!("__prism_device_{name}"), Span::call_site());
@@ -103,6 +111,8 @@ pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> To
             }
         });
     }
+    let Some(parsed) = parsed else { return out };
+    let vis = &parsed.vis;
     let docs: Vec<&syn::Attribute> = parsed
         .attrs
         .iter()
@@ -116,4 +126,23 @@ pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> To
         #vis struct #name;
     });
     out
+}
+
+/// `fn <name>` and whether a top-level `pub` precedes it, from raw tokens.
+fn scan_name(item: &TokenStream) -> Option<(Ident, bool)> {
+    let toks: Vec<proc_macro2::TokenTree> = item.clone().into_iter().collect();
+    let mut is_pub = false;
+    for w in toks.windows(2) {
+        if let proc_macro2::TokenTree::Ident(i) = &w[0] {
+            if i == "pub" {
+                is_pub = true;
+            }
+            if i == "fn" {
+                if let proc_macro2::TokenTree::Ident(n) = &w[1] {
+                    return Some((n.clone(), is_pub));
+                }
+            }
+        }
+    }
+    None
 }

@@ -436,19 +436,20 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
     let pname = &p.name;
     match &p.kind {
         ParamKind::Scalar(t) => {
-            let (ty, variant) =
-                match t {
-                    ScalarType::Bool => (quote!(bool), quote!(Bool)),
-                    ScalarType::F16 | ScalarType::BF16 => return Err(Diagnostic::new(
+            let (ty, variant) = match t {
+                ScalarType::Bool => (quote!(bool), quote!(Bool)),
+                ScalarType::F16 | ScalarType::BF16 => {
+                    return Err(Diagnostic::new(
                         "LAUNCH",
                         span,
                         format!(
                             "kernel parameter `{pname}`: {t} scalars cannot be passed to a kernel"
                         ),
                     )
-                    .help("pass the value as f32 and convert inside the kernel (`x as bf16`)")),
-                    _ => elem_tokens(*t).expect("non-bool scalar"),
-                };
+                    .help("pass the value as f32 and convert inside the kernel (`x as bf16`)"))
+                }
+                _ => elem_tokens(*t).expect("non-bool scalar"),
+            };
             Ok(LaunchParam {
                 decl: quote!(#name: #ty),
                 arg: quote!(::prism_runtime::KernelArg::#variant(#name)),
