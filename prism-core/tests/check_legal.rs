@@ -187,3 +187,30 @@ fn more_legal_constructs() {
     assert_eq!(k.instances[0].threads_multiple_of, 128);
     assert_eq!(k.instances[0].smem_bytes, 8192);
 }
+
+/// Mutated fixtures that still parse must be checked without panicking (errors are fine).
+#[test]
+fn mutations_never_panic_in_check() {
+    for src in [
+        include_str!("programs/fig6_mma_tf32.rs"),
+        include_str!("programs/cub_load_store.rs"),
+    ] {
+        let toks: Vec<&str> = src.split_whitespace().collect();
+        for i in 0..toks.len() {
+            let mut t = toks.clone();
+            t.remove(i);
+            if let Ok(fs) = parse_source(&t.join(" ")) {
+                for f in &fs {
+                    let _ = check_function(f, &fs);
+                }
+            }
+        }
+    }
+    // The deepest expression the parser accepts is also fine for the checker on a test thread.
+    let deep = format!(
+        "#[prism_kernel(requires(grid[1]))] fn k() {{ let x: u32 = 1{}; }}",
+        " + 1".repeat(120)
+    );
+    let fs = parse(&deep);
+    check_function(&fs[0], &fs).unwrap();
+}
