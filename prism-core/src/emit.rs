@@ -205,6 +205,7 @@ fn emit_instance(f: &Function, inst: &[i64], deps: &[Function]) -> R<CompiledKer
         thr: Val::Reg(tid, ScalarType::U32),
     };
     em.group_into(top)?;
+    em.smem_callee_base = em.own_smem(&f.body)?;
     em.block(&f.body)?;
     em.line("ret;".to_string());
 
@@ -489,7 +490,12 @@ struct Em<'a> {
     t: Val,
     tid: Val,
     smem_reg: Option<String>,
-    /// Bytes of shared memory laid out so far.
+    /// Next offset for an allocation of the function being emitted (its own allocations, in order).
+    smem_next: u32,
+    /// Where the shared allocations of functions called from the current one begin: the end of its own
+    /// (16-byte aligned). Callees overlay each other there, as the checker's budget assumes.
+    smem_callee_base: u32,
+    /// End of the furthest allocation: the kernel's dynamic shared memory.
     smem_top: u32,
     loops: Vec<LoopLabels>,
     /// Perspective of the variable the current expression is assigned to (for `id()`, §3.5).
@@ -515,6 +521,8 @@ impl<'a> Em<'a> {
             t: Val::imm_u32(1),
             tid: Val::imm_u32(0),
             smem_reg: None,
+            smem_next: 0,
+            smem_callee_base: 0,
             smem_top: 0,
             loops: Vec::new(),
             id_target: None,
@@ -1048,6 +1056,35 @@ impl<'a> Em<'a> {
         r.map(|_| ())
     }
 
+    /// Bytes of the shared allocations written in `b` itself (callees excluded), each 16-byte aligned, in
+    /// order: the same layout `let_stmt` produces.
+    fn own_smem(&self, b: &Block) -> R<u32> {
+        fn walk(em: &Em, b: &Block, acc: &mut u32) -> R<()> {
+            for s in &b.stmts {
+                if let StmtKind::Let {
+                    ty: Some(Type::Shared { elem, len }),
+                    ..
+                } = &s.kind
+                {
+                    let n = em.const_u32(len)?;
+                    *acc = acc.div_ceil(16) * 16 + n.saturating_mul(elem.size());
+                } else {
+                    let mut r = Ok(());
+                    for_each_block(s, &mut |inner| {
+                        if r.is_ok() {
+                            r = walk(em, inner, acc);
+                        }
+                    });
+                    r?;
+                }
+            }
+            Ok(())
+        }
+        let mut acc = 0;
+        walk(self, b, &mut acc)?;
+        Ok(acc.div_ceil(16) * 16)
+    }
+
     fn let_stmt(
         &mut self,
         name: &Ident,
@@ -1063,10 +1100,11 @@ impl<'a> Em<'a> {
             let bytes = n
                 .checked_mul(elem.size())
                 .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
-            let off = self.smem_top.div_ceil(16) * 16;
-            self.smem_top = off
+            let off = self.smem_next.div_ceil(16) * 16;
+            self.smem_next = off
                 .checked_add(bytes)
                 .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
+            self.smem_top = self.smem_top.max(self.smem_next);
             let view = View {
                 space: Space::Shared,
                 base: Val::imm_u32(off),
@@ -2766,8 +2804,17 @@ impl<'a> Em<'a> {
         let saved_loops = std::mem::take(&mut self.loops);
         let saved_target = self.id_target.take();
         self.depth += 1;
+        // The callee's own allocations start where the caller's callees go (they overlay each other).
+        let saved_smem = (self.smem_next, self.smem_callee_base);
+        self.smem_next = self.smem_callee_base;
+        let r = self
+            .own_smem(&f.body)
+            .map(|own| self.smem_callee_base += own);
         // The callee runs at its top perspective; from a broader one it is replicated (rank mod size).
-        let r = self.group_into(top).and_then(|_| self.block(&f.body));
+        let r = r
+            .and_then(|_| self.group_into(top))
+            .and_then(|_| self.block(&f.body));
+        (self.smem_next, self.smem_callee_base) = saved_smem;
         self.depth -= 1;
         self.env = saved_env;
         self.ctx = saved_ctx;

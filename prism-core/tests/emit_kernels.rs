@@ -723,3 +723,66 @@ fn ldmatrix_x4_fragments() {
         }
     }
 }
+
+const TWO_CALLEES: &str = r#"
+#[prism_device(requires(block[1], thread[32]), smem = 512)]
+pub fn stage_add(#[at(block[1])] x: *const f32, #[at(block[1])] y: *mut f32, #[at(block[1])] c: f32) {
+    let s: Shared<[f32; 128]>;
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(s, thread[1], |j| t + j, |s_t| {
+        group(thread[1], || {
+            s_t[0] = x[t] + c;
+        });
+    });
+    partition(y, thread[1], |j| t + j, |y_t| {
+        group(thread[1], || {
+            y_t[0] = s[127 - t];
+        });
+    });
+}
+
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 528)]
+pub fn two_calls(x: *const f32, y: *mut f32, z: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(y, block[1], |j| b * 128 + j, |y_blk| {
+        partition(z, block[1], |j| b * 128 + j, |z_blk| {
+            group(block[1], || {
+                let flag: Shared<[u32; 1]>;
+                stage_add(x, y_blk, 1.0);
+                stage_add(x, z_blk, 2.0);
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn callee_shared_memory_overlays() {
+    let k = one(TWO_CALLEES);
+    // 16 bytes own (1 u32, aligned), then the callees' 512 overlaid: 528, as the checker budgets.
+    assert_eq!(k.contract.smem_bytes, 528);
+    let x = random(128, 19);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = buf(&mut emu, &f32_bytes(&x));
+    let dy = buf(&mut emu, &f32_bytes(&[f32::NAN; 128]));
+    let dz = buf(&mut emu, &f32_bytes(&[f32::NAN; 128]));
+    launch(
+        &mut emu,
+        &k,
+        1,
+        128,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dy),
+            ParamValue::Ptr(dz),
+        ],
+    );
+    let y = to_f32(&emu.read(dy, 512).expect("read"));
+    let z = to_f32(&emu.read(dz, 512).expect("read"));
+    for t in 0..128 {
+        assert_eq!(y[t], x[127 - t] + 1.0, "y[{t}]");
+        assert_eq!(z[t], x[127 - t] + 2.0, "z[{t}]");
+    }
+}

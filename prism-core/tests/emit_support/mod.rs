@@ -25,6 +25,22 @@ pub fn compile_fns(fns: &[Function]) -> Vec<CompiledKernel> {
             .unwrap_or_else(|d| panic!("check of `{}` failed: {}", k.name, texts(&d)));
         let ks = prism_core::emit::emit_kernel(&checked, &deps)
             .unwrap_or_else(|d| panic!("emit of `{}` failed: {}", k.name, texts(&d)));
+        // The emitter lays shared memory out exactly as the checker budgets it.
+        assert_eq!(ks.len(), checked.instances.len());
+        for (c, i) in ks.iter().zip(&checked.instances) {
+            assert_eq!(c.instance, i.values);
+            assert_eq!(c.contract.smem_bytes, i.smem_bytes, "smem of `{}`", c.entry);
+            assert_eq!(
+                c.contract.threads_exact, i.threads_exact,
+                "threads of `{}`",
+                c.entry
+            );
+            assert_eq!(
+                c.contract.threads_multiple_of, i.threads_multiple_of,
+                "{}",
+                c.entry
+            );
+        }
         out.extend(ks);
     }
     out
