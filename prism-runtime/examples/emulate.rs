@@ -4,6 +4,7 @@
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = prism_runtime::emu::cli::run_cli(&args, &mut std::io::stdout(), &mut std::io::stderr());
+    let code =
+        prism_runtime::emu::cli::run_cli(&args, &mut std::io::stdout(), &mut std::io::stderr());
     std::process::exit(code);
 }

@@ -65,7 +65,13 @@ SKIP:
 
 fn line(needle: &str, after: &str) -> usize {
     let start = PTX.lines().position(|l| l.contains(after)).unwrap();
-    PTX.lines().enumerate().skip(start).find(|(_, l)| l.contains(needle)).unwrap().0 + 1
+    PTX.lines()
+        .enumerate()
+        .skip(start)
+        .find(|(_, l)| l.contains(needle))
+        .unwrap()
+        .0
+        + 1
 }
 
 #[test]
@@ -73,31 +79,127 @@ fn coalesced_vs_strided_global_loads() {
     let m = Module::parse(PTX).unwrap();
     let mut e = Emulator::new(EmuConfig::default());
     let buf = e.alloc(32 * 32 * 4);
-    let r1 = e.launch(&m, "gload", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(buf), ParamValue::U32(1)]).unwrap();
-    assert_eq!((r1.counters.global_accesses, r1.counters.global_sectors, r1.counters.global_transactions), (1, 4, 1));
-    let r32 = e.launch(&m, "gload", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(buf), ParamValue::U32(32)]).unwrap();
-    assert_eq!((r32.counters.global_accesses, r32.counters.global_sectors, r32.counters.global_transactions), (1, 32, 32));
+    let r1 = e
+        .launch(
+            &m,
+            "gload",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(buf), ParamValue::U32(1)],
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            r1.counters.global_accesses,
+            r1.counters.global_sectors,
+            r1.counters.global_transactions
+        ),
+        (1, 4, 1)
+    );
+    let r32 = e
+        .launch(
+            &m,
+            "gload",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(buf), ParamValue::U32(32)],
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            r32.counters.global_accesses,
+            r32.counters.global_sectors,
+            r32.counters.global_transactions
+        ),
+        (1, 32, 32)
+    );
     // per-instruction attribution
     let ld = line("ld.global.f32", ".entry gload");
-    let pi = r32.per_instruction.iter().find(|p| p.ptx_line == ld).unwrap();
+    let pi = r32
+        .per_instruction
+        .iter()
+        .find(|p| p.ptx_line == ld)
+        .unwrap();
     assert_eq!((pi.warp_instructions, pi.global_sectors), (1, 32));
     // two warps: 8 sectors in total when coalesced
-    let r = e.launch(&m, "gload", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(buf), ParamValue::U32(1)]).unwrap();
-    assert_eq!((r.counters.global_accesses, r.counters.global_sectors), (2, 8));
+    let r = e
+        .launch(
+            &m,
+            "gload",
+            [1, 1, 1],
+            [64, 1, 1],
+            0,
+            &[ParamValue::Ptr(buf), ParamValue::U32(1)],
+        )
+        .unwrap();
+    assert_eq!(
+        (r.counters.global_accesses, r.counters.global_sectors),
+        (2, 8)
+    );
 }
 
 #[test]
 fn shared_bank_conflicts_stride_32_vs_33() {
     let m = Module::parse(PTX).unwrap();
     let mut e = Emulator::new(EmuConfig::default());
-    let r32 = e.launch(&m, "sstore", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(32)]).unwrap();
-    assert_eq!((r32.counters.shared_accesses, r32.counters.shared_bank_conflict_degree_sum), (1, 32));
-    let r33 = e.launch(&m, "sstore", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(33)]).unwrap();
-    assert_eq!((r33.counters.shared_accesses, r33.counters.shared_bank_conflict_degree_sum), (1, 1));
-    let r1 = e.launch(&m, "sstore", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(1)]).unwrap();
+    let r32 = e
+        .launch(
+            &m,
+            "sstore",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::U32(32)],
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            r32.counters.shared_accesses,
+            r32.counters.shared_bank_conflict_degree_sum
+        ),
+        (1, 32)
+    );
+    let r33 = e
+        .launch(
+            &m,
+            "sstore",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::U32(33)],
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            r33.counters.shared_accesses,
+            r33.counters.shared_bank_conflict_degree_sum
+        ),
+        (1, 1)
+    );
+    let r1 = e
+        .launch(
+            &m,
+            "sstore",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::U32(1)],
+        )
+        .unwrap();
     assert_eq!(r1.counters.shared_bank_conflict_degree_sum, 1);
     // broadcast: all lanes hit the same word -> no conflict
-    let r0 = e.launch(&m, "sstore", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(2)]).unwrap();
+    let r0 = e
+        .launch(
+            &m,
+            "sstore",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::U32(2)],
+        )
+        .unwrap();
     assert_eq!(r0.counters.shared_bank_conflict_degree_sum, 2);
 }
 
@@ -105,23 +207,80 @@ fn shared_bank_conflicts_stride_32_vs_33() {
 fn divergent_vs_uniform_branches() {
     let m = Module::parse(PTX).unwrap();
     for mode in [WarpMode::Independent, WarpMode::Lockstep] {
-        let mut e = Emulator::new(EmuConfig { warp_mode: mode, ..EmuConfig::default() });
+        let mut e = Emulator::new(EmuConfig {
+            warp_mode: mode,
+            ..EmuConfig::default()
+        });
         let out = e.alloc(2 * 64 * 4);
-        let div = e.launch(&m, "branchy", [2, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::U32(1)]).unwrap();
+        let div = e
+            .launch(
+                &m,
+                "branchy",
+                [2, 1, 1],
+                [64, 1, 1],
+                0,
+                &[ParamValue::Ptr(out), ParamValue::U32(1)],
+            )
+            .unwrap();
         // 2 blocks x 2 warps, each warp diverges once on tid % 2
         assert_eq!(div.counters.divergent_branches, 4);
         let bra = line("@%p1 bra", ".entry branchy");
-        assert_eq!(div.per_instruction.iter().find(|p| p.ptx_line == bra).unwrap().divergent_branches, 4);
-        let got: Vec<u32> = e.read(out, 64 * 4).unwrap().chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
-        assert_eq!(got, (0..64).map(|t| if t % 2 == 1 { 9 } else { 7 }).collect::<Vec<_>>());
-        let uni = e.launch(&m, "branchy", [2, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::U32(0)]).unwrap();
+        assert_eq!(
+            div.per_instruction
+                .iter()
+                .find(|p| p.ptx_line == bra)
+                .unwrap()
+                .divergent_branches,
+            4
+        );
+        let got: Vec<u32> = e
+            .read(out, 64 * 4)
+            .unwrap()
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            (0..64)
+                .map(|t| if t % 2 == 1 { 9 } else { 7 })
+                .collect::<Vec<_>>()
+        );
+        let uni = e
+            .launch(
+                &m,
+                "branchy",
+                [2, 1, 1],
+                [64, 1, 1],
+                0,
+                &[ParamValue::Ptr(out), ParamValue::U32(0)],
+            )
+            .unwrap();
         assert_eq!(uni.counters.divergent_branches, 0);
         // reconvergence: the store after the join executes once per warp in both modes
         let st = line("st.global.u32", ".entry branchy");
-        assert_eq!(div.per_instruction.iter().find(|p| p.ptx_line == st).unwrap().warp_instructions, 4);
+        assert_eq!(
+            div.per_instruction
+                .iter()
+                .find(|p| p.ptx_line == st)
+                .unwrap()
+                .warp_instructions,
+            4
+        );
         let mov9 = line("mov.u32 %r6, 9", ".entry branchy");
-        let pi = |r: &LaunchReport| r.per_instruction.iter().find(|p| p.ptx_line == mov9).unwrap().clone();
-        assert_eq!((pi(&div).warp_instructions, pi(&div).thread_instructions), (4, 64));
-        assert_eq!((pi(&uni).warp_instructions, pi(&uni).thread_instructions), (2, 64));
+        let pi = |r: &LaunchReport| {
+            r.per_instruction
+                .iter()
+                .find(|p| p.ptx_line == mov9)
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(
+            (pi(&div).warp_instructions, pi(&div).thread_instructions),
+            (4, 64)
+        );
+        assert_eq!(
+            (pi(&uni).warp_instructions, pi(&uni).thread_instructions),
+            (2, 64)
+        );
     }
 }

@@ -4,13 +4,23 @@
 use prism_runtime::emu::*;
 
 fn src() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/faults.ptx")).unwrap()
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/faults.ptx"
+    ))
+    .unwrap()
 }
 
 /// 1-based line of the `nth` line containing `needle` at or after the line containing `after`.
 fn line_of(src: &str, after: &str, needle: &str, nth: usize) -> usize {
     let start = src.lines().position(|l| l.contains(after)).expect("anchor");
-    src.lines().enumerate().skip(start).filter(|(_, l)| l.contains(needle)).nth(nth).map(|(i, _)| i + 1).expect("needle")
+    src.lines()
+        .enumerate()
+        .skip(start)
+        .filter(|(_, l)| l.contains(needle))
+        .nth(nth)
+        .map(|(i, _)| i + 1)
+        .expect("needle")
 }
 
 fn faults(r: Result<LaunchReport, EmuError>) -> Vec<Fault> {
@@ -22,7 +32,9 @@ fn faults(r: Result<LaunchReport, EmuError>) -> Vec<Fault> {
 }
 
 fn find(f: &[Fault], k: FaultKind) -> &Fault {
-    f.iter().find(|x| x.kind == k).unwrap_or_else(|| panic!("no {:?} in {:#?}", k, f))
+    f.iter()
+        .find(|x| x.kind == k)
+        .unwrap_or_else(|| panic!("no {:?} in {:#?}", k, f))
 }
 
 fn cfg() -> EmuConfig {
@@ -35,11 +47,29 @@ fn barrier_divergence() {
     let m = Module::parse(&s).unwrap();
     let mut e = Emulator::new(cfg());
     let out = e.alloc(64 * 4);
-    let f = faults(e.launch(&m, "barrier_divergence", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(1)]));
+    let f = faults(e.launch(
+        &m,
+        "barrier_divergence",
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(1)],
+    ));
     let x = find(&f, FaultKind::BarrierDivergence);
-    assert_eq!(x.ptx_line, line_of(&s, ".entry barrier_divergence", "bar.sync", 0));
+    assert_eq!(
+        x.ptx_line,
+        line_of(&s, ".entry barrier_divergence", "bar.sync", 0)
+    );
     assert_eq!((x.block, x.warp, x.lane), ([0, 0, 0], 0, Some(16)));
-    assert!(faults(e.launch(&m, "barrier_divergence", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(0)])).is_empty());
+    assert!(faults(e.launch(
+        &m,
+        "barrier_divergence",
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(0)]
+    ))
+    .is_empty());
 }
 
 #[test]
@@ -48,12 +78,29 @@ fn shfl_with_nonparticipating_lanes() {
     let m = Module::parse(&s).unwrap();
     let mut e = Emulator::new(cfg());
     let out = e.alloc(64 * 4);
-    let f = faults(e.launch(&m, "shfl_partial", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(1)]));
+    let f = faults(e.launch(
+        &m,
+        "shfl_partial",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(1)],
+    ));
     let x = find(&f, FaultKind::CollectiveMisuse);
-    assert_eq!(x.ptx_line, line_of(&s, ".entry shfl_partial", "shfl.sync", 0));
+    assert_eq!(
+        x.ptx_line,
+        line_of(&s, ".entry shfl_partial", "shfl.sync", 0)
+    );
     assert_eq!((x.block, x.warp), ([0, 0, 0], 0));
     assert_eq!(x.lane, Some(16));
-    let ok = faults(e.launch(&m, "shfl_partial", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(0)]));
+    let ok = faults(e.launch(
+        &m,
+        "shfl_partial",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(0)],
+    ));
     assert!(ok.is_empty(), "{:?}", ok);
     assert_eq!(e.read(out, 4).unwrap(), 0u32.to_le_bytes());
 }
@@ -85,11 +132,26 @@ DONE:
 fn mma_by_half_a_warp() {
     let m = Module::parse(MMA_HALF).unwrap();
     let mut e = Emulator::new(cfg());
-    let f = faults(e.launch(&m, "mma_half", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(1)]));
+    let f = faults(e.launch(
+        &m,
+        "mma_half",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::U32(1)],
+    ));
     let x = find(&f, FaultKind::CollectiveMisuse);
     assert_eq!(x.ptx_line, line_of(MMA_HALF, "mma_half", "mma.sync", 0));
     assert_eq!((x.warp, x.lane), (0, Some(16)));
-    assert!(faults(e.launch(&m, "mma_half", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::U32(0)])).is_empty());
+    assert!(faults(e.launch(
+        &m,
+        "mma_half",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::U32(0)]
+    ))
+    .is_empty());
 }
 
 const NAMED_BARRIER: &str = r#"
@@ -115,11 +177,30 @@ fn deadlock_on_named_barrier() {
     let m = Module::parse(NAMED_BARRIER).unwrap();
     let mut e = Emulator::new(cfg());
     // warp 0 waits for 64 threads at barrier 1, warp 1 never arrives
-    let f = faults(e.launch(&m, "named_bar", [2, 1, 1], [64, 1, 1], 0, &[ParamValue::U32(64)]));
+    let f = faults(e.launch(
+        &m,
+        "named_bar",
+        [2, 1, 1],
+        [64, 1, 1],
+        0,
+        &[ParamValue::U32(64)],
+    ));
     let x = find(&f, FaultKind::Deadlock);
-    assert_eq!(x.ptx_line, line_of(NAMED_BARRIER, "named_bar", "bar.sync", 0));
+    assert_eq!(
+        x.ptx_line,
+        line_of(NAMED_BARRIER, "named_bar", "bar.sync", 0)
+    );
     assert_eq!((x.block, x.warp, x.lane), ([0, 0, 0], 0, Some(0)));
-    let r = e.launch(&m, "named_bar", [2, 1, 1], [64, 1, 1], 0, &[ParamValue::U32(32)]).unwrap();
+    let r = e
+        .launch(
+            &m,
+            "named_bar",
+            [2, 1, 1],
+            [64, 1, 1],
+            0,
+            &[ParamValue::U32(32)],
+        )
+        .unwrap();
     assert_eq!(r.counters.barrier_waits, 2);
 }
 
@@ -129,25 +210,86 @@ fn out_of_bounds_global_shared_local() {
     let m = Module::parse(&s).unwrap();
     let mut e = Emulator::new(cfg());
     let buf = e.alloc(64 * 4);
-    let f = faults(e.launch(&m, "oob_global", [3, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(buf), ParamValue::I32(64), ParamValue::I32(1)]));
+    let f = faults(e.launch(
+        &m,
+        "oob_global",
+        [3, 1, 1],
+        [32, 1, 1],
+        0,
+        &[
+            ParamValue::Ptr(buf),
+            ParamValue::I32(64),
+            ParamValue::I32(1),
+        ],
+    ));
     let x = find(&f, FaultKind::OutOfBounds);
     assert_eq!((x.block, x.warp, x.lane), ([2, 0, 0], 0, Some(0)));
     assert_eq!(x.ptx_line, line_of(&s, ".entry oob_global", "st.global", 0));
-    assert!(faults(e.launch(&m, "oob_global", [3, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(buf), ParamValue::I32(64), ParamValue::I32(0)])).is_empty());
+    assert!(faults(e.launch(
+        &m,
+        "oob_global",
+        [3, 1, 1],
+        [32, 1, 1],
+        0,
+        &[
+            ParamValue::Ptr(buf),
+            ParamValue::I32(64),
+            ParamValue::I32(0)
+        ]
+    ))
+    .is_empty());
 
     let out = e.alloc(32 * 4);
-    let f = faults(e.launch(&m, "oob_shared", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(1)]));
+    let f = faults(e.launch(
+        &m,
+        "oob_shared",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(1)],
+    ));
     let x = find(&f, FaultKind::OutOfBounds);
     assert_eq!((x.warp, x.lane), (0, Some(31)));
     assert_eq!(x.ptx_line, line_of(&s, ".entry oob_shared", "ld.shared", 0));
-    assert!(faults(e.launch(&m, "oob_shared", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(0)])).is_empty());
+    assert!(faults(e.launch(
+        &m,
+        "oob_shared",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(0)]
+    ))
+    .is_empty());
 
-    let f = faults(e.launch(&m, "oob_local", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(4)]));
+    let f = faults(e.launch(
+        &m,
+        "oob_local",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(4)],
+    ));
     let x = find(&f, FaultKind::OutOfBounds);
     assert_eq!((x.warp, x.lane), (0, Some(0)));
-    assert_eq!(x.ptx_line, line_of(&s, ".entry oob_local", "ld.volatile.local", 0));
-    assert!(faults(e.launch(&m, "oob_local", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(3)])).is_empty());
-    let got: Vec<u32> = e.read(out, 128).unwrap().chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(
+        x.ptx_line,
+        line_of(&s, ".entry oob_local", "ld.volatile.local", 0)
+    );
+    assert!(faults(e.launch(
+        &m,
+        "oob_local",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(3)]
+    ))
+    .is_empty());
+    let got: Vec<u32> = e
+        .read(out, 128)
+        .unwrap()
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     assert_eq!(got, (0..32).map(|t| t * 3).collect::<Vec<u32>>());
 }
 
@@ -157,15 +299,44 @@ fn shared_race() {
     let m = Module::parse(&s).unwrap();
     let mut e = Emulator::new(cfg());
     let out = e.alloc(64 * 4);
-    let f = faults(e.launch(&m, "shared_race", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(1)]));
+    let f = faults(e.launch(
+        &m,
+        "shared_race",
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(1)],
+    ));
     let x = find(&f, FaultKind::DataRace);
-    assert_eq!(x.ptx_line, line_of(&s, ".entry shared_race", "ld.shared", 0));
+    assert_eq!(
+        x.ptx_line,
+        line_of(&s, ".entry shared_race", "ld.shared", 0)
+    );
     assert!(x.lane.is_some());
-    assert!(faults(e.launch(&m, "shared_race", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(0)])).is_empty());
+    assert!(faults(e.launch(
+        &m,
+        "shared_race",
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::I32(0)]
+    ))
+    .is_empty());
     // races off: no report
-    let mut e2 = Emulator::new(EmuConfig { check_races: false, ..cfg() });
+    let mut e2 = Emulator::new(EmuConfig {
+        check_races: false,
+        ..cfg()
+    });
     let out2 = e2.alloc(64 * 4);
-    assert!(faults(e2.launch(&m, "shared_race", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out2), ParamValue::I32(1)])).is_empty());
+    assert!(faults(e2.launch(
+        &m,
+        "shared_race",
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &[ParamValue::Ptr(out2), ParamValue::I32(1)]
+    ))
+    .is_empty());
 }
 
 #[test]
@@ -174,27 +345,70 @@ fn global_race_across_threads_and_blocks() {
     let m = Module::parse(&s).unwrap();
     let mut e = Emulator::new(cfg());
     let buf = e.alloc(2 * 64 * 4);
-    let f = faults(e.launch(&m, "global_race", [2, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(buf), ParamValue::I32(1)]));
+    let f = faults(e.launch(
+        &m,
+        "global_race",
+        [2, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(buf), ParamValue::I32(1)],
+    ));
     let x = find(&f, FaultKind::DataRace);
-    assert_eq!(x.ptx_line, line_of(&s, ".entry global_race", "ld.global", 0));
-    assert!(f.iter().any(|x| x.message.contains("block #1") || x.block == [1, 0, 0]), "{:#?}", f);
-    assert!(faults(e.launch(&m, "global_race", [2, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(buf), ParamValue::I32(0)])).is_empty());
+    assert_eq!(
+        x.ptx_line,
+        line_of(&s, ".entry global_race", "ld.global", 0)
+    );
+    assert!(
+        f.iter()
+            .any(|x| x.message.contains("block #1") || x.block == [1, 0, 0]),
+        "{:#?}",
+        f
+    );
+    assert!(faults(e.launch(
+        &m,
+        "global_race",
+        [2, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(buf), ParamValue::I32(0)]
+    ))
+    .is_empty());
 }
 
 #[test]
 fn spin_lock_livelocks_in_lockstep_and_completes_independently() {
     let s = src();
     let m = Module::parse(&s).unwrap();
-    let mut e = Emulator::new(EmuConfig { warp_mode: WarpMode::Lockstep, max_steps: 200_000, ..cfg() });
+    let mut e = Emulator::new(EmuConfig {
+        warp_mode: WarpMode::Lockstep,
+        max_steps: 200_000,
+        ..cfg()
+    });
     let f = faults(e.launch(&m, "spin_lock", [1, 1, 1], [32, 1, 1], 0, &[]));
     let x = find(&f, FaultKind::Livelock);
     assert_eq!(x.warp, 0);
     let loop_start = line_of(&s, ".entry spin_lock", "atom.global.cas", 0);
-    assert!(x.ptx_line >= loop_start - 1 && x.ptx_line <= loop_start + 3, "line {}", x.ptx_line);
+    assert!(
+        x.ptx_line >= loop_start - 1 && x.ptx_line <= loop_start + 3,
+        "line {}",
+        x.ptx_line
+    );
 
-    for cfg in [EmuConfig { check_races: false, ..cfg() }, EmuConfig { check_races: false, schedule: Schedule::Random { seed: 3 }, ..cfg() }] {
+    for cfg in [
+        EmuConfig {
+            check_races: false,
+            ..cfg()
+        },
+        EmuConfig {
+            check_races: false,
+            schedule: Schedule::Random { seed: 3 },
+            ..cfg()
+        },
+    ] {
         let mut e = Emulator::new(cfg);
-        let r = e.launch(&m, "spin_lock", [1, 1, 1], [32, 1, 1], 0, &[]).unwrap();
+        let r = e
+            .launch(&m, "spin_lock", [1, 1, 1], [32, 1, 1], 0, &[])
+            .unwrap();
         assert!(r.counters.divergent_branches > 0);
         let c = e.global_symbol(&m, "counter").unwrap();
         assert_eq!(e.read(c, 4).unwrap(), 32u32.to_le_bytes());
@@ -207,16 +421,59 @@ fn launch_errors() {
     let m = Module::parse(&s).unwrap();
     let mut e = Emulator::new(cfg());
     let out = e.alloc(64);
-    assert!(matches!(e.launch(&m, "nope", [1, 1, 1], [1, 1, 1], 0, &[]), Err(EmuError::NoSuchEntry(_))));
-    assert!(matches!(e.launch(&m, "oob_shared", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out)]), Err(EmuError::BadParams(_))));
-    assert!(matches!(e.launch(&m, "oob_shared", [1, 1, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::U64(0)]), Err(EmuError::BadParams(_))));
-    assert!(matches!(e.launch(&m, "oob_shared", [1, 1, 1], [2048, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(0)]), Err(EmuError::BadLaunch(_))));
-    assert!(matches!(e.launch(&m, "oob_shared", [1, 0, 1], [32, 1, 1], 0, &[ParamValue::Ptr(out), ParamValue::I32(0)]), Err(EmuError::BadLaunch(_))));
+    assert!(matches!(
+        e.launch(&m, "nope", [1, 1, 1], [1, 1, 1], 0, &[]),
+        Err(EmuError::NoSuchEntry(_))
+    ));
+    assert!(matches!(
+        e.launch(
+            &m,
+            "oob_shared",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(out)]
+        ),
+        Err(EmuError::BadParams(_))
+    ));
+    assert!(matches!(
+        e.launch(
+            &m,
+            "oob_shared",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(out), ParamValue::U64(0)]
+        ),
+        Err(EmuError::BadParams(_))
+    ));
+    assert!(matches!(
+        e.launch(
+            &m,
+            "oob_shared",
+            [1, 1, 1],
+            [2048, 1, 1],
+            0,
+            &[ParamValue::Ptr(out), ParamValue::I32(0)]
+        ),
+        Err(EmuError::BadLaunch(_))
+    ));
+    assert!(matches!(
+        e.launch(
+            &m,
+            "oob_shared",
+            [1, 0, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(out), ParamValue::I32(0)]
+        ),
+        Err(EmuError::BadLaunch(_))
+    ));
     assert!(e.free(out).is_ok());
     assert!(e.free(out).is_err());
     assert!(e.read(out, 4).is_err());
     let a = e.alloc(10);
-    assert!(a != 0 && a % 256 == 0);
+    assert!(a != 0 && a.is_multiple_of(256));
     assert!(e.write(a, &[0; 11]).is_err());
 }
 
@@ -239,7 +496,17 @@ fn unsupported_and_garbage_never_panic() {
     for cut in (0..s.len()).step_by(s.len() / 97 + 1) {
         let _ = Module::parse(&s[..cut]);
     }
-    for junk in ["", "}", "{", ".entry", ".visible .entry k( { ret; }", "@ ; ;", ".reg .b32 %r<>;", "[[[", ".entry k() { add.s32 %r1, %r2; }"] {
+    for junk in [
+        "",
+        "}",
+        "{",
+        ".entry",
+        ".visible .entry k( { ret; }",
+        "@ ; ;",
+        ".reg .b32 %r<>;",
+        "[[[",
+        ".entry k() { add.s32 %r1, %r2; }",
+    ] {
         let _ = Module::parse(junk);
     }
 }

@@ -28,7 +28,10 @@ fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     }
     let mut d = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        d[i] = p.trim().parse().map_err(|_| format!("bad dimension '{}' in '{}'", p, s))?;
+        d[i] = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad dimension '{}' in '{}'", p, s))?;
     }
     Ok(d)
 }
@@ -69,7 +72,9 @@ fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<
     let signed = matches!(ty, "i32" | "i64");
     match init {
         "zero" => Ok(vec![0u8; es * count]),
-        "iota" => Ok((0..count).flat_map(|k| encode(ty, k as f64, k as i64)).collect()),
+        "iota" => Ok((0..count)
+            .flat_map(|k| encode(ty, k as f64, k as i64))
+            .collect()),
         "rand" => Ok((0..count)
             .flat_map(|_| {
                 let r = splitmix(rng);
@@ -85,15 +90,24 @@ fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<
             })
             .collect()),
         p if p.starts_with('@') => {
-            let data = std::fs::read(&p[1..]).map_err(|e| format!("cannot read '{}': {}", &p[1..], e))?;
+            let data =
+                std::fs::read(&p[1..]).map_err(|e| format!("cannot read '{}': {}", &p[1..], e))?;
             if data.len() > es * count {
-                return Err(format!("file '{}' has {} bytes, buffer holds {}", &p[1..], data.len(), es * count));
+                return Err(format!(
+                    "file '{}' has {} bytes, buffer holds {}",
+                    &p[1..],
+                    data.len(),
+                    es * count
+                ));
             }
             let mut v = vec![0u8; es * count];
             v[..data.len()].copy_from_slice(&data);
             Ok(v)
         }
-        other => Err(format!("unknown buffer initializer '{}' (zero, rand, iota, @path)", other)),
+        other => Err(format!(
+            "unknown buffer initializer '{}' (zero, rand, iota, @path)",
+            other
+        )),
     }
 }
 
@@ -123,7 +137,10 @@ fn counters_fields(c: &Counters) -> Vec<(&'static str, u64)> {
         ("global_transactions", c.global_transactions),
         ("global_accesses", c.global_accesses),
         ("shared_accesses", c.shared_accesses),
-        ("shared_bank_conflict_degree_sum", c.shared_bank_conflict_degree_sum),
+        (
+            "shared_bank_conflict_degree_sum",
+            c.shared_bank_conflict_degree_sum,
+        ),
         ("barrier_waits", c.barrier_waits),
         ("atomics", c.atomics),
         ("mma_ops", c.mma_ops),
@@ -149,8 +166,15 @@ pub fn to_json(faults: &[Fault], counters: &Counters) -> String {
             )
         })
         .collect();
-    let cs: Vec<String> = counters_fields(counters).iter().map(|(k, v)| format!("\"{}\":{}", k, v)).collect();
-    format!("{{\"faults\":[{}],\"counters\":{{{}}}}}", fs.join(","), cs.join(","))
+    let cs: Vec<String> = counters_fields(counters)
+        .iter()
+        .map(|(k, v)| format!("\"{}\":{}", k, v))
+        .collect();
+    format!(
+        "{{\"faults\":[{}],\"counters\":{{{}}}}}",
+        fs.join(","),
+        cs.join(",")
+    )
 }
 
 /// Runs the CLI with `args` (without the program name). Returns the process exit status.
@@ -178,17 +202,35 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     let mut i = 0;
     let value = |i: &mut usize, name: &str| -> Result<String, String> {
         *i += 1;
-        args.get(*i).cloned().ok_or_else(|| format!("{} needs a value", name))
+        args.get(*i)
+            .cloned()
+            .ok_or_else(|| format!("{} needs a value", name))
     };
     while i < args.len() {
         let a = &args[i];
         match a.as_str() {
             "--grid" => grid = Some(parse_dims(&value(&mut i, "--grid")?)?),
             "--block" => block = Some(parse_dims(&value(&mut i, "--block")?)?),
-            "--smem" => smem = value(&mut i, "--smem")?.parse().map_err(|_| "bad --smem value".to_string())?,
-            "--seed" => seed = Some(value(&mut i, "--seed")?.parse().map_err(|_| "bad --seed value".to_string())?),
+            "--smem" => {
+                smem = value(&mut i, "--smem")?
+                    .parse()
+                    .map_err(|_| "bad --smem value".to_string())?
+            }
+            "--seed" => {
+                seed = Some(
+                    value(&mut i, "--seed")?
+                        .parse()
+                        .map_err(|_| "bad --seed value".to_string())?,
+                )
+            }
             "--dump" => dump = Some(value(&mut i, "--dump")?),
-            "--max-steps" => max_steps = Some(value(&mut i, "--max-steps")?.parse().map_err(|_| "bad --max-steps value".to_string())?),
+            "--max-steps" => {
+                max_steps = Some(
+                    value(&mut i, "--max-steps")?
+                        .parse()
+                        .map_err(|_| "bad --max-steps value".to_string())?,
+                )
+            }
             "--json" => json = true,
             "--lockstep" => lockstep = true,
             "--no-races" => races = false,
@@ -206,20 +248,37 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     }
     let grid = grid.ok_or("missing --grid")?;
     let block = block.ok_or("missing --block")?;
-    let src = std::fs::read_to_string(&pos[0]).map_err(|e| format!("cannot read '{}': {}", pos[0], e))?;
+    let src =
+        std::fs::read_to_string(&pos[0]).map_err(|e| format!("cannot read '{}': {}", pos[0], e))?;
     let module = Module::parse(&src).map_err(|e| format!("{}: {}", pos[0], e))?;
     let kernel = &pos[1];
-    let decls = module.entry_params(kernel).ok_or_else(|| format!("no entry '{}' in {} (entries: {})", kernel, pos[0], module.entries().join(", ")))?;
+    let decls = module.entry_params(kernel).ok_or_else(|| {
+        format!(
+            "no entry '{}' in {} (entries: {})",
+            kernel,
+            pos[0],
+            module.entries().join(", ")
+        )
+    })?;
     let kargs = &pos[2..];
     if kargs.len() != decls.len() {
-        return Err(format!("kernel '{}' takes {} parameters, {} given", kernel, decls.len(), kargs.len()));
+        return Err(format!(
+            "kernel '{}' takes {} parameters, {} given",
+            kernel,
+            decls.len(),
+            kargs.len()
+        ));
     }
     let cfg = EmuConfig {
         schedule: match seed {
             Some(s) => Schedule::Random { seed: s },
             None => Schedule::RoundRobin,
         },
-        warp_mode: if lockstep { WarpMode::Lockstep } else { WarpMode::Independent },
+        warp_mode: if lockstep {
+            WarpMode::Lockstep
+        } else {
+            WarpMode::Independent
+        },
         check_races: races,
         max_steps: max_steps.unwrap_or(EmuConfig::default().max_steps),
     };
@@ -228,7 +287,9 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     let mut params = Vec::new();
     let mut bufs = Vec::new();
     for (idx, a) in kargs.iter().enumerate() {
-        let (kind, rest) = a.split_once(':').ok_or_else(|| format!("argument {} '{}': expected TYPE:VALUE", idx, a))?;
+        let (kind, rest) = a
+            .split_once(':')
+            .ok_or_else(|| format!("argument {} '{}': expected TYPE:VALUE", idx, a))?;
         let bad = |what: &str| format!("argument {} '{}': bad {} value", idx, a, what);
         let p = match kind {
             "u32" => ParamValue::U32(rest.parse().map_err(|_| bad("u32"))?),
@@ -240,16 +301,29 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
             "buf" => {
                 let parts: Vec<&str> = rest.splitn(3, ':').collect();
                 if parts.len() != 3 {
-                    return Err(format!("argument {} '{}': expected buf:TYPE:COUNT:INIT", idx, a));
+                    return Err(format!(
+                        "argument {} '{}': expected buf:TYPE:COUNT:INIT",
+                        idx, a
+                    ));
                 }
                 let count: usize = parts[1].parse().map_err(|_| bad("COUNT"))?;
-                let data = init_buffer(parts[0], count, parts[2], &mut rng).map_err(|e| format!("argument {}: {}", idx, e))?;
+                let data = init_buffer(parts[0], count, parts[2], &mut rng)
+                    .map_err(|e| format!("argument {}: {}", idx, e))?;
                 let addr = emu.alloc(data.len());
                 emu.write(addr, &data).map_err(|e| e.to_string())?;
-                bufs.push(BufArg { index: idx, addr, bytes: data.len() });
+                bufs.push(BufArg {
+                    index: idx,
+                    addr,
+                    bytes: data.len(),
+                });
                 ParamValue::Ptr(addr)
             }
-            other => return Err(format!("argument {} '{}': unknown kind '{}'", idx, a, other)),
+            other => {
+                return Err(format!(
+                    "argument {} '{}': unknown kind '{}'",
+                    idx, a, other
+                ))
+            }
         };
         params.push(p);
     }
@@ -266,13 +340,22 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
         for b in &bufs {
             let data = emu.read(b.addr, b.bytes).map_err(|e| e.to_string())?;
             let path = std::path::Path::new(dir).join(format!("arg{}.bin", b.index));
-            std::fs::write(&path, data).map_err(|e| format!("cannot write '{}': {}", path.display(), e))?;
+            std::fs::write(&path, data)
+                .map_err(|e| format!("cannot write '{}': {}", path.display(), e))?;
         }
     }
     if json {
         let _ = writeln!(out, "{}", to_json(&faults, &report.counters));
     } else {
-        let _ = writeln!(out, "kernel {} grid {:?} block {:?}: {} fault(s), {:.3} s", kernel, grid, block, faults.len(), elapsed.as_secs_f64());
+        let _ = writeln!(
+            out,
+            "kernel {} grid {:?} block {:?}: {} fault(s), {:.3} s",
+            kernel,
+            grid,
+            block,
+            faults.len(),
+            elapsed.as_secs_f64()
+        );
         for f in &faults {
             let _ = writeln!(out, "  fault: {}", f);
         }
@@ -281,7 +364,12 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
         }
     }
     if !faults.is_empty() {
-        let _ = writeln!(err, "{} fault(s) detected; first: {}", faults.len(), faults[0]);
+        let _ = writeln!(
+            err,
+            "{} fault(s) detected; first: {}",
+            faults.len(),
+            faults[0]
+        );
         return Ok(1);
     }
     Ok(0)

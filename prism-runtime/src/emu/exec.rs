@@ -198,7 +198,14 @@ pub(crate) fn run_launch(
         Schedule::RoundRobin => 0x1234_5678,
         Schedule::Random { seed } => seed ^ 0xA5A5_5A5A_DEAD_BEEF,
     };
-    let pic = m.code.iter().map(|i| InstrCounters { ptx_line: i.line as usize, ..Default::default() }).collect();
+    let pic = m
+        .code
+        .iter()
+        .map(|i| InstrCounters {
+            ptx_line: i.line as usize,
+            ..Default::default()
+        })
+        .collect();
     let launch_id = e.launches;
     let cfg = e.cfg.clone();
     let mut l = L {
@@ -247,14 +254,27 @@ pub(crate) fn run_launch(
                             exist |= 1 << ln;
                         }
                     }
-                    warps.push(Warp { regs: vec![0; nregs * 32], pc: [entry_pc; 32], st, last_run: [0; 32], stack: Vec::new(), steps: 0, exist, coll_member: 0 });
+                    warps.push(Warp {
+                        regs: vec![0; nregs * 32],
+                        pc: [entry_pc; 32],
+                        st,
+                        last_run: [0; 32],
+                        stack: Vec::new(),
+                        steps: 0,
+                        exist,
+                        coll_member: 0,
+                    });
                 }
                 let mut b = Block {
                     ctaid: [bx, by, bz],
                     lin,
                     warps,
                     shared: vec![0; l.smem_size],
-                    sh_shadow: if l.cfg.check_races { vec![Shadow::default(); l.smem_size] } else { Vec::new() },
+                    sh_shadow: if l.cfg.check_races {
+                        vec![Shadow::default(); l.smem_size]
+                    } else {
+                        Vec::new()
+                    },
                     local: vec![0; l.local_size * nthreads as usize],
                     bars: vec![Bar::default(); 16],
                     inst: Vec::new(),
@@ -279,11 +299,17 @@ pub(crate) fn run_launch(
     counters.atomics = l.atomics;
     counters.mma_ops = l.mma_ops;
     counters.blocks = blocks;
-    let report = LaunchReport { counters, per_instruction: std::mem::take(&mut l.pic) };
+    let report = LaunchReport {
+        counters,
+        per_instruction: std::mem::take(&mut l.pic),
+    };
     if l.faults.is_empty() {
         Ok(report)
     } else {
-        Err(EmuError::Faulted { faults: std::mem::take(&mut l.faults), report: Box::new(report) })
+        Err(EmuError::Faulted {
+            faults: std::mem::take(&mut l.faults),
+            report: Box::new(report),
+        })
     }
 }
 
@@ -297,10 +323,30 @@ impl L<'_> {
         splitmix(&mut self.rng)
     }
 
-    fn fault(&mut self, b: &Block, wi: usize, lane: Option<u32>, pc: u32, kind: FaultKind, msg: String) {
-        let line = self.m.code.get(pc as usize).map(|i| i.line as usize).unwrap_or(0);
+    fn fault(
+        &mut self,
+        b: &Block,
+        wi: usize,
+        lane: Option<u32>,
+        pc: u32,
+        kind: FaultKind,
+        msg: String,
+    ) {
+        let line = self
+            .m
+            .code
+            .get(pc as usize)
+            .map(|i| i.line as usize)
+            .unwrap_or(0);
         if self.faults.len() < 64 {
-            self.faults.push(Fault { kind, block: b.ctaid, warp: wi as u32, lane, ptx_line: line, message: msg });
+            self.faults.push(Fault {
+                kind,
+                block: b.ctaid,
+                warp: wi as u32,
+                lane,
+                ptx_line: line,
+                message: msg,
+            });
         }
         if kind != FaultKind::DataRace {
             self.abort = true;
@@ -346,7 +392,16 @@ impl L<'_> {
             let quantum = if random { 1 + self.rand() % 24 } else { 64 };
             let mut warp = std::mem::replace(
                 &mut b.warps[wi],
-                Warp { regs: Vec::new(), pc: [0; 32], st: [Ls::Absent; 32], last_run: [0; 32], stack: Vec::new(), steps: 0, exist: 0, coll_member: 0 },
+                Warp {
+                    regs: Vec::new(),
+                    pc: [0; 32],
+                    st: [Ls::Absent; 32],
+                    last_run: [0; 32],
+                    stack: Vec::new(),
+                    steps: 0,
+                    exist: 0,
+                    coll_member: 0,
+                },
             );
             for _ in 0..quantum {
                 match self.step(b, wi, &mut warp) {
@@ -370,13 +425,25 @@ impl L<'_> {
             for ln in 0..32 {
                 if w.st[ln] == Ls::Coll {
                     let pc = w.pc[ln];
-                    let waiting: u32 = (0..32).filter(|&x| w.st[x] == Ls::Coll && w.pc[x] == pc).fold(0, |a, x| a | 1 << x);
+                    let waiting: u32 = (0..32)
+                        .filter(|&x| w.st[x] == Ls::Coll && w.pc[x] == pc)
+                        .fold(0, |a, x| a | 1 << x);
                     let missing = w.coll_member & !waiting;
-                    let culprit = if missing != 0 { missing.trailing_zeros() } else { ln as u32 };
+                    let culprit = if missing != 0 {
+                        missing.trailing_zeros()
+                    } else {
+                        ln as u32
+                    };
                     let where_ = match w.st[culprit as usize] {
                         Ls::Exit => "has exited".to_string(),
-                        Ls::Bar => format!("waits at the barrier at PTX line {}", self.m.code[w.pc[culprit as usize] as usize].line),
-                        Ls::Coll => format!("waits at another collective at PTX line {}", self.m.code[w.pc[culprit as usize] as usize].line),
+                        Ls::Bar => format!(
+                            "waits at the barrier at PTX line {}",
+                            self.m.code[w.pc[culprit as usize] as usize].line
+                        ),
+                        Ls::Coll => format!(
+                            "waits at another collective at PTX line {}",
+                            self.m.code[w.pc[culprit as usize] as usize].line
+                        ),
                         _ => "did not arrive".to_string(),
                     };
                     let msg = format!(
@@ -400,10 +467,16 @@ impl L<'_> {
                     for (id, bar) in b.bars.iter().enumerate() {
                         if bar.arrived > 0 {
                             let exp = bar.expected.unwrap_or(self.nthreads - b.exited);
-                            desc.push_str(&format!(" barrier {}: {} of {} threads arrived;", id, bar.arrived, exp));
+                            desc.push_str(&format!(
+                                " barrier {}: {} of {} threads arrived;",
+                                id, bar.arrived, exp
+                            ));
                         }
                     }
-                    let msg = format!("deadlock: no thread can make progress;{} {} threads exited", desc, b.exited);
+                    let msg = format!(
+                        "deadlock: no thread can make progress;{} {} threads exited",
+                        desc, b.exited
+                    );
                     self.fault(b, wi, Some(ln as u32), pc, FaultKind::Deadlock, msg);
                     return;
                 }
@@ -451,8 +524,13 @@ impl L<'_> {
         if indep && multi {
             if let Some(p) = starving {
                 pc = p;
-            } else if matches!(self.cfg.schedule, Schedule::Random { .. }) && self.rand() % 8 == 0 {
-                let runs: Vec<u32> = (0..32).filter(|&l| w.st[l] == Ls::Run).map(|l| w.pc[l]).collect();
+            } else if matches!(self.cfg.schedule, Schedule::Random { .. })
+                && self.rand().is_multiple_of(8)
+            {
+                let runs: Vec<u32> = (0..32)
+                    .filter(|&l| w.st[l] == Ls::Run)
+                    .map(|l| w.pc[l])
+                    .collect();
                 pc = runs[(self.rand() % runs.len() as u64) as usize];
             }
         }
@@ -573,7 +651,16 @@ impl L<'_> {
 
     /// Resolves an address in a state space for one lane; checks bounds and alignment.
     #[allow(clippy::too_many_arguments)]
-    fn resolve(&mut self, b: &Block, wi: usize, lane: usize, space: Space, addr: u64, size: usize, pc: u32) -> Option<Loc> {
+    fn resolve(
+        &mut self,
+        b: &Block,
+        wi: usize,
+        lane: usize,
+        space: Space,
+        addr: u64,
+        size: usize,
+        pc: u32,
+    ) -> Option<Loc> {
         let tid = self.tid_of(wi, lane) as usize;
         let (sp, a) = match space {
             Space::Generic => {
@@ -591,7 +678,17 @@ impl L<'_> {
             s => (s, addr),
         };
         if size > 1 && a % (size.min(16) as u64) != 0 {
-            self.fault(b, wi, Some(lane as u32), pc, FaultKind::Misaligned, format!("misaligned {}-byte {:?} access at address 0x{:x}", size, sp, addr));
+            self.fault(
+                b,
+                wi,
+                Some(lane as u32),
+                pc,
+                FaultKind::Misaligned,
+                format!(
+                    "misaligned {}-byte {:?} access at address 0x{:x}",
+                    size, sp, addr
+                ),
+            );
             return None;
         }
         match sp {
@@ -630,11 +727,17 @@ impl L<'_> {
                 // global
                 let i = {
                     let c = self.last_alloc;
-                    if c < self.allocs.len() && a >= self.allocs[c].base && a + size as u64 <= self.allocs[c].base + self.allocs[c].data.len() as u64 {
+                    if c < self.allocs.len()
+                        && a >= self.allocs[c].base
+                        && a + size as u64 <= self.allocs[c].base + self.allocs[c].data.len() as u64
+                    {
                         Some(c)
                     } else {
                         let i = self.allocs.partition_point(|x| x.base <= a);
-                        if i > 0 && a + size as u64 <= self.allocs[i - 1].base + self.allocs[i - 1].data.len() as u64 {
+                        if i > 0
+                            && a + size as u64
+                                <= self.allocs[i - 1].base + self.allocs[i - 1].data.len() as u64
+                        {
                             Some(i - 1)
                         } else {
                             None
@@ -683,7 +786,17 @@ impl L<'_> {
 
     /// Records an access for counters and checks races.
     #[allow(clippy::too_many_arguments)]
-    fn track(&mut self, b: &mut Block, wi: usize, lane: usize, loc: Loc, size: usize, acc: Acc, pc: u32, gaddr: u64) {
+    fn track(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        loc: Loc,
+        size: usize,
+        acc: Acc,
+        pc: u32,
+        gaddr: u64,
+    ) {
         match loc {
             Loc::Global(i, o) => {
                 self.acc_g.push((gaddr, size as u32));
@@ -708,7 +821,14 @@ impl L<'_> {
         }
     }
 
-    fn ordered(thr_inst: &[Vec<u32>], insts: &[Inst], nthreads: u32, u: u32, ep_u: u32, t: u32) -> bool {
+    fn ordered(
+        thr_inst: &[Vec<u32>],
+        insts: &[Inst],
+        nthreads: u32,
+        u: u32,
+        ep_u: u32,
+        t: u32,
+    ) -> bool {
         if u / nthreads != t / nthreads {
             return false;
         }
@@ -728,7 +848,18 @@ impl L<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn race(&mut self, b: &mut Block, wi: usize, lane: usize, alloc: Option<usize>, off: usize, size: usize, acc: Acc, pc: u32, addr: u64) {
+    fn race(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        alloc: Option<usize>,
+        off: usize,
+        size: usize,
+        acc: Acc,
+        pc: u32,
+        addr: u64,
+    ) {
         let tl = self.tid_of(wi, lane);
         let t = b.lin * self.nthreads + tl;
         let ep = b.thr_inst[tl as usize].len() as u32;
@@ -743,13 +874,22 @@ impl L<'_> {
             for s in sh.iter_mut() {
                 let w_thr = s.w & !TOPBIT;
                 let w_atomic = s.w & TOPBIT != 0;
-                if w_thr != 0 && w_thr - 1 != t && !(w_atomic && acc == Acc::Atomic) && !Self::ordered(ti, ins, nt, w_thr - 1, s.w_ep, t) && conflict.is_none() {
+                if w_thr != 0
+                    && w_thr - 1 != t
+                    && !(w_atomic && acc == Acc::Atomic)
+                    && !Self::ordered(ti, ins, nt, w_thr - 1, s.w_ep, t)
+                    && conflict.is_none()
+                {
                     conflict = Some((w_thr - 1, s.w_pc, true));
                 }
                 if acc != Acc::Read {
                     let r_thr = s.r & !TOPBIT;
                     let many = s.r & TOPBIT != 0;
-                    if r_thr != 0 && (r_thr - 1 != t || many) && !Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t) && conflict.is_none() {
+                    if r_thr != 0
+                        && (r_thr - 1 != t || many)
+                        && !Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
+                        && conflict.is_none()
+                    {
                         conflict = Some((r_thr - 1, s.r_pc, false));
                     }
                     s.w = (t + 1) | if acc == Acc::Atomic { TOPBIT } else { 0 };
@@ -758,7 +898,10 @@ impl L<'_> {
                     s.r = 0;
                 } else {
                     let r_thr = s.r & !TOPBIT;
-                    if r_thr == 0 || (r_thr - 1 == t && s.r & TOPBIT == 0) || Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t) {
+                    if r_thr == 0
+                        || (r_thr - 1 == t && s.r & TOPBIT == 0)
+                        || Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
+                    {
                         s.r = t + 1;
                         s.r_ep = ep;
                         s.r_pc = pc;
@@ -874,7 +1017,14 @@ impl L<'_> {
         let ins = match m.code.get(pc as usize) {
             Some(i) => i,
             None => {
-                self.fault(b, wi, Some(mask.trailing_zeros()), pc.saturating_sub(1), FaultKind::InvalidOperation, "control fell off the end of the code".into());
+                self.fault(
+                    b,
+                    wi,
+                    Some(mask.trailing_zeros()),
+                    pc.saturating_sub(1),
+                    FaultKind::InvalidOperation,
+                    "control fell off the end of the code".into(),
+                );
                 return Step::Stop;
             }
         };
@@ -936,7 +1086,11 @@ impl L<'_> {
                         });
                     }
                     (d, s) => {
-                        let mk = if *ty == PtxType::Pred { 1 } else { mask_bits(ty.bits()) };
+                        let mk = if *ty == PtxType::Pred {
+                            1
+                        } else {
+                            mask_bits(ty.bits())
+                        };
                         let generic_sym = false;
                         lanes!(l, {
                             let v = match s {
@@ -954,17 +1108,35 @@ impl L<'_> {
                 let n = args.len();
                 lanes!(l, {
                     let a = self.val(b, w, wi, &args[1], l);
-                    let bb = if n > 2 { self.val(b, w, wi, &args[2], l) } else { 0 };
-                    let c = if n > 3 { self.val(b, w, wi, &args[3], l) } else { 0 };
-                    let d = if n > 4 { self.val(b, w, wi, &args[4], l) } else { 0 };
+                    let bb = if n > 2 {
+                        self.val(b, w, wi, &args[2], l)
+                    } else {
+                        0
+                    };
+                    let c = if n > 3 {
+                        self.val(b, w, wi, &args[3], l)
+                    } else {
+                        0
+                    };
+                    let d = if n > 4 {
+                        self.val(b, w, wi, &args[4], l)
+                    } else {
+                        0
+                    };
                     let r = alu(op, ty, md, a, bb, c, d);
                     Self::set(w, &args[0], l, r);
                 });
                 Self::advance(w, mask);
             }
             Kind::Setp(cmp, ty, bop) => {
-                let two = args.len() >= 4 + bop.is_some() as usize && matches!(args[1], Operand::Reg(_) | Operand::Sink) && bop.map(|_| args.len() == 5).unwrap_or(args.len() == 4);
-                let (dp, dq, ai) = if two { (&args[0], Some(&args[1]), 2) } else { (&args[0], None, 1) };
+                let two = args.len() >= 4 + bop.is_some() as usize
+                    && matches!(args[1], Operand::Reg(_) | Operand::Sink)
+                    && bop.map(|_| args.len() == 5).unwrap_or(args.len() == 4);
+                let (dp, dq, ai) = if two {
+                    (&args[0], Some(&args[1]), 2)
+                } else {
+                    (&args[0], None, 1)
+                };
                 lanes!(l, {
                     let a = self.val(b, w, wi, &args[ai], l);
                     let c = self.val(b, w, wi, &args[ai + 1], l);
@@ -1009,7 +1181,11 @@ impl L<'_> {
             Kind::Selp(_) => {
                 lanes!(l, {
                     let p = self.val(b, w, wi, &args[3], l) != 0;
-                    let v = if p { self.val(b, w, wi, &args[1], l) } else { self.val(b, w, wi, &args[2], l) };
+                    let v = if p {
+                        self.val(b, w, wi, &args[1], l)
+                    } else {
+                        self.val(b, w, wi, &args[2], l)
+                    };
                     Self::set(w, &args[0], l, v);
                 });
                 Self::advance(w, mask);
@@ -1017,8 +1193,16 @@ impl L<'_> {
             Kind::Slct(_, sty) => {
                 lanes!(l, {
                     let c = self.val(b, w, wi, &args[3], l);
-                    let pos = if *sty == PtxType::F32 { f32::from_bits(c as u32) >= 0.0 } else { (c as u32 as i32) >= 0 };
-                    let v = if pos { self.val(b, w, wi, &args[1], l) } else { self.val(b, w, wi, &args[2], l) };
+                    let pos = if *sty == PtxType::F32 {
+                        f32::from_bits(c as u32) >= 0.0
+                    } else {
+                        (c as u32 as i32) >= 0
+                    };
+                    let v = if pos {
+                        self.val(b, w, wi, &args[1], l)
+                    } else {
+                        self.val(b, w, wi, &args[2], l)
+                    };
                     Self::set(w, &args[0], l, v);
                 });
                 Self::advance(w, mask);
@@ -1043,7 +1227,11 @@ impl L<'_> {
                         Operand::Sym(s) => self.sym_value(*s, false),
                         o => self.val(b, w, wi, o, l),
                     };
-                    let r = if *to { a.wrapping_sub(win) & mk } else { a.wrapping_add(win) };
+                    let r = if *to {
+                        a.wrapping_sub(win) & mk
+                    } else {
+                        a.wrapping_add(win)
+                    };
                     Self::set(w, &args[0], l, if *to { r } else { r & mk });
                 });
                 Self::advance(w, mask);
@@ -1070,7 +1258,11 @@ impl L<'_> {
                     for k in 0..vw {
                         let lk = offset_loc(loc, k * es);
                         let v = if es <= 8 { self.load(b, lk, es) } else { 0 };
-                        let v = if ty.is_signed() { sext(v, ty.bits()) as u64 } else { v };
+                        let v = if ty.is_signed() {
+                            sext(v, ty.bits()) as u64
+                        } else {
+                            v
+                        };
                         let dst = match &args[0] {
                             Operand::Vec(ds) => ds.get(k),
                             d => Some(d),
@@ -1140,7 +1332,11 @@ impl L<'_> {
                     };
                     self.track(b, wi, l, loc, es, Acc::Atomic, pc, a);
                     let x = self.val(b, w, wi, &args[ai + 1], l);
-                    let y = if op == AtomOp::Cas { self.val(b, w, wi, &args[ai + 2], l) } else { 0 };
+                    let y = if op == AtomOp::Cas {
+                        self.val(b, w, wi, &args[ai + 2], l)
+                    } else {
+                        0
+                    };
                     let old = self.load(b, loc, es);
                     let new = atomic_op(op, ty, old, x, y);
                     self.store(b, loc, es, new);
@@ -1174,14 +1370,20 @@ impl L<'_> {
             Kind::Exit | Kind::Ret => {
                 let mut exits = 0u32;
                 lanes!(l, {
-                    let frame = if ins.kind == Kind::Ret { w.stack.get_mut(l).and_then(|s| s.pop()) } else { None };
+                    let frame = if ins.kind == Kind::Ret {
+                        w.stack.get_mut(l).and_then(|s| s.pop())
+                    } else {
+                        None
+                    };
                     match frame {
                         Some(fr) => {
                             // copy return values back
                             let callee = &m.funcs[fr.callee as usize];
                             for (k, r) in fr.rets.iter().enumerate() {
                                 if let Some(rd) = callee.rets.get(k) {
-                                    let src = Loc::Local(self.tid_of(wi, l) as usize * self.local_size + rd.offset);
+                                    let src = Loc::Local(
+                                        self.tid_of(wi, l) as usize * self.local_size + rd.offset,
+                                    );
                                     copy_param(self, b, w, wi, l, src, r, rd.size);
                                 }
                             }
@@ -1235,7 +1437,15 @@ impl L<'_> {
                 let f = match f_idx {
                     Some(f) if m.funcs[f as usize].defined => f,
                     _ => {
-                        self.fault(b, wi, Some(exec.trailing_zeros()), pc, FaultKind::Unsupported, "call target is not a defined .func (indirect calls are unsupported)".into());
+                        self.fault(
+                            b,
+                            wi,
+                            Some(exec.trailing_zeros()),
+                            pc,
+                            FaultKind::Unsupported,
+                            "call target is not a defined .func (indirect calls are unsupported)"
+                                .into(),
+                        );
                         return Step::Stop;
                     }
                 };
@@ -1249,7 +1459,8 @@ impl L<'_> {
                             let dst = self.tid_of(wi, l) as usize * self.local_size + pd.offset;
                             match a {
                                 Operand::Sym(SymRef::Local(o)) => {
-                                    let src = self.tid_of(wi, l) as usize * self.local_size + *o as usize;
+                                    let src =
+                                        self.tid_of(wi, l) as usize * self.local_size + *o as usize;
                                     b.local.copy_within(src..src + pd.size, dst);
                                 }
                                 o => {
@@ -1260,14 +1471,25 @@ impl L<'_> {
                             }
                         }
                     }
-                    w.stack[l].push(Frame { ret_pc: pc + 1, callee: f, rets: rets.clone() });
+                    w.stack[l].push(Frame {
+                        ret_pc: pc + 1,
+                        callee: f,
+                        rets: rets.clone(),
+                    });
                     w.pc[l] = callee.start;
                 });
                 Self::advance(w, mask & !exec);
             }
             Kind::Trap => {
                 if exec != 0 {
-                    self.fault(b, wi, Some(exec.trailing_zeros()), pc, FaultKind::Trap, "trap instruction executed".into());
+                    self.fault(
+                        b,
+                        wi,
+                        Some(exec.trailing_zeros()),
+                        pc,
+                        FaultKind::Trap,
+                        "trap instruction executed".into(),
+                    );
                     return Step::Stop;
                 }
                 Self::advance(w, mask);
@@ -1275,7 +1497,12 @@ impl L<'_> {
             Kind::Bar(mode) => {
                 return self.exec_bar(b, wi, w, pc, mask, exec, *mode);
             }
-            Kind::BarWarpSync | Kind::Shfl(_) | Kind::Vote(_) | Kind::Match(..) | Kind::Mma(_) | Kind::Ldmatrix(..) => {
+            Kind::BarWarpSync
+            | Kind::Shfl(_)
+            | Kind::Vote(_)
+            | Kind::Match(..)
+            | Kind::Mma(_)
+            | Kind::Ldmatrix(..) => {
                 return self.exec_collective(b, wi, w, pc, mask, exec);
             }
             Kind::Activemask => {
@@ -1296,7 +1523,11 @@ impl L<'_> {
                         Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
                         o => self.val(b, w, wi, o, l),
                     };
-                    let src_size = if args.len() > 3 { (self.val(b, w, wi, &args[3], l) as usize).min(sz) } else { sz };
+                    let src_size = if args.len() > 3 {
+                        (self.val(b, w, wi, &args[3], l) as usize).min(sz)
+                    } else {
+                        sz
+                    };
                     let dl = match self.resolve(b, wi, l, Space::Shared, dst, sz, pc) {
                         Some(x) => x,
                         None => {
@@ -1374,14 +1605,31 @@ impl L<'_> {
                 Self::advance(w, mask);
             }
             Kind::Unsupported(name) => {
-                self.fault(b, wi, Some(mask.trailing_zeros()), pc, FaultKind::Unsupported, format!("instruction '{}' is not supported by the emulator", name));
+                self.fault(
+                    b,
+                    wi,
+                    Some(mask.trailing_zeros()),
+                    pc,
+                    FaultKind::Unsupported,
+                    format!("instruction '{}' is not supported by the emulator", name),
+                );
                 return Step::Stop;
             }
         }
         Step::Continue
     }
 
-    fn exec_bar(&mut self, b: &mut Block, wi: usize, w: &mut Warp, pc: u32, mask: u32, exec: u32, mode: BarMode) -> Step {
+    #[allow(clippy::too_many_arguments)]
+    fn exec_bar(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        mode: BarMode,
+    ) -> Step {
         let args = &self.m.code[pc as usize].args;
         let is_red = matches!(mode, BarMode::RedPopc | BarMode::RedAnd | BarMode::RedOr);
         // operand positions
@@ -1408,7 +1656,14 @@ impl L<'_> {
             mm &= mm - 1;
             let id = self.val(b, w, wi, a_op, l);
             if id >= 16 {
-                self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, format!("barrier id {} out of range 0..15", id));
+                self.fault(
+                    b,
+                    wi,
+                    Some(l as u32),
+                    pc,
+                    FaultKind::InvalidOperation,
+                    format!("barrier id {} out of range 0..15", id),
+                );
                 return Step::Stop;
             }
             let id = id as usize;
@@ -1422,7 +1677,10 @@ impl L<'_> {
             let bar = &mut b.bars[id];
             if bar.arrived > 0 {
                 if bar.expected != count {
-                    let msg = format!("barrier {} used with inconsistent thread counts ({:?} vs {:?})", id, bar.expected, count);
+                    let msg = format!(
+                        "barrier {} used with inconsistent thread counts ({:?} vs {:?})",
+                        id, bar.expected, count
+                    );
                     self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
                     return Step::Stop;
                 }
@@ -1444,7 +1702,10 @@ impl L<'_> {
                 Some(i) => i,
                 None => {
                     let i = b.inst.len() as u32;
-                    b.inst.push(Inst { waiters: vec![0; self.nthreads.div_ceil(64) as usize], completed: false });
+                    b.inst.push(Inst {
+                        waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+                        completed: false,
+                    });
                     b.bars[id].inst = Some(i);
                     i
                 }
@@ -1465,7 +1726,13 @@ impl L<'_> {
             } else {
                 b.inst[inst as usize].waiters[t / 64] |= 1 << (t % 64);
                 w.st[l] = Ls::Bar;
-                let dreg = d_op.and_then(|d| if let Operand::Reg(r) = d { Some(*r) } else { None });
+                let dreg = d_op.and_then(|d| {
+                    if let Operand::Reg(r) = d {
+                        Some(*r)
+                    } else {
+                        None
+                    }
+                });
                 b.bars[id].waiters.push((wi as u32, l as u32, dreg));
             }
             if count.is_some() {
@@ -1509,7 +1776,14 @@ impl L<'_> {
                         "barrier divergence: thread {} (warp {}, lane {}) exited without reaching the block-wide barrier {} at PTX line {} that the other threads waited at",
                         t, ww, ll, id, line
                     );
-                    self.fault(b, ww, Some(ll as u32), bar.pc, FaultKind::BarrierDivergence, msg);
+                    self.fault(
+                        b,
+                        ww,
+                        Some(ll as u32),
+                        bar.pc,
+                        FaultKind::BarrierDivergence,
+                        msg,
+                    );
                     return;
                 }
             }
@@ -1522,7 +1796,11 @@ impl L<'_> {
             _ => 0,
         };
         for (ww, ll, d) in bar.waiters {
-            let target: &mut Warp = if ww as usize == wi { &mut *w } else { &mut b.warps[ww as usize] };
+            let target: &mut Warp = if ww as usize == wi {
+                &mut *w
+            } else {
+                &mut b.warps[ww as usize]
+            };
             target.st[ll as usize] = Ls::Run;
             target.pc[ll as usize] += 1;
             if let Some(r) = d {
@@ -1531,7 +1809,15 @@ impl L<'_> {
         }
     }
 
-    fn exec_collective(&mut self, b: &mut Block, wi: usize, w: &mut Warp, pc: u32, mask: u32, exec: u32) -> Step {
+    fn exec_collective(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+    ) -> Step {
         let ins = &self.m.code[pc as usize];
         let args = &ins.args;
         let aligned = matches!(ins.kind, Kind::Mma(_) | Kind::Ldmatrix(..));
@@ -1556,7 +1842,17 @@ impl L<'_> {
                 let l = mm.trailing_zeros() as usize;
                 mm &= mm - 1;
                 if self.val(b, w, wi, mop, l) as u32 != mv {
-                    self.fault(b, wi, Some(l as u32), pc, FaultKind::CollectiveMisuse, format!("lanes of the warp pass different membermasks to {}", self.opname(pc)));
+                    self.fault(
+                        b,
+                        wi,
+                        Some(l as u32),
+                        pc,
+                        FaultKind::CollectiveMisuse,
+                        format!(
+                            "lanes of the warp pass different membermasks to {}",
+                            self.opname(pc)
+                        ),
+                    );
                     return Step::Stop;
                 }
             }
@@ -1565,12 +1861,32 @@ impl L<'_> {
         let name = self.opname(pc);
         if exec & !member != 0 {
             let l = (exec & !member).trailing_zeros();
-            self.fault(b, wi, Some(l), pc, FaultKind::CollectiveMisuse, format!("lane {} executes {} but is not in its membermask 0x{:08x}", l, name, member));
+            self.fault(
+                b,
+                wi,
+                Some(l),
+                pc,
+                FaultKind::CollectiveMisuse,
+                format!(
+                    "lane {} executes {} but is not in its membermask 0x{:08x}",
+                    l, name, member
+                ),
+            );
             return Step::Stop;
         }
         if member & !w.exist != 0 {
             let l = (member & !w.exist).trailing_zeros();
-            self.fault(b, wi, Some(l), pc, FaultKind::CollectiveMisuse, format!("{} requires lane {} (membermask 0x{:08x}) which does not exist in this warp", name, l, member));
+            self.fault(
+                b,
+                wi,
+                Some(l),
+                pc,
+                FaultKind::CollectiveMisuse,
+                format!(
+                    "{} requires lane {} (membermask 0x{:08x}) which does not exist in this warp",
+                    name, l, member
+                ),
+            );
             return Step::Stop;
         }
         let skipped = mask & !exec & member;
@@ -1603,7 +1919,11 @@ impl L<'_> {
                 mm &= mm - 1;
                 w.st[l] = Ls::Coll;
             }
-            return if w.run_mask() == 0 { Step::Stop } else { Step::Continue };
+            return if w.run_mask() == 0 {
+                Step::Stop
+            } else {
+                Step::Continue
+            };
         }
         let exec = exec | missing;
         let mut mm = missing;
@@ -1615,7 +1935,15 @@ impl L<'_> {
         self.run_collective(b, wi, w, pc, exec, member)
     }
 
-    fn run_collective(&mut self, b: &mut Block, wi: usize, w: &mut Warp, pc: u32, exec: u32, member: u32) -> Step {
+    fn run_collective(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        exec: u32,
+        member: u32,
+    ) -> Step {
         let m = self.m;
         let ins = &m.code[pc as usize];
         let args = &ins.args;
@@ -1630,10 +1958,17 @@ impl L<'_> {
                         b.thr_inst[t].push(i);
                     }
                 }
-                b.inst.push(Inst { waiters, completed: true });
+                b.inst.push(Inst {
+                    waiters,
+                    completed: true,
+                });
             }
             Kind::Shfl(mode) => {
-                let (d, p, ai) = if args.len() >= 6 { (&args[0], Some(&args[1]), 2) } else { (&args[0], None, 1) };
+                let (d, p, ai) = if args.len() >= 6 {
+                    (&args[0], Some(&args[1]), 2)
+                } else {
+                    (&args[0], None, 1)
+                };
                 let mut vals = [0u64; 32];
                 for (l, v) in vals.iter_mut().enumerate() {
                     if w.exist & (1 << l) != 0 {
@@ -1669,7 +2004,11 @@ impl L<'_> {
                             (j, j <= max_lane)
                         }
                     };
-                    let src = if pval && (0..32).contains(&j) { j as usize } else { l };
+                    let src = if pval && (0..32).contains(&j) {
+                        j as usize
+                    } else {
+                        l
+                    };
                     Self::set(w, d, l, vals[src]);
                     if let Some(p) = p {
                         Self::set(w, p, l, pval as u64);
@@ -1729,10 +2068,8 @@ impl L<'_> {
                 self.mma_ops += 1;
                 exec_mma(self, b, w, wi, *kind, args);
             }
-            Kind::Ldmatrix(n, trans) => {
-                if !self.exec_ldmatrix(b, wi, w, pc, *n as usize, *trans) {
-                    return Step::Stop;
-                }
+            Kind::Ldmatrix(n, trans) if !self.exec_ldmatrix(b, wi, w, pc, *n as usize, *trans) => {
+                return Step::Stop;
             }
             _ => {}
         }
@@ -1741,7 +2078,15 @@ impl L<'_> {
         Step::Continue
     }
 
-    fn exec_ldmatrix(&mut self, b: &mut Block, wi: usize, w: &mut Warp, pc: u32, n: usize, trans: bool) -> bool {
+    fn exec_ldmatrix(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        n: usize,
+        trans: bool,
+    ) -> bool {
         let m = self.m;
         let ins = &m.code[pc as usize];
         let args = &ins.args;
@@ -1754,7 +2099,11 @@ impl L<'_> {
                     Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
                     o => self.val(b, w, wi, o, l),
                 };
-                let a = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) { a - SHARED_WINDOW } else { a };
+                let a = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+                    a - SHARED_WINDOW
+                } else {
+                    a
+                };
                 let loc = match self.resolve(b, wi, l, Space::Shared, a, 16, pc) {
                     Some(x) => x,
                     None => return false,
@@ -1775,7 +2124,11 @@ impl L<'_> {
         for l in 0..32usize {
             let (g, t) = (l >> 2, l & 3);
             for (i, d) in dsts.iter().enumerate().take(n) {
-                let (lo, hi) = if trans { (rows[i][2 * t][g], rows[i][2 * t + 1][g]) } else { (rows[i][g][2 * t], rows[i][g][2 * t + 1]) };
+                let (lo, hi) = if trans {
+                    (rows[i][2 * t][g], rows[i][2 * t + 1][g])
+                } else {
+                    (rows[i][g][2 * t], rows[i][g][2 * t + 1])
+                };
                 Self::set(w, d, l, lo as u64 | (hi as u64) << 16);
             }
         }
@@ -1783,14 +2136,26 @@ impl L<'_> {
     }
 
     fn mbar_loc(&mut self, b: &Block, wi: usize, lane: usize, pc: u32, a: u64) -> Option<u32> {
-        let a = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) { a - SHARED_WINDOW } else { a };
+        let a = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+            a - SHARED_WINDOW
+        } else {
+            a
+        };
         match self.resolve(b, wi, lane, Space::Shared, a, 8, pc) {
             Some(Loc::Shared(o)) => Some(o as u32),
             _ => None,
         }
     }
 
-    fn mbar_complete_tx(&mut self, b: &mut Block, wi: usize, lane: usize, pc: u32, a: u32, bytes: i64) -> bool {
+    fn mbar_complete_tx(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        pc: u32,
+        a: u32,
+        bytes: i64,
+    ) -> bool {
         let off = match self.mbar_loc(b, wi, lane, pc, a as u64) {
             Some(o) => o,
             None => return false,
@@ -1798,7 +2163,17 @@ impl L<'_> {
         let t = self.tid_of(wi, lane) as usize;
         match b.mbar.get_mut(&off) {
             None => {
-                self.fault(b, wi, Some(lane as u32), pc, FaultKind::MbarrierMisuse, format!("complete_tx on uninitialized mbarrier at shared offset 0x{:x}", off));
+                self.fault(
+                    b,
+                    wi,
+                    Some(lane as u32),
+                    pc,
+                    FaultKind::MbarrierMisuse,
+                    format!(
+                        "complete_tx on uninitialized mbarrier at shared offset 0x{:x}",
+                        off
+                    ),
+                );
                 false
             }
             Some(mb) => {
@@ -1821,12 +2196,24 @@ impl L<'_> {
             let ni = b.inst.len() as u32;
             mb.inst = ni;
             b.inst[old as usize].completed = true;
-            b.inst.push(Inst { waiters: vec![0; nt.div_ceil(64) as usize], completed: false });
+            b.inst.push(Inst {
+                waiters: vec![0; nt.div_ceil(64) as usize],
+                completed: false,
+            });
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn exec_mbarrier(&mut self, b: &mut Block, wi: usize, w: &mut Warp, pc: u32, mask: u32, exec: u32, op: MbarOp) -> Step {
+    fn exec_mbarrier(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        op: MbarOp,
+    ) -> Step {
         let m = self.m;
         let args = &m.code[pc as usize].args;
         Self::advance(w, mask & !exec);
@@ -1851,13 +2238,41 @@ impl L<'_> {
             if op == MbarOp::Init {
                 let cnt = extra.unwrap_or(1) as u32;
                 if cnt == 0 {
-                    self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, "mbarrier.init with a zero count".into());
+                    self.fault(
+                        b,
+                        wi,
+                        Some(l as u32),
+                        pc,
+                        FaultKind::MbarrierMisuse,
+                        "mbarrier.init with a zero count".into(),
+                    );
                     return Step::Stop;
                 }
                 let i = b.inst.len() as u32;
-                b.inst.push(Inst { waiters: vec![0; self.nthreads.div_ceil(64) as usize], completed: false });
-                b.mbar.insert(off, Mbar { expected: cnt, pending: cnt, tx: 0, phase: 0, inst: i });
-                self.track(b, wi, l, Loc::Shared(off as usize), 8, Acc::Write, pc, off as u64);
+                b.inst.push(Inst {
+                    waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+                    completed: false,
+                });
+                b.mbar.insert(
+                    off,
+                    Mbar {
+                        expected: cnt,
+                        pending: cnt,
+                        tx: 0,
+                        phase: 0,
+                        inst: i,
+                    },
+                );
+                self.track(
+                    b,
+                    wi,
+                    l,
+                    Loc::Shared(off as usize),
+                    8,
+                    Acc::Write,
+                    pc,
+                    off as u64,
+                );
                 continue;
             }
             if op == MbarOp::Inval {
@@ -1867,7 +2282,17 @@ impl L<'_> {
             let mb = match b.mbar.get(&off).copied() {
                 Some(x) => x,
                 None => {
-                    self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, format!("mbarrier operation on uninitialized mbarrier at shared offset 0x{:x}", off));
+                    self.fault(
+                        b,
+                        wi,
+                        Some(l as u32),
+                        pc,
+                        FaultKind::MbarrierMisuse,
+                        format!(
+                            "mbarrier operation on uninitialized mbarrier at shared offset 0x{:x}",
+                            off
+                        ),
+                    );
                     return Step::Stop;
                 }
             };
@@ -1880,7 +2305,17 @@ impl L<'_> {
                         cnt = c as u32;
                     }
                     if mb.pending < cnt {
-                        self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, format!("mbarrier arrive: {} arrivals but only {} pending in this phase", cnt, mb.pending));
+                        self.fault(
+                            b,
+                            wi,
+                            Some(l as u32),
+                            pc,
+                            FaultKind::MbarrierMisuse,
+                            format!(
+                                "mbarrier arrive: {} arrivals but only {} pending in this phase",
+                                cnt, mb.pending
+                            ),
+                        );
                         return Step::Stop;
                     }
                     b.thr_inst[t].push(mb.inst);
@@ -1893,9 +2328,16 @@ impl L<'_> {
                 MbarOp::ExpectTx => {
                     b.mbar.get_mut(&off).unwrap().tx += extra.unwrap_or(0) as i64;
                 }
-                MbarOp::TestWait | MbarOp::TryWait | MbarOp::TestWaitParity | MbarOp::TryWaitParity => {
+                MbarOp::TestWait
+                | MbarOp::TryWait
+                | MbarOp::TestWaitParity
+                | MbarOp::TryWaitParity => {
                     let tok = extra.unwrap_or(0) as u32;
-                    let done = if matches!(op, MbarOp::TestWaitParity | MbarOp::TryWaitParity) { (mb.phase & 1) != (tok & 1) } else { mb.phase != tok };
+                    let done = if matches!(op, MbarOp::TestWaitParity | MbarOp::TryWaitParity) {
+                        (mb.phase & 1) != (tok & 1)
+                    } else {
+                        mb.phase != tok
+                    };
                     if done {
                         // the waiter is ordered after all arrivals of the completed phase
                         mark_mbar_waiter(b, off, t);
@@ -1936,7 +2378,16 @@ fn offset_loc(l: Loc, k: usize) -> Loc {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn copy_param(l: &mut L<'_>, b: &mut Block, w: &mut Warp, wi: usize, lane: usize, src: Loc, dst: &Operand, size: usize) {
+fn copy_param(
+    l: &mut L<'_>,
+    b: &mut Block,
+    w: &mut Warp,
+    wi: usize,
+    lane: usize,
+    src: Loc,
+    dst: &Operand,
+    size: usize,
+) {
     match dst {
         Operand::Sym(SymRef::Local(o)) => {
             let d = l.tid_of(wi, lane) as usize * l.local_size + *o as usize;
@@ -1983,7 +2434,11 @@ fn to_f64(ty: PtxType, v: u64) -> f64 {
 fn compare(c: Cmp, ty: PtxType, a: u64, b: u64) -> bool {
     if ty.is_float() {
         if matches!(ty, PtxType::F16x2 | PtxType::BF16x2) {
-            let et = if ty == PtxType::F16x2 { PtxType::F16 } else { PtxType::BF16 };
+            let et = if ty == PtxType::F16x2 {
+                PtxType::F16
+            } else {
+                PtxType::BF16
+            };
             return compare(c, et, a & 0xffff, b & 0xffff);
         }
         let (x, y) = (to_f64(ty, a), to_f64(ty, b));
@@ -2007,7 +2462,11 @@ fn compare(c: Cmp, ty: PtxType, a: u64, b: u64) -> bool {
     }
     let bits = if ty == PtxType::Pred { 1 } else { ty.bits() };
     let signed = ty.is_signed() && !matches!(c, Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs);
-    let (x, y): (i128, i128) = if signed { (sext(a, bits) as i128, sext(b, bits) as i128) } else { ((a & mask_bits(bits)) as i128, (b & mask_bits(bits)) as i128) };
+    let (x, y): (i128, i128) = if signed {
+        (sext(a, bits) as i128, sext(b, bits) as i128)
+    } else {
+        ((a & mask_bits(bits)) as i128, (b & mask_bits(bits)) as i128)
+    };
     match c {
         Cmp::Eq | Cmp::Equ => x == y,
         Cmp::Ne | Cmp::Neu => x != y,
@@ -2025,14 +2484,35 @@ fn alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u64 {
     use PtxType::*;
     match ty {
         F32 | TF32 => {
-            if matches!(op, AluOp::TestpFinite | AluOp::TestpInfinite | AluOp::TestpNumber | AluOp::TestpNan | AluOp::TestpNormal | AluOp::TestpSubnormal) {
-                return testp(op, f32v(a) as f64, f32v(a).is_normal(), f32v(a).is_subnormal()) as u64;
+            if matches!(
+                op,
+                AluOp::TestpFinite
+                    | AluOp::TestpInfinite
+                    | AluOp::TestpNumber
+                    | AluOp::TestpNan
+                    | AluOp::TestpNormal
+                    | AluOp::TestpSubnormal
+            ) {
+                return testp(
+                    op,
+                    f32v(a) as f64,
+                    f32v(a).is_normal(),
+                    f32v(a).is_subnormal(),
+                ) as u64;
             }
             let r = f32_alu(op, m, f32v(a), f32v(b), f32v(c));
             r.to_bits() as u64
         }
         F64 => {
-            if matches!(op, AluOp::TestpFinite | AluOp::TestpInfinite | AluOp::TestpNumber | AluOp::TestpNan | AluOp::TestpNormal | AluOp::TestpSubnormal) {
+            if matches!(
+                op,
+                AluOp::TestpFinite
+                    | AluOp::TestpInfinite
+                    | AluOp::TestpNumber
+                    | AluOp::TestpNan
+                    | AluOp::TestpNormal
+                    | AluOp::TestpSubnormal
+            ) {
                 return testp(op, f64v(a), f64v(a).is_normal(), f64v(a).is_subnormal()) as u64;
             }
             f64_alu(op, m, f64v(a), f64v(b), f64v(c)).to_bits()
@@ -2041,13 +2521,19 @@ fn alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u64 {
         F16x2 | BF16x2 => {
             let et = if ty == F16x2 { F16 } else { BF16 };
             let lo = half_op(et, op, m, a & 0xffff, b & 0xffff, c & 0xffff) as u64;
-            let hi = half_op(et, op, m, (a >> 16) & 0xffff, (b >> 16) & 0xffff, (c >> 16) & 0xffff) as u64;
+            let hi = half_op(
+                et,
+                op,
+                m,
+                (a >> 16) & 0xffff,
+                (b >> 16) & 0xffff,
+                (c >> 16) & 0xffff,
+            ) as u64;
             lo | hi << 16
         }
         _ => int_alu(op, ty, m, a, b, c, d),
     }
 }
-
 
 fn testp(op: AluOp, x: f64, normal: bool, sub: bool) -> bool {
     match op {
@@ -2220,7 +2706,11 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             if m.hi {
                 (p >> bits) + z
             } else if m.wide {
-                let cz = if signed { sext(c, bits * 2) as i128 } else { (c & wide_mk) as i128 };
+                let cz = if signed {
+                    sext(c, bits * 2) as i128
+                } else {
+                    (c & wide_mk) as i128
+                };
                 return ((p + cz) as u128 as u64) & wide_mk;
             } else {
                 p + z
@@ -2293,10 +2783,18 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             let pos = (b & 0xff) as u32;
             let len = (c & 0xff) as u32;
             let msb = bits - 1;
-            let sbit = if signed && len != 0 { (a >> (pos + len - 1).min(msb)) & 1 } else { 0 };
+            let sbit = if signed && len != 0 {
+                (a >> (pos + len - 1).min(msb)) & 1
+            } else {
+                0
+            };
             let mut r = 0u64;
             for i in 0..bits {
-                let bit = if i < len && pos + i <= msb { (a >> (pos + i)) & 1 } else { sbit };
+                let bit = if i < len && pos + i <= msb {
+                    (a >> (pos + i)) & 1
+                } else {
+                    sbit
+                };
                 r |= bit << i;
             }
             return r & mk;
@@ -2350,9 +2848,17 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             return r & mk;
         }
         AluOp::ShfL | AluOp::ShfR => {
-            let n = if m.clamp { (c as u32).min(32) } else { (c as u32) & 31 };
+            let n = if m.clamp {
+                (c as u32).min(32)
+            } else {
+                (c as u32) & 31
+            };
             let v = (a as u32 as u64) | ((b as u32 as u64) << 32);
-            return if op == AluOp::ShfL { ((v << n) >> 32) & 0xffff_ffff } else { (v >> n) & 0xffff_ffff };
+            return if op == AluOp::ShfL {
+                ((v << n) >> 32) & 0xffff_ffff
+            } else {
+                (v >> n) & 0xffff_ffff
+            };
         }
         _ => 0,
     };
@@ -2376,8 +2882,24 @@ fn f64_to_f32(x: f64, r: Rnd) -> f32 {
     if n.is_nan() || n.is_infinite() || n as f64 == x {
         return n;
     }
-    let up = |v: f32| if v >= 0.0 { f32::from_bits(v.to_bits() + 1) } else if v == 0.0 { f32::from_bits(1) } else { f32::from_bits(v.to_bits() - 1) };
-    let down = |v: f32| if v > 0.0 { f32::from_bits(v.to_bits() - 1) } else if v == 0.0 { -f32::from_bits(1) } else { f32::from_bits(v.to_bits() + 1) };
+    let up = |v: f32| {
+        if v >= 0.0 {
+            f32::from_bits(v.to_bits() + 1)
+        } else if v == 0.0 {
+            f32::from_bits(1)
+        } else {
+            f32::from_bits(v.to_bits() - 1)
+        }
+    };
+    let down = |v: f32| {
+        if v > 0.0 {
+            f32::from_bits(v.to_bits() - 1)
+        } else if v == 0.0 {
+            -f32::from_bits(1)
+        } else {
+            f32::from_bits(v.to_bits() + 1)
+        }
+    };
     match r {
         Rnd::Rz => {
             if (n as f64).abs() > x.abs() {
@@ -2414,16 +2936,28 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, sat: bool, a: u64) -> u6
     let dfloat = dty.is_float();
     if !sfloat && !dfloat {
         let sb = sty.bits();
-        let v: i128 = if sty.is_signed() { sext(a, sb) as i128 } else { (a & mask_bits(sb)) as i128 };
+        let v: i128 = if sty.is_signed() {
+            sext(a, sb) as i128
+        } else {
+            (a & mask_bits(sb)) as i128
+        };
         let db = dty.bits();
         let v = if sat {
-            let (lo, hi) = if dty.is_signed() { (-(1i128 << (db - 1)), (1i128 << (db - 1)) - 1) } else { (0, (1i128 << db) - 1) };
+            let (lo, hi) = if dty.is_signed() {
+                (-(1i128 << (db - 1)), (1i128 << (db - 1)) - 1)
+            } else {
+                (0, (1i128 << db) - 1)
+            };
             v.clamp(lo, hi)
         } else {
             v
         };
         let r = (v as u128 as u64) & mask_bits(db);
-        return if dty.is_signed() { sext(r, db) as u64 & mask_bits(db.max(32)) } else { r };
+        return if dty.is_signed() {
+            sext(r, db) as u64 & mask_bits(db.max(32))
+        } else {
+            r
+        };
     }
     if sfloat && !dfloat {
         let x = to_f64(sty, a);
@@ -2432,9 +2966,17 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, sat: bool, a: u64) -> u6
         }
         let x = round_f64(x, if rnd == Rnd::None { Rnd::Rzi } else { rnd });
         let db = dty.bits();
-        let (lo, hi) = if dty.is_signed() { (-(2f64.powi(db as i32 - 1)), 2f64.powi(db as i32 - 1) - 1.0) } else { (0.0, 2f64.powi(db as i32) - 1.0) };
+        let (lo, hi) = if dty.is_signed() {
+            (-(2f64.powi(db as i32 - 1)), 2f64.powi(db as i32 - 1) - 1.0)
+        } else {
+            (0.0, 2f64.powi(db as i32) - 1.0)
+        };
         let x = x.clamp(lo, hi);
-        let v = if dty.is_signed() { x as i64 as u64 } else { x as u64 };
+        let v = if dty.is_signed() {
+            x as i64 as u64
+        } else {
+            x as u64
+        };
         return v & mask_bits(db);
     }
     // destination float
@@ -2445,7 +2987,11 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, sat: bool, a: u64) -> u6
     } else {
         (a & mask_bits(sty.bits())) as f64
     };
-    let x = if matches!(rnd, Rnd::Rni | Rnd::Rzi | Rnd::Rmi | Rnd::Rpi) { round_f64(x, rnd) } else { x };
+    let x = if matches!(rnd, Rnd::Rni | Rnd::Rzi | Rnd::Rmi | Rnd::Rpi) {
+        round_f64(x, rnd)
+    } else {
+        x
+    };
     let x = if sat {
         if x.is_nan() {
             0.0
@@ -2457,15 +3003,7 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, sat: bool, a: u64) -> u6
     };
     match dty {
         F64 => x.to_bits(),
-        F32 => {
-            if sty == F64 {
-                f64_to_f32(x, rnd).to_bits() as u64
-            } else if !sfloat && (a & mask_bits(sty.bits())) > (1 << 24) {
-                f64_to_f32(x, rnd).to_bits() as u64
-            } else {
-                (x as f32).to_bits() as u64
-            }
-        }
+        F32 => f64_to_f32(x, rnd).to_bits() as u64,
         TF32 => {
             let b = (x as f32).to_bits();
             // round to nearest, ties away (cvt.rna.tf32.f32)
@@ -2582,7 +3120,12 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
             o => vec![o.clone()],
         }
     };
-    let (d, a, bb, c) = (regs(&args[0]), regs(&args[1]), regs(&args[2]), regs(&args[3]));
+    let (d, a, bb, c) = (
+        regs(&args[0]),
+        regs(&args[1]),
+        regs(&args[2]),
+        regs(&args[3]),
+    );
     let k = match kind {
         MmaKind::Tf32K8 | MmaKind::F16K8 | MmaKind::Bf16K8 => 8,
         _ => 16,
@@ -2591,7 +3134,11 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
     let mut bm = vec![[0f32; 8]; 16]; // bm[k][col]
     let mut cm = [[0f32; 8]; 16];
     let half = |bits: u64, hi: bool| -> f32 {
-        let h = if hi { (bits >> 16) & 0xffff } else { bits & 0xffff };
+        let h = if hi {
+            (bits >> 16) & 0xffff
+        } else {
+            bits & 0xffff
+        };
         match kind {
             MmaKind::F16K16 | MmaKind::F16K8 => half::f16::from_bits(h as u16).to_f32(),
             _ => half::bf16::from_bits(h as u16).to_f32(),
@@ -2600,7 +3147,9 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
     for lane in 0..32usize {
         let g = lane >> 2;
         let t = lane & 3;
-        let rv = |ops: &[Operand], i: usize| -> u64 { ops.get(i).map(|o| l.val(b, w, wi, o, lane)).unwrap_or(0) };
+        let rv = |ops: &[Operand], i: usize| -> u64 {
+            ops.get(i).map(|o| l.val(b, w, wi, o, lane)).unwrap_or(0)
+        };
         match kind {
             MmaKind::Tf32K8 => {
                 am[g][t] = tf32(rv(&a, 0) as u32);
@@ -2611,7 +3160,15 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
                 bm[t + 4][g] = tf32(rv(&bb, 1) as u32);
             }
             MmaKind::F16K16 | MmaKind::Bf16K16 => {
-                for (ri, (row, col)) in [(g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8)].iter().enumerate() {
+                for (ri, (row, col)) in [
+                    (g, 2 * t),
+                    (g + 8, 2 * t),
+                    (g, 2 * t + 8),
+                    (g + 8, 2 * t + 8),
+                ]
+                .iter()
+                .enumerate()
+                {
                     let v = rv(&a, ri);
                     am[*row][*col] = half(v, false);
                     am[*row][*col + 1] = half(v, true);
@@ -2651,7 +3208,12 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
     for lane in 0..32usize {
         let g = lane >> 2;
         let t = lane & 3;
-        let vals = [dm[g][2 * t], dm[g][2 * t + 1], dm[g + 8][2 * t], dm[g + 8][2 * t + 1]];
+        let vals = [
+            dm[g][2 * t],
+            dm[g][2 * t + 1],
+            dm[g + 8][2 * t],
+            dm[g + 8][2 * t + 1],
+        ];
         for (i, v) in vals.iter().enumerate() {
             if let Some(op) = d.get(i) {
                 L::set(w, op, lane, v.to_bits() as u64);

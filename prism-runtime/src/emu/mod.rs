@@ -56,7 +56,12 @@ pub struct EmuConfig {
 
 impl Default for EmuConfig {
     fn default() -> Self {
-        EmuConfig { schedule: Schedule::RoundRobin, warp_mode: WarpMode::Independent, check_races: true, max_steps: 200_000_000 }
+        EmuConfig {
+            schedule: Schedule::RoundRobin,
+            warp_mode: WarpMode::Independent,
+            check_races: true,
+            max_steps: 200_000_000,
+        }
     }
 }
 
@@ -162,7 +167,11 @@ pub struct Fault {
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} at PTX line {} (block {:?}, warp {}", self.kind, self.ptx_line, self.block, self.warp)?;
+        write!(
+            f,
+            "{:?} at PTX line {} (block {:?}, warp {}",
+            self.kind, self.ptx_line, self.block, self.warp
+        )?;
         if let Some(l) = self.lane {
             write!(f, ", lane {}", l)?;
         }
@@ -319,7 +328,13 @@ pub struct Emulator {
 impl Emulator {
     /// Creates an emulator with no allocations.
     pub fn new(cfg: EmuConfig) -> Emulator {
-        Emulator { cfg, allocs: Vec::new(), next_addr: GLOBAL_BASE, module_globals: HashMap::new(), launches: 0 }
+        Emulator {
+            cfg,
+            allocs: Vec::new(),
+            next_addr: GLOBAL_BASE,
+            module_globals: HashMap::new(),
+            launches: 0,
+        }
     }
 
     /// The configuration.
@@ -338,7 +353,12 @@ impl Emulator {
         let base = self.next_addr;
         let span = (bytes as u64).div_ceil(256) * 256 + 256;
         self.next_addr += span.max(512);
-        self.allocs.push(Alloc { base, data: vec![0; bytes], shadow: Vec::new(), shadow_launch: u64::MAX });
+        self.allocs.push(Alloc {
+            base,
+            data: vec![0; bytes],
+            shadow: Vec::new(),
+            shadow_launch: u64::MAX,
+        });
         base
     }
 
@@ -362,17 +382,28 @@ impl Emulator {
                 self.allocs.remove(i);
                 Ok(())
             }
-            None => Err(EmuError::Memory(format!("free of 0x{:x}: not the base of a live allocation", addr))),
+            None => Err(EmuError::Memory(format!(
+                "free of 0x{:x}: not the base of a live allocation",
+                addr
+            ))),
         }
     }
 
     /// Copies host bytes to device memory.
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), EmuError> {
-        let i = self.find(addr).ok_or_else(|| EmuError::Memory(format!("write to unmapped address 0x{:x}", addr)))?;
+        let i = self
+            .find(addr)
+            .ok_or_else(|| EmuError::Memory(format!("write to unmapped address 0x{:x}", addr)))?;
         let a = &mut self.allocs[i];
         let off = (addr - a.base) as usize;
         if off + data.len() > a.data.len() {
-            return Err(EmuError::Memory(format!("write of {} bytes at 0x{:x} overruns allocation of {} bytes at 0x{:x}", data.len(), addr, a.data.len(), a.base)));
+            return Err(EmuError::Memory(format!(
+                "write of {} bytes at 0x{:x} overruns allocation of {} bytes at 0x{:x}",
+                data.len(),
+                addr,
+                a.data.len(),
+                a.base
+            )));
         }
         a.data[off..off + data.len()].copy_from_slice(data);
         Ok(())
@@ -380,11 +411,19 @@ impl Emulator {
 
     /// Copies device memory to the host.
     pub fn read(&self, addr: u64, len: usize) -> Result<Vec<u8>, EmuError> {
-        let i = self.find(addr).ok_or_else(|| EmuError::Memory(format!("read from unmapped address 0x{:x}", addr)))?;
+        let i = self
+            .find(addr)
+            .ok_or_else(|| EmuError::Memory(format!("read from unmapped address 0x{:x}", addr)))?;
         let a = &self.allocs[i];
         let off = (addr - a.base) as usize;
         if off + len > a.data.len() {
-            return Err(EmuError::Memory(format!("read of {} bytes at 0x{:x} overruns allocation of {} bytes at 0x{:x}", len, addr, a.data.len(), a.base)));
+            return Err(EmuError::Memory(format!(
+                "read of {} bytes at 0x{:x} overruns allocation of {} bytes at 0x{:x}",
+                len,
+                addr,
+                a.data.len(),
+                a.base
+            )));
         }
         Ok(a.data[off..off + len].to_vec())
     }
@@ -421,45 +460,87 @@ impl Emulator {
         dynamic_smem_bytes: u32,
         params: &[ParamValue],
     ) -> Result<LaunchReport, EmuError> {
-        let fi = module.funcs.iter().position(|f| f.is_entry && f.name == entry).ok_or_else(|| EmuError::NoSuchEntry(entry.to_string()))?;
+        let fi = module
+            .funcs
+            .iter()
+            .position(|f| f.is_entry && f.name == entry)
+            .ok_or_else(|| EmuError::NoSuchEntry(entry.to_string()))?;
         let f = &module.funcs[fi];
         if params.len() != f.params.len() {
-            return Err(EmuError::BadParams(format!("{} expects {} parameters, got {}", entry, f.params.len(), params.len())));
+            return Err(EmuError::BadParams(format!(
+                "{} expects {} parameters, got {}",
+                entry,
+                f.params.len(),
+                params.len()
+            )));
         }
         let mut pbuf = vec![0u8; f.param_buf_size];
         for (i, (d, v)) in f.params.iter().zip(params).enumerate() {
             let b = v.to_bytes();
             if b.len() != d.size {
-                return Err(EmuError::BadParams(format!("parameter {} ({}) is {} bytes, value has {} bytes", i, d.name, d.size, b.len())));
+                return Err(EmuError::BadParams(format!(
+                    "parameter {} ({}) is {} bytes, value has {} bytes",
+                    i,
+                    d.name,
+                    d.size,
+                    b.len()
+                )));
             }
             pbuf[d.offset..d.offset + d.size].copy_from_slice(&b);
         }
         if grid.contains(&0) || block.contains(&0) {
-            return Err(EmuError::BadLaunch(format!("zero dimension in grid {:?} / block {:?}", grid, block)));
+            return Err(EmuError::BadLaunch(format!(
+                "zero dimension in grid {:?} / block {:?}",
+                grid, block
+            )));
         }
         let nthreads = block[0] as u64 * block[1] as u64 * block[2] as u64;
         if nthreads > 1024 || block[2] > 64 {
-            return Err(EmuError::BadLaunch(format!("block {:?} has {} threads (max 1024, z max 64)", block, nthreads)));
+            return Err(EmuError::BadLaunch(format!(
+                "block {:?} has {} threads (max 1024, z max 64)",
+                block, nthreads
+            )));
         }
         if grid[1] > 65535 || grid[2] > 65535 {
-            return Err(EmuError::BadLaunch(format!("grid {:?}: y and z are limited to 65535", grid)));
+            return Err(EmuError::BadLaunch(format!(
+                "grid {:?}: y and z are limited to 65535",
+                grid
+            )));
         }
         if let Some(r) = f.reqntid {
             if r != block {
-                return Err(EmuError::BadLaunch(format!("{} requires .reqntid {:?}, launched with {:?}", entry, r, block)));
+                return Err(EmuError::BadLaunch(format!(
+                    "{} requires .reqntid {:?}, launched with {:?}",
+                    entry, r, block
+                )));
             }
         }
         if let Some(m) = f.maxntid {
             if nthreads > m[0] as u64 * m[1] as u64 * m[2] as u64 {
-                return Err(EmuError::BadLaunch(format!("{} has .maxntid {:?}, launched with {:?}", entry, m, block)));
+                return Err(EmuError::BadLaunch(format!(
+                    "{} has .maxntid {:?}, launched with {:?}",
+                    entry, m, block
+                )));
             }
         }
         let smem_total = module.dyn_offset(fi) as u64 + dynamic_smem_bytes as u64;
         if smem_total > 227 * 1024 {
-            return Err(EmuError::BadLaunch(format!("shared memory {} bytes exceeds 227 KiB", smem_total)));
+            return Err(EmuError::BadLaunch(format!(
+                "shared memory {} bytes exceeds 227 KiB",
+                smem_total
+            )));
         }
         let gaddrs = self.module_addrs(module);
         self.launches += 1;
-        exec::run_launch(self, module, fi, grid, block, dynamic_smem_bytes, pbuf, gaddrs)
+        exec::run_launch(
+            self,
+            module,
+            fi,
+            grid,
+            block,
+            dynamic_smem_bytes,
+            pbuf,
+            gaddrs,
+        )
     }
 }

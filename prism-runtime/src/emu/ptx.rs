@@ -25,7 +25,10 @@ impl fmt::Display for PtxError {
 impl std::error::Error for PtxError {}
 
 fn perr<T>(line: usize, msg: impl Into<String>) -> Result<T, PtxError> {
-    Err(PtxError { line, message: msg.into() })
+    Err(PtxError {
+        line,
+        message: msg.into(),
+    })
 }
 
 /// A PTX fundamental type.
@@ -101,7 +104,10 @@ impl PtxType {
     }
     /// True for signed integer types.
     pub fn is_signed(self) -> bool {
-        matches!(self, PtxType::S8 | PtxType::S16 | PtxType::S32 | PtxType::S64)
+        matches!(
+            self,
+            PtxType::S8 | PtxType::S16 | PtxType::S32 | PtxType::S64
+        )
     }
     /// True for floating-point types (scalar or packed).
     pub fn is_float(self) -> bool {
@@ -463,15 +469,25 @@ impl Module {
     }
     /// Names of the `.entry` kernels in the module.
     pub fn entries(&self) -> Vec<String> {
-        self.funcs.iter().filter(|f| f.is_entry).map(|f| f.name.clone()).collect()
+        self.funcs
+            .iter()
+            .filter(|f| f.is_entry)
+            .map(|f| f.name.clone())
+            .collect()
     }
     /// Parameter list of an entry, `None` if there is no such entry.
     pub fn entry_params(&self, entry: &str) -> Option<Vec<ParamDecl>> {
-        self.funcs.iter().find(|f| f.is_entry && f.name == entry).map(|f| f.params.clone())
+        self.funcs
+            .iter()
+            .find(|f| f.is_entry && f.name == entry)
+            .map(|f| f.params.clone())
     }
     /// Static shared memory of an entry, in bytes (`None` if there is no such entry).
     pub fn static_shared_bytes(&self, entry: &str) -> Option<u32> {
-        self.funcs.iter().find(|f| f.is_entry && f.name == entry).map(|f| f.smem)
+        self.funcs
+            .iter()
+            .find(|f| f.is_entry && f.name == entry)
+            .map(|f| f.smem)
     }
     /// Offset of dynamic shared memory (`.extern .shared`) for an entry.
     pub(crate) fn dyn_offset(&self, fi: usize) -> u32 {
@@ -546,7 +562,10 @@ fn tokenize(src: &str) -> Result<Vec<Token>, PtxError> {
                 i += 1;
             }
             let s: String = b[start..i.min(b.len())].iter().collect();
-            out.push(Token { t: Tok::Str(s), line });
+            out.push(Token {
+                t: Tok::Str(s),
+                line,
+            });
             i += 1;
         } else if c.is_ascii_digit() {
             let start = i;
@@ -555,14 +574,19 @@ fn tokenize(src: &str) -> Result<Vec<Token>, PtxError> {
                 if (b[i] == 'e' || b[i] == 'E')
                     && i + 1 < b.len()
                     && (b[i + 1] == '-' || b[i + 1] == '+')
-                    && !b[start..i].iter().any(|c| *c == 'x' || *c == 'X' || *c == 'f' || *c == 'd')
+                    && !b[start..i]
+                        .iter()
+                        .any(|c| *c == 'x' || *c == 'X' || *c == 'f' || *c == 'd')
                 {
                     i += 2;
                     continue;
                 }
                 i += 1;
             }
-            out.push(Token { t: Tok::Num(b[start..i].iter().collect()), line });
+            out.push(Token {
+                t: Tok::Num(b[start..i].iter().collect()),
+                line,
+            });
         } else if is_ident_start(c) {
             let start = i;
             i += 1;
@@ -577,7 +601,10 @@ fn tokenize(src: &str) -> Result<Vec<Token>, PtxError> {
                 }
                 i += 1;
             }
-            out.push(Token { t: Tok::Ident(b[start..i].iter().collect()), line });
+            out.push(Token {
+                t: Tok::Ident(b[start..i].iter().collect()),
+                line,
+            });
         } else {
             out.push(Token { t: Tok::P(c), line });
             i += 1;
@@ -666,7 +693,11 @@ impl Parser {
         }
     }
     fn line(&self) -> usize {
-        self.toks.get(self.pos).or(self.toks.last()).map(|t| t.line).unwrap_or(0)
+        self.toks
+            .get(self.pos)
+            .or(self.toks.last())
+            .map(|t| t.line)
+            .unwrap_or(0)
     }
     fn peek(&self) -> Option<&Tok> {
         self.toks.get(self.pos).map(|t| &t.t)
@@ -698,7 +729,10 @@ impl Parser {
         if self.eat_p(c) {
             Ok(())
         } else {
-            perr(self.line(), format!("expected '{}', found {:?}", c, self.peek()))
+            perr(
+                self.line(),
+                format!("expected '{}', found {:?}", c, self.peek()),
+            )
         }
     }
     fn is_ident(&self, s: &str) -> bool {
@@ -714,7 +748,10 @@ impl Parser {
         let neg = self.eat_p('-');
         match self.next()? {
             Tok::Num(s) => {
-                let v = parse_int(&s).ok_or_else(|| PtxError { line: self.line(), message: format!("bad integer '{}'", s) })?;
+                let v = parse_int(&s).ok_or_else(|| PtxError {
+                    line: self.line(),
+                    message: format!("bad integer '{}'", s),
+                })?;
                 Ok(if neg { -v } else { v })
             }
             t => perr(self.line(), format!("expected number, found {:?}", t)),
@@ -765,7 +802,9 @@ impl Parser {
             let line = self.line();
             match t {
                 Tok::Ident(s) => match s.as_str() {
-                    ".version" | ".target" | ".address_size" | ".file" | ".loc" => self.skip_line(line),
+                    ".version" | ".target" | ".address_size" | ".file" | ".loc" => {
+                        self.skip_line(line)
+                    }
                     ".section" => {
                         self.pos += 1;
                         while !self.is_p('{') && self.peek().is_some() {
@@ -777,7 +816,12 @@ impl Parser {
                     _ => self.module_decl()?,
                 },
                 Tok::P(';') => self.pos += 1,
-                other => return perr(line, format!("unexpected token at module level: {:?}", other)),
+                other => {
+                    return perr(
+                        line,
+                        format!("unexpected token at module level: {:?}", other),
+                    )
+                }
             }
         }
         Ok(())
@@ -809,7 +853,9 @@ impl Parser {
                 self.declare(name, Name::Sym(SymRef::Local(off)));
                 Ok(())
             }
-            ".tex" | ".surf" | ".samplerref" | ".texref" => perr(line, format!("unsupported module declaration {}", kw)),
+            ".tex" | ".surf" | ".samplerref" | ".texref" => {
+                perr(line, format!("unsupported module declaration {}", kw))
+            }
             _ => perr(line, format!("unexpected module-level directive '{}'", kw)),
         }
     }
@@ -831,8 +877,8 @@ impl Parser {
                 self.pos += 1;
                 vec = 4;
             } else if let Some(Tok::Ident(s)) = self.peek() {
-                if s.starts_with('.') {
-                    if let Some(t) = PtxType::from_name(&s[1..]) {
+                if let Some(name) = s.strip_prefix('.') {
+                    if let Some(t) = PtxType::from_name(name) {
                         ty = Some(t);
                     }
                     // other qualifiers (.ptr, .attribute...) ignored
@@ -844,7 +890,10 @@ impl Parser {
                 break;
             }
         }
-        let ty = ty.ok_or_else(|| PtxError { line: self.line(), message: "missing type in declaration".into() })?;
+        let ty = ty.ok_or_else(|| PtxError {
+            line: self.line(),
+            message: "missing type in declaration".into(),
+        })?;
         let name = self.ident()?;
         let mut count = vec;
         let mut unsized_ = false;
@@ -894,7 +943,12 @@ impl Parser {
         }
         self.skip_to_semi();
         let idx = self.globals.len() as u32;
-        self.globals.push(GlobalVar { name: name.clone(), size: size.max(1), align: align.max(1), init });
+        self.globals.push(GlobalVar {
+            name: name.clone(),
+            size: size.max(1),
+            align: align.max(1),
+            init,
+        });
         self.declare(name, Name::Sym(SymRef::Global(idx)));
         Ok(())
     }
@@ -953,9 +1007,19 @@ impl Parser {
                 // register parameter of a .func: treat like a register
                 let r = self.new_reg(&name, ty);
                 let _ = r;
-                out.push(ParamDecl { name, ty, size, align, offset: usize::MAX });
+                out.push(ParamDecl {
+                    name,
+                    ty,
+                    size,
+                    align,
+                    offset: usize::MAX,
+                });
             } else {
-                let o = if is_entry { align_up(off as u32, align as u32) as usize } else { align_up(self.local, align as u32) as usize };
+                let o = if is_entry {
+                    align_up(off as u32, align as u32) as usize
+                } else {
+                    align_up(self.local, align as u32) as usize
+                };
                 if is_entry {
                     off = o + size;
                     self.declare(name.clone(), Name::Sym(SymRef::KParam(o as u32)));
@@ -963,7 +1027,13 @@ impl Parser {
                     self.local = (o + size) as u32;
                     self.declare(name.clone(), Name::Sym(SymRef::Local(o as u32)));
                 }
-                out.push(ParamDecl { name, ty, size, align, offset: o });
+                out.push(ParamDecl {
+                    name,
+                    ty,
+                    size,
+                    align,
+                    offset: o,
+                });
             }
             self.eat_p(',');
         }
@@ -1063,8 +1133,18 @@ impl Parser {
         self.body()?;
         self.funcs[fidx].end = self.code.len() as u32;
         // implicit return at the end of a body
-        let line = self.toks.get(self.pos.saturating_sub(1)).map(|t| t.line).unwrap_or(0);
-        self.code.push(Instr { kind: Kind::Ret, guard: None, args: vec![], line: line as u32, is_cond_branch: false });
+        let line = self
+            .toks
+            .get(self.pos.saturating_sub(1))
+            .map(|t| t.line)
+            .unwrap_or(0);
+        self.code.push(Instr {
+            kind: Kind::Ret,
+            guard: None,
+            args: vec![],
+            line: line as u32,
+            is_cond_branch: false,
+        });
         self.funcs[fidx].end = self.code.len() as u32;
         self.funcs[fidx].smem = self.smem_fn;
         self.smem_fn_max = self.smem_fn_max.max(self.smem_fn);
@@ -1099,7 +1179,9 @@ impl Parser {
                     }
                 }
                 Tok::P(';') => self.pos += 1,
-                Tok::Ident(s) if matches!(self.peek_at(1), Some(Tok::P(':'))) && !s.starts_with('.') => {
+                Tok::Ident(s)
+                    if matches!(self.peek_at(1), Some(Tok::P(':'))) && !s.starts_with('.') =>
+                {
                     self.pos += 2;
                     labels.insert(s, self.code.len() as u32);
                 }
@@ -1144,7 +1226,10 @@ impl Parser {
                     }
                 }
                 let _ = vec;
-                let ty = ty.ok_or_else(|| PtxError { line, message: "missing register type".into() })?;
+                let ty = ty.ok_or_else(|| PtxError {
+                    line,
+                    message: "missing register type".into(),
+                })?;
                 loop {
                     let name = self.ident()?;
                     if self.eat_p('<') {
@@ -1274,11 +1359,17 @@ impl Parser {
             Tok::Num(s) => {
                 let l = s.to_ascii_lowercase();
                 if (l.starts_with("0f")) && l.len() == 10 {
-                    let b = u32::from_str_radix(&l[2..], 16).map_err(|_| PtxError { line, message: format!("bad float {}", s) })?;
+                    let b = u32::from_str_radix(&l[2..], 16).map_err(|_| PtxError {
+                        line,
+                        message: format!("bad float {}", s),
+                    })?;
                     let b = if neg { b ^ 0x8000_0000 } else { b };
                     Ok(RawOp::F32Bits(b))
                 } else if l.starts_with("0d") && l.len() == 18 {
-                    let b = u64::from_str_radix(&l[2..], 16).map_err(|_| PtxError { line, message: format!("bad double {}", s) })?;
+                    let b = u64::from_str_radix(&l[2..], 16).map_err(|_| PtxError {
+                        line,
+                        message: format!("bad double {}", s),
+                    })?;
                     let b = if neg { b ^ 0x8000_0000_0000_0000 } else { b };
                     Ok(RawOp::F64Bits(b))
                 } else if let Some(v) = parse_int(&s) {
@@ -1323,7 +1414,13 @@ impl Parser {
             self.eat_p(',');
         }
         let idx = self.code.len();
-        self.code.push(Instr { kind: Kind::Nop, guard: None, args: vec![], line: line as u32, is_cond_branch: false });
+        self.code.push(Instr {
+            kind: Kind::Nop,
+            guard: None,
+            args: vec![],
+            line: line as u32,
+            is_cond_branch: false,
+        });
         // Snapshot the current scope chain for name resolution after the body is parsed.
         let mut merged = HashMap::new();
         for s in self.scopes.iter() {
@@ -1334,7 +1431,16 @@ impl Parser {
         self.scope_store.push(merged);
         self.scope_parent.push(None);
         let scope = self.scope_store.len() - 1;
-        self.pending.push((idx, PendingInstr { opcode, guard, args, line, scope }));
+        self.pending.push((
+            idx,
+            PendingInstr {
+                opcode,
+                guard,
+                args,
+                line,
+                scope,
+            },
+        ));
         Ok(())
     }
 
@@ -1370,7 +1476,13 @@ impl Parser {
             let mut seen = vec![false; nf];
             while let Some(c) = stack.pop() {
                 if c == start {
-                    return perr(0, format!("recursive function {} is not supported by the emulator", self.funcs[start].name));
+                    return perr(
+                        0,
+                        format!(
+                            "recursive function {} is not supported by the emulator",
+                            self.funcs[start].name
+                        ),
+                    );
                 }
                 if !seen[c] {
                     seen[c] = true;
@@ -1398,14 +1510,32 @@ impl Parser {
     // --------------------------------------------------------------------------------------------
     // Decoder
 
-    fn operand(&self, p: &PendingInstr, r: &RawOp, ty: PtxType, labels: &HashMap<String, u32>) -> Result<Operand, PtxError> {
+    fn operand(
+        &self,
+        p: &PendingInstr,
+        r: &RawOp,
+        ty: PtxType,
+        labels: &HashMap<String, u32>,
+    ) -> Result<Operand, PtxError> {
         let line = p.line;
         Ok(match r {
             RawOp::Sink => Operand::Sink,
             RawOp::Int(i) => Operand::Imm(imm_int(*i, ty)),
-            RawOp::F32Bits(b) => Operand::Imm(if ty == PtxType::F64 { (f32::from_bits(*b) as f64).to_bits() } else { *b as u64 }),
-            RawOp::F64Bits(b) => Operand::Imm(if ty == PtxType::F64 { *b } else { (f64::from_bits(*b) as f32).to_bits() as u64 }),
-            RawOp::Float(f) => Operand::Imm(if ty == PtxType::F64 { f.to_bits() } else { (*f as f32).to_bits() as u64 }),
+            RawOp::F32Bits(b) => Operand::Imm(if ty == PtxType::F64 {
+                (f32::from_bits(*b) as f64).to_bits()
+            } else {
+                *b as u64
+            }),
+            RawOp::F64Bits(b) => Operand::Imm(if ty == PtxType::F64 {
+                *b
+            } else {
+                (f64::from_bits(*b) as f32).to_bits() as u64
+            }),
+            RawOp::Float(f) => Operand::Imm(if ty == PtxType::F64 {
+                f.to_bits()
+            } else {
+                (*f as f32).to_bits() as u64
+            }),
             RawOp::NotName(n) => match self.resolve_name(p.scope, n) {
                 Some(Name::Reg(r, _)) => Operand::PredNot(r),
                 _ => return perr(line, format!("unknown predicate {}", n)),
@@ -1444,8 +1574,16 @@ impl Parser {
                 };
                 Operand::Addr(b, *off)
             }
-            RawOp::Vec(v) => Operand::Vec(v.iter().map(|x| self.operand(p, x, ty, labels)).collect::<Result<_, _>>()?),
-            RawOp::List(v) => Operand::List(v.iter().map(|x| self.operand(p, x, ty, labels)).collect::<Result<_, _>>()?),
+            RawOp::Vec(v) => Operand::Vec(
+                v.iter()
+                    .map(|x| self.operand(p, x, ty, labels))
+                    .collect::<Result<_, _>>()?,
+            ),
+            RawOp::List(v) => Operand::List(
+                v.iter()
+                    .map(|x| self.operand(p, x, ty, labels))
+                    .collect::<Result<_, _>>()?,
+            ),
         })
     }
 
@@ -1492,7 +1630,13 @@ impl Parser {
             })
             .unwrap_or(Rnd::None);
         let ty0 = types.first().copied().unwrap_or(PtxType::B32);
-        let m = Mods { hi: has("hi"), wide: has("wide"), sat: has("sat") || has("satfinite"), clamp: has("clamp"), relu: has("relu") };
+        let m = Mods {
+            hi: has("hi"),
+            wide: has("wide"),
+            sat: has("sat") || has("satfinite"),
+            clamp: has("clamp"),
+            relu: has("relu"),
+        };
         let alu = |op: AluOp| Kind::Alu(op, ty0, m);
         let kind = match base {
             "mov" => Kind::Mov(ty0),
@@ -1533,7 +1677,10 @@ impl Parser {
             "bfind" => alu(AluOp::Bfind),
             "copysign" => alu(AluOp::Copysign),
             "prmt" => {
-                if mods.iter().any(|x| matches!(*x, "f4e" | "b4e" | "rc8" | "ecl" | "ecr" | "rc16")) {
+                if mods
+                    .iter()
+                    .any(|x| matches!(*x, "f4e" | "b4e" | "rc8" | "ecl" | "ecr" | "rc16"))
+                {
                     Kind::Unsupported(p.opcode.clone())
                 } else {
                     alu(AluOp::Prmt)
@@ -1564,7 +1711,13 @@ impl Parser {
                 alu(op)
             }
             "setp" | "set" => {
-                let cmp = mods.iter().find_map(|m| parse_cmp(m)).ok_or_else(|| PtxError { line, message: format!("missing compare op in {}", p.opcode) })?;
+                let cmp = mods
+                    .iter()
+                    .find_map(|m| parse_cmp(m))
+                    .ok_or_else(|| PtxError {
+                        line,
+                        message: format!("missing compare op in {}", p.opcode),
+                    })?;
                 let bop = mods.iter().find_map(|m| match *m {
                     "and" => Some(BoolOp::And),
                     "or" => Some(BoolOp::Or),
@@ -1588,7 +1741,11 @@ impl Parser {
             }
             "cvta" => Kind::Cvta(has("to"), space, ty0),
             "ld" | "ldu" => {
-                if base == "ld" && mods.iter().any(|x| x.starts_with("global") && x.contains("nc")) {
+                if base == "ld"
+                    && mods
+                        .iter()
+                        .any(|x| x.starts_with("global") && x.contains("nc"))
+                {
                     Kind::Ld(Space::Global, ty0, vecw)
                 } else {
                     Kind::Ld(space, ty0, vecw)
@@ -1611,8 +1768,18 @@ impl Parser {
                         "xor" => Some(AtomOp::Xor),
                         _ => None,
                     })
-                    .ok_or_else(|| PtxError { line, message: format!("unknown atomic op {}", p.opcode) })?;
-                if vecw != 1 || types.iter().any(|t| matches!(t, PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2)) {
+                    .ok_or_else(|| PtxError {
+                        line,
+                        message: format!("unknown atomic op {}", p.opcode),
+                    })?;
+                if vecw != 1
+                    || types.iter().any(|t| {
+                        matches!(
+                            t,
+                            PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2
+                        )
+                    })
+                {
                     Kind::Unsupported(p.opcode.clone())
                 } else {
                     Kind::Atom(space, op, ty0, base == "red")
@@ -1649,7 +1816,8 @@ impl Parser {
                     Kind::Bar(BarMode::Sync)
                 }
             }
-            "membar" | "fence" | "prefetch" | "prefetchu" | "nanosleep" | "pmevent" | "griddepcontrol" | "discard" | "applypriority" | "createpolicy" => {
+            "membar" | "fence" | "prefetch" | "prefetchu" | "nanosleep" | "pmevent"
+            | "griddepcontrol" | "discard" | "applypriority" | "createpolicy" => {
                 if base == "createpolicy" {
                     Kind::Mov(PtxType::B64)
                 } else {
@@ -1667,7 +1835,10 @@ impl Parser {
                     ShflMode::Idx
                 };
                 if !has("sync") {
-                    return perr(line, "shfl without .sync is not supported (sm_70+ requires shfl.sync)");
+                    return perr(
+                        line,
+                        "shfl without .sync is not supported (sm_70+ requires shfl.sync)",
+                    );
                 }
                 Kind::Shfl(mode)
             }
@@ -1686,7 +1857,11 @@ impl Parser {
             "activemask" => Kind::Activemask,
             "match" => Kind::Match(has("all"), ty0),
             "mma" => {
-                let shape = mods.iter().find(|m| m.starts_with('m')).copied().unwrap_or("");
+                let shape = mods
+                    .iter()
+                    .find(|m| m.starts_with('m'))
+                    .copied()
+                    .unwrap_or("");
                 let ab = types.get(1).copied();
                 match (shape, ab) {
                     ("m16n8k8", Some(PtxType::TF32)) => Kind::Mma(MmaKind::Tf32K8),
@@ -1696,7 +1871,13 @@ impl Parser {
                     ("m16n8k8", Some(PtxType::BF16)) => Kind::Mma(MmaKind::Bf16K8),
                     _ => Kind::Unsupported(p.opcode.clone()),
                 }
-                .pipe(|k| if types.first() != Some(&PtxType::F32) || !has("row") || !has("col") { Kind::Unsupported(p.opcode.clone()) } else { k })
+                .pipe(|k| {
+                    if types.first() != Some(&PtxType::F32) || !has("row") || !has("col") {
+                        Kind::Unsupported(p.opcode.clone())
+                    } else {
+                        k
+                    }
+                })
             }
             "ldmatrix" => {
                 let n = if has("x4") {
@@ -1727,7 +1908,17 @@ impl Parser {
                     // cp.async.mbarrier.arrive: completes immediately
                     Kind::Nop
                 } else if has("async") {
-                    let sz = p.args.get(2).and_then(|a| if let RawOp::Int(i) = a { Some(*i as u32) } else { None }).unwrap_or(0);
+                    let sz = p
+                        .args
+                        .get(2)
+                        .and_then(|a| {
+                            if let RawOp::Int(i) = a {
+                                Some(*i as u32)
+                            } else {
+                                None
+                            }
+                        })
+                        .unwrap_or(0);
                     if !matches!(sz, 4 | 8 | 16) {
                         return perr(line, "cp.async copy size must be 4, 8 or 16");
                     }
@@ -1760,7 +1951,13 @@ impl Parser {
                 } else if has("inval") {
                     MbarOp::Inval
                 } else {
-                    return Ok(Instr { kind: Kind::Unsupported(p.opcode.clone()), guard: None, args: vec![], line: line as u32, is_cond_branch: false });
+                    return Ok(Instr {
+                        kind: Kind::Unsupported(p.opcode.clone()),
+                        guard: None,
+                        args: vec![],
+                        line: line as u32,
+                        is_cond_branch: false,
+                    });
                 };
                 Kind::Mbarrier(op)
             }
@@ -1781,7 +1978,11 @@ impl Parser {
                 Kind::Alu(AluOp::Shl | AluOp::Shr | AluOp::Bfe, _, _) if i >= 2 => PtxType::U32,
                 Kind::Alu(AluOp::Bfi, _, _) if i >= 3 => PtxType::U32,
                 Kind::Slct(_, s) if i == 3 => *s,
-                Kind::Shfl(_) | Kind::Vote(_) | Kind::Activemask | Kind::BarWarpSync | Kind::Bar(_) => PtxType::U32,
+                Kind::Shfl(_)
+                | Kind::Vote(_)
+                | Kind::Activemask
+                | Kind::BarWarpSync
+                | Kind::Bar(_) => PtxType::U32,
                 _ => imm_ty,
             };
             args.push(self.operand(p, a, t, labels)?);
@@ -1795,8 +1996,22 @@ impl Parser {
         };
         // `.param` variables of device functions and call sites live in the thread's frame (local memory)
         let kind = match kind {
-            Kind::Ld(Space::Param, t, v) if matches!(args.get(1), Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))) => Kind::Ld(Space::Local, t, v),
-            Kind::St(Space::Param, t, v) if matches!(args.first(), Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))) => Kind::St(Space::Local, t, v),
+            Kind::Ld(Space::Param, t, v)
+                if matches!(
+                    args.get(1),
+                    Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))
+                ) =>
+            {
+                Kind::Ld(Space::Local, t, v)
+            }
+            Kind::St(Space::Param, t, v)
+                if matches!(
+                    args.first(),
+                    Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))
+                ) =>
+            {
+                Kind::St(Space::Local, t, v)
+            }
             k => k,
         };
         let is_cond_branch = kind == Kind::Bra && guard.is_some();
@@ -1804,9 +2019,36 @@ impl Parser {
         let min_args = match &kind {
             Kind::Mov(_) | Kind::Cvt(..) | Kind::Cvta(..) | Kind::Ld(..) | Kind::St(..) => 2,
             Kind::Alu(op, _, _) => match op {
-                AluOp::Abs | AluOp::Neg | AluOp::Not | AluOp::Cnot | AluOp::Popc | AluOp::Clz | AluOp::Brev | AluOp::Bfind | AluOp::Rcp | AluOp::Sqrt | AluOp::Rsqrt | AluOp::Ex2 | AluOp::Lg2 | AluOp::Sin | AluOp::Cos | AluOp::Tanh => 2,
-                AluOp::TestpFinite | AluOp::TestpInfinite | AluOp::TestpNumber | AluOp::TestpNan | AluOp::TestpNormal | AluOp::TestpSubnormal => 2,
-                AluOp::Mad | AluOp::Mad24 | AluOp::Sad | AluOp::Fma | AluOp::Bfe | AluOp::Prmt | AluOp::ShfL | AluOp::ShfR => 4,
+                AluOp::Abs
+                | AluOp::Neg
+                | AluOp::Not
+                | AluOp::Cnot
+                | AluOp::Popc
+                | AluOp::Clz
+                | AluOp::Brev
+                | AluOp::Bfind
+                | AluOp::Rcp
+                | AluOp::Sqrt
+                | AluOp::Rsqrt
+                | AluOp::Ex2
+                | AluOp::Lg2
+                | AluOp::Sin
+                | AluOp::Cos
+                | AluOp::Tanh => 2,
+                AluOp::TestpFinite
+                | AluOp::TestpInfinite
+                | AluOp::TestpNumber
+                | AluOp::TestpNan
+                | AluOp::TestpNormal
+                | AluOp::TestpSubnormal => 2,
+                AluOp::Mad
+                | AluOp::Mad24
+                | AluOp::Sad
+                | AluOp::Fma
+                | AluOp::Bfe
+                | AluOp::Prmt
+                | AluOp::ShfL
+                | AluOp::ShfR => 4,
                 AluOp::Bfi | AluOp::Lop3 => 5,
                 _ => 3,
             },
@@ -1832,14 +2074,28 @@ impl Parser {
             _ => 0,
         };
         if args.len() < min_args {
-            return perr(line, format!("'{}' expects at least {} operands, got {}", p.opcode, min_args, args.len()));
+            return perr(
+                line,
+                format!(
+                    "'{}' expects at least {} operands, got {}",
+                    p.opcode,
+                    min_args,
+                    args.len()
+                ),
+            );
         }
         if let Kind::Bra = kind {
             if !matches!(args.last(), Some(Operand::Label(_))) {
                 return perr(line, "bra target must be a label of the same function");
             }
         }
-        Ok(Instr { kind, guard, args, line: line as u32, is_cond_branch })
+        Ok(Instr {
+            kind,
+            guard,
+            args,
+            line: line as u32,
+            is_cond_branch,
+        })
     }
 }
 
