@@ -51,7 +51,7 @@ impl Perspective {
     /// `check::perspective` for the version that uses the kernel's known threads/blocks.
     pub fn narrower_eq_syntactic(self, other: Perspective) -> bool {
         if self.level == other.level {
-            other.n % self.n == 0
+            other.n.is_multiple_of(self.n)
         } else {
             self.level < other.level
         }
