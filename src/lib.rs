@@ -13,7 +13,7 @@
 //! Crates that write their own kernels also depend on `prism-macros` and `prism-runtime` directly: the
 //! expansion names `::prism_macros` and `::prism_runtime` (see `docs/COMPOSITION.md`).
 //!
-//! ```no_run
+//! ```
 //! use prism::{Device, LaunchDims};
 //!
 //! let dev = Device::auto()?; // GPU 0 if present, else the emulator
@@ -31,8 +31,10 @@
 //! A kernel of your own (checked at compile time: calling `sync_warp()` from `thread[1]` code, or a device
 //! function with a narrower argument than its signature requires, is a compile error at that span):
 //!
-//! ```ignore
+//! ```
+//! use prism::{Device, LaunchDims};
 //! use prism_macros::prism_kernel;
+//!
 //!
 //! #[prism_kernel(requires(grid[1], block[1], thread[32]))]
 //! pub fn copy_warps(input: *const i32, output: *mut i32) {
@@ -49,13 +51,20 @@
 //!         });
 //!     });
 //! }
-//! // copy_warps::launch(&dev, LaunchDims::new(grid, 128), &input, &mut output)?;
+//!
+//! let dev = Device::auto()?;
+//! let data: Vec<i32> = (0..512).collect();
+//! let input = dev.htod(&data)?;
+//! let mut output = dev.alloc_zeros::<i32>(512)?;
+//! copy_warps::launch(&dev, LaunchDims::new(1, 128), &input, &mut output)?; // 4 warps x 128 items
+//! assert_eq!(dev.dtoh(&output)?, data);
+//! # Ok::<(), prism::RuntimeError>(())
 //! ```
 
 pub use prism_macros::{prism_device, prism_kernel};
 pub use prism_runtime::{
-    registered_kernels, validate_launch, Backend, Contract, Device, DeviceBuffer, DeviceCopy, ElemType, KernelArg,
-    KernelInfo, LaunchDims, LaunchReport, ParamSpec, ParamType, RuntimeError,
+    registered_kernels, validate_launch, Backend, Contract, Device, DeviceBuffer, DeviceCopy,
+    ElemType, KernelArg, KernelInfo, LaunchDims, LaunchReport, ParamSpec, ParamType, RuntimeError,
 };
 
 /// The compiler library (`prism-core`): syntax tree, perspective checker, PTX emitter.

@@ -21,13 +21,24 @@ fn vector_add_matches_cpu() {
         let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
         let mut dc = dev.htod(&vec![SENTINEL_F32; n + extra]).unwrap();
         let grid = (n + extra).div_ceil(block as usize) as u32;
-        let report = vector_add::launch(&dev, LaunchDims::new(grid, block), &da, &db, &mut dc, n as u32).unwrap();
+        let report = vector_add::launch(
+            &dev,
+            LaunchDims::new(grid, block),
+            &da,
+            &db,
+            &mut dc,
+            n as u32,
+        )
+        .unwrap();
         assert_eq!(report.backend, dev.backend());
         let c = dev.dtoh(&dc).unwrap();
         for i in 0..n {
             assert_eq!(c[i], a[i] + b[i], "c[{i}] (n = {n}, block = {block})");
         }
-        assert!(c[n..].iter().all(|&x| x == SENTINEL_F32), "vector_add wrote past n = {n}");
+        assert!(
+            c[n..].iter().all(|&x| x == SENTINEL_F32),
+            "vector_add wrote past n = {n}"
+        );
     }
 }
 
@@ -42,7 +53,10 @@ fn check_gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &[f32]) {
                 mag += p.abs();
             }
             let got = c[i * n + j] as f64;
-            assert!(got != SENTINEL_F32 as f64, "C[{i}][{j}] was not written ({m}x{n}x{k})");
+            assert!(
+                got != SENTINEL_F32 as f64,
+                "C[{i}][{j}] was not written ({m}x{n}x{k})"
+            );
             assert!(
                 (got - exact).abs() <= 4e-3 * mag + 1e-5,
                 "C[{i}][{j}] = {got}, expected {exact} (tolerance {}) ({m}x{n}x{k})",
@@ -63,8 +77,17 @@ fn fig6_mma_tf32_matches_cpu() {
         let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
         let mut dc = dev.htod(&vec![SENTINEL_F32; m * n]).unwrap();
         let blocks = (m.div_ceil(16) * n.div_ceil(8)) as u32;
-        mma_tf32_naive::launch(&dev, LaunchDims::new(blocks, 32), &da, &db, &mut dc, m as u32, n as u32, k as u32)
-            .unwrap();
+        mma_tf32_naive::launch(
+            &dev,
+            LaunchDims::new(blocks, 32),
+            &da,
+            &db,
+            &mut dc,
+            m as u32,
+            n as u32,
+            k as u32,
+        )
+        .unwrap();
         check_gemm(m, n, k, &a, &b, &dev.dtoh(&dc).unwrap());
     }
 }
@@ -79,7 +102,8 @@ fn load_store_chain_copies() {
     let input = rng.i32s(len4);
     let din = dev.htod(&input).unwrap();
     let mut dout = dev.htod(&vec![SENTINEL_I32; len4 + 8]).unwrap();
-    load_store_chain::<4>::launch(&dev, LaunchDims::new(blocks as u32, 128), &din, &mut dout).unwrap();
+    load_store_chain::<4>::launch(&dev, LaunchDims::new(blocks as u32, 128), &din, &mut dout)
+        .unwrap();
     let out = dev.dtoh(&dout).unwrap();
     assert_eq!(&out[..len4], &input[..], "load_store_chain::<4>");
     assert!(out[len4..].iter().all(|&x| x == SENTINEL_I32));
@@ -88,7 +112,8 @@ fn load_store_chain_copies() {
     let input = rng.i32s(len1);
     let din = dev.htod(&input).unwrap();
     let mut dout = dev.htod(&vec![SENTINEL_I32; len1 + 8]).unwrap();
-    load_store_chain::<1>::launch(&dev, LaunchDims::new(blocks as u32, 128), &din, &mut dout).unwrap();
+    load_store_chain::<1>::launch(&dev, LaunchDims::new(blocks as u32, 128), &din, &mut dout)
+        .unwrap();
     let out = dev.dtoh(&dout).unwrap();
     assert_eq!(&out[..len1], &input[..], "load_store_chain::<1>");
     assert!(out[len1..].iter().all(|&x| x == SENTINEL_I32));
@@ -118,7 +143,8 @@ fn ext_crate_block_copy_plus_one() {
     let input = rng.i32s(len);
     let din = dev.htod(&input).unwrap();
     let mut dout = dev.htod(&vec![SENTINEL_I32; len + 5]).unwrap();
-    ext_block_copy_plus_one::launch(&dev, LaunchDims::new(blocks as u32, 64), &din, &mut dout).unwrap();
+    ext_block_copy_plus_one::launch(&dev, LaunchDims::new(blocks as u32, 64), &din, &mut dout)
+        .unwrap();
     let out = dev.dtoh(&dout).unwrap();
     let expect: Vec<i32> = input.iter().map(|x| x.wrapping_add(1)).collect();
     assert_eq!(&out[..len], &expect[..]);

@@ -7,7 +7,7 @@
 //! (see `docs/COMPOSITION.md`): the call is checked against the function's perspective signature and the
 //! body is inlined into the caller's PTX.
 //!
-//! ```no_run
+//! ```
 //! use prism_runtime::{Device, LaunchDims};
 //! let dev = Device::auto()?; // the GPU when present, else the PTX emulator
 //! let a = dev.htod(&[1.0f32, 2.0, 3.0])?;
@@ -39,11 +39,16 @@ pub fn thread_load<const N: u32>(input: *const i32, out: &mut [i32; N]) {
 pub fn warp_load<const N: u32>(input: *const i32, out: &mut [i32; N]) {
     #[at(thread[1])]
     let tid: u32 = id();
-    partition(input, thread[1], |x| tid * N + x, |input_thrd| {
-        group(thread[1], || {
-            thread_load::<N>(input_thrd, out);
-        });
-    });
+    partition(
+        input,
+        thread[1],
+        |x| tid * N + x,
+        |input_thrd| {
+            group(thread[1], || {
+                thread_load::<N>(input_thrd, out);
+            });
+        },
+    );
 }
 
 /// Appendix B `block_load`: a block loads `blockDim * N` consecutive items of `input`; thread `t` receives items
@@ -52,11 +57,16 @@ pub fn warp_load<const N: u32>(input: *const i32, out: &mut [i32; N]) {
 pub fn block_load<const N: u32>(input: *const i32, out: &mut [i32; N]) {
     #[at(thread[32])]
     let wid: u32 = id();
-    partition(input, thread[32], |x| wid * 32 * N + x, |input_warp| {
-        group(thread[32], || {
-            warp_load::<N>(input_warp, out);
-        });
-    });
+    partition(
+        input,
+        thread[32],
+        |x| wid * 32 * N + x,
+        |input_warp| {
+            group(thread[32], || {
+                warp_load::<N>(input_warp, out);
+            });
+        },
+    );
 }
 
 /// Appendix B `thread_store`: each thread writes its `N` register items `input` to `output` (`thread[1]`).
@@ -73,11 +83,16 @@ pub fn thread_store<const N: u32>(input: &[i32; N], output: *mut i32) {
 pub fn warp_store<const N: u32>(input: &[i32; N], output: *mut i32) {
     #[at(thread[1])]
     let tid: u32 = id();
-    partition(output, thread[1], |x| tid * N + x, |output_thrd| {
-        group(thread[1], || {
-            thread_store::<N>(input, output_thrd);
-        });
-    });
+    partition(
+        output,
+        thread[1],
+        |x| tid * N + x,
+        |output_thrd| {
+            group(thread[1], || {
+                thread_store::<N>(input, output_thrd);
+            });
+        },
+    );
 }
 
 /// Appendix B `block_store`: thread `t` writes its `N` items to `output[t * N .. (t + 1) * N]`. Calls
@@ -86,11 +101,16 @@ pub fn warp_store<const N: u32>(input: &[i32; N], output: *mut i32) {
 pub fn block_store<const N: u32>(input: &[i32; N], output: *mut i32) {
     #[at(thread[32])]
     let wid: u32 = id();
-    partition(output, thread[32], |x| wid * 32 * N + x, |output_warp| {
-        group(thread[32], || {
-            warp_store::<N>(input, output_warp);
-        });
-    });
+    partition(
+        output,
+        thread[32],
+        |x| wid * 32 * N + x,
+        |output_warp| {
+            group(thread[32], || {
+                warp_store::<N>(input, output_warp);
+            });
+        },
+    );
 }
 
 // ---- Load/store chain. ----
@@ -99,7 +119,7 @@ pub fn block_store<const N: u32>(input: &[i32; N], output: *mut i32) {
 /// threads of a block holds `N` consecutive `i32` items, so a block copies `128 * N` items. Launch
 /// `len / (128 * N)` blocks of exactly 128 threads (`len` a multiple of `128 * N`).
 ///
-/// ```no_run
+/// ```
 /// use prism_runtime::{Device, LaunchDims};
 /// let dev = Device::auto()?;
 /// let data: Vec<i32> = (0..1024).collect();
@@ -113,16 +133,26 @@ pub fn block_store<const N: u32>(input: &[i32; N], output: *mut i32) {
 pub fn load_store_chain<const N: u32>(input: *const i32, output: *mut i32) {
     #[at(block[1])]
     let bid: u32 = id();
-    partition(input, block[1], |x| bid * 128 * N + x, |in_blk| {
-        partition(output, block[1], |x| bid * 128 * N + x, |out_blk| {
-            group(block[1], || {
-                #[at(thread[1])]
-                let mut data = [0i32; N];
-                block_load::<N>(in_blk, &mut data);
-                block_store::<N>(&data, out_blk);
-            });
-        });
-    });
+    partition(
+        input,
+        block[1],
+        |x| bid * 128 * N + x,
+        |in_blk| {
+            partition(
+                output,
+                block[1],
+                |x| bid * 128 * N + x,
+                |out_blk| {
+                    group(block[1], || {
+                        #[at(thread[1])]
+                        let mut data = [0i32; N];
+                        block_load::<N>(in_blk, &mut data);
+                        block_store::<N>(&data, out_blk);
+                    });
+                },
+            );
+        },
+    );
 }
 
 // ---- Fig. 5 and Fig. 6: TF32 tensor cores. ----
@@ -162,14 +192,19 @@ pub fn simple_mma(
         fc[3] = c[(x / 4 + 8) * n + 2 * (x % 4) + 1];
     });
     mma_m16n8k8_tf32(&mut fc, &fa, &fb);
-    partition(c, thread[1], |ro, co| (x / 4 + ro) * n + 2 * (x % 4) + co, |c_thrd| {
-        group(thread[1], || {
-            c_thrd[(0, 0)] = fc[0];
-            c_thrd[(0, 1)] = fc[1];
-            c_thrd[(8, 0)] = fc[2];
-            c_thrd[(8, 1)] = fc[3];
-        });
-    });
+    partition(
+        c,
+        thread[1],
+        |ro, co| (x / 4 + ro) * n + 2 * (x % 4) + co,
+        |c_thrd| {
+            group(thread[1], || {
+                c_thrd[(0, 0)] = fc[0];
+                c_thrd[(0, 1)] = fc[1];
+                c_thrd[(8, 0)] = fc[2];
+                c_thrd[(8, 1)] = fc[3];
+            });
+        },
+    );
 }
 
 /// Paper 000, Fig. 6: naive TF32 matrix multiplication `C = A · B` (`A` is `m × k`, `B` is `k × n`, all
@@ -177,7 +212,7 @@ pub fn simple_mma(
 /// shared memory, then the first warp runs [`simple_mma`] (one `mma.sync` TF32 tensor-core instruction per
 /// k-tile). Launch `ceil(m / 16) * ceil(n / 8)` blocks of 32 threads.
 ///
-/// ```no_run
+/// ```
 /// use prism_runtime::{Device, LaunchDims};
 /// let (m, n, k) = (32u32, 16u32, 24u32);
 /// let dev = Device::auto()?;
@@ -199,87 +234,113 @@ pub fn mma_tf32_naive(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32,
     let blk_row: u32 = (id() / num_blocks_n) * 16;
     #[at(block[1])]
     let blk_col: u32 = (id() % num_blocks_n) * 8;
-    partition(c, block[1], |x| blk_row * n + blk_col + x, |c_blk| {
-        group(block[1], || {
-            // Shared allocations only at block[1]: 3 * 512 B rounded to 16 B = 1280 B.
-            let a_smem: Shared<[f32; 16 * 8]>;
-            let b_smem: Shared<[f32; 8 * 8]>;
-            let c_smem: Shared<[f32; 16 * 8]>;
-            // id() into a thread[1] variable from block[1] code: the thread index in the block.
-            #[at(thread[1])]
-            let tid: u32 = id();
-            partition(c_smem, thread[1], |x| tid * 4 + x, |c_th| {
-                group(thread[1], || {
-                    for i in 0..4 {
-                        c_th[i] = 0.0;
+    partition(
+        c,
+        block[1],
+        |x| blk_row * n + blk_col + x,
+        |c_blk| {
+            group(block[1], || {
+                // Shared allocations only at block[1]: 3 * 512 B rounded to 16 B = 1280 B.
+                let a_smem: Shared<[f32; 16 * 8]>;
+                let b_smem: Shared<[f32; 8 * 8]>;
+                let c_smem: Shared<[f32; 16 * 8]>;
+                // id() into a thread[1] variable from block[1] code: the thread index in the block.
+                #[at(thread[1])]
+                let tid: u32 = id();
+                partition(
+                    c_smem,
+                    thread[1],
+                    |x| tid * 4 + x,
+                    |c_th| {
+                        group(thread[1], || {
+                            for i in 0..4 {
+                                c_th[i] = 0.0;
+                            }
+                        });
+                    },
+                );
+                let k_tiles: u32 = (k + 8 - 1) / 8;
+                for i in 0..k_tiles {
+                    // A tile: 16x8 = 128 floats, 4 per thread.
+                    for j in 0..4 {
+                        #[at(thread[1])]
+                        let flat: u32 = tid * 4 + j;
+                        #[at(thread[1])]
+                        let global_row: u32 = blk_row + flat / 8;
+                        #[at(thread[1])]
+                        let global_col: u32 = i * 8 + flat % 8;
+                        partition(
+                            a_smem,
+                            thread[1],
+                            |x| flat + x,
+                            |a_th| {
+                                group(thread[1], || {
+                                    if global_row < m && global_col < k {
+                                        a_th[0] = a[global_row * k + global_col];
+                                    } else {
+                                        a_th[0] = 0.0;
+                                    }
+                                });
+                            },
+                        );
                     }
-                });
-            });
-            let k_tiles: u32 = (k + 8 - 1) / 8;
-            for i in 0..k_tiles {
-                // A tile: 16x8 = 128 floats, 4 per thread.
+                    // B tile: 8x8 = 64 floats, 2 per thread.
+                    for j in 0..2 {
+                        #[at(thread[1])]
+                        let flat: u32 = tid * 2 + j;
+                        #[at(thread[1])]
+                        let global_row: u32 = i * 8 + flat / 8;
+                        #[at(thread[1])]
+                        let global_col: u32 = blk_col + flat % 8;
+                        partition(
+                            b_smem,
+                            thread[1],
+                            |x| flat + x,
+                            |b_th| {
+                                group(thread[1], || {
+                                    if global_row < k && global_col < n {
+                                        b_th[0] = b[global_row * n + global_col];
+                                    } else {
+                                        b_th[0] = 0.0;
+                                    }
+                                });
+                            },
+                        );
+                    }
+                    // Give the first warp C_smem and run the tensor-core instruction there.
+                    claim(c_smem, thread[32], |cs_warp| {
+                        // The first warp of the block: split(thread) masks off the others.
+                        match split(thread) {
+                            32 => {
+                                simple_mma(a_smem, b_smem, cs_warp, 8, 8);
+                            }
+                        }
+                    });
+                }
+                // Write the tile back to C.
                 for j in 0..4 {
                     #[at(thread[1])]
                     let flat: u32 = tid * 4 + j;
                     #[at(thread[1])]
-                    let global_row: u32 = blk_row + flat / 8;
+                    let row_c: u32 = flat / 8;
                     #[at(thread[1])]
-                    let global_col: u32 = i * 8 + flat % 8;
-                    partition(a_smem, thread[1], |x| flat + x, |a_th| {
-                        group(thread[1], || {
-                            if global_row < m && global_col < k {
-                                a_th[0] = a[global_row * k + global_col];
-                            } else {
-                                a_th[0] = 0.0;
-                            }
-                        });
-                    });
+                    let col_c: u32 = flat % 8;
+                    partition(
+                        c_blk,
+                        thread[1],
+                        |x| row_c * n + col_c + x,
+                        |c_th| {
+                            group(thread[1], || {
+                                if blk_row + row_c < m && blk_col + col_c < n {
+                                    c_th[0] = c_smem[row_c * 8 + col_c];
+                                }
+                            });
+                        },
+                    );
                 }
-                // B tile: 8x8 = 64 floats, 2 per thread.
-                for j in 0..2 {
-                    #[at(thread[1])]
-                    let flat: u32 = tid * 2 + j;
-                    #[at(thread[1])]
-                    let global_row: u32 = i * 8 + flat / 8;
-                    #[at(thread[1])]
-                    let global_col: u32 = blk_col + flat % 8;
-                    partition(b_smem, thread[1], |x| flat + x, |b_th| {
-                        group(thread[1], || {
-                            if global_row < k && global_col < n {
-                                b_th[0] = b[global_row * n + global_col];
-                            } else {
-                                b_th[0] = 0.0;
-                            }
-                        });
-                    });
-                }
-                // Give the first warp C_smem and run the tensor-core instruction there.
-                claim(c_smem, thread[32], |cs_warp| {
-                    match split(thread) {
-                        32 => {
-                            simple_mma(a_smem, b_smem, cs_warp, 8, 8);
-                        }
-                    }
-                });
-            }
-            // Write the tile back to C.
-            for j in 0..4 {
-                #[at(thread[1])]
-                let flat: u32 = tid * 4 + j;
-                #[at(thread[1])]
-                let row_c: u32 = flat / 8;
-                #[at(thread[1])]
-                let col_c: u32 = flat % 8;
-                partition(c_blk, thread[1], |x| row_c * n + col_c + x, |c_th| {
-                    group(thread[1], || {
-                        if blk_row + row_c < m && blk_col + col_c < n {
-                            c_th[0] = c_smem[row_c * 8 + col_c];
-                        }
-                    });
-                });
-            }
-        });
-    });
+            });
+        },
+    );
 }
 
 // ---- Vector add. ----
@@ -287,7 +348,7 @@ pub fn mma_tf32_naive(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32,
 /// `c[i] = a[i] + b[i]` for `i < n`, one element per thread (`f32`). Any grid and block size works; launch
 /// at least `n` threads in total.
 ///
-/// ```no_run
+/// ```
 /// use prism_runtime::{Device, LaunchDims};
 /// let dev = Device::auto()?;
 /// let n = 1000u32;
@@ -303,11 +364,16 @@ pub fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
     // id() into a thread[1] variable from grid[1] code: the global thread index.
     #[at(thread[1])]
     let i: u32 = id();
-    partition(c, thread[1], |x| i + x, |c_th| {
-        group(thread[1], || {
-            if i < n {
-                c_th[0] = a[i] + b[i];
-            }
-        });
-    });
+    partition(
+        c,
+        thread[1],
+        |x| i + x,
+        |c_th| {
+            group(thread[1], || {
+                if i < n {
+                    c_th[0] = a[i] + b[i];
+                }
+            });
+        },
+    );
 }

@@ -617,6 +617,7 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel]) -> TokenStrea
                     },
                 };
                 #[doc = #launch_doc]
+                #[allow(clippy::too_many_arguments)]
                 pub fn launch(
                     #dev: &::prism_runtime::Device,
                     #dims: ::prism_runtime::LaunchDims,

@@ -95,11 +95,7 @@ pub fn classify(path: &[Ident]) -> Option<Target> {
 fn visit_block(b: &mut Block, f: &mut dyn FnMut(&mut Vec<Ident>, Span)) {
     for s in &mut b.stmts {
         match &mut s.kind {
-            StmtKind::Let { init, .. } => {
-                if let Some(e) = init {
-                    visit_expr(e, f);
-                }
-            }
+            StmtKind::Let { init: Some(e), .. } => visit_expr(e, f),
             StmtKind::Assign { place, value, .. } => {
                 visit_expr(place, f);
                 visit_expr(value, f);

@@ -15,16 +15,26 @@ pub fn ext_warp_copy(input: *const i32, output: *mut i32) {
     // Global warp index (id() from grid[1] code into a thread[32] variable).
     #[at(thread[32])]
     let w: u32 = id();
-    partition(input, thread[32], |x| w * 128 + x, |in_w| {
-        partition(output, thread[32], |x| w * 128 + x, |out_w| {
-            group(thread[32], || {
-                #[at(thread[1])]
-                let mut data = [0i32; 4];
-                prism_kernels::warp_load::<4>(in_w, &mut data);
-                prism_kernels::warp_store::<4>(&data, out_w);
-            });
-        });
-    });
+    partition(
+        input,
+        thread[32],
+        |x| w * 128 + x,
+        |in_w| {
+            partition(
+                output,
+                thread[32],
+                |x| w * 128 + x,
+                |out_w| {
+                    group(thread[32], || {
+                        #[at(thread[1])]
+                        let mut data = [0i32; 4];
+                        prism_kernels::warp_load::<4>(in_w, &mut data);
+                        prism_kernels::warp_store::<4>(&data, out_w);
+                    });
+                },
+            );
+        },
+    );
 }
 
 /// Each block of 64 threads copies `64 * 2` consecutive `i32`s with `prism_kernels::block_load::<2>` and
@@ -33,20 +43,30 @@ pub fn ext_warp_copy(input: *const i32, output: *mut i32) {
 pub fn ext_block_copy_plus_one(input: *const i32, output: *mut i32) {
     #[at(block[1])]
     let bid: u32 = id();
-    partition(input, block[1], |x| bid * 128 + x, |in_blk| {
-        partition(output, block[1], |x| bid * 128 + x, |out_blk| {
-            group(block[1], || {
-                #[at(thread[1])]
-                let mut data = [0i32; 2];
-                prism_kernels::block_load::<2>(in_blk, &mut data);
-                group(thread[1], || {
-                    data[0] = data[0] + 1;
-                    data[1] = data[1] + 1;
-                });
-                prism_kernels::block_store::<2>(&data, out_blk);
-            });
-        });
-    });
+    partition(
+        input,
+        block[1],
+        |x| bid * 128 + x,
+        |in_blk| {
+            partition(
+                output,
+                block[1],
+                |x| bid * 128 + x,
+                |out_blk| {
+                    group(block[1], || {
+                        #[at(thread[1])]
+                        let mut data = [0i32; 2];
+                        prism_kernels::block_load::<2>(in_blk, &mut data);
+                        group(thread[1], || {
+                            data[0] = data[0] + 1;
+                            data[1] = data[1] + 1;
+                        });
+                        prism_kernels::block_store::<2>(&data, out_blk);
+                    });
+                },
+            );
+        },
+    );
 }
 
 /// Referenced by binaries that must keep this crate's kernels registered (the linker drops unreferenced
