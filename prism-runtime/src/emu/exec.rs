@@ -96,6 +96,7 @@ struct Mbar {
     tx: i64,
     phase: u32,
     inst: u32,
+    prev: Option<u32>,
 }
 
 struct Block {
@@ -2195,6 +2196,7 @@ impl L<'_> {
             let old = mb.inst;
             let ni = b.inst.len() as u32;
             mb.inst = ni;
+            mb.prev = Some(old);
             b.inst[old as usize].completed = true;
             b.inst.push(Inst {
                 waiters: vec![0; nt.div_ceil(64) as usize],
@@ -2261,6 +2263,7 @@ impl L<'_> {
                         tx: 0,
                         phase: 0,
                         inst: i,
+                        prev: None,
                     },
                 );
                 self.track(
@@ -2353,18 +2356,10 @@ impl L<'_> {
 }
 
 fn mark_mbar_waiter(b: &mut Block, off: u32, t: usize) {
-    // The current (pending) instance of the mbarrier is b.mbar[off].inst; earlier completed ones were
-    // created in order. We mark the most recent completed instance: it is the one `t` just observed.
-    if let Some(mb) = b.mbar.get(&off) {
-        let cur = mb.inst as usize;
-        // completed instances of this mbarrier precede `cur`; find the closest completed one created for it
-        // (instances are tracked in `mbar_hist`).
-        for i in (0..cur).rev() {
-            if b.inst[i].completed {
-                b.inst[i].waiters[t / 64] |= 1 << (t % 64);
-                break;
-            }
-        }
+    // `t` observed the completion of the mbarrier's most recent phase: it is ordered after every thread
+    // that arrived on (or completed transactions of) that phase.
+    if let Some(prev) = b.mbar.get(&off).and_then(|mb| mb.prev) {
+        b.inst[prev as usize].waiters[t / 64] |= 1 << (t % 64);
     }
 }
 

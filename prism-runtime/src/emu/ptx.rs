@@ -1843,6 +1843,12 @@ impl Parser {
                 Kind::Shfl(mode)
             }
             "vote" => {
+                if !has("sync") {
+                    return perr(
+                        line,
+                        "vote without .sync is not supported (sm_70+ requires vote.sync)",
+                    );
+                }
                 let mode = if has("all") {
                     VoteMode::All
                 } else if has("any") {
