@@ -110,10 +110,16 @@ impl ScalarType {
         }
     }
     pub fn is_int(self) -> bool {
-        matches!(self, ScalarType::U32 | ScalarType::I32 | ScalarType::U64 | ScalarType::I64)
+        matches!(
+            self,
+            ScalarType::U32 | ScalarType::I32 | ScalarType::U64 | ScalarType::I64
+        )
     }
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::BF16)
+        matches!(
+            self,
+            ScalarType::F32 | ScalarType::F64 | ScalarType::F16 | ScalarType::BF16
+        )
     }
     pub fn is_signed(self) -> bool {
         matches!(self, ScalarType::I32 | ScalarType::I64)
@@ -145,13 +151,26 @@ impl fmt::Display for ScalarType {
 pub enum Type {
     Scalar(ScalarType),
     /// `*const T` (`mutable == false`) or `*mut T`: a pointer into global memory.
-    Ptr { elem: ScalarType, mutable: bool },
+    Ptr {
+        elem: ScalarType,
+        mutable: bool,
+    },
     /// `[T; N]`: a thread-local array (registers). `len` is a constant expression (may name const generics).
-    Array { elem: ScalarType, len: Box<Expr> },
+    Array {
+        elem: ScalarType,
+        len: Box<Expr>,
+    },
     /// `&[T; N]` / `&mut [T; N]` as a device-function parameter: a caller's thread-local array.
-    ArrayRef { elem: ScalarType, len: Box<Expr>, mutable: bool },
+    ArrayRef {
+        elem: ScalarType,
+        len: Box<Expr>,
+        mutable: bool,
+    },
     /// `Shared<[T; N]>`: a static shared-memory allocation (only at `block[1]`).
-    Shared { elem: ScalarType, len: Box<Expr> },
+    Shared {
+        elem: ScalarType,
+        len: Box<Expr>,
+    },
 }
 
 /// Kernel (`#[prism_kernel]`, a PTX `.entry`) or device function (`#[prism_device]`, inlined at calls).
@@ -258,29 +277,76 @@ pub struct IndexFn {
 #[derive(Clone, Debug)]
 pub enum StmtKind {
     /// `#[at(p)] let [mut] name[: ty] [= init];`
-    Let { name: Ident, mutable: bool, ty: Option<Type>, at: Option<SpannedPerspective>, init: Option<Expr> },
+    Let {
+        name: Ident,
+        mutable: bool,
+        ty: Option<Type>,
+        at: Option<SpannedPerspective>,
+        init: Option<Expr>,
+    },
     /// `place = value` or `place op= value`.
-    Assign { place: Expr, op: Option<BinOp>, value: Expr },
+    Assign {
+        place: Expr,
+        op: Option<BinOp>,
+        value: Expr,
+    },
     /// An expression statement (calls).
     Expr(Expr),
-    If { cond: Expr, then_block: Block, else_block: Option<Block> },
-    While { cond: Expr, body: Block },
+    If {
+        cond: Expr,
+        then_block: Block,
+        else_block: Option<Block>,
+    },
+    While {
+        cond: Expr,
+        body: Block,
+    },
     /// `for var in start..end` or `for var in (start..end).step_by(step)`.
-    For { var: Ident, start: Expr, end: Expr, step: Option<Expr>, body: Block },
+    For {
+        var: Ident,
+        start: Expr,
+        end: Expr,
+        step: Option<Expr>,
+        body: Block,
+    },
     Break,
     Continue,
     /// `group(p, || { body })` (§3.3, T-GROUP).
-    Group { at: SpannedPerspective, body: Block },
+    Group {
+        at: SpannedPerspective,
+        body: Block,
+    },
     /// `match split(level) { .. }` (§3.3, T-SPLIT). `unit` is 32 for `split(warp)`, 128 for `split(warpgroup)`.
-    Split { level: Level, unit: u32, arms: Vec<SplitArm> },
+    Split {
+        level: Level,
+        unit: u32,
+        arms: Vec<SplitArm>,
+    },
     /// `partition(x, p, |i..| f, |y| { body })` (§3.4.2, T-PARTITION / T-LOWER).
-    Partition { target: Ident, at: SpannedPerspective, index: IndexFn, new_name: Ident, body: Block },
+    Partition {
+        target: Ident,
+        at: SpannedPerspective,
+        index: IndexFn,
+        new_name: Ident,
+        body: Block,
+    },
     /// `claim(x, p, |y| { body })` (§3.4.2, T-CLAIM).
-    Claim { target: Ident, at: SpannedPerspective, new_name: Ident, body: Block },
+    Claim {
+        target: Ident,
+        at: SpannedPerspective,
+        new_name: Ident,
+        body: Block,
+    },
     /// `async_(x, |y| { body })` (§3.7).
-    Async { target: Ident, new_name: Ident, body: Block },
+    Async {
+        target: Ident,
+        new_name: Ident,
+        body: Block,
+    },
     /// `unsafe { .. }`: may contain `asm!`. Only in device functions.
-    Unsafe { body: Block },
+    Unsafe {
+        body: Block,
+    },
     /// A barrier inserted by the synchronization pass (`sync::insert_barriers`), never written by users:
     /// waits for the threads of one `at` unit (and first for this thread's `cp.async` copies when
     /// `wait_async`). The parser never produces it; the checker may ignore it.
@@ -361,22 +427,56 @@ pub enum ExprKind {
     /// A variable, parameter, const generic or shared allocation.
     Var(Ident),
     /// `base[i]` (one index) or `base[(i, j, ..)]` (several, for partitions with multi-parameter closures).
-    Index { base: Box<Expr>, indices: Vec<Expr> },
-    Unary { op: UnOp, expr: Box<Expr> },
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
-    Cast { expr: Box<Expr>, ty: ScalarType },
+    Index {
+        base: Box<Expr>,
+        indices: Vec<Expr>,
+    },
+    Unary {
+        op: UnOp,
+        expr: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Cast {
+        expr: Box<Expr>,
+        ty: ScalarType,
+    },
     /// `path::to::f::<G..>(args)`: intrinsic, `id()`, or device function. `path` has at least one segment.
-    Call { path: Vec<Ident>, generics: Vec<Expr>, args: Vec<Expr> },
+    Call {
+        path: Vec<Ident>,
+        generics: Vec<Expr>,
+        args: Vec<Expr>,
+    },
     /// `recv.method(args)`: math methods (`sqrt`, `min`, ..).
-    MethodCall { recv: Box<Expr>, method: Ident, args: Vec<Expr> },
+    MethodCall {
+        recv: Box<Expr>,
+        method: Ident,
+        args: Vec<Expr>,
+    },
     /// `&x` / `&mut x`: passes a thread-local array to a device function or intrinsic.
-    Ref { mutable: bool, expr: Box<Expr> },
+    Ref {
+        mutable: bool,
+        expr: Box<Expr>,
+    },
     /// `[a, b, c]`
     ArrayLit(Vec<Expr>),
     /// `[v; n]`
-    ArrayRepeat { value: Box<Expr>, len: Box<Expr> },
+    ArrayRepeat {
+        value: Box<Expr>,
+        len: Box<Expr>,
+    },
     /// `if c { a } else { b }` as a value (select).
-    Select { cond: Box<Expr>, then_value: Box<Expr>, else_value: Box<Expr> },
+    Select {
+        cond: Box<Expr>,
+        then_value: Box<Expr>,
+        else_value: Box<Expr>,
+    },
     /// `asm!("template", ops..)`; only inside `unsafe` in a device function.
-    Asm { template: String, operands: Vec<AsmOperand> },
+    Asm {
+        template: String,
+        operands: Vec<AsmOperand>,
+    },
 }

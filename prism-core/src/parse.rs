@@ -1629,12 +1629,15 @@ fn is_value_tail(e: &syn::Expr) -> bool {
         syn::Expr::Binary(b) => compound_op(&b.op).is_none(),
         syn::Expr::Call(_) => construct_name(e).is_none(),
         syn::Expr::If(i) => {
+            // A branch that is itself a statement (`match split`, a loop, a nested `if` without a value)
+            // makes the whole `if` a statement.
             let branch_ok = |b: &syn::Block| {
                 single_tail(b).is_some_and(|t| {
-                    !matches!(
-                        t,
-                        syn::Expr::Call(_) | syn::Expr::Macro(_) | syn::Expr::Assign(_)
-                    )
+                    is_value_tail(t)
+                        && !matches!(
+                            t,
+                            syn::Expr::Call(_) | syn::Expr::Macro(_) | syn::Expr::Assign(_)
+                        )
                 })
             };
             match &i.else_branch {

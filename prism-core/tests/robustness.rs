@@ -38,12 +38,17 @@ impl Rng {
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Every `.rs` file under `dir` (recursively) that contains a Prism attribute.
 fn prism_sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     entries.sort();
     for path in entries {
@@ -62,7 +67,13 @@ fn prism_sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
 fn seeds() -> Vec<(PathBuf, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut out = Vec::new();
-    for dir in ["prism-core/tests", "prism-kernels/src", "tests/ui", "tests/ext-crate/src", "docs"] {
+    for dir in [
+        "prism-core/tests",
+        "prism-kernels/src",
+        "tests/ui",
+        "tests/ext-crate/src",
+        "docs",
+    ] {
         prism_sources(&root.join(dir), &mut out);
     }
     // docs/SYNTAX.md holds the worked example inside a fenced block: take the Rust blocks from markdown too.
@@ -89,8 +100,20 @@ struct Tally {
 /// parse → check every function → emit every kernel. Returns Err(message) on a panic.
 fn run_pipeline(src: &str, tally: &mut Tally) -> Result<(), String> {
     let result = catch_unwind(AssertUnwindSafe(|| -> (bool, usize, usize, usize) {
-        let Ok(functions) = parse::parse_source(src) else { return (false, 0, 0, 1) };
-        let devices: Vec<Function> = functions.iter().filter(|f| f.kind == FnKind::Device).cloned().collect();
+        let functions = match parse::parse_source(src) {
+            Ok(functions) => functions,
+            Err(diags) => {
+                if std::env::var_os("PRISM_FUZZ_DEBUG").is_some() {
+                    eprintln!("parse error: {}\n{src}", diags[0]);
+                }
+                return (false, 0, 0, 1);
+            }
+        };
+        let devices: Vec<Function> = functions
+            .iter()
+            .filter(|f| f.kind == FnKind::Device)
+            .cloned()
+            .collect();
         let (mut checked, mut emitted, mut rejected) = (0, 0, 0);
         for f in &functions {
             match f.kind {
@@ -170,8 +193,31 @@ const FRAGMENTS: &[&str] = &[
     "'a",
 ];
 
-const NUMBERS: &[&str] = &["0", "1", "2", "3", "31", "32", "33", "64", "1024", "4294967295", "18446744073709551616"];
-const WORDS: &[&str] = &["thread", "block", "grid", "warp", "warpgroup", "id", "group", "split", "partition", "claim"];
+const NUMBERS: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "3",
+    "31",
+    "32",
+    "33",
+    "64",
+    "1024",
+    "4294967295",
+    "18446744073709551616",
+];
+const WORDS: &[&str] = &[
+    "thread",
+    "block",
+    "grid",
+    "warp",
+    "warpgroup",
+    "id",
+    "group",
+    "split",
+    "partition",
+    "claim",
+];
 
 fn mutate(rng: &mut Rng, src: &str) -> String {
     let mut s: Vec<char> = src.chars().collect();
@@ -203,13 +249,19 @@ fn mutate(rng: &mut Rng, src: &str) -> String {
                 let text: String = s.iter().collect();
                 let digits: Vec<usize> = text
                     .char_indices()
-                    .filter(|(i, c)| c.is_ascii_digit() && (*i == 0 || !text.as_bytes()[i - 1].is_ascii_alphanumeric()))
+                    .filter(|(i, c)| {
+                        c.is_ascii_digit()
+                            && (*i == 0 || !text.as_bytes()[i - 1].is_ascii_alphanumeric())
+                    })
                     .map(|(i, _)| i)
                     .collect();
                 if !digits.is_empty() {
                     let start = *rng.pick(&digits);
-                    let end = text[start..].find(|c: char| !c.is_ascii_digit()).map_or(text.len(), |e| start + e);
-                    let replaced = format!("{}{}{}", &text[..start], rng.pick(NUMBERS), &text[end..]);
+                    let end = text[start..]
+                        .find(|c: char| !c.is_ascii_digit())
+                        .map_or(text.len(), |e| start + e);
+                    let replaced =
+                        format!("{}{}{}", &text[..start], rng.pick(NUMBERS), &text[end..]);
                     s = replaced.chars().collect();
                 }
             }
@@ -265,8 +317,8 @@ fn gen_stmt(rng: &mut Rng, out: &mut String, depth: usize, level: &str, threads:
         0 => out.push_str("#[at(thread[1])] let t: u32 = id();\n"),
         1 => out.push_str(&format!("let v: u32 = n * {};\n", rng.below(7))),
         2 => match level {
-            "block" => out.push_str(rng.pick(&["sync_threads();\n", "let s: Shared<[f32; 64]>;\n"])),
-            "warp" => out.push_str(rng.pick(&[
+            "block" => out.push_str(rng.pick::<&str>(&["sync_threads();\n", "let s: Shared<[f32; 64]>;\n"])),
+            "warp" => out.push_str(rng.pick::<&str>(&[
                 "sync_warp();\n",
                 "#[at(thread[1])] let x: f32 = shfl_xor(1.0f32, 1);\n",
                 "#[at(thread[1])] let fa = [0.0f32; 4];\n#[at(thread[1])] let fb = [0.0f32; 2];\n#[at(thread[1])] let mut fc = [0.0f32; 4];\nmma_m16n8k8_tf32(&mut fc, &fa, &fb);\n",
@@ -332,7 +384,12 @@ fn run_cases(kind: &str, cases: u64, mut make: impl FnMut(&mut Rng) -> String, s
 
 /// Runs `f` on a thread with a large stack: deeply nested inputs must be rejected, not overflow.
 fn with_big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new().stack_size(256 << 20).spawn(f).unwrap().join().unwrap();
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 #[test]
@@ -340,7 +397,11 @@ fn mutated_programs_never_panic() {
     with_big_stack(|| {
         // Keep the default panic hook quiet for caught panics? No: a panic is a failure and its message helps.
         let seeds = seeds();
-        assert!(seeds.len() >= 5, "expected Prism programs in the repository to mutate, found {}", seeds.len());
+        assert!(
+            seeds.len() >= 5,
+            "expected Prism programs in the repository to mutate, found {}",
+            seeds.len()
+        );
         let cases = env_u64("PRISM_FUZZ_CASES", 1500);
         let seed = env_u64("PRISM_FUZZ_SEED", 0x5eed);
         // The unmutated seeds first: they must not panic either.
@@ -351,7 +412,15 @@ fn mutated_programs_never_panic() {
             }
         }
         let texts: Vec<String> = seeds.iter().map(|(_, s)| s.clone()).collect();
-        let t = run_cases("mutated", cases, |rng| mutate(rng, rng.pick(&texts).clone().as_str()), seed);
+        let t = run_cases(
+            "mutated",
+            cases,
+            |rng| {
+                let seed_text = rng.pick(&texts).clone();
+                mutate(rng, &seed_text)
+            },
+            seed,
+        );
         println!(
             "{} seeds, {cases} mutated inputs: {} parsed, {} functions accepted, {} kernels emitted, {} rejected with diagnostics; no panic",
             seeds.len(),
@@ -360,7 +429,10 @@ fn mutated_programs_never_panic() {
             t.emitted,
             t.rejected
         );
-        assert!(t.rejected > 0, "mutations should produce some rejected programs");
+        assert!(
+            t.rejected > 0,
+            "mutations should produce some rejected programs"
+        );
     });
 }
 
@@ -374,7 +446,10 @@ fn generated_programs_never_panic() {
             "{cases} generated kernels: {} parsed, {} accepted and emitted, {} rejected with diagnostics; no panic",
             t.parsed, t.emitted, t.rejected
         );
-        assert_eq!(t.parsed as u64, cases, "the generator writes syntactically valid Prism");
+        assert_eq!(
+            t.parsed as u64, cases,
+            "the generator writes syntactically valid Prism"
+        );
         assert!(t.emitted > 0, "some generated kernels must be well-typed");
         assert!(t.rejected > 0, "some generated kernels must be ill-typed");
     });
@@ -396,7 +471,8 @@ fn deep_nesting_is_an_error_not_a_crash() {
                 "if n > 0 {".repeat(depth),
                 "}".repeat(depth)
             );
-            run_pipeline(&nested, &mut tally).unwrap_or_else(|p| panic!("depth {depth}: panic {p}"));
+            run_pipeline(&nested, &mut tally)
+                .unwrap_or_else(|p| panic!("depth {depth}: panic {p}"));
         }
     });
 }
