@@ -10,7 +10,7 @@ use super::*;
 use std::collections::HashSet;
 
 /// Shadow state of one byte of shared or global memory (race detection).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Shadow {
     /// Last writer: global thread id + 1 (0 = none); top bit = atomic.
     w: u32,
@@ -872,7 +872,7 @@ impl L<'_> {
                 Some(i) => &mut self.allocs[i].shadow[off..off + size],
                 None => &mut b.sh_shadow[off..off + size],
             };
-            for s in sh.iter_mut() {
+            let process = |s: &mut Shadow, conflict: &mut Option<(u32, u32, bool)>| {
                 let w_thr = s.w & !TOPBIT;
                 let w_atomic = s.w & TOPBIT != 0;
                 if w_thr != 0
@@ -881,7 +881,7 @@ impl L<'_> {
                     && !Self::ordered(ti, ins, nt, w_thr - 1, s.w_ep, t)
                     && conflict.is_none()
                 {
-                    conflict = Some((w_thr - 1, s.w_pc, true));
+                    *conflict = Some((w_thr - 1, s.w_pc, true));
                 }
                 if acc != Acc::Read {
                     let r_thr = s.r & !TOPBIT;
@@ -891,7 +891,7 @@ impl L<'_> {
                         && !Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
                         && conflict.is_none()
                     {
-                        conflict = Some((r_thr - 1, s.r_pc, false));
+                        *conflict = Some((r_thr - 1, s.r_pc, false));
                     }
                     s.w = (t + 1) | if acc == Acc::Atomic { TOPBIT } else { 0 };
                     s.w_ep = ep;
@@ -909,6 +909,18 @@ impl L<'_> {
                     } else if r_thr - 1 != t {
                         s.r |= TOPBIT;
                     }
+                }
+            };
+            // Bytes of one access usually share one shadow state: decide once and copy the outcome.
+            let (first, rest) = sh.split_first_mut().expect("non-empty access");
+            let orig = *first;
+            process(first, &mut conflict);
+            let updated = *first;
+            for s in rest.iter_mut() {
+                if *s == orig {
+                    *s = updated;
+                } else {
+                    process(s, &mut conflict);
                 }
             }
         }
