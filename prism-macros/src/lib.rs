@@ -23,11 +23,17 @@ mod device;
 mod kernel;
 mod resolve;
 mod state;
+#[cfg(test)]
+mod tests;
 
 /// Runs `f`, turning a panic into a `compile_error!` (the macros must never abort rustc).
 fn guarded(what: &str, f: impl FnOnce() -> TokenStream2) -> TokenStream {
+    catch_panic(what, f).into()
+}
+
+fn catch_panic(what: &str, f: impl FnOnce() -> TokenStream2) -> TokenStream2 {
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(ts) => ts.into(),
+        Ok(ts) => ts,
         Err(payload) => {
             let detail = payload
                 .downcast_ref::<&str>()
@@ -39,7 +45,7 @@ fn guarded(what: &str, f: impl FnOnce() -> TokenStream2) -> TokenStream {
                  not in your kernel; please report it with the function that triggered it"
             );
             let span = Span::call_site();
-            quote::quote_spanned!(span=> ::core::compile_error! { #msg }).into()
+            quote::quote_spanned!(span=> ::core::compile_error! { #msg })
         }
     }
 }
