@@ -1070,6 +1070,22 @@ impl Cx {
     fn closure_block(&mut self, body: &syn::Expr, what: &str) -> PResult<Block> {
         match strip_paren(body) {
             syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block),
+            // rustfmt rewrites `|y| { match split(..) { .. } }` to `|y| match split(..) { .. }`: a body that
+            // is one statement-like expression is that statement.
+            other @ (syn::Expr::Match(_)
+            | syn::Expr::If(_)
+            | syn::Expr::While(_)
+            | syn::Expr::ForLoop(_)
+            | syn::Expr::Call(_)
+            | syn::Expr::Unsafe(_)
+            | syn::Expr::Assign(_)) => {
+                let stmt = self.stmt_expr(other)?;
+                Ok(Block {
+                    span: stmt.span,
+                    stmts: vec![stmt],
+                    tail: None,
+                })
+            }
             other => Err(syntax(
                 other.span(),
                 format!("{what}: the closure body must be a block `{{ .. }}`"),
@@ -2251,5 +2267,21 @@ mod tests {
                 }
             }
         }
+    }
+    #[test]
+    fn brace_less_closure_body_from_rustfmt() {
+        let src = r#"
+            #[prism_kernel(requires(grid[1], block[1], thread[32]), smem = 256)]
+            fn k() {
+                group(block[1], || {
+                    let s: Shared<[f32; 64]>;
+                    claim(s, thread[32], |w| match split(thread) {
+                        32 => {}
+                    });
+                });
+            }
+        "#;
+        let fs = parse_source(src).expect("rustfmt's brace-less closure body parses");
+        assert_eq!(fs.len(), 1);
     }
 }

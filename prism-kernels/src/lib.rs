@@ -210,7 +210,8 @@ pub fn simple_mma(
 /// Paper 000, Fig. 6: naive TF32 matrix multiplication `C = A · B` (`A` is `m × k`, `B` is `k × n`, all
 /// row-major `f32`). Each block computes a 16 × 8 tile of `C`: its threads stage tiles of `A` and `B` in
 /// shared memory, then the first warp runs [`simple_mma`] (one `mma.sync` TF32 tensor-core instruction per
-/// k-tile). Launch `ceil(m / 16) * ceil(n / 8)` blocks of 32 threads.
+/// k-tile). Launch `ceil(m / 16) * ceil(n / 8)` blocks of exactly 32 threads (the contract says `threads = 32`:
+/// the staging loops give each of the 32 threads 4 elements of the 16 × 8 tile).
 ///
 /// ```
 /// use prism_runtime::{Device, LaunchDims};
@@ -225,7 +226,7 @@ pub fn simple_mma(
 /// assert!((c[0] - 12.0).abs() < 1e-2);
 /// # Ok::<(), prism_runtime::RuntimeError>(())
 /// ```
-#[prism_kernel(requires(grid[1], block[1], thread[32]), smem = 1280)]
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 32, smem = 1280)]
 pub fn mma_tf32_naive(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32) {
     // grid[1]: inferred from the code perspective.
     let num_blocks_n: u32 = (n + 8 - 1) / 8;

@@ -4,40 +4,15 @@
 use prism_core::ast::{Block, Expr, ExprKind, Function, Ident, StmtKind};
 use proc_macro2::Span;
 
-/// Names that are intrinsics or constructs (`docs/SYNTAX.md`), never device functions.
-const INTRINSICS: &[&str] = &[
-    "id",
-    "sync_threads",
-    "sync_warp",
-    "shfl_down",
-    "shfl_up",
-    "shfl_xor",
-    "shfl_idx",
-    "vote_all",
-    "vote_any",
-    "ballot",
-    "atomic_add",
-    "atomic_max",
-    "atomic_min",
-    "atomic_exch",
-    "atomic_cas",
-    "mma_m16n8k8_tf32",
-    "ldmatrix_x4",
-    "ldmatrix_x2",
-    "ldmatrix_x1",
-    "load4",
-    "load2",
-    "store4",
-    "store2",
-    "cp_async",
-    "fence",
-    // Constructs (parsed as statements, listed in case one appears in expression position).
+/// Construct names (parsed as statements; listed in case one appears in expression position) and names
+/// reserved for intrinsics prism-core does not have yet (Hopper collectives). prism-core's own intrinsics
+/// come from [`prism_core::check::INTRINSICS`], so the two lists cannot drift apart.
+const RESERVED: &[&str] = &[
     "group",
     "partition",
     "claim",
     "async_",
     "split",
-    // Hopper intrinsics and other collectives (names reserved even where prism-core does not have them yet).
     "wgmma_fence",
     "wgmma_commit_group",
     "wgmma_wait_group",
@@ -55,7 +30,7 @@ const INTRINSICS: &[&str] = &[
 
 /// `name` (a single-segment call) is an intrinsic or construct, never a device function.
 pub fn is_intrinsic(name: &str) -> bool {
-    INTRINSICS.contains(&name)
+    prism_core::check::INTRINSICS.contains(&name) || RESERVED.contains(&name)
 }
 
 /// What a call path refers to.
