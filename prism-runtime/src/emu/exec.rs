@@ -113,6 +113,8 @@ struct Block {
     gen: u32,
     exit_gen: Vec<u32>,
     mbar: HashMap<u32, Mbar>,
+    /// Last release instance of each location used by `atom.cas`/`atom.exch` (lock words, flags).
+    rel: HashMap<(bool, u64), u32>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -284,6 +286,7 @@ pub(crate) fn run_launch(
                     gen: 0,
                     exit_gen: vec![u32::MAX; nthreads as usize],
                     mbar: HashMap::new(),
+                    rel: HashMap::new(),
                 };
                 l.run_block(&mut b);
                 blocks += 1;
@@ -952,6 +955,28 @@ impl L<'_> {
         }
     }
 
+    /// `atom.cas`/`atom.exch` act as acquire + release on their location (lock words, flags): the
+    /// thread is ordered after the accesses the previous cas/exch thread made before its atomic.
+    fn sync_through_atomic(&mut self, b: &mut Block, wi: usize, lane: usize, loc: Loc) {
+        let key = match loc {
+            Loc::Global(i, o) => (true, self.allocs[i].base + o as u64),
+            Loc::Shared(o) => (false, o as u64),
+            _ => return,
+        };
+        let t = self.tid_of(wi, lane) as usize;
+        let words = self.nthreads.div_ceil(64) as usize;
+        if let Some(&prev) = b.rel.get(&key) {
+            b.inst[prev as usize].waiters[t / 64] |= 1 << (t % 64);
+        }
+        let i = b.inst.len() as u32;
+        b.inst.push(Inst {
+            waiters: vec![0; words],
+            completed: true,
+        });
+        b.thr_inst[t].push(i);
+        b.rel.insert(key, i);
+    }
+
     fn finish_access(&mut self, pc: u32) {
         if !self.acc_g.is_empty() {
             self.scratch.clear();
@@ -1344,6 +1369,9 @@ impl L<'_> {
                         }
                     };
                     self.track(b, wi, l, loc, es, Acc::Atomic, pc, a);
+                    if self.cfg.check_races && matches!(op, AtomOp::Cas | AtomOp::Exch) {
+                        self.sync_through_atomic(b, wi, l, loc);
+                    }
                     let x = self.val(b, w, wi, &args[ai + 1], l);
                     let y = if op == AtomOp::Cas {
                         self.val(b, w, wi, &args[ai + 2], l)
