@@ -1246,9 +1246,22 @@ impl L<'_> {
                 Self::advance(w, mask);
             }
             Kind::Cvt(dty, sty, rnd, sat) => {
+                let packed = matches!(dty, PtxType::F16x2 | PtxType::BF16x2) && args.len() >= 3;
+                let elem = if *dty == PtxType::BF16x2 {
+                    PtxType::BF16
+                } else {
+                    PtxType::F16
+                };
                 lanes!(l, {
                     let a = self.val(b, w, wi, &args[1], l);
-                    Self::set(w, &args[0], l, cvt(*dty, *sty, *rnd, *sat, a));
+                    let v = if packed {
+                        // cvt.rn.f16x2.f32 d, a, b: d.hi = a, d.lo = b
+                        let c = self.val(b, w, wi, &args[2], l);
+                        cvt(elem, *sty, *rnd, *sat, c) | cvt(elem, *sty, *rnd, *sat, a) << 16
+                    } else {
+                        cvt(*dty, *sty, *rnd, *sat, a)
+                    };
+                    Self::set(w, &args[0], l, v);
                 });
                 Self::advance(w, mask);
             }

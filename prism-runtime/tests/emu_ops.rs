@@ -1,0 +1,176 @@
+//! Hand-written PTX exercising integer/bit/float/conversion/warp instructions against Rust references.
+
+use prism_runtime::emu::*;
+
+const N: usize = 24;
+
+const PTX: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry ops(.param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b16 %h<4>;
+    .reg .b32 %r<40>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<8>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mul.lo.u32 %r2, %r1, 16843009;
+    add.u32 %r2, %r2, 7;
+    mad.lo.u32 %r3, %r1, 3, 1;
+    mul.wide.u32 %rd2, %r1, 96;
+    add.s64 %rd1, %rd1, %rd2;
+    bfe.u32 %r10, %r2, 4, 8;
+    st.global.u32 [%rd1+0], %r10;
+    bfe.s32 %r10, %r2, 28, 8;
+    st.global.u32 [%rd1+4], %r10;
+    bfi.b32 %r10, %r3, %r2, 8, 4;
+    st.global.u32 [%rd1+8], %r10;
+    prmt.b32 %r10, %r2, %r3, 0x5140;
+    st.global.u32 [%rd1+12], %r10;
+    lop3.b32 %r10, %r2, %r3, %r1, 0x96;
+    st.global.u32 [%rd1+16], %r10;
+    shf.l.wrap.b32 %r10, %r2, %r3, 5;
+    st.global.u32 [%rd1+20], %r10;
+    shf.r.clamp.b32 %r10, %r2, %r3, 40;
+    st.global.u32 [%rd1+24], %r10;
+    mul.hi.u32 %r10, %r2, %r3;
+    st.global.u32 [%rd1+28], %r10;
+    sub.s32 %r11, %r1, 16;
+    cvt.rn.f32.s32 %f1, %r11;
+    mul.f32 %f1, %f1, 0f3F000000;
+    cvt.rni.s32.f32 %r10, %f1;
+    st.global.u32 [%rd1+32], %r10;
+    cvt.rmi.s32.f32 %r10, %f1;
+    st.global.u32 [%rd1+36], %r10;
+    setp.lt.u32 %p1, %r1, 16;
+    vote.sync.uni.pred %p2, %p1, -1;
+    selp.u32 %r10, 1, 0, %p2;
+    st.global.u32 [%rd1+40], %r10;
+    and.b32 %r12, %r1, 3;
+    match.any.sync.b32 %r10, %r12, -1;
+    st.global.u32 [%rd1+44], %r10;
+    rem.u32 %r13, %r1, 3;
+    setp.eq.u32 %p3, %r13, 0;
+    bar.red.popc.u32 %r10, 0, %p3;
+    st.global.u32 [%rd1+48], %r10;
+    activemask.b32 %r10;
+    st.global.u32 [%rd1+52], %r10;
+    shfl.sync.up.b32 %r10|%p1, %r1, 3, 0, -1;
+    st.global.u32 [%rd1+56], %r10;
+    shfl.sync.down.b32 %r10, %r1, 5, 31, -1;
+    st.global.u32 [%rd1+60], %r10;
+    slct.s32.s32 %r10, %r2, %r3, %r11;
+    st.global.u32 [%rd1+64], %r10;
+    clz.b32 %r10, %r3;
+    st.global.u32 [%rd1+68], %r10;
+    brev.b32 %r10, %r3;
+    st.global.u32 [%rd1+72], %r10;
+    mul.lo.s32 %r14, %r1, 20;
+    sub.s32 %r14, %r14, 100;
+    cvt.sat.u8.s32 %r10, %r14;
+    st.global.u32 [%rd1+76], %r10;
+    add.s32 %r15, %r1, 1;
+    neg.s32 %r15, %r15;
+    rem.s32 %r10, %r15, 7;
+    st.global.u32 [%rd1+80], %r10;
+    div.s32 %r10, %r15, 4;
+    st.global.u32 [%rd1+84], %r10;
+    cvt.rn.f32.u32 %f2, %r1;
+    mov.b32 %r16, 0f3F800000;
+    cvt.rn.f16x2.f32 %r17, %f2, %f1;
+    mov.b32 %r18, 0x3C003C00;
+    add.rn.f16x2 %r10, %r17, %r18;
+    st.global.u32 [%rd1+88], %r10;
+    mov.b32 {%h1, %h2}, %r10;
+    cvt.f32.f16 %f3, %h2;
+    cvt.rzi.s32.f32 %r10, %f3;
+    st.global.u32 [%rd1+92], %r10;
+    ret;
+}
+"#;
+
+fn f16(x: f32) -> u32 {
+    half::f16::from_f32(x).to_bits() as u32
+}
+
+fn expected(t: u32, popc3: u32) -> [u32; N] {
+    let a = t.wrapping_mul(0x0101_0101).wrapping_add(7);
+    let b = t * 3 + 1;
+    let bytes = (a as u64) | ((b as u64) << 32);
+    let prmt = {
+        let mut r = 0u32;
+        for (i, sel) in [0u32, 4, 1, 5].iter().enumerate() {
+            r |= (((bytes >> (8 * sel)) & 0xff) as u32) << (8 * i);
+        }
+        r
+    };
+    let half_f = (t as i32 - 16) as f32 * 0.5;
+    let v = -(t as i32 + 1);
+    // f16x2 pack: cvt.rn.f16x2.f32 d, a, b puts a in the upper half
+    let packed_hi = f16(t as f32 + 1.0);
+    let packed_lo = f16(half_f + 1.0);
+    [
+        (a >> 4) & 0xff,
+        ((a as i32) >> 28) as u32,
+        (a & !0xf00) | ((b & 0xf) << 8),
+        prmt,
+        a ^ b ^ t,
+        (b << 5) | (a >> 27),
+        b,
+        ((a as u64 * b as u64) >> 32) as u32,
+        half_f.round_ties_even() as i32 as u32,
+        half_f.floor() as i32 as u32,
+        0,
+        0x1111_1111 << (t & 3),
+        popc3,
+        0xffff_ffff,
+        if t >= 3 { t - 3 } else { t },
+        if t + 5 <= 31 { t + 5 } else { t },
+        if t >= 16 { a } else { b },
+        b.leading_zeros(),
+        b.reverse_bits(),
+        (t as i32 * 20 - 100).clamp(0, 255) as u32,
+        (v % 7) as u32,
+        (v / 4) as u32,
+        packed_lo | (packed_hi << 16),
+        (t + 1) as i32 as u32,
+    ]
+}
+
+#[test]
+fn integer_bit_float_and_warp_ops() {
+    let m = Module::parse(PTX).unwrap();
+    for mode in [WarpMode::Independent, WarpMode::Lockstep] {
+        let mut e = Emulator::new(EmuConfig {
+            warp_mode: mode,
+            ..EmuConfig::default()
+        });
+        let out = e.alloc(64 * N * 4);
+        e.write(out, &vec![0xAB; 64 * N * 4]).unwrap();
+        e.launch(&m, "ops", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out)])
+            .unwrap();
+        let got: Vec<u32> = e
+            .read(out, 64 * N * 4)
+            .unwrap()
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let popc3 = (0..64).filter(|t| t % 3 == 0).count() as u32;
+        for t in 0..64u32 {
+            let want = expected(t, popc3);
+            let mut w = want;
+            // match.any/vote/shfl/activemask are per warp: lane = t % 32
+            let lane = t % 32;
+            w[10] = (t >= 32) as u32;
+            w[11] = 0x1111_1111 << (lane & 3);
+            w[14] = if lane >= 3 { t - 3 } else { t };
+            w[15] = if lane + 5 <= 31 { t + 5 } else { t };
+            for (k, x) in w.iter().enumerate() {
+                assert_eq!(got[t as usize * N + k], *x, "thread {} slot {}", t, k);
+            }
+        }
+    }
+}
