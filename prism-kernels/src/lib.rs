@@ -378,3 +378,6 @@ pub fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
         },
     );
 }
+
+// ---- The sgemm ladder of paper 000 §6.1.1 (and a host API for Fig. 6). ----
+pub mod sgemm;
