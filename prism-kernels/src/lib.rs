@@ -381,3 +381,9 @@ pub fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
 
 // ---- The sgemm ladder of paper 000 §6.1.1 (and a host API for Fig. 6). ----
 pub mod sgemm;
+
+// ---- Reductions and scans (CUB-like thread/warp/block functions, decoupled look-back scan). ----
+// `macro_use`: the scan module calls the reduction module's device functions (textual macro scope).
+#[macro_use]
+pub mod reduce;
+pub mod scan;
