@@ -10,6 +10,7 @@
 use crate::ast::*;
 use crate::check::Checked;
 use crate::consteval::eval_const;
+use crate::sync::SyncPolicy;
 use crate::{CompiledKernel, Contract, Diagnostic, ParamInfo, ParamKind};
 use proc_macro2::Span;
 use std::collections::HashMap;
@@ -25,9 +26,20 @@ const SMALL_TRIP: i64 = 16;
 /// Deepest chain of inlined device-function calls.
 const MAX_INLINE_DEPTH: u32 = 64;
 
-/// Emits one PTX module per instance of the checked kernel.
+/// Emits one PTX module per instance of the checked kernel, with the inferred synchronization
+/// ([`SyncPolicy::Inferred`]).
 pub fn emit_kernel(k: &Checked, deps: &[Function]) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
-    let f = crate::sync::insert_barriers(&k.function)?;
+    emit_kernel_with(k, deps, SyncPolicy::Inferred)
+}
+
+/// Emits one PTX module per instance of the checked kernel, inserting barriers under `policy` (device
+/// functions get `Naive` under `Naive`, else `Inferred`).
+pub fn emit_kernel_with(
+    k: &Checked,
+    deps: &[Function],
+    policy: SyncPolicy,
+) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+    let f = crate::sync::insert_barriers_with(&k.function, deps, policy)?;
     let instances: Vec<Vec<i64>> = if f.const_params.is_empty() {
         vec![Vec::new()]
     } else if f.instances.is_empty() {
@@ -48,7 +60,7 @@ pub fn emit_kernel(k: &Checked, deps: &[Function]) -> Result<Vec<CompiledKernel>
     let mut out = Vec::new();
     let mut diags = Vec::new();
     for inst in instances {
-        match emit_instance(&f, &inst, deps) {
+        match emit_instance(&f, &inst, deps, policy) {
             Ok(c) => out.push(c),
             Err(d) => diags.push(d),
         }
@@ -88,9 +100,18 @@ fn lcm(a: u32, b: u32) -> u32 {
     }
 }
 
-fn emit_instance(f: &Function, inst: &[i64], deps: &[Function]) -> R<CompiledKernel> {
+fn emit_instance(
+    f: &Function,
+    inst: &[i64],
+    deps: &[Function],
+    policy: SyncPolicy,
+) -> R<CompiledKernel> {
     let entry = entry_name(&f.name.name, inst);
     let mut em = Em::new(deps);
+    em.callee_policy = match policy {
+        SyncPolicy::Naive => SyncPolicy::Naive,
+        _ => SyncPolicy::Inferred,
+    };
     if inst.len() != f.const_params.len() {
         return Err(Diagnostic::new(
             "TEMPLATE",
@@ -503,6 +524,12 @@ struct Em<'a> {
     depth: u32,
     synced: HashMap<String, Rc<Function>>,
     uses_smem: bool,
+    /// Synchronization policy for inlined device functions.
+    callee_policy: SyncPolicy,
+    /// Named barrier ids: first id of each `thread[n]` group size used so far (each unit of that size gets
+    /// `first + tid / n`), so that groups of different sizes never share an id.
+    named_bars: Vec<(u32, u32)>,
+    next_bar: u32,
 }
 
 impl<'a> Em<'a> {
@@ -529,6 +556,9 @@ impl<'a> Em<'a> {
             depth: 0,
             synced: HashMap::new(),
             uses_smem: false,
+            callee_policy: SyncPolicy::Inferred,
+            named_bars: Vec::new(),
+            next_bar: 1,
         }
     }
 
@@ -1543,20 +1573,36 @@ impl<'a> Em<'a> {
                 } else if n == 32 {
                     self.line("bar.warp.sync -1;".to_string());
                 } else if n.is_multiple_of(32) {
-                    // Named barrier per unit: id = 1 + tid / n (barrier 0 is the whole block's).
+                    // Named barrier per unit: id = first + tid / n, with ids `first..first + units`
+                    // reserved for this group size (barrier 0 is the whole block's). Groups of different
+                    // sizes get disjoint ids, so units of different sizes in different split arms never
+                    // count toward one barrier.
                     let max_t = self.t.as_int().map(|t| t as u32).unwrap_or(1024);
                     let units = max_t.div_ceil(n);
-                    if units > 15 {
-                        return Err(err(
-                            "SYNC-NAMED",
-                            span,
-                            format!("synchronizing thread[{n}] units needs {units} named barriers; the hardware has 15 besides barrier 0"),
-                        )
-                        .help("fix the block size with `threads = N` in the kernel attribute, or use a larger perspective"));
-                    }
+                    let first = match self.named_bars.iter().find(|(m, _)| *m == n) {
+                        Some((_, f)) => *f,
+                        None => {
+                            let f = self.next_bar;
+                            if f + units - 1 > 15 {
+                                return Err(err(
+                                    "SYNC-NAMED",
+                                    span,
+                                    format!(
+                                        "synchronizing thread[{n}] units needs {units} named barriers; the hardware has 15 \
+                                         besides barrier 0 and {} are taken by other group sizes",
+                                        f - 1
+                                    ),
+                                )
+                                .help("fix the block size with `threads = N` in the kernel attribute, or use a larger perspective"));
+                            }
+                            self.named_bars.push((n, f));
+                            self.next_bar = f + units;
+                            f
+                        }
+                    };
                     let tid = self.tid.clone();
                     let q = self.u32_bin("div", &tid, &Val::imm_u32(n));
-                    let id = self.u32_bin("add", &q, &Val::imm_u32(1));
+                    let id = self.u32_bin("add", &q, &Val::imm_u32(first));
                     let ido = self.op(&id, ScalarType::U32);
                     self.line(format!("bar.sync {ido}, {n};"));
                 } else if n < 32 && 32 % n == 0 {
@@ -2700,7 +2746,8 @@ impl<'a> Em<'a> {
                         err("EMIT-CALL", span, format!("unknown function `{name}`"))
                             .help("device functions must be passed to the compiler as dependencies")
                     })?;
-                let synced = crate::sync::insert_barriers(raw).map_err(|mut d| d.remove(0))?;
+                let synced = crate::sync::insert_barriers_with(raw, self.deps, self.callee_policy)
+                    .map_err(|mut d| d.remove(0))?;
                 let rc = Rc::new(synced);
                 self.synced.insert(name.clone(), rc.clone());
                 rc

@@ -14,6 +14,7 @@ pub mod parse;
 pub mod sync;
 
 pub use diag::Diagnostic;
+pub use sync::SyncPolicy;
 
 use ast::{FnKind, Function, ScalarType};
 
@@ -22,7 +23,10 @@ use ast::{FnKind, Function, ScalarType};
 pub enum ParamKind {
     Scalar(ScalarType),
     /// A global-memory pointer; the launcher takes a device buffer of `elem`.
-    Ptr { elem: ScalarType, mutable: bool },
+    Ptr {
+        elem: ScalarType,
+        mutable: bool,
+    },
 }
 
 /// A kernel parameter: its Rust name and kind.
@@ -63,12 +67,31 @@ pub struct CompiledKernel {
 /// H100 limit on shared memory per block (bytes), against which allocations are checked.
 pub const DEVICE_SMEM_LIMIT: u64 = 232_448;
 
+/// Options for [`compile_kernel_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Which barriers the synchronization pass inserts (`docs/SYNC.md`); default [`SyncPolicy::Inferred`].
+    pub sync: SyncPolicy,
+}
+
 /// Checks a kernel and emits PTX for each of its instances. `deps` are the device functions it may call
-/// (from this crate or others), already parsed.
-pub fn compile_kernel(f: &Function, deps: &[Function]) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+/// (from this crate or others), already parsed. Synchronization is inferred (paper 000 §5).
+pub fn compile_kernel(
+    f: &Function,
+    deps: &[Function],
+) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+    compile_kernel_with(f, deps, &CompileOptions::default())
+}
+
+/// [`compile_kernel`] with options (e.g. the naive synchronization policy, for comparison).
+pub fn compile_kernel_with(
+    f: &Function,
+    deps: &[Function],
+    opts: &CompileOptions,
+) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
     debug_assert_eq!(f.kind, FnKind::Kernel);
     let checked = check::check_function(f, deps)?;
-    emit::emit_kernel(&checked, deps)
+    emit::emit_kernel_with(&checked, deps, opts.sync)
 }
 
 /// Checks a device function on its own (its perspective signature and body).

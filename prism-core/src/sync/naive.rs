@@ -1,7 +1,6 @@
-//! Synchronization pass: makes the barriers that `partition`, `claim` and `async_` scopes imply explicit, as
-//! [`StmtKind::Barrier`] statements, before the emitter runs.
+//! The naive synchronization policy ([`super::SyncPolicy::Naive`]), kept for comparison and as a fallback.
 //!
-//! # Policy (naive, correct; see `docs/CODEGEN.md`, "Synchronization")
+//! # Policy (naive, correct; see `docs/SYNC.md`)
 //!
 //! Every `partition` / `claim` / `async_` scope gets a barrier as its first and as its last statement, over
 //! the threads of one unit of the perspective of the *target* (the original name): all threads that may
@@ -13,12 +12,11 @@
 //!   a later use of the original name in the same function is rejected with rule `SYNC-GRID`, since nothing
 //!   orders it after the writes made through the partitioned name.
 //!
-//! Issue #4 replaces this with the inference of paper 000 §5 (data-control-flow graph, read/write
-//! partitions, wait-before / arrive-after, wait- and arrive-motion). It stays a separate pass so that the
-//! emitter only ever sees explicit barriers.
+//! [`super::infer`] replaces this by default with the inference of paper 000 §5.
 
+use super::unsynchronizable;
 use crate::ast::{
-    Barrier, Block, Expr, ExprKind, Function, Ident, Level, Perspective, Stmt, StmtKind, Type,
+    Barrier, Block, Expr, ExprKind, Function, Ident, Perspective, Stmt, StmtKind, Type,
 };
 use crate::Diagnostic;
 use proc_macro2::Span;
@@ -26,7 +24,7 @@ use std::collections::HashMap;
 
 /// Returns a copy of `f` with explicit barriers at the start and end of each `partition`, `claim` and
 /// `async_` scope (policy in the module documentation), or `SYNC-GRID` diagnostics.
-pub fn insert_barriers(f: &Function) -> Result<Function, Vec<Diagnostic>> {
+pub fn insert_naive(f: &Function) -> Result<Function, Vec<Diagnostic>> {
     let top = f
         .requires
         .first()
@@ -53,11 +51,6 @@ pub fn insert_barriers(f: &Function) -> Result<Function, Vec<Diagnostic>> {
     } else {
         Err(pass.diags)
     }
-}
-
-/// `true` when no barrier can make the threads of one `p` unit wait for each other.
-pub fn unsynchronizable(p: Perspective) -> bool {
-    p.level == Level::Grid || (p.level == Level::Block && p.n > 1)
 }
 
 struct Pass {

@@ -1,0 +1,274 @@
+//! Synchronization inference (paper 000 §5, docs/SYNC.md): where barriers go, that every inferred barrier in
+//! the test kernels matters (dropping one makes the emulator report a data race or a wrong result), and that
+//! the full inferred set runs race-free.
+mod emit_support;
+use emit_support::*;
+use prism_core::ast::{FnKind, Function, Perspective};
+use prism_core::sync::{inferred_sites, BarrierSite};
+use prism_core::{compile_kernel_with, CompileOptions, CompiledKernel, SyncPolicy};
+use prism_runtime::emu::{EmuConfig, EmuError, Emulator, FaultKind, Module, ParamValue};
+
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+fn to_f32(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn split(src: &str) -> (Vec<Function>, Vec<Function>) {
+    let fns = prism_core::parse::parse_source(src)
+        .unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
+    let deps = fns.iter().filter(|f| f.kind == FnKind::Device).cloned().collect();
+    let ks = fns.iter().filter(|f| f.kind == FnKind::Kernel).cloned().collect();
+    (ks, deps)
+}
+
+fn compile(k: &Function, deps: &[Function], sync: SyncPolicy) -> CompiledKernel {
+    let mut ks = compile_kernel_with(k, deps, &CompileOptions { sync })
+        .unwrap_or_else(|d| panic!("compile of `{}` failed: {}", k.name, texts(&d)));
+    ks.remove(0)
+}
+
+fn sites(k: &Function, deps: &[Function]) -> Vec<BarrierSite> {
+    inferred_sites(k, deps).unwrap_or_else(|d| panic!("{}", texts(&d)))
+}
+
+/// Runs a kernel; `Err(kind)` is the first fault the emulator reports.
+fn run(
+    k: &CompiledKernel,
+    blocks: u32,
+    threads: u32,
+    inputs: &[Vec<f32>],
+    out_len: usize,
+    scalars: &[u32],
+) -> Result<Vec<f32>, FaultKind> {
+    let module = Module::parse(&k.ptx).unwrap_or_else(|e| panic!("{e:?}\n{}", k.ptx));
+    let mut emu = Emulator::new(EmuConfig::default());
+    let mut params = Vec::new();
+    for v in inputs {
+        let a = emu.alloc(v.len() * 4);
+        emu.write(a, &f32_bytes(v)).expect("write");
+        params.push(ParamValue::Ptr(a));
+    }
+    let out = emu.alloc(out_len * 4);
+    emu.write(out, &f32_bytes(&vec![f32::NAN; out_len]))
+        .expect("write");
+    params.push(ParamValue::Ptr(out));
+    params.extend(scalars.iter().map(|s| ParamValue::U32(*s)));
+    match emu.launch(
+        &module,
+        &k.entry,
+        [blocks, 1, 1],
+        [threads, 1, 1],
+        k.contract.smem_bytes,
+        &params,
+    ) {
+        Ok(_) => Ok(to_f32(&emu.read(out, out_len * 4).expect("read"))),
+        Err(EmuError::Faulted { faults, .. }) => Err(faults[0].kind),
+        Err(e) => panic!("launch of `{}` failed: {e:?}", k.entry),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The Fig. 16-style example of docs/SYNC.md.
+
+/// Write partition -> read (through the original name) -> write partition, in a loop. Every thread reads
+/// the element its neighbour wrote, so both barriers matter.
+const FIG16: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64, smem = 256)]
+pub fn fig16(x: *const f32, y: *mut f32, iters: u32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(y, block[1], |j| b * 64 + j, |y_blk| {
+        group(block[1], || {
+            let s: Shared<[f32; 64]>;
+            #[at(thread[1])]
+            let t: u32 = id();
+            #[at(thread[1])]
+            let mut acc: f32 = 0.0;
+            for it in 0..iters {
+                // N1: write partition of s.
+                partition(s, thread[1], |j| t + j, |s_t| {
+                    group(thread[1], || {
+                        s_t[0] = x[b * 64 + t] + acc;
+                    });
+                });
+                // N2: read of s through the original name (block[1]).
+                group(thread[1], || {
+                    acc = acc + s[(t + 1) % 64];
+                });
+                // N3: write partition of s.
+                partition(s, thread[1], |j| t + j, |s_t| {
+                    group(thread[1], || {
+                        s_t[0] = acc;
+                    });
+                });
+                // N4: read again.
+                group(thread[1], || {
+                    acc = s[(t + 63) % 64];
+                });
+            }
+            partition(y_blk, thread[1], |j| t + j, |y_t| {
+                group(thread[1], || {
+                    y_t[0] = acc;
+                });
+            });
+        });
+    });
+}
+"#;
+
+fn fig16_reference(x: &[f32], iters: u32) -> Vec<f32> {
+    let mut y = vec![0.0f32; x.len()];
+    for (b, yb) in y.chunks_mut(64).enumerate() {
+        let xb = &x[b * 64..b * 64 + 64];
+        let mut acc = [0.0f32; 64];
+        for _ in 0..iters {
+            let s: Vec<f32> = (0..64).map(|t| xb[t] + acc[t]).collect();
+            for t in 0..64 {
+                acc[t] += s[(t + 1) % 64];
+            }
+            let s = acc;
+            for t in 0..64 {
+                acc[t] = s[(t + 63) % 64];
+            }
+        }
+        yb.copy_from_slice(&acc);
+    }
+    y
+}
+
+#[test]
+fn fig16_barrier_placement() {
+    let (ks, deps) = split(FIG16);
+    let s = sites(&ks[0], &deps);
+    for x in &s {
+        eprintln!("{:?} {:?} {:?}", x.pos, x.barrier, x.reasons);
+    }
+    // Body of the kernel: [0] let b, [1] partition(y) -> [1,0] group -> [1,0,0,0] its body:
+    // [0] let s, [1] let t, [2] let acc, [3] for -> loop body [3,0]: [0] N1, [1] N2, [2] N3, [3] N4.
+    let lp = [1, 0, 0, 0, 3, 0];
+    let at = |i: usize| -> Vec<usize> {
+        let mut v = lp.to_vec();
+        v.extend_from_slice(&[i, 0]);
+        v
+    };
+    let block = Perspective::block(1);
+    // N1 writes s after N4's read on the previous iteration (WAR over the back edge): the wait moves into
+    // N1's partition, just before the group that writes (it cannot go into the thread[1] group).
+    let mut n1 = at(0);
+    n1.push(0);
+    // N2 reads after N1's write (RAW): before N2's group.
+    let mut n2 = lp.to_vec();
+    n2.push(1);
+    // N3 writes after N2's read (WAR).
+    let mut n3 = at(2);
+    n3.push(0);
+    // N4 reads after N3's write (RAW).
+    let mut n4 = lp.to_vec();
+    n4.push(3);
+    let got: Vec<(Vec<usize>, Perspective, Vec<String>)> = s
+        .iter()
+        .map(|x| (x.pos.clone(), x.barrier.at, x.reasons.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (n1, block, vec!["WAR s".to_string()]),
+            (n2, block, vec!["RAW s".to_string()]),
+            (n3, block, vec!["WAR s".to_string()]),
+            (n4, block, vec!["RAW s".to_string()]),
+        ]
+    );
+    // Naive: two per scope (s twice, y_blk once; y at grid needs none) = 6 statements; inferred 4.
+    let naive = prism_core::sync::report(&ks[0], &deps).expect("report");
+    assert_eq!(naive.tree_naive, 6);
+    assert_eq!(naive.tree_inferred, 4);
+}
+
+#[test]
+fn fig16_every_barrier_matters() {
+    let (ks, deps) = split(FIG16);
+    let x = random(128, 3);
+    let want = fig16_reference(&x, 3);
+    for policy in [SyncPolicy::Naive, SyncPolicy::Inferred] {
+        let k = compile(&ks[0], &deps, policy);
+        let y = run(&k, 2, 64, &[x.clone()], 128, &[3]).unwrap_or_else(|f| panic!("{policy:?}: {f:?}"));
+        assert_eq!(y, want, "{policy:?}");
+    }
+    let n = sites(&ks[0], &deps).len();
+    for i in 0..n {
+        let k = compile(&ks[0], &deps, SyncPolicy::InferredWithout(i));
+        let r = run(&k, 2, 64, &[x.clone()], 128, &[3]);
+        assert_eq!(r, Err(FaultKind::DataRace), "without barrier {i}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Fig. 6 (TF32 mma.sync with shared-memory tiles).
+
+/// This copy of Fig. 6 (tests/programs) overwrites C with each k tile's product, so C is the last tile's.
+fn fig6_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let tf32 = |x: f32| f32::from_bits((x.to_bits() + 0x1000) & !0x1fff);
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (k - 8..k).map(|l| tf32(a[i * k + l]) * tf32(b[l * n + j])).sum();
+        }
+    }
+    c
+}
+
+#[test]
+fn fig6_inferred_barriers_matter() {
+    let (ks, deps) = split(&program("fig6_mma_tf32.rs"));
+    let k = &ks[0];
+    let s = sites(k, &deps);
+    for x in &s {
+        eprintln!("{:?} {:?} {:?}", x.pos, x.barrier, x.reasons);
+    }
+    let (m, n, kk) = (32usize, 16usize, 16usize);
+    let a = random(m * kk, 1);
+    let b = random(kk * n, 2);
+    let want = fig6_reference(&a, &b, m, n, kk);
+    let blocks = ((m / 16) * (n / 8)) as u32;
+    let scal = [m as u32, n as u32, kk as u32];
+    let check = |c: &[f32], what: &str| {
+        for (i, (g, w)) in c.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-3 * (1.0 + w.abs()), "{what}: c[{i}] = {g}, want {w}");
+        }
+    };
+    for policy in [SyncPolicy::Naive, SyncPolicy::Inferred] {
+        let c = compile(k, &deps, policy);
+        let r = run(&c, blocks, 32, &[a.clone(), b.clone()], m * n, &scal)
+            .unwrap_or_else(|f| panic!("{policy:?}: {f:?}\n{}", c.ptx));
+        check(&r, &format!("{policy:?}"));
+    }
+    let mut races = 0;
+    for i in 0..s.len() {
+        let c = compile(k, &deps, SyncPolicy::InferredWithout(i));
+        match run(&c, blocks, 32, &[a.clone(), b.clone()], m * n, &scal) {
+            Err(FaultKind::DataRace) => races += 1,
+            Err(f) => panic!("without barrier {i}: unexpected fault {f:?}"),
+            Ok(_) => eprintln!("without barrier {i}: no race detected"),
+        }
+    }
+    assert!(races >= 1, "no inferred barrier of Fig. 6 matters?");
+    // Fewer barriers than the naive policy.
+    let rep = prism_core::sync::report(k, &deps).expect("report");
+    eprintln!("{rep:?}");
+    assert!(rep.tree_inferred < rep.tree_naive, "{rep:?}");
+}
