@@ -17,3 +17,4 @@ gen() { # file-header template... -> stdout
 }
 gen reduce_head.rs.in load_vt.rs.in reduce_vt.rs.in > "$here/../reduce.rs"
 gen scan_head.rs.in scan_vt.rs.in > "$here/../scan.rs"
+gen test_head.rs.in test_vt.rs.in > "$here/../../../tests/scan_reduce.rs"
