@@ -260,7 +260,7 @@ pub fn sgemm(
 ) -> Result<LaunchReport, SgemmError> {
     check_sizes(m, n, k, a.len(), b.len(), c.len())?;
     if let Some((bm, bn, bk)) = variant.required_multiple() {
-        if m % bm != 0 || n % bn != 0 || k % bk != 0 {
+        if !m.is_multiple_of(bm) || !n.is_multiple_of(bn) || !k.is_multiple_of(bk) {
             return Err(SgemmError::NotTileMultiple {
                 variant,
                 mnk: (m, n, k),

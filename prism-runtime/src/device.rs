@@ -13,6 +13,10 @@ use crate::gpu::{GpuBackend, GpuSliceArg, GpuSliceConst, GpuSliceMut};
 use crate::types::{Backend, ElemType, KernelInfo, LaunchDims, ParamType};
 use crate::validate::{check_args, validate_launch};
 
+// Accessors to the CUDA stream and slices for cuBLAS and CUDA events (a child module: it reads private fields).
+#[path = "gpu_access.rs"]
+mod gpu_access;
+
 /// Environment variable that overrides [`Device::auto`]: `emulator` (or `emu`), `gpu`, or `auto`.
 pub const BACKEND_ENV: &str = "PRISM_BACKEND";
 
