@@ -9,7 +9,10 @@ use std::path::Path;
 fn sources() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    for dir in [root.join("../prism-kernels/src"), root.join("tests/programs")] {
+    for dir in [
+        root.join("../prism-kernels/src"),
+        root.join("tests/programs"),
+    ] {
         let Ok(rd) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -53,7 +56,10 @@ fn naive_vs_inferred_barrier_counts() {
         let deps: Vec<Function> = if name.starts_with("prism-kernels") {
             lib_deps.clone()
         } else {
-            fns.iter().filter(|f| f.kind == FnKind::Device).cloned().collect()
+            fns.iter()
+                .filter(|f| f.kind == FnKind::Device)
+                .cloned()
+                .collect()
         };
         for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
             match prism_core::sync::report(k, &deps) {

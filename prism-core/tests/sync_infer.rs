@@ -31,8 +31,16 @@ fn to_f32(b: &[u8]) -> Vec<f32> {
 fn split(src: &str) -> (Vec<Function>, Vec<Function>) {
     let fns = prism_core::parse::parse_source(src)
         .unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
-    let deps = fns.iter().filter(|f| f.kind == FnKind::Device).cloned().collect();
-    let ks = fns.iter().filter(|f| f.kind == FnKind::Kernel).cloned().collect();
+    let deps = fns
+        .iter()
+        .filter(|f| f.kind == FnKind::Device)
+        .cloned()
+        .collect();
+    let ks = fns
+        .iter()
+        .filter(|f| f.kind == FnKind::Kernel)
+        .cloned()
+        .collect();
     (ks, deps)
 }
 
@@ -206,7 +214,8 @@ fn fig16_every_barrier_matters() {
     let want = fig16_reference(&x, 3);
     for policy in [SyncPolicy::Naive, SyncPolicy::Inferred] {
         let k = compile(&ks[0], &deps, policy);
-        let y = run(&k, 2, 64, &[x.clone()], 128, &[3]).unwrap_or_else(|f| panic!("{policy:?}: {f:?}"));
+        let y =
+            run(&k, 2, 64, &[x.clone()], 128, &[3]).unwrap_or_else(|f| panic!("{policy:?}: {f:?}"));
         assert_eq!(y, want, "{policy:?}");
     }
     let n = sites(&ks[0], &deps).len();
@@ -226,7 +235,9 @@ fn fig6_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32
     let mut c = vec![0.0f32; m * n];
     for i in 0..m {
         for j in 0..n {
-            c[i * n + j] = (k - 8..k).map(|l| tf32(a[i * k + l]) * tf32(b[l * n + j])).sum();
+            c[i * n + j] = (k - 8..k)
+                .map(|l| tf32(a[i * k + l]) * tf32(b[l * n + j]))
+                .sum();
         }
     }
     c
@@ -248,7 +259,10 @@ fn fig6_inferred_barriers_matter() {
     let scal = [m as u32, n as u32, kk as u32];
     let check = |c: &[f32], what: &str| {
         for (i, (g, w)) in c.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-3 * (1.0 + w.abs()), "{what}: c[{i}] = {g}, want {w}");
+            assert!(
+                (g - w).abs() <= 1e-3 * (1.0 + w.abs()),
+                "{what}: c[{i}] = {g}, want {w}"
+            );
         }
     };
     for policy in [SyncPolicy::Naive, SyncPolicy::Inferred] {
@@ -271,4 +285,109 @@ fn fig6_inferred_barriers_matter() {
     let rep = prism_core::sync::report(k, &deps).expect("report");
     eprintln!("{rep:?}");
     assert!(rep.tree_inferred < rep.tree_naive, "{rep:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// A shared-memory tiled kernel from prism-kernels: sgemm_smem<16> (256 threads, 16x16 tiles).
+
+fn run_sgemm(
+    k: &CompiledKernel,
+    m: u32,
+    n: u32,
+    kk: u32,
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+) -> Result<Vec<f32>, FaultKind> {
+    let module = Module::parse(&k.ptx).unwrap_or_else(|e| panic!("{e:?}\n{}", k.ptx));
+    let mut emu = Emulator::new(EmuConfig::default());
+    let mut buf = |v: &[f32]| {
+        let p = emu.alloc(v.len() * 4);
+        emu.write(p, &f32_bytes(v)).expect("write");
+        p
+    };
+    let (da, db, dc) = (buf(a), buf(b), buf(c));
+    let params = [
+        ParamValue::U32(m),
+        ParamValue::U32(n),
+        ParamValue::U32(kk),
+        ParamValue::F32(1.5),
+        ParamValue::Ptr(da),
+        ParamValue::Ptr(db),
+        ParamValue::F32(0.5),
+        ParamValue::Ptr(dc),
+    ];
+    let blocks = m.div_ceil(16) * n.div_ceil(16);
+    match emu.launch(
+        &module,
+        &k.entry,
+        [blocks, 1, 1],
+        [256, 1, 1],
+        k.contract.smem_bytes,
+        &params,
+    ) {
+        Ok(_) => Ok(to_f32(&emu.read(dc, c.len() * 4).expect("read"))),
+        Err(EmuError::Faulted { faults, .. }) => Err(faults[0].kind),
+        Err(e) => panic!("launch failed: {e:?}"),
+    }
+}
+
+#[test]
+fn sgemm_smem_inferred_barriers_matter() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prism-kernels/src");
+    let mut fns = Vec::new();
+    for f in ["lib.rs", "sgemm.rs"] {
+        let Ok(src) = std::fs::read_to_string(root.join(f)) else {
+            eprintln!("prism-kernels/src/{f} missing: skipped");
+            return;
+        };
+        fns.extend(
+            prism_core::parse::parse_source(&src).unwrap_or_else(|d| panic!("{}", texts(&d))),
+        );
+    }
+    let deps: Vec<Function> = fns
+        .iter()
+        .filter(|f| f.kind == FnKind::Device)
+        .cloned()
+        .collect();
+    let Some(k) = fns.iter().find(|f| f.name.name == "sgemm_smem") else {
+        eprintln!("sgemm_smem not found: skipped");
+        return;
+    };
+    let (m, n, kk) = (32u32, 16u32, 48u32);
+    let a = random((m * kk) as usize, 5);
+    let b = random((kk * n) as usize, 6);
+    let c = random((m * n) as usize, 7);
+    let mut want = c.clone();
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            let dot: f32 = (0..kk as usize)
+                .map(|l| a[i * kk as usize + l] * b[l * n as usize + j])
+                .sum();
+            want[i * n as usize + j] = 1.5 * dot + 0.5 * c[i * n as usize + j];
+        }
+    }
+    let close = |got: &[f32]| {
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| (g - w).abs() <= 1e-4 * (1.0 + w.abs()))
+    };
+    for policy in [SyncPolicy::Naive, SyncPolicy::Inferred] {
+        let ck = compile(k, &deps, policy);
+        let got =
+            run_sgemm(&ck, m, n, kk, &a, &b, &c).unwrap_or_else(|f| panic!("{policy:?}: {f:?}"));
+        assert!(close(&got), "{policy:?}: wrong result");
+    }
+    let s = sites(k, &deps);
+    assert_eq!(s.len(), 2, "{s:?}");
+    for i in 0..s.len() {
+        let ck = compile(k, &deps, SyncPolicy::InferredWithout(i));
+        let r = run_sgemm(&ck, m, n, kk, &a, &b, &c);
+        assert_eq!(
+            r.err(),
+            Some(FaultKind::DataRace),
+            "without barrier {i} ({:?})",
+            s[i].reasons
+        );
+    }
 }
