@@ -214,14 +214,14 @@ fn fig16_every_barrier_matters() {
     let want = fig16_reference(&x, 3);
     for policy in [SyncPolicy::Naive, SyncPolicy::Inferred] {
         let k = compile(&ks[0], &deps, policy);
-        let y =
-            run(&k, 2, 64, &[x.clone()], 128, &[3]).unwrap_or_else(|f| panic!("{policy:?}: {f:?}"));
+        let y = run(&k, 2, 64, std::slice::from_ref(&x), 128, &[3])
+            .unwrap_or_else(|f| panic!("{policy:?}: {f:?}"));
         assert_eq!(y, want, "{policy:?}");
     }
     let n = sites(&ks[0], &deps).len();
     for i in 0..n {
         let k = compile(&ks[0], &deps, SyncPolicy::InferredWithout(i));
-        let r = run(&k, 2, 64, &[x.clone()], 128, &[3]);
+        let r = run(&k, 2, 64, std::slice::from_ref(&x), 128, &[3]);
         assert_eq!(r, Err(FaultKind::DataRace), "without barrier {i}");
     }
 }
@@ -380,14 +380,104 @@ fn sgemm_smem_inferred_barriers_matter() {
     }
     let s = sites(k, &deps);
     assert_eq!(s.len(), 2, "{s:?}");
-    for i in 0..s.len() {
+    for (i, site) in s.iter().enumerate() {
         let ck = compile(k, &deps, SyncPolicy::InferredWithout(i));
         let r = run_sgemm(&ck, m, n, kk, &a, &b, &c);
         assert_eq!(
             r.err(),
             Some(FaultKind::DataRace),
             "without barrier {i} ({:?})",
-            s[i].reasons
+            site.reasons
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// async_ + cp_async: the read after the copies waits for them (cp.async.wait_all + bar.sync).
+
+const STAGED: &str = r#"
+#[prism_device(requires(thread[64]))]
+pub fn half_reverse(#[at(thread[64])] src: *const f32, #[at(thread[64])] dst: *mut f32, #[at(thread[64])] base: u32) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(dst, thread[1], |j| t + j, |d_t| {
+        group(thread[1], || {
+            d_t[0] = src[base + 63 - t];
+        });
+    });
+}
+
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 512)]
+pub fn staged(x: *const f32, y: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(y, block[1], |j| b * 128 + j, |y_blk| {
+        group(block[1], || {
+            let s: Shared<[f32; 128]>;
+            #[at(thread[1])]
+            let t: u32 = id();
+            async_(s, |s_async| {
+                group(thread[1], || {
+                    cp_async(s_async, t, x, b * 128 + t, 4);
+                });
+            });
+            #[at(thread[64])]
+            let h: u32 = id();
+            partition(y_blk, thread[64], |j| h * 64 + j, |y_h| {
+                group(thread[64], || {
+                    half_reverse(s, y_h, h * 64);
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn async_copy_waits_before_the_read() {
+    let (ks, deps) = split(STAGED);
+    let s = sites(&ks[0], &deps);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0].barrier.at, Perspective::block(1));
+    assert!(s[0].barrier.wait_async, "{s:?}");
+    assert_eq!(s[0].reasons, vec!["RAW s".to_string()]);
+    let k = compile(&ks[0], &deps, SyncPolicy::Inferred);
+    let wait = k.ptx.find("cp.async.wait_all;").expect("wait_all");
+    assert!(k.ptx[wait..].contains("bar.sync 0;"), "{}", k.ptx);
+    let x = random(256, 9);
+    let module = Module::parse(&k.ptx).expect("parse");
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = emu.alloc(1024);
+    emu.write(dx, &f32_bytes(&x)).expect("write");
+    let dy = emu.alloc(1024);
+    emu.launch(
+        &module,
+        &k.entry,
+        [2, 1, 1],
+        [128, 1, 1],
+        k.contract.smem_bytes,
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let y = to_f32(&emu.read(dy, 1024).expect("read"));
+    for (i, v) in y.iter().enumerate() {
+        let (blk, t) = (i / 128, i % 128);
+        let (h, r) = (t / 64, t % 64);
+        assert_eq!(*v, x[blk * 128 + h * 64 + 63 - r], "y[{i}]");
+    }
+    // Without it, the emulator sees the race.
+    let k = compile(&ks[0], &deps, SyncPolicy::InferredWithout(0));
+    let module = Module::parse(&k.ptx).expect("parse");
+    let r = emu.launch(
+        &module,
+        &k.entry,
+        [2, 1, 1],
+        [128, 1, 1],
+        k.contract.smem_bytes,
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],
+    );
+    assert!(
+        matches!(r, Err(EmuError::Faulted { .. })),
+        "no fault without the async wait"
+    );
 }

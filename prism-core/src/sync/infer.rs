@@ -329,9 +329,11 @@ impl Pend {
             _ => "ATOMIC",
         }
     }
-    /// Only atomics are involved (no plain write on either side).
-    fn atomic_only(&self, a: Acc) -> bool {
-        a == Acc::Atomic || (self.a && !self.w && !self.aw && !(self.r && a != Acc::Read))
+    /// The conflict involves an atomic (the access is one, or the only pending writes are atomics): atomics
+    /// are explicitly concurrent, so an unplaceable/grid-level wait for them is not an error.
+    fn atomic_involved(&self, a: Acc) -> bool {
+        let plain_writes = self.w || self.aw;
+        a == Acc::Atomic || (self.a && !plain_writes)
     }
 }
 
@@ -807,7 +809,7 @@ impl<'a> Infer<'a> {
                 }
                 if unsynchronizable(at) {
                     let same_node = p.src.is_some() && p.src == self.active.get(&lv).copied();
-                    if !p.atomic_only(a) && !same_node && self.dry == 0 {
+                    if !p.atomic_involved(a) && !same_node && self.dry == 0 {
                         self.grid_error(lv, &p, span);
                     }
                     continue;
@@ -816,7 +818,7 @@ impl<'a> Infer<'a> {
                     at,
                     wait_async: p.aw,
                     reason,
-                    atomic_only: p.atomic_only(a),
+                    atomic_only: p.atomic_involved(a),
                 });
             }
         }
