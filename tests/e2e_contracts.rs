@@ -110,7 +110,7 @@ fn info_describes_params_and_contract() {
     let c = mma_tf32_naive::INFO.contract;
     assert_eq!(
         (c.threads_multiple_of, c.threads_exact, c.smem_bytes),
-        (32, None, 1280)
+        (32, Some(32), 1280)
     );
     assert!(
         mma_tf32_naive::PTX.contains("mma.sync.aligned.m16n8k8"),

@@ -637,25 +637,36 @@ pub fn staged(x: *const f32, y: *mut f32) {
 
 #[test]
 fn async_copy_and_named_barrier() {
-    let k = one(STAGED);
-    assert!(k.ptx.contains("cp.async.ca.shared.global"), "{}", k.ptx);
-    assert!(k.ptx.contains("cp.async.commit_group;"));
-    assert!(k.ptx.contains("cp.async.wait_all;"));
-    // The thread[64] target is synchronized with a named barrier per half block.
+    // Under the naive policy the thread[64] target is synchronized with a named barrier per half block.
+    let naive = compile_src_with(STAGED, prism_core::sync::SyncPolicy::Naive);
+    assemble_all(&naive);
     assert!(
-        k.ptx
+        naive[0]
+            .ptx
             .lines()
             .any(|l| l.trim().starts_with("bar.sync %r") && l.trim().ends_with(", 64;")),
         "{}",
-        k.ptx
+        naive[0].ptx
     );
+    for k in [
+        naive.into_iter().next().unwrap_or_else(|| unreachable!()),
+        one(STAGED),
+    ] {
+        run_staged(&k);
+    }
+}
+
+fn run_staged(k: &CompiledKernel) {
+    assert!(k.ptx.contains("cp.async.ca.shared.global"), "{}", k.ptx);
+    assert!(k.ptx.contains("cp.async.commit_group;"));
+    assert!(k.ptx.contains("cp.async.wait_all;"));
     let x = random(2 * 128, 17);
     let mut emu = Emulator::new(EmuConfig::default());
     let dx = buf(&mut emu, &f32_bytes(&x));
     let dy = buf(&mut emu, &f32_bytes(&[f32::NAN; 256]));
     launch(
         &mut emu,
-        &k,
+        k,
         2,
         128,
         &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],

@@ -2,18 +2,28 @@
 #![allow(dead_code)]
 
 use prism_core::ast::{FnKind, Function};
+use prism_core::sync::SyncPolicy;
 use prism_core::CompiledKernel;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Parses `src`, then checks and emits every kernel in it (device functions are the dependencies).
 pub fn compile_src(src: &str) -> Vec<CompiledKernel> {
+    compile_src_with(src, SyncPolicy::Inferred)
+}
+
+/// [`compile_src`] with a chosen synchronization policy.
+pub fn compile_src_with(src: &str, policy: SyncPolicy) -> Vec<CompiledKernel> {
     let fns = prism_core::parse::parse_source(src)
         .unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
-    compile_fns(&fns)
+    compile_fns_with(&fns, policy)
 }
 
 pub fn compile_fns(fns: &[Function]) -> Vec<CompiledKernel> {
+    compile_fns_with(fns, SyncPolicy::Inferred)
+}
+
+pub fn compile_fns_with(fns: &[Function], policy: SyncPolicy) -> Vec<CompiledKernel> {
     let deps: Vec<Function> = fns
         .iter()
         .filter(|f| f.kind == FnKind::Device)
@@ -23,7 +33,7 @@ pub fn compile_fns(fns: &[Function]) -> Vec<CompiledKernel> {
     for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
         let checked = prism_core::check::check_function(k, &deps)
             .unwrap_or_else(|d| panic!("check of `{}` failed: {}", k.name, texts(&d)));
-        let ks = prism_core::emit::emit_kernel(&checked, &deps)
+        let ks = prism_core::emit::emit_kernel_with(&checked, &deps, policy)
             .unwrap_or_else(|d| panic!("emit of `{}` failed: {}", k.name, texts(&d)));
         // The emitter lays shared memory out exactly as the checker budgets it.
         assert_eq!(ks.len(), checked.instances.len());
