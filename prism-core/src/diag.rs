@@ -19,7 +19,13 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(rule: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Diagnostic { rule, message: message.into(), span, notes: Vec::new(), help: None }
+        Diagnostic {
+            rule,
+            message: message.into(),
+            span,
+            notes: Vec::new(),
+            help: None,
+        }
     }
 
     pub fn note(mut self, span: Span, note: impl Into<String>) -> Self {
