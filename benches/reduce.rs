@@ -38,7 +38,8 @@ fn check_f32(x: &[f32], got: f32) -> Result<(), String> {
     }
 }
 
-type ReduceFn<T> = fn(&Device, &DeviceBuffer<T>, &mut DeviceBuffer<T>) -> Result<(), prism::RuntimeError>;
+type ReduceFn<T> =
+    fn(&Device, &DeviceBuffer<T>, &mut DeviceBuffer<T>) -> Result<(), prism::RuntimeError>;
 
 #[allow(clippy::too_many_arguments)]
 fn case<T: prism::DeviceCopy>(
@@ -60,7 +61,7 @@ fn case<T: prism::DeviceCopy>(
     let mut run = || reduce(dev, &input, &mut out).map_err(e);
     let t_red = time_median(dev, WARMUP, REPS, &mut run)?;
     let t_copy = time_dtod(dev, &input, &mut copy, WARMUP, REPS)?;
-    let bytes = (n * std::mem::size_of::<T>()) as f64;
+    let bytes = std::mem::size_of_val(x) as f64;
     let mut g = c.benchmark_group(format!("reduce_{ty}"));
     g.throughput(Throughput::Bytes(bytes as u64));
     g.bench_function(BenchmarkId::from_parameter(n), |b| {
@@ -95,12 +96,28 @@ fn main() {
         let n = 1usize << log;
         let mut rng = Rng::new(log as u64);
         let xu = rng.u32s(n);
-        if let Err(err) = case(&mut c, &mut table, &dev, "u32", &xu, reduce_sum_u32, check_u32) {
+        if let Err(err) = case(
+            &mut c,
+            &mut table,
+            &dev,
+            "u32",
+            &xu,
+            reduce_sum_u32,
+            check_u32,
+        ) {
             println!("reduce u32 2^{log}: {err}");
         }
         drop(xu);
         let xf = rng.f32s(n);
-        if let Err(err) = case(&mut c, &mut table, &dev, "f32", &xf, reduce_sum_f32, check_f32) {
+        if let Err(err) = case(
+            &mut c,
+            &mut table,
+            &dev,
+            "f32",
+            &xf,
+            reduce_sum_f32,
+            check_f32,
+        ) {
             println!("reduce f32 2^{log}: {err}");
         }
     }

@@ -37,10 +37,8 @@ fn check_f32(x: &[f32], got: &[f32]) -> Result<(), String> {
     for (i, (v, g)) in x.iter().zip(got).enumerate() {
         s += *v as f64;
         m += v.abs() as f64;
-        if i % 997 == 0 || i + 1 == x.len() {
-            if ((*g as f64) - s).abs() > 1e-4 * m + 1e-3 {
-                return Err(format!("scan_f32[{i}] = {g}, want {s}"));
-            }
+        if (i % 997 == 0 || i + 1 == x.len()) && ((*g as f64) - s).abs() > 1e-4 * m + 1e-3 {
+            return Err(format!("scan_f32[{i}] = {g}, want {s}"));
         }
     }
     Ok(())
@@ -71,9 +69,27 @@ fn case<T: prism::DeviceCopy>(
     let mut out = dev.alloc_zeros::<T>(n).map_err(e)?;
     let mut copy = dev.alloc_zeros::<T>(n).map_err(e)?;
     let mut scratch = ScanScratch::new(dev, n).map_err(e)?;
-    scan(dev, &input, &mut out, ScanKind::Inclusive, ITEMS, &mut scratch).map_err(e)?;
+    scan(
+        dev,
+        &input,
+        &mut out,
+        ScanKind::Inclusive,
+        ITEMS,
+        &mut scratch,
+    )
+    .map_err(e)?;
     check(x, &dev.dtoh(&out).map_err(e)?)?;
-    let mut run = || scan(dev, &input, &mut out, ScanKind::Inclusive, ITEMS, &mut scratch).map_err(e);
+    let mut run = || {
+        scan(
+            dev,
+            &input,
+            &mut out,
+            ScanKind::Inclusive,
+            ITEMS,
+            &mut scratch,
+        )
+        .map_err(e)
+    };
     let t_scan = time_median(dev, WARMUP, REPS, &mut run)?;
     let t_copy = time_dtod(dev, &input, &mut copy, WARMUP, REPS)?;
     let bytes = (2 * n * std::mem::size_of::<T>()) as f64;
@@ -111,12 +127,28 @@ fn main() {
         let n = 1usize << log;
         let mut rng = Rng::new(log as u64);
         let xu = rng.u32s(n);
-        if let Err(err) = case(&mut c, &mut table, &dev, "u32", &xu, scan_u32_with, check_u32) {
+        if let Err(err) = case(
+            &mut c,
+            &mut table,
+            &dev,
+            "u32",
+            &xu,
+            scan_u32_with,
+            check_u32,
+        ) {
             println!("scan u32 2^{log}: {err}");
         }
         drop(xu);
         let xf = rng.f32s(n);
-        if let Err(err) = case(&mut c, &mut table, &dev, "f32", &xf, scan_f32_with, check_f32) {
+        if let Err(err) = case(
+            &mut c,
+            &mut table,
+            &dev,
+            "f32",
+            &xf,
+            scan_f32_with,
+            check_f32,
+        ) {
             println!("scan f32 2^{log}: {err}");
         }
     }

@@ -96,7 +96,10 @@ impl Val for f32 {
 fn random_vec<T: Val>(n: usize, seed: u64) -> Vec<T> {
     let mut rng = Rng::new(seed);
     let v: Vec<T> = (0..n).map(|_| T::random(&mut rng)).collect();
-    assert!(v.iter().any(|x| *x != T::ZERO), "inputs must not be all zero");
+    assert!(
+        v.iter().any(|x| *x != T::ZERO),
+        "inputs must not be all zero"
+    );
     v
 }
 
@@ -118,7 +121,12 @@ fn check_all<T: Val>(what: &str, got: &[T], want: &[T], mag: &[f64]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for i in 0..got.len() {
         assert!(got[i] != T::SENTINEL, "{what}[{i}] was not written");
-        assert!(T::close(got[i], want[i], mag[i]), "{what}[{i}] = {:?}, want {:?}", got[i], want[i]);
+        assert!(
+            T::close(got[i], want[i], mag[i]),
+            "{what}[{i}] = {:?}, want {:?}",
+            got[i],
+            want[i]
+        );
     }
 }
 
@@ -130,7 +138,14 @@ fn run_scan<T: Val>(
     items: u32,
     kind: ScanKind,
     seed: u64,
-    scan: impl Fn(&Device, &DeviceBuffer<T>, &mut DeviceBuffer<T>, ScanKind, u32, &mut ScanScratch) -> Result<(), prism::RuntimeError>,
+    scan: impl Fn(
+        &Device,
+        &DeviceBuffer<T>,
+        &mut DeviceBuffer<T>,
+        ScanKind,
+        u32,
+        &mut ScanScratch,
+    ) -> Result<(), prism::RuntimeError>,
 ) -> (Vec<T>, ScanScratch) {
     let x: Vec<T> = random_vec(n, seed);
     let input = dev.htod(&x).unwrap();
@@ -144,23 +159,42 @@ fn run_scan<T: Val>(
     let got = dev.dtoh(&output).unwrap();
     assert_eq!(got[n], T::SENTINEL, "scan wrote past the end (n = {n})");
     let (inc, exc, mag) = prefix(&x);
-    let want = if kind == ScanKind::Inclusive { inc } else { exc };
-    check_all(&format!("{kind:?} scan n={n} items={items}"), &got[..n], &want, &mag);
+    let want = if kind == ScanKind::Inclusive {
+        inc
+    } else {
+        exc
+    };
+    check_all(
+        &format!("{kind:?} scan n={n} items={items}"),
+        &got[..n],
+        &want,
+        &mag,
+    );
     (x, scratch)
 }
 
 /// After a scan of `x` with `items` per thread, every tile's status word must hold flag STATUS_PREFIX and
 /// the inclusive prefix of the tile's last element.
-fn check_status<T: Val>(x: &[T], items: u32, scratch: &ScanScratch, dev: &Device, value_of: impl Fn(u32) -> T) {
+fn check_status<T: Val>(
+    x: &[T],
+    items: u32,
+    scratch: &ScanScratch,
+    dev: &Device,
+    value_of: impl Fn(u32) -> T,
+) {
     let tile = (SCAN_THREADS * items) as usize;
     let tiles = x.len().div_ceil(tile);
     let st = dev.dtoh(scratch.status()).unwrap();
     let (inc, _, mag) = prefix(x);
-    for t in 0..tiles {
-        let w = st[t];
+    for (t, &w) in st.iter().enumerate().take(tiles) {
         assert_eq!((w >> 32) as u32, STATUS_PREFIX, "tile {t}: flag of {w:#x}");
         let last = ((t + 1) * tile).min(x.len()) - 1;
-        assert!(T::close(value_of(w as u32), inc[last], mag[last]), "tile {t}: published {:?}, want {:?}", value_of(w as u32), inc[last]);
+        assert!(
+            T::close(value_of(w as u32), inc[last], mag[last]),
+            "tile {t}: published {:?}, want {:?}",
+            value_of(w as u32),
+            inc[last]
+        );
     }
 }
 
@@ -176,7 +210,12 @@ fn run_reduce<T: Val>(
     reduce(dev, &input, &mut out).unwrap();
     let got = dev.dtoh(&out).unwrap();
     let (inc, _, mag) = prefix(&x);
-    assert!(T::close(got[0], inc[n - 1], mag[n - 1]), "sum of {n}: {:?}, want {:?}", got[0], inc[n - 1]);
+    assert!(
+        T::close(got[0], inc[n - 1], mag[n - 1]),
+        "sum of {n}: {:?}, want {:?}",
+        got[0],
+        inc[n - 1]
+    );
     assert_eq!(got[1], T::SENTINEL, "reduce wrote out[1]");
 }
 
@@ -201,7 +240,13 @@ fn check_block<T: Val>(x: &[T], got: &[T], threads: usize, n: usize) {
             let at = |k: usize| format!("block {b} thread {t} output {k}");
             let c = |k: usize, want: T, m: f64| {
                 assert!(o[k] != T::SENTINEL, "{} not written", at(k));
-                assert!(T::close(o[k], want, m), "{} = {:?}, want {:?}", at(k), o[k], want);
+                assert!(
+                    T::close(o[k], want, m),
+                    "{} = {:?}, want {:?}",
+                    at(k),
+                    o[k],
+                    want
+                );
             };
             c(0, total, tmag);
             c(1, fexc[t], fmag[t]);
@@ -226,12 +271,31 @@ fn check_warp<T: Val>(x: &[T], got: &[T]) {
         let (inc, exc, mag) = prefix(xw);
         for l in 0..32 {
             let o = &got[(w * 32 + l) * 4..(w * 32 + l + 1) * 4];
-            assert!(T::close(o[0], inc[31], mag[31]), "warp {w} lane {l}: xor reduce {:?}, want {:?}", o[0], inc[31]);
+            assert!(
+                T::close(o[0], inc[31], mag[31]),
+                "warp {w} lane {l}: xor reduce {:?}, want {:?}",
+                o[0],
+                inc[31]
+            );
             if l == 0 {
-                assert!(T::close(o[1], inc[31], mag[31]), "warp {w}: down reduce {:?}", o[1]);
+                assert!(
+                    T::close(o[1], inc[31], mag[31]),
+                    "warp {w}: down reduce {:?}",
+                    o[1]
+                );
             }
-            assert!(T::close(o[2], inc[l], mag[l]), "warp {w} lane {l}: inclusive {:?}, want {:?}", o[2], inc[l]);
-            assert!(T::close(o[3], exc[l], mag[l]), "warp {w} lane {l}: exclusive {:?}, want {:?}", o[3], exc[l]);
+            assert!(
+                T::close(o[2], inc[l], mag[l]),
+                "warp {w} lane {l}: inclusive {:?}, want {:?}",
+                o[2],
+                inc[l]
+            );
+            assert!(
+                T::close(o[3], exc[l], mag[l]),
+                "warp {w} lane {l}: exclusive {:?}, want {:?}",
+                o[3],
+                exc[l]
+            );
         }
     }
 }
@@ -263,29 +327,34 @@ fn bits_of_f32(v: f32) -> u32 {
 pub fn t_warp_u32(x: *const u32, out: *mut u32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |j| i * 4 + j, |o| {
-        group(thread[32], || {
-            #[at(thread[1])]
-            let mut v: u32 = 0u32;
-            group(thread[1], || {
-                v = x[i];
+    partition(
+        out,
+        thread[1],
+        |j| i * 4 + j,
+        |o| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let mut v: u32 = 0u32;
+                group(thread[1], || {
+                    v = x[i];
+                });
+                #[at(thread[1])]
+                let a: u32 = prism_kernels::warp_reduce_u32(v);
+                #[at(thread[1])]
+                let b: u32 = prism_kernels::warp_reduce_down_u32(v);
+                #[at(thread[1])]
+                let c: u32 = prism_kernels::warp_scan_inclusive_u32(v);
+                #[at(thread[1])]
+                let d: u32 = prism_kernels::warp_scan_exclusive_u32(v);
+                group(thread[1], || {
+                    o[0] = a;
+                    o[1] = b;
+                    o[2] = c;
+                    o[3] = d;
+                });
             });
-            #[at(thread[1])]
-            let a: u32 = prism_kernels::warp_reduce_u32(v);
-            #[at(thread[1])]
-            let b: u32 = prism_kernels::warp_reduce_down_u32(v);
-            #[at(thread[1])]
-            let c: u32 = prism_kernels::warp_scan_inclusive_u32(v);
-            #[at(thread[1])]
-            let d: u32 = prism_kernels::warp_scan_exclusive_u32(v);
-            group(thread[1], || {
-                o[0] = a;
-                o[1] = b;
-                o[2] = c;
-                o[3] = d;
-            });
-        });
-    });
+        },
+    );
 }
 
 /// Per thread (stride 7 + 2N): [block_reduce(thread_reduce(items)), block_scan_exclusive(items[0]) and its
@@ -296,53 +365,58 @@ pub fn t_warp_u32(x: *const u32, out: *mut u32) {
 pub fn t_block_u32<const N: u32>(x: *const u32, out: *mut u32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |j| i * (7 + 2 * N) + j, |o| {
-        group(block[1], || {
-            #[at(thread[1])]
-            let mut items = [0u32; N];
-            group(thread[1], || {
-                for k in 0..N {
-                    items[k] = x[i * N + k];
-                }
+    partition(
+        out,
+        thread[1],
+        |j| i * (7 + 2 * N) + j,
+        |o| {
+            group(block[1], || {
+                #[at(thread[1])]
+                let mut items = [0u32; N];
+                group(thread[1], || {
+                    for k in 0..N {
+                        items[k] = x[i * N + k];
+                    }
+                });
+                #[at(thread[1])]
+                let mut ex = [0u32; N];
+                group(thread[1], || {
+                    for k in 0..N {
+                        ex[k] = items[k];
+                    }
+                });
+                #[at(thread[1])]
+                let mine: u32 = prism_kernels::thread_reduce_u32::<N>(&items);
+                #[at(block[1])]
+                let red: u32 = prism_kernels::block_reduce_u32(mine);
+                #[at(thread[1])]
+                let mut t1 = [0u32; 1];
+                #[at(thread[1])]
+                let e1: u32 = prism_kernels::block_scan_exclusive_u32(items[0], &mut t1);
+                #[at(thread[1])]
+                let mut t2 = [0u32; 1];
+                #[at(thread[1])]
+                let i1: u32 = prism_kernels::block_scan_inclusive_u32(items[0], &mut t2);
+                #[at(thread[1])]
+                let ti: u32 = prism_kernels::block_scan_items_inclusive_u32::<N>(&mut items);
+                #[at(thread[1])]
+                let te: u32 = prism_kernels::block_scan_items_exclusive_u32::<N>(&mut ex);
+                group(thread[1], || {
+                    o[0] = red;
+                    o[1] = e1;
+                    o[2] = t1[0];
+                    o[3] = i1;
+                    o[4] = t2[0];
+                    o[5] = ti;
+                    for k in 0..N {
+                        o[6 + k] = items[k];
+                        o[6 + N + k] = ex[k];
+                    }
+                    o[6 + 2 * N] = te;
+                });
             });
-            #[at(thread[1])]
-            let mut ex = [0u32; N];
-            group(thread[1], || {
-                for k in 0..N {
-                    ex[k] = items[k];
-                }
-            });
-            #[at(thread[1])]
-            let mine: u32 = prism_kernels::thread_reduce_u32::<N>(&items);
-            #[at(block[1])]
-            let red: u32 = prism_kernels::block_reduce_u32(mine);
-            #[at(thread[1])]
-            let mut t1 = [0u32; 1];
-            #[at(thread[1])]
-            let e1: u32 = prism_kernels::block_scan_exclusive_u32(items[0], &mut t1);
-            #[at(thread[1])]
-            let mut t2 = [0u32; 1];
-            #[at(thread[1])]
-            let i1: u32 = prism_kernels::block_scan_inclusive_u32(items[0], &mut t2);
-            #[at(thread[1])]
-            let ti: u32 = prism_kernels::block_scan_items_inclusive_u32::<N>(&mut items);
-            #[at(thread[1])]
-            let te: u32 = prism_kernels::block_scan_items_exclusive_u32::<N>(&mut ex);
-            group(thread[1], || {
-                o[0] = red;
-                o[1] = e1;
-                o[2] = t1[0];
-                o[3] = i1;
-                o[4] = t2[0];
-                o[5] = ti;
-                for k in 0..N {
-                    o[6 + k] = items[k];
-                    o[6 + N + k] = ex[k];
-                }
-                o[6 + 2 * N] = te;
-            });
-        });
-    });
+        },
+    );
 }
 
 /// Runs [`decoupled_lookback_u32`] for `tile` in one warp over a prepared status array; every lane writes
@@ -351,15 +425,20 @@ pub fn t_block_u32<const N: u32>(x: *const u32, out: *mut u32) {
 pub fn t_lookback_u32(status: u64, tile: u32, aggregate: u32, out: *mut u32) {
     #[at(thread[1])]
     let t: u32 = id();
-    partition(out, thread[1], |x| t + x, |o| {
-        group(thread[32], || {
-            #[at(thread[1])]
-            let p: u32 = prism_kernels::decoupled_lookback_u32(status, tile, aggregate);
-            group(thread[1], || {
-                o[0] = p;
+    partition(
+        out,
+        thread[1],
+        |x| t + x,
+        |o| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let p: u32 = prism_kernels::decoupled_lookback_u32(status, tile, aggregate);
+                group(thread[1], || {
+                    o[0] = p;
+                });
             });
-        });
-    });
+        },
+    );
 }
 
 /// Two warps: the second looks back from tile 1 while tile 0's status is still invalid, so it must spin
@@ -369,9 +448,12 @@ pub fn t_lookback_u32(status: u64, tile: u32, aggregate: u32, out: *mut u32) {
 pub fn t_spin_u32(status: u64, late: u32, aggregate: u32, out: *mut u32) {
     #[at(thread[1])]
     let t: u32 = id();
-    partition(out, thread[1], |x| t + x, |o| {
-        group(block[1], || {
-            match split(warp) {
+    partition(
+        out,
+        thread[1],
+        |x| t + x,
+        |o| {
+            group(block[1], || match split(warp) {
                 1 => {
                     let mut k: u32 = 0;
                     while k < 400 {
@@ -381,7 +463,10 @@ pub fn t_spin_u32(status: u64, late: u32, aggregate: u32, out: *mut u32) {
                     let lane: u32 = id();
                     group(thread[1], || {
                         if lane == 0 {
-                            prism_kernels::status_publish(status, prism_kernels::status_pack_u32(2u32, late));
+                            prism_kernels::status_publish(
+                                status,
+                                prism_kernels::status_pack_u32(2u32, late),
+                            );
                         }
                     });
                 }
@@ -392,9 +477,9 @@ pub fn t_spin_u32(status: u64, late: u32, aggregate: u32, out: *mut u32) {
                         o[0] = p;
                     });
                 }
-            }
-        });
-    });
+            });
+        },
+    );
 }
 
 fn value_u32(bits: u32) -> u32 {
@@ -419,7 +504,12 @@ fn block_functions_u32() {
         for n in [1usize, 3] {
             let x: Vec<u32> = random_vec(threads * blocks * n, seed * 10 + n as u64);
             let dx = dev.htod(&x).unwrap();
-            let mut out = dev.htod(&vec![<u32 as Val>::SENTINEL; threads * blocks * block_stride(n)]).unwrap();
+            let mut out = dev
+                .htod(&vec![
+                    <u32 as Val>::SENTINEL;
+                    threads * blocks * block_stride(n)
+                ])
+                .unwrap();
             let dims = LaunchDims::new(blocks as u32, threads as u32);
             if n == 1 {
                 t_block_u32::<1>::launch(&dev, dims, &dx, &mut out).unwrap();
@@ -441,7 +531,11 @@ fn lookback_crosses_many_tiles_u32() {
     let mut want = <u32 as Val>::ZERO;
     let mut mag = 0.0;
     for (t, v) in vals.iter().enumerate() {
-        let flag = if t <= 3 { STATUS_PREFIX } else { STATUS_AGGREGATE };
+        let flag = if t <= 3 {
+            STATUS_PREFIX
+        } else {
+            STATUS_AGGREGATE
+        };
         // Prefix words before tile 3 hold garbage that must not be read.
         let v = if t < 3 { vals[0] } else { *v };
         words.push(((flag as u64) << 32) | bits_of_u32(v) as u64);
@@ -453,15 +547,30 @@ fn lookback_crosses_many_tiles_u32() {
     words.push(0);
     let status = dev.htod(&words).unwrap();
     let agg: u32 = vals[1];
-    let mut out = dev.htod(&vec![<u32 as Val>::SENTINEL; 32]).unwrap();
-    let rep = t_lookback_u32::launch(&dev, LaunchDims::new(1, 32), status.raw_ptr(), 69, agg, &mut out).unwrap();
+    let mut out = dev.htod(&[<u32 as Val>::SENTINEL; 32]).unwrap();
+    let rep = t_lookback_u32::launch(
+        &dev,
+        LaunchDims::new(1, 32),
+        status.raw_ptr(),
+        69,
+        agg,
+        &mut out,
+    )
+    .unwrap();
     let got = dev.dtoh(&out).unwrap();
     for (l, g) in got.iter().enumerate() {
-        assert!(<u32 as Val>::close(*g, want, mag), "lane {l}: prefix {g:?}, want {want:?}");
+        assert!(
+            <u32 as Val>::close(*g, want, mag),
+            "lane {l}: prefix {g:?}, want {want:?}"
+        );
     }
     let st = dev.dtoh(&status).unwrap();
     assert_eq!((st[69] >> 32) as u32, STATUS_PREFIX);
-    assert!(<u32 as Val>::close(value_u32(st[69] as u32), got[0].add(agg), mag + agg.mag()));
+    assert!(<u32 as Val>::close(
+        value_u32(st[69] as u32),
+        got[0].add(agg),
+        mag + agg.mag()
+    ));
     let atomics = rep.emu.map(|r| r.counters.atomics).unwrap_or(0);
     // Warp-level atomic instructions: 2 publishes (aggregate, prefix) + one status read per window (3).
     assert_eq!(atomics, 5, "look-back windows");
@@ -475,18 +584,36 @@ fn lookback_spins_until_published_u32() {
         let agg: u32 = random_vec::<u32>(1, 50 + seed)[0];
         let status = dev.htod(&[0u64, 0u64]).unwrap();
         let mut out = dev.htod(&vec![<u32 as Val>::SENTINEL; 64]).unwrap();
-        let rep = t_spin_u32::launch(&dev, LaunchDims::new(1, 64), status.raw_ptr(), late, agg, &mut out).unwrap();
+        let rep = t_spin_u32::launch(
+            &dev,
+            LaunchDims::new(1, 64),
+            status.raw_ptr(),
+            late,
+            agg,
+            &mut out,
+        )
+        .unwrap();
         let got = dev.dtoh(&out).unwrap();
         for (l, g) in got[32..].iter().enumerate() {
-            assert!(<u32 as Val>::close(*g, late, late.mag()), "seed {seed} lane {l}: {g:?}, want {late:?}");
+            assert!(
+                <u32 as Val>::close(*g, late, late.mag()),
+                "seed {seed} lane {l}: {g:?}, want {late:?}"
+            );
         }
         let st = dev.dtoh(&status).unwrap();
         assert_eq!((st[1] >> 32) as u32, STATUS_PREFIX);
-        assert!(<u32 as Val>::close(value_u32(st[1] as u32), late.add(agg), late.mag() + agg.mag()));
+        assert!(<u32 as Val>::close(
+            value_u32(st[1] as u32),
+            late.add(agg),
+            late.mag() + agg.mag()
+        ));
         // Without spinning: 3 publishes and 1 read. The delay makes the waiting lane poll many times.
         let atomics = rep.emu.map(|r| r.counters.atomics).unwrap_or(0);
         println!("seed {seed}: {atomics} warp-level atomics");
-        assert!(atomics > 10, "seed {seed}: only {atomics} atomics: the look-back never spun");
+        assert!(
+            atomics > 10,
+            "seed {seed}: only {atomics} atomics: the look-back never spun"
+        );
     }
 }
 
@@ -502,7 +629,15 @@ fn device_reduce_u32() {
 fn device_scan_u32() {
     let dev = emu();
     for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-        for (n, items, seed) in [(1usize, 4u32, 1u64), (100, 4, 2), (512, 4, 3), (513, 4, 4), (2048, 16, 5), (5000, 8, 6), (9999, 16, 7)] {
+        for (n, items, seed) in [
+            (1usize, 4u32, 1u64),
+            (100, 4, 2),
+            (512, 4, 3),
+            (513, 4, 4),
+            (2048, 16, 5),
+            (5000, 8, 6),
+            (9999, 16, 7),
+        ] {
             let (x, scratch) = run_scan::<u32>(&dev, n, items, kind, seed, scan_u32_with);
             check_status(&x, items, &scratch, &dev, value_u32);
         }
@@ -514,7 +649,14 @@ fn device_scan_random_schedules_u32() {
     // Random warp schedules inside each block (blocks themselves run one after another on the emulator).
     for seed in [3u64, 4, 5] {
         let dev = emu_random(seed);
-        run_scan::<u32>(&dev, 4000 + seed as usize, 4, ScanKind::Inclusive, seed, scan_u32_with);
+        run_scan::<u32>(
+            &dev,
+            4000 + seed as usize,
+            4,
+            ScanKind::Inclusive,
+            seed,
+            scan_u32_with,
+        );
     }
 }
 
@@ -526,29 +668,34 @@ fn device_scan_random_schedules_u32() {
 pub fn t_warp_i32(x: *const i32, out: *mut i32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |j| i * 4 + j, |o| {
-        group(thread[32], || {
-            #[at(thread[1])]
-            let mut v: i32 = 0i32;
-            group(thread[1], || {
-                v = x[i];
+    partition(
+        out,
+        thread[1],
+        |j| i * 4 + j,
+        |o| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let mut v: i32 = 0i32;
+                group(thread[1], || {
+                    v = x[i];
+                });
+                #[at(thread[1])]
+                let a: i32 = prism_kernels::warp_reduce_i32(v);
+                #[at(thread[1])]
+                let b: i32 = prism_kernels::warp_reduce_down_i32(v);
+                #[at(thread[1])]
+                let c: i32 = prism_kernels::warp_scan_inclusive_i32(v);
+                #[at(thread[1])]
+                let d: i32 = prism_kernels::warp_scan_exclusive_i32(v);
+                group(thread[1], || {
+                    o[0] = a;
+                    o[1] = b;
+                    o[2] = c;
+                    o[3] = d;
+                });
             });
-            #[at(thread[1])]
-            let a: i32 = prism_kernels::warp_reduce_i32(v);
-            #[at(thread[1])]
-            let b: i32 = prism_kernels::warp_reduce_down_i32(v);
-            #[at(thread[1])]
-            let c: i32 = prism_kernels::warp_scan_inclusive_i32(v);
-            #[at(thread[1])]
-            let d: i32 = prism_kernels::warp_scan_exclusive_i32(v);
-            group(thread[1], || {
-                o[0] = a;
-                o[1] = b;
-                o[2] = c;
-                o[3] = d;
-            });
-        });
-    });
+        },
+    );
 }
 
 /// Per thread (stride 7 + 2N): [block_reduce(thread_reduce(items)), block_scan_exclusive(items[0]) and its
@@ -559,53 +706,58 @@ pub fn t_warp_i32(x: *const i32, out: *mut i32) {
 pub fn t_block_i32<const N: u32>(x: *const i32, out: *mut i32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |j| i * (7 + 2 * N) + j, |o| {
-        group(block[1], || {
-            #[at(thread[1])]
-            let mut items = [0i32; N];
-            group(thread[1], || {
-                for k in 0..N {
-                    items[k] = x[i * N + k];
-                }
+    partition(
+        out,
+        thread[1],
+        |j| i * (7 + 2 * N) + j,
+        |o| {
+            group(block[1], || {
+                #[at(thread[1])]
+                let mut items = [0i32; N];
+                group(thread[1], || {
+                    for k in 0..N {
+                        items[k] = x[i * N + k];
+                    }
+                });
+                #[at(thread[1])]
+                let mut ex = [0i32; N];
+                group(thread[1], || {
+                    for k in 0..N {
+                        ex[k] = items[k];
+                    }
+                });
+                #[at(thread[1])]
+                let mine: i32 = prism_kernels::thread_reduce_i32::<N>(&items);
+                #[at(block[1])]
+                let red: i32 = prism_kernels::block_reduce_i32(mine);
+                #[at(thread[1])]
+                let mut t1 = [0i32; 1];
+                #[at(thread[1])]
+                let e1: i32 = prism_kernels::block_scan_exclusive_i32(items[0], &mut t1);
+                #[at(thread[1])]
+                let mut t2 = [0i32; 1];
+                #[at(thread[1])]
+                let i1: i32 = prism_kernels::block_scan_inclusive_i32(items[0], &mut t2);
+                #[at(thread[1])]
+                let ti: i32 = prism_kernels::block_scan_items_inclusive_i32::<N>(&mut items);
+                #[at(thread[1])]
+                let te: i32 = prism_kernels::block_scan_items_exclusive_i32::<N>(&mut ex);
+                group(thread[1], || {
+                    o[0] = red;
+                    o[1] = e1;
+                    o[2] = t1[0];
+                    o[3] = i1;
+                    o[4] = t2[0];
+                    o[5] = ti;
+                    for k in 0..N {
+                        o[6 + k] = items[k];
+                        o[6 + N + k] = ex[k];
+                    }
+                    o[6 + 2 * N] = te;
+                });
             });
-            #[at(thread[1])]
-            let mut ex = [0i32; N];
-            group(thread[1], || {
-                for k in 0..N {
-                    ex[k] = items[k];
-                }
-            });
-            #[at(thread[1])]
-            let mine: i32 = prism_kernels::thread_reduce_i32::<N>(&items);
-            #[at(block[1])]
-            let red: i32 = prism_kernels::block_reduce_i32(mine);
-            #[at(thread[1])]
-            let mut t1 = [0i32; 1];
-            #[at(thread[1])]
-            let e1: i32 = prism_kernels::block_scan_exclusive_i32(items[0], &mut t1);
-            #[at(thread[1])]
-            let mut t2 = [0i32; 1];
-            #[at(thread[1])]
-            let i1: i32 = prism_kernels::block_scan_inclusive_i32(items[0], &mut t2);
-            #[at(thread[1])]
-            let ti: i32 = prism_kernels::block_scan_items_inclusive_i32::<N>(&mut items);
-            #[at(thread[1])]
-            let te: i32 = prism_kernels::block_scan_items_exclusive_i32::<N>(&mut ex);
-            group(thread[1], || {
-                o[0] = red;
-                o[1] = e1;
-                o[2] = t1[0];
-                o[3] = i1;
-                o[4] = t2[0];
-                o[5] = ti;
-                for k in 0..N {
-                    o[6 + k] = items[k];
-                    o[6 + N + k] = ex[k];
-                }
-                o[6 + 2 * N] = te;
-            });
-        });
-    });
+        },
+    );
 }
 
 /// Runs [`decoupled_lookback_i32`] for `tile` in one warp over a prepared status array; every lane writes
@@ -614,15 +766,20 @@ pub fn t_block_i32<const N: u32>(x: *const i32, out: *mut i32) {
 pub fn t_lookback_i32(status: u64, tile: u32, aggregate: i32, out: *mut i32) {
     #[at(thread[1])]
     let t: u32 = id();
-    partition(out, thread[1], |x| t + x, |o| {
-        group(thread[32], || {
-            #[at(thread[1])]
-            let p: i32 = prism_kernels::decoupled_lookback_i32(status, tile, aggregate);
-            group(thread[1], || {
-                o[0] = p;
+    partition(
+        out,
+        thread[1],
+        |x| t + x,
+        |o| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let p: i32 = prism_kernels::decoupled_lookback_i32(status, tile, aggregate);
+                group(thread[1], || {
+                    o[0] = p;
+                });
             });
-        });
-    });
+        },
+    );
 }
 
 /// Two warps: the second looks back from tile 1 while tile 0's status is still invalid, so it must spin
@@ -632,9 +789,12 @@ pub fn t_lookback_i32(status: u64, tile: u32, aggregate: i32, out: *mut i32) {
 pub fn t_spin_i32(status: u64, late: i32, aggregate: i32, out: *mut i32) {
     #[at(thread[1])]
     let t: u32 = id();
-    partition(out, thread[1], |x| t + x, |o| {
-        group(block[1], || {
-            match split(warp) {
+    partition(
+        out,
+        thread[1],
+        |x| t + x,
+        |o| {
+            group(block[1], || match split(warp) {
                 1 => {
                     let mut k: u32 = 0;
                     while k < 400 {
@@ -644,7 +804,10 @@ pub fn t_spin_i32(status: u64, late: i32, aggregate: i32, out: *mut i32) {
                     let lane: u32 = id();
                     group(thread[1], || {
                         if lane == 0 {
-                            prism_kernels::status_publish(status, prism_kernels::status_pack_i32(2u32, late));
+                            prism_kernels::status_publish(
+                                status,
+                                prism_kernels::status_pack_i32(2u32, late),
+                            );
                         }
                     });
                 }
@@ -655,9 +818,9 @@ pub fn t_spin_i32(status: u64, late: i32, aggregate: i32, out: *mut i32) {
                         o[0] = p;
                     });
                 }
-            }
-        });
-    });
+            });
+        },
+    );
 }
 
 fn value_i32(bits: u32) -> i32 {
@@ -682,7 +845,12 @@ fn block_functions_i32() {
         for n in [1usize, 3] {
             let x: Vec<i32> = random_vec(threads * blocks * n, seed * 10 + n as u64);
             let dx = dev.htod(&x).unwrap();
-            let mut out = dev.htod(&vec![<i32 as Val>::SENTINEL; threads * blocks * block_stride(n)]).unwrap();
+            let mut out = dev
+                .htod(&vec![
+                    <i32 as Val>::SENTINEL;
+                    threads * blocks * block_stride(n)
+                ])
+                .unwrap();
             let dims = LaunchDims::new(blocks as u32, threads as u32);
             if n == 1 {
                 t_block_i32::<1>::launch(&dev, dims, &dx, &mut out).unwrap();
@@ -704,7 +872,11 @@ fn lookback_crosses_many_tiles_i32() {
     let mut want = <i32 as Val>::ZERO;
     let mut mag = 0.0;
     for (t, v) in vals.iter().enumerate() {
-        let flag = if t <= 3 { STATUS_PREFIX } else { STATUS_AGGREGATE };
+        let flag = if t <= 3 {
+            STATUS_PREFIX
+        } else {
+            STATUS_AGGREGATE
+        };
         // Prefix words before tile 3 hold garbage that must not be read.
         let v = if t < 3 { vals[0] } else { *v };
         words.push(((flag as u64) << 32) | bits_of_i32(v) as u64);
@@ -716,15 +888,30 @@ fn lookback_crosses_many_tiles_i32() {
     words.push(0);
     let status = dev.htod(&words).unwrap();
     let agg: i32 = vals[1];
-    let mut out = dev.htod(&vec![<i32 as Val>::SENTINEL; 32]).unwrap();
-    let rep = t_lookback_i32::launch(&dev, LaunchDims::new(1, 32), status.raw_ptr(), 69, agg, &mut out).unwrap();
+    let mut out = dev.htod(&[<i32 as Val>::SENTINEL; 32]).unwrap();
+    let rep = t_lookback_i32::launch(
+        &dev,
+        LaunchDims::new(1, 32),
+        status.raw_ptr(),
+        69,
+        agg,
+        &mut out,
+    )
+    .unwrap();
     let got = dev.dtoh(&out).unwrap();
     for (l, g) in got.iter().enumerate() {
-        assert!(<i32 as Val>::close(*g, want, mag), "lane {l}: prefix {g:?}, want {want:?}");
+        assert!(
+            <i32 as Val>::close(*g, want, mag),
+            "lane {l}: prefix {g:?}, want {want:?}"
+        );
     }
     let st = dev.dtoh(&status).unwrap();
     assert_eq!((st[69] >> 32) as u32, STATUS_PREFIX);
-    assert!(<i32 as Val>::close(value_i32(st[69] as u32), got[0].add(agg), mag + agg.mag()));
+    assert!(<i32 as Val>::close(
+        value_i32(st[69] as u32),
+        got[0].add(agg),
+        mag + agg.mag()
+    ));
     let atomics = rep.emu.map(|r| r.counters.atomics).unwrap_or(0);
     // Warp-level atomic instructions: 2 publishes (aggregate, prefix) + one status read per window (3).
     assert_eq!(atomics, 5, "look-back windows");
@@ -738,18 +925,36 @@ fn lookback_spins_until_published_i32() {
         let agg: i32 = random_vec::<i32>(1, 50 + seed)[0];
         let status = dev.htod(&[0u64, 0u64]).unwrap();
         let mut out = dev.htod(&vec![<i32 as Val>::SENTINEL; 64]).unwrap();
-        let rep = t_spin_i32::launch(&dev, LaunchDims::new(1, 64), status.raw_ptr(), late, agg, &mut out).unwrap();
+        let rep = t_spin_i32::launch(
+            &dev,
+            LaunchDims::new(1, 64),
+            status.raw_ptr(),
+            late,
+            agg,
+            &mut out,
+        )
+        .unwrap();
         let got = dev.dtoh(&out).unwrap();
         for (l, g) in got[32..].iter().enumerate() {
-            assert!(<i32 as Val>::close(*g, late, late.mag()), "seed {seed} lane {l}: {g:?}, want {late:?}");
+            assert!(
+                <i32 as Val>::close(*g, late, late.mag()),
+                "seed {seed} lane {l}: {g:?}, want {late:?}"
+            );
         }
         let st = dev.dtoh(&status).unwrap();
         assert_eq!((st[1] >> 32) as u32, STATUS_PREFIX);
-        assert!(<i32 as Val>::close(value_i32(st[1] as u32), late.add(agg), late.mag() + agg.mag()));
+        assert!(<i32 as Val>::close(
+            value_i32(st[1] as u32),
+            late.add(agg),
+            late.mag() + agg.mag()
+        ));
         // Without spinning: 3 publishes and 1 read. The delay makes the waiting lane poll many times.
         let atomics = rep.emu.map(|r| r.counters.atomics).unwrap_or(0);
         println!("seed {seed}: {atomics} warp-level atomics");
-        assert!(atomics > 10, "seed {seed}: only {atomics} atomics: the look-back never spun");
+        assert!(
+            atomics > 10,
+            "seed {seed}: only {atomics} atomics: the look-back never spun"
+        );
     }
 }
 
@@ -765,7 +970,15 @@ fn device_reduce_i32() {
 fn device_scan_i32() {
     let dev = emu();
     for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-        for (n, items, seed) in [(1usize, 4u32, 1u64), (100, 4, 2), (512, 4, 3), (513, 4, 4), (2048, 16, 5), (5000, 8, 6), (9999, 16, 7)] {
+        for (n, items, seed) in [
+            (1usize, 4u32, 1u64),
+            (100, 4, 2),
+            (512, 4, 3),
+            (513, 4, 4),
+            (2048, 16, 5),
+            (5000, 8, 6),
+            (9999, 16, 7),
+        ] {
             let (x, scratch) = run_scan::<i32>(&dev, n, items, kind, seed, scan_i32_with);
             check_status(&x, items, &scratch, &dev, value_i32);
         }
@@ -777,7 +990,14 @@ fn device_scan_random_schedules_i32() {
     // Random warp schedules inside each block (blocks themselves run one after another on the emulator).
     for seed in [3u64, 4, 5] {
         let dev = emu_random(seed);
-        run_scan::<i32>(&dev, 4000 + seed as usize, 4, ScanKind::Inclusive, seed, scan_i32_with);
+        run_scan::<i32>(
+            &dev,
+            4000 + seed as usize,
+            4,
+            ScanKind::Inclusive,
+            seed,
+            scan_i32_with,
+        );
     }
 }
 
@@ -789,29 +1009,34 @@ fn device_scan_random_schedules_i32() {
 pub fn t_warp_f32(x: *const f32, out: *mut f32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |j| i * 4 + j, |o| {
-        group(thread[32], || {
-            #[at(thread[1])]
-            let mut v: f32 = 0.0f32;
-            group(thread[1], || {
-                v = x[i];
+    partition(
+        out,
+        thread[1],
+        |j| i * 4 + j,
+        |o| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let mut v: f32 = 0.0f32;
+                group(thread[1], || {
+                    v = x[i];
+                });
+                #[at(thread[1])]
+                let a: f32 = prism_kernels::warp_reduce_f32(v);
+                #[at(thread[1])]
+                let b: f32 = prism_kernels::warp_reduce_down_f32(v);
+                #[at(thread[1])]
+                let c: f32 = prism_kernels::warp_scan_inclusive_f32(v);
+                #[at(thread[1])]
+                let d: f32 = prism_kernels::warp_scan_exclusive_f32(v);
+                group(thread[1], || {
+                    o[0] = a;
+                    o[1] = b;
+                    o[2] = c;
+                    o[3] = d;
+                });
             });
-            #[at(thread[1])]
-            let a: f32 = prism_kernels::warp_reduce_f32(v);
-            #[at(thread[1])]
-            let b: f32 = prism_kernels::warp_reduce_down_f32(v);
-            #[at(thread[1])]
-            let c: f32 = prism_kernels::warp_scan_inclusive_f32(v);
-            #[at(thread[1])]
-            let d: f32 = prism_kernels::warp_scan_exclusive_f32(v);
-            group(thread[1], || {
-                o[0] = a;
-                o[1] = b;
-                o[2] = c;
-                o[3] = d;
-            });
-        });
-    });
+        },
+    );
 }
 
 /// Per thread (stride 7 + 2N): [block_reduce(thread_reduce(items)), block_scan_exclusive(items[0]) and its
@@ -822,53 +1047,58 @@ pub fn t_warp_f32(x: *const f32, out: *mut f32) {
 pub fn t_block_f32<const N: u32>(x: *const f32, out: *mut f32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |j| i * (7 + 2 * N) + j, |o| {
-        group(block[1], || {
-            #[at(thread[1])]
-            let mut items = [0.0f32; N];
-            group(thread[1], || {
-                for k in 0..N {
-                    items[k] = x[i * N + k];
-                }
+    partition(
+        out,
+        thread[1],
+        |j| i * (7 + 2 * N) + j,
+        |o| {
+            group(block[1], || {
+                #[at(thread[1])]
+                let mut items = [0.0f32; N];
+                group(thread[1], || {
+                    for k in 0..N {
+                        items[k] = x[i * N + k];
+                    }
+                });
+                #[at(thread[1])]
+                let mut ex = [0.0f32; N];
+                group(thread[1], || {
+                    for k in 0..N {
+                        ex[k] = items[k];
+                    }
+                });
+                #[at(thread[1])]
+                let mine: f32 = prism_kernels::thread_reduce_f32::<N>(&items);
+                #[at(block[1])]
+                let red: f32 = prism_kernels::block_reduce_f32(mine);
+                #[at(thread[1])]
+                let mut t1 = [0.0f32; 1];
+                #[at(thread[1])]
+                let e1: f32 = prism_kernels::block_scan_exclusive_f32(items[0], &mut t1);
+                #[at(thread[1])]
+                let mut t2 = [0.0f32; 1];
+                #[at(thread[1])]
+                let i1: f32 = prism_kernels::block_scan_inclusive_f32(items[0], &mut t2);
+                #[at(thread[1])]
+                let ti: f32 = prism_kernels::block_scan_items_inclusive_f32::<N>(&mut items);
+                #[at(thread[1])]
+                let te: f32 = prism_kernels::block_scan_items_exclusive_f32::<N>(&mut ex);
+                group(thread[1], || {
+                    o[0] = red;
+                    o[1] = e1;
+                    o[2] = t1[0];
+                    o[3] = i1;
+                    o[4] = t2[0];
+                    o[5] = ti;
+                    for k in 0..N {
+                        o[6 + k] = items[k];
+                        o[6 + N + k] = ex[k];
+                    }
+                    o[6 + 2 * N] = te;
+                });
             });
-            #[at(thread[1])]
-            let mut ex = [0.0f32; N];
-            group(thread[1], || {
-                for k in 0..N {
-                    ex[k] = items[k];
-                }
-            });
-            #[at(thread[1])]
-            let mine: f32 = prism_kernels::thread_reduce_f32::<N>(&items);
-            #[at(block[1])]
-            let red: f32 = prism_kernels::block_reduce_f32(mine);
-            #[at(thread[1])]
-            let mut t1 = [0.0f32; 1];
-            #[at(thread[1])]
-            let e1: f32 = prism_kernels::block_scan_exclusive_f32(items[0], &mut t1);
-            #[at(thread[1])]
-            let mut t2 = [0.0f32; 1];
-            #[at(thread[1])]
-            let i1: f32 = prism_kernels::block_scan_inclusive_f32(items[0], &mut t2);
-            #[at(thread[1])]
-            let ti: f32 = prism_kernels::block_scan_items_inclusive_f32::<N>(&mut items);
-            #[at(thread[1])]
-            let te: f32 = prism_kernels::block_scan_items_exclusive_f32::<N>(&mut ex);
-            group(thread[1], || {
-                o[0] = red;
-                o[1] = e1;
-                o[2] = t1[0];
-                o[3] = i1;
-                o[4] = t2[0];
-                o[5] = ti;
-                for k in 0..N {
-                    o[6 + k] = items[k];
-                    o[6 + N + k] = ex[k];
-                }
-                o[6 + 2 * N] = te;
-            });
-        });
-    });
+        },
+    );
 }
 
 /// Runs [`decoupled_lookback_f32`] for `tile` in one warp over a prepared status array; every lane writes
@@ -877,15 +1107,20 @@ pub fn t_block_f32<const N: u32>(x: *const f32, out: *mut f32) {
 pub fn t_lookback_f32(status: u64, tile: u32, aggregate: f32, out: *mut f32) {
     #[at(thread[1])]
     let t: u32 = id();
-    partition(out, thread[1], |x| t + x, |o| {
-        group(thread[32], || {
-            #[at(thread[1])]
-            let p: f32 = prism_kernels::decoupled_lookback_f32(status, tile, aggregate);
-            group(thread[1], || {
-                o[0] = p;
+    partition(
+        out,
+        thread[1],
+        |x| t + x,
+        |o| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let p: f32 = prism_kernels::decoupled_lookback_f32(status, tile, aggregate);
+                group(thread[1], || {
+                    o[0] = p;
+                });
             });
-        });
-    });
+        },
+    );
 }
 
 /// Two warps: the second looks back from tile 1 while tile 0's status is still invalid, so it must spin
@@ -895,9 +1130,12 @@ pub fn t_lookback_f32(status: u64, tile: u32, aggregate: f32, out: *mut f32) {
 pub fn t_spin_f32(status: u64, late: f32, aggregate: f32, out: *mut f32) {
     #[at(thread[1])]
     let t: u32 = id();
-    partition(out, thread[1], |x| t + x, |o| {
-        group(block[1], || {
-            match split(warp) {
+    partition(
+        out,
+        thread[1],
+        |x| t + x,
+        |o| {
+            group(block[1], || match split(warp) {
                 1 => {
                     let mut k: u32 = 0;
                     while k < 400 {
@@ -907,7 +1145,10 @@ pub fn t_spin_f32(status: u64, late: f32, aggregate: f32, out: *mut f32) {
                     let lane: u32 = id();
                     group(thread[1], || {
                         if lane == 0 {
-                            prism_kernels::status_publish(status, prism_kernels::status_pack_f32(2u32, late));
+                            prism_kernels::status_publish(
+                                status,
+                                prism_kernels::status_pack_f32(2u32, late),
+                            );
                         }
                     });
                 }
@@ -918,9 +1159,9 @@ pub fn t_spin_f32(status: u64, late: f32, aggregate: f32, out: *mut f32) {
                         o[0] = p;
                     });
                 }
-            }
-        });
-    });
+            });
+        },
+    );
 }
 
 fn value_f32(bits: u32) -> f32 {
@@ -945,7 +1186,12 @@ fn block_functions_f32() {
         for n in [1usize, 3] {
             let x: Vec<f32> = random_vec(threads * blocks * n, seed * 10 + n as u64);
             let dx = dev.htod(&x).unwrap();
-            let mut out = dev.htod(&vec![<f32 as Val>::SENTINEL; threads * blocks * block_stride(n)]).unwrap();
+            let mut out = dev
+                .htod(&vec![
+                    <f32 as Val>::SENTINEL;
+                    threads * blocks * block_stride(n)
+                ])
+                .unwrap();
             let dims = LaunchDims::new(blocks as u32, threads as u32);
             if n == 1 {
                 t_block_f32::<1>::launch(&dev, dims, &dx, &mut out).unwrap();
@@ -967,7 +1213,11 @@ fn lookback_crosses_many_tiles_f32() {
     let mut want = <f32 as Val>::ZERO;
     let mut mag = 0.0;
     for (t, v) in vals.iter().enumerate() {
-        let flag = if t <= 3 { STATUS_PREFIX } else { STATUS_AGGREGATE };
+        let flag = if t <= 3 {
+            STATUS_PREFIX
+        } else {
+            STATUS_AGGREGATE
+        };
         // Prefix words before tile 3 hold garbage that must not be read.
         let v = if t < 3 { vals[0] } else { *v };
         words.push(((flag as u64) << 32) | bits_of_f32(v) as u64);
@@ -979,15 +1229,30 @@ fn lookback_crosses_many_tiles_f32() {
     words.push(0);
     let status = dev.htod(&words).unwrap();
     let agg: f32 = vals[1];
-    let mut out = dev.htod(&vec![<f32 as Val>::SENTINEL; 32]).unwrap();
-    let rep = t_lookback_f32::launch(&dev, LaunchDims::new(1, 32), status.raw_ptr(), 69, agg, &mut out).unwrap();
+    let mut out = dev.htod(&[<f32 as Val>::SENTINEL; 32]).unwrap();
+    let rep = t_lookback_f32::launch(
+        &dev,
+        LaunchDims::new(1, 32),
+        status.raw_ptr(),
+        69,
+        agg,
+        &mut out,
+    )
+    .unwrap();
     let got = dev.dtoh(&out).unwrap();
     for (l, g) in got.iter().enumerate() {
-        assert!(<f32 as Val>::close(*g, want, mag), "lane {l}: prefix {g:?}, want {want:?}");
+        assert!(
+            <f32 as Val>::close(*g, want, mag),
+            "lane {l}: prefix {g:?}, want {want:?}"
+        );
     }
     let st = dev.dtoh(&status).unwrap();
     assert_eq!((st[69] >> 32) as u32, STATUS_PREFIX);
-    assert!(<f32 as Val>::close(value_f32(st[69] as u32), got[0].add(agg), mag + agg.mag()));
+    assert!(<f32 as Val>::close(
+        value_f32(st[69] as u32),
+        got[0].add(agg),
+        mag + agg.mag()
+    ));
     let atomics = rep.emu.map(|r| r.counters.atomics).unwrap_or(0);
     // Warp-level atomic instructions: 2 publishes (aggregate, prefix) + one status read per window (3).
     assert_eq!(atomics, 5, "look-back windows");
@@ -1001,18 +1266,36 @@ fn lookback_spins_until_published_f32() {
         let agg: f32 = random_vec::<f32>(1, 50 + seed)[0];
         let status = dev.htod(&[0u64, 0u64]).unwrap();
         let mut out = dev.htod(&vec![<f32 as Val>::SENTINEL; 64]).unwrap();
-        let rep = t_spin_f32::launch(&dev, LaunchDims::new(1, 64), status.raw_ptr(), late, agg, &mut out).unwrap();
+        let rep = t_spin_f32::launch(
+            &dev,
+            LaunchDims::new(1, 64),
+            status.raw_ptr(),
+            late,
+            agg,
+            &mut out,
+        )
+        .unwrap();
         let got = dev.dtoh(&out).unwrap();
         for (l, g) in got[32..].iter().enumerate() {
-            assert!(<f32 as Val>::close(*g, late, late.mag()), "seed {seed} lane {l}: {g:?}, want {late:?}");
+            assert!(
+                <f32 as Val>::close(*g, late, late.mag()),
+                "seed {seed} lane {l}: {g:?}, want {late:?}"
+            );
         }
         let st = dev.dtoh(&status).unwrap();
         assert_eq!((st[1] >> 32) as u32, STATUS_PREFIX);
-        assert!(<f32 as Val>::close(value_f32(st[1] as u32), late.add(agg), late.mag() + agg.mag()));
+        assert!(<f32 as Val>::close(
+            value_f32(st[1] as u32),
+            late.add(agg),
+            late.mag() + agg.mag()
+        ));
         // Without spinning: 3 publishes and 1 read. The delay makes the waiting lane poll many times.
         let atomics = rep.emu.map(|r| r.counters.atomics).unwrap_or(0);
         println!("seed {seed}: {atomics} warp-level atomics");
-        assert!(atomics > 10, "seed {seed}: only {atomics} atomics: the look-back never spun");
+        assert!(
+            atomics > 10,
+            "seed {seed}: only {atomics} atomics: the look-back never spun"
+        );
     }
 }
 
@@ -1028,7 +1311,15 @@ fn device_reduce_f32() {
 fn device_scan_f32() {
     let dev = emu();
     for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-        for (n, items, seed) in [(1usize, 4u32, 1u64), (100, 4, 2), (512, 4, 3), (513, 4, 4), (2048, 16, 5), (5000, 8, 6), (9999, 16, 7)] {
+        for (n, items, seed) in [
+            (1usize, 4u32, 1u64),
+            (100, 4, 2),
+            (512, 4, 3),
+            (513, 4, 4),
+            (2048, 16, 5),
+            (5000, 8, 6),
+            (9999, 16, 7),
+        ] {
             let (x, scratch) = run_scan::<f32>(&dev, n, items, kind, seed, scan_f32_with);
             check_status(&x, items, &scratch, &dev, value_f32);
         }
@@ -1040,6 +1331,13 @@ fn device_scan_random_schedules_f32() {
     // Random warp schedules inside each block (blocks themselves run one after another on the emulator).
     for seed in [3u64, 4, 5] {
         let dev = emu_random(seed);
-        run_scan::<f32>(&dev, 4000 + seed as usize, 4, ScanKind::Inclusive, seed, scan_f32_with);
+        run_scan::<f32>(
+            &dev,
+            4000 + seed as usize,
+            4,
+            ScanKind::Inclusive,
+            seed,
+            scan_f32_with,
+        );
     }
 }

@@ -29,7 +29,10 @@ use prism_runtime::{Device, DeviceBuffer, LaunchDims, RuntimeError};
 /// Element counts are `u32` in the kernels.
 pub(crate) fn checked_len(n: usize) -> Result<u32, RuntimeError> {
     u32::try_from(n).map_err(|_| {
-        RuntimeError::BadArgs(format!("{n} elements: the kernels index with u32 (at most {})", u32::MAX))
+        RuntimeError::BadArgs(format!(
+            "{n} elements: the kernels index with u32 (at most {})",
+            u32::MAX
+        ))
     })
 }
 
@@ -126,38 +129,32 @@ pub fn block_reduce_u32(#[at(thread[1])] v: u32) -> u32 {
             group(thread[32], || {
                 #[at(thread[1])]
                 let s: u32 = warp_reduce_u32(v);
-                claim(pw, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[0] = s;
-                        }
+                claim(pw, thread[1], |p1| match split(thread) {
+                    1 => {
+                        p1[0] = s;
                     }
                 });
             });
         },
     );
-    claim(partials, thread[32], |pw0| {
-        match split(warp) {
-            1 => {
-                #[at(thread[1])]
-                let lane: u32 = id();
-                #[at(thread[1])]
-                let mut x: u32 = 0u32;
-                group(thread[1], || {
-                    if lane < nwarps {
-                        x = pw0[lane];
-                    }
-                });
-                #[at(thread[1])]
-                let t: u32 = warp_reduce_u32(x);
-                claim(pw0, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[32] = t;
-                        }
-                    }
-                });
-            }
+    claim(partials, thread[32], |pw0| match split(warp) {
+        1 => {
+            #[at(thread[1])]
+            let lane: u32 = id();
+            #[at(thread[1])]
+            let mut x: u32 = 0u32;
+            group(thread[1], || {
+                if lane < nwarps {
+                    x = pw0[lane];
+                }
+            });
+            #[at(thread[1])]
+            let t: u32 = warp_reduce_u32(x);
+            claim(pw0, thread[1], |p1| match split(thread) {
+                1 => {
+                    p1[32] = t;
+                }
+            });
         }
     });
     #[at(block[1])]
@@ -201,13 +198,18 @@ pub fn reduce_sum_kernel_u32<const ITEMS: u32>(input: *const u32, out: *mut u32,
 pub fn reduce_zero_u32(out: *mut u32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |x| i + x, |o| {
-        group(thread[1], || {
-            if i == 0 {
-                o[0] = 0u32;
-            }
-        });
-    });
+    partition(
+        out,
+        thread[1],
+        |x| i + x,
+        |o| {
+            group(thread[1], || {
+                if i == 0 {
+                    o[0] = 0u32;
+                }
+            });
+        },
+    );
 }
 
 /// Host API: the sum of every element of `input`, written to `out[0]` on the device (no host round trip).
@@ -228,9 +230,21 @@ pub fn reduce_sum_u32(
         return Ok(());
     }
     if n < 1 << 20 {
-        reduce_sum_kernel_u32::<4>::launch(dev, LaunchDims::new(n.div_ceil(128 * 4), 128), input, out, n)?;
+        reduce_sum_kernel_u32::<4>::launch(
+            dev,
+            LaunchDims::new(n.div_ceil(128 * 4), 128),
+            input,
+            out,
+            n,
+        )?;
     } else {
-        reduce_sum_kernel_u32::<16>::launch(dev, LaunchDims::new(n.div_ceil(128 * 16), 128), input, out, n)?;
+        reduce_sum_kernel_u32::<16>::launch(
+            dev,
+            LaunchDims::new(n.div_ceil(128 * 16), 128),
+            input,
+            out,
+            n,
+        )?;
     }
     Ok(())
 }
@@ -316,38 +330,32 @@ pub fn block_reduce_i32(#[at(thread[1])] v: i32) -> i32 {
             group(thread[32], || {
                 #[at(thread[1])]
                 let s: i32 = warp_reduce_i32(v);
-                claim(pw, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[0] = s;
-                        }
+                claim(pw, thread[1], |p1| match split(thread) {
+                    1 => {
+                        p1[0] = s;
                     }
                 });
             });
         },
     );
-    claim(partials, thread[32], |pw0| {
-        match split(warp) {
-            1 => {
-                #[at(thread[1])]
-                let lane: u32 = id();
-                #[at(thread[1])]
-                let mut x: i32 = 0i32;
-                group(thread[1], || {
-                    if lane < nwarps {
-                        x = pw0[lane];
-                    }
-                });
-                #[at(thread[1])]
-                let t: i32 = warp_reduce_i32(x);
-                claim(pw0, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[32] = t;
-                        }
-                    }
-                });
-            }
+    claim(partials, thread[32], |pw0| match split(warp) {
+        1 => {
+            #[at(thread[1])]
+            let lane: u32 = id();
+            #[at(thread[1])]
+            let mut x: i32 = 0i32;
+            group(thread[1], || {
+                if lane < nwarps {
+                    x = pw0[lane];
+                }
+            });
+            #[at(thread[1])]
+            let t: i32 = warp_reduce_i32(x);
+            claim(pw0, thread[1], |p1| match split(thread) {
+                1 => {
+                    p1[32] = t;
+                }
+            });
         }
     });
     #[at(block[1])]
@@ -391,13 +399,18 @@ pub fn reduce_sum_kernel_i32<const ITEMS: u32>(input: *const i32, out: *mut i32,
 pub fn reduce_zero_i32(out: *mut i32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |x| i + x, |o| {
-        group(thread[1], || {
-            if i == 0 {
-                o[0] = 0i32;
-            }
-        });
-    });
+    partition(
+        out,
+        thread[1],
+        |x| i + x,
+        |o| {
+            group(thread[1], || {
+                if i == 0 {
+                    o[0] = 0i32;
+                }
+            });
+        },
+    );
 }
 
 /// Host API: the sum of every element of `input`, written to `out[0]` on the device (no host round trip).
@@ -418,9 +431,21 @@ pub fn reduce_sum_i32(
         return Ok(());
     }
     if n < 1 << 20 {
-        reduce_sum_kernel_i32::<4>::launch(dev, LaunchDims::new(n.div_ceil(128 * 4), 128), input, out, n)?;
+        reduce_sum_kernel_i32::<4>::launch(
+            dev,
+            LaunchDims::new(n.div_ceil(128 * 4), 128),
+            input,
+            out,
+            n,
+        )?;
     } else {
-        reduce_sum_kernel_i32::<16>::launch(dev, LaunchDims::new(n.div_ceil(128 * 16), 128), input, out, n)?;
+        reduce_sum_kernel_i32::<16>::launch(
+            dev,
+            LaunchDims::new(n.div_ceil(128 * 16), 128),
+            input,
+            out,
+            n,
+        )?;
     }
     Ok(())
 }
@@ -506,38 +531,32 @@ pub fn block_reduce_f32(#[at(thread[1])] v: f32) -> f32 {
             group(thread[32], || {
                 #[at(thread[1])]
                 let s: f32 = warp_reduce_f32(v);
-                claim(pw, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[0] = s;
-                        }
+                claim(pw, thread[1], |p1| match split(thread) {
+                    1 => {
+                        p1[0] = s;
                     }
                 });
             });
         },
     );
-    claim(partials, thread[32], |pw0| {
-        match split(warp) {
-            1 => {
-                #[at(thread[1])]
-                let lane: u32 = id();
-                #[at(thread[1])]
-                let mut x: f32 = 0.0f32;
-                group(thread[1], || {
-                    if lane < nwarps {
-                        x = pw0[lane];
-                    }
-                });
-                #[at(thread[1])]
-                let t: f32 = warp_reduce_f32(x);
-                claim(pw0, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[32] = t;
-                        }
-                    }
-                });
-            }
+    claim(partials, thread[32], |pw0| match split(warp) {
+        1 => {
+            #[at(thread[1])]
+            let lane: u32 = id();
+            #[at(thread[1])]
+            let mut x: f32 = 0.0f32;
+            group(thread[1], || {
+                if lane < nwarps {
+                    x = pw0[lane];
+                }
+            });
+            #[at(thread[1])]
+            let t: f32 = warp_reduce_f32(x);
+            claim(pw0, thread[1], |p1| match split(thread) {
+                1 => {
+                    p1[32] = t;
+                }
+            });
         }
     });
     #[at(block[1])]
@@ -581,13 +600,18 @@ pub fn reduce_sum_kernel_f32<const ITEMS: u32>(input: *const f32, out: *mut f32,
 pub fn reduce_zero_f32(out: *mut f32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(out, thread[1], |x| i + x, |o| {
-        group(thread[1], || {
-            if i == 0 {
-                o[0] = 0.0f32;
-            }
-        });
-    });
+    partition(
+        out,
+        thread[1],
+        |x| i + x,
+        |o| {
+            group(thread[1], || {
+                if i == 0 {
+                    o[0] = 0.0f32;
+                }
+            });
+        },
+    );
 }
 
 /// Host API: the sum of every element of `input`, written to `out[0]` on the device (no host round trip).
@@ -608,9 +632,21 @@ pub fn reduce_sum_f32(
         return Ok(());
     }
     if n < 1 << 20 {
-        reduce_sum_kernel_f32::<4>::launch(dev, LaunchDims::new(n.div_ceil(128 * 4), 128), input, out, n)?;
+        reduce_sum_kernel_f32::<4>::launch(
+            dev,
+            LaunchDims::new(n.div_ceil(128 * 4), 128),
+            input,
+            out,
+            n,
+        )?;
     } else {
-        reduce_sum_kernel_f32::<16>::launch(dev, LaunchDims::new(n.div_ceil(128 * 16), 128), input, out, n)?;
+        reduce_sum_kernel_f32::<16>::launch(
+            dev,
+            LaunchDims::new(n.div_ceil(128 * 16), 128),
+            input,
+            out,
+            n,
+        )?;
     }
     Ok(())
 }

@@ -92,18 +92,28 @@ pub fn status_publish(addr: u64, w: u64) {
 pub fn scan_init(status: *mut u64, counter: *mut u32, tiles: u32) {
     #[at(thread[1])]
     let i: u32 = id();
-    partition(status, thread[1], |x| i + x, |s| {
-        partition(counter, thread[1], |x| i + x, |c| {
-            group(thread[1], || {
-                if i < tiles {
-                    s[0] = 0u64;
-                }
-                if i == 0 {
-                    c[0] = 0u32;
-                }
-            });
-        });
-    });
+    partition(
+        status,
+        thread[1],
+        |x| i + x,
+        |s| {
+            partition(
+                counter,
+                thread[1],
+                |x| i + x,
+                |c| {
+                    group(thread[1], || {
+                        if i < tiles {
+                            s[0] = 0u64;
+                        }
+                        if i == 0 {
+                            c[0] = 0u32;
+                        }
+                    });
+                },
+            );
+        },
+    );
 }
 
 /// Device memory a scan needs besides its input and output: one 64-bit status word per tile and the
@@ -274,11 +284,9 @@ pub fn block_scan_exclusive_u32(#[at(thread[1])] v: u32, total: &mut [u32; 1]) -
                         in_warp = up;
                     }
                 });
-                claim(pw, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[0] = wt;
-                        }
+                claim(pw, thread[1], |p1| match split(thread) {
+                    1 => {
+                        p1[0] = wt;
                     }
                 });
             });
@@ -455,7 +463,16 @@ pub fn decoupled_lookback_u32(status: u64, tile: u32, #[at(thread[1])] aggregate
 pub fn store_items_u32<const N: u32>(out: *mut u32, first: u32, n: u32, items: &[u32; N]) {
     if N % 4 == 0 && first + N <= n {
         for j in 0..N / 4 {
-            store4(out, 4 * j, [items[4 * j], items[4 * j + 1], items[4 * j + 2], items[4 * j + 3]]);
+            store4(
+                out,
+                4 * j,
+                [
+                    items[4 * j],
+                    items[4 * j + 1],
+                    items[4 * j + 2],
+                    items[4 * j + 3],
+                ],
+            );
         }
     } else {
         for i in 0..N {
@@ -484,67 +501,71 @@ pub fn scan_kernel_u32<const ITEMS: u32>(
 ) {
     // The tile (hence the block's part of `output`) is only known inside the block: the grid-level
     // partition is the identity and the thread-level one selects the thread's items.
-    partition(output, block[1], |x| x, |out_b| {
-        group(block[1], || {
-            let tile_s: Shared<[u32; 4]>;
-            let prefix_s: Shared<[u32; 4]>;
-            // Dynamic tile index: one thread takes it, the claim's closing barrier publishes it.
-            claim(tile_s, thread[1], |ts| {
-                match split(thread) {
+    partition(
+        output,
+        block[1],
+        |x| x,
+        |out_b| {
+            group(block[1], || {
+                let tile_s: Shared<[u32; 4]>;
+                let prefix_s: Shared<[u32; 4]>;
+                // Dynamic tile index: one thread takes it, the claim's closing barrier publishes it.
+                claim(tile_s, thread[1], |ts| match split(thread) {
                     1 => {
                         ts[0] = atomic_add(counter, 0, 1u32);
                     }
-                }
-            });
-            #[at(block[1])]
-            let tile: u32 = tile_s[0];
-            #[at(thread[1])]
-            let tid: u32 = id();
-            #[at(thread[1])]
-            let first: u32 = tile * 128 * ITEMS + tid * ITEMS;
-            #[at(thread[1])]
-            let mut items = [0u32; ITEMS];
-            group(thread[1], || {
-                load_items_u32::<ITEMS>(input, first, n, &mut items);
-            });
-            #[at(thread[1])]
-            let mine: u32 = thread_reduce_u32::<ITEMS>(&items);
-            #[at(thread[1])]
-            let mut aggregate = [0u32; 1];
-            #[at(thread[1])]
-            let pre: u32 = block_scan_exclusive_u32(mine, &mut aggregate);
-            // The first warp looks back; its lane 0 hands the tile prefix to the block through shared memory.
-            claim(prefix_s, thread[32], |pw| {
-                match split(warp) {
+                });
+                #[at(block[1])]
+                let tile: u32 = tile_s[0];
+                #[at(thread[1])]
+                let tid: u32 = id();
+                #[at(thread[1])]
+                let first: u32 = tile * 128 * ITEMS + tid * ITEMS;
+                #[at(thread[1])]
+                let mut items = [0u32; ITEMS];
+                group(thread[1], || {
+                    load_items_u32::<ITEMS>(input, first, n, &mut items);
+                });
+                #[at(thread[1])]
+                let mine: u32 = thread_reduce_u32::<ITEMS>(&items);
+                #[at(thread[1])]
+                let mut aggregate = [0u32; 1];
+                #[at(thread[1])]
+                let pre: u32 = block_scan_exclusive_u32(mine, &mut aggregate);
+                // The first warp looks back; its lane 0 hands the tile prefix to the block through shared memory.
+                claim(prefix_s, thread[32], |pw| match split(warp) {
                     1 => {
                         #[at(thread[1])]
                         let p: u32 = decoupled_lookback_u32(status, tile, aggregate[0]);
-                        claim(pw, thread[1], |p1| {
-                            match split(thread) {
-                                1 => {
-                                    p1[0] = p;
-                                }
+                        claim(pw, thread[1], |p1| match split(thread) {
+                            1 => {
+                                p1[0] = p;
                             }
                         });
                     }
-                }
-            });
-            #[at(block[1])]
-            let tile_prefix: u32 = prefix_s[0];
-            group(thread[1], || {
-                if exclusive {
-                    thread_scan_exclusive_u32::<ITEMS>(&mut items, tile_prefix + pre);
-                } else {
-                    thread_scan_inclusive_u32::<ITEMS>(&mut items, tile_prefix + pre);
-                }
-            });
-            partition(out_b, thread[1], |x| first + x, |o| {
-                group(thread[1], || {
-                    store_items_u32::<ITEMS>(o, first, n, &items);
                 });
+                #[at(block[1])]
+                let tile_prefix: u32 = prefix_s[0];
+                group(thread[1], || {
+                    if exclusive {
+                        thread_scan_exclusive_u32::<ITEMS>(&mut items, tile_prefix + pre);
+                    } else {
+                        thread_scan_inclusive_u32::<ITEMS>(&mut items, tile_prefix + pre);
+                    }
+                });
+                partition(
+                    out_b,
+                    thread[1],
+                    |x| first + x,
+                    |o| {
+                        group(thread[1], || {
+                            store_items_u32::<ITEMS>(o, first, n, &items);
+                        });
+                    },
+                );
             });
-        });
-    });
+        },
+    );
 }
 
 /// Host API: scans `input` into `output` (`output.len() >= input.len()`) with `items` items per thread (4, 8
@@ -581,7 +602,14 @@ pub fn scan_u32(
     kind: ScanKind,
 ) -> Result<(), RuntimeError> {
     let mut scratch = ScanScratch::new(dev, input.len())?;
-    scan_u32_with(dev, input, output, kind, default_items(input.len()), &mut scratch)
+    scan_u32_with(
+        dev,
+        input,
+        output,
+        kind,
+        default_items(input.len()),
+        &mut scratch,
+    )
 }
 
 // ---- i32 ----
@@ -684,11 +712,9 @@ pub fn block_scan_exclusive_i32(#[at(thread[1])] v: i32, total: &mut [i32; 1]) -
                         in_warp = up;
                     }
                 });
-                claim(pw, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[0] = wt;
-                        }
+                claim(pw, thread[1], |p1| match split(thread) {
+                    1 => {
+                        p1[0] = wt;
                     }
                 });
             });
@@ -865,7 +891,16 @@ pub fn decoupled_lookback_i32(status: u64, tile: u32, #[at(thread[1])] aggregate
 pub fn store_items_i32<const N: u32>(out: *mut i32, first: u32, n: u32, items: &[i32; N]) {
     if N % 4 == 0 && first + N <= n {
         for j in 0..N / 4 {
-            store4(out, 4 * j, [items[4 * j], items[4 * j + 1], items[4 * j + 2], items[4 * j + 3]]);
+            store4(
+                out,
+                4 * j,
+                [
+                    items[4 * j],
+                    items[4 * j + 1],
+                    items[4 * j + 2],
+                    items[4 * j + 3],
+                ],
+            );
         }
     } else {
         for i in 0..N {
@@ -894,67 +929,71 @@ pub fn scan_kernel_i32<const ITEMS: u32>(
 ) {
     // The tile (hence the block's part of `output`) is only known inside the block: the grid-level
     // partition is the identity and the thread-level one selects the thread's items.
-    partition(output, block[1], |x| x, |out_b| {
-        group(block[1], || {
-            let tile_s: Shared<[u32; 4]>;
-            let prefix_s: Shared<[i32; 4]>;
-            // Dynamic tile index: one thread takes it, the claim's closing barrier publishes it.
-            claim(tile_s, thread[1], |ts| {
-                match split(thread) {
+    partition(
+        output,
+        block[1],
+        |x| x,
+        |out_b| {
+            group(block[1], || {
+                let tile_s: Shared<[u32; 4]>;
+                let prefix_s: Shared<[i32; 4]>;
+                // Dynamic tile index: one thread takes it, the claim's closing barrier publishes it.
+                claim(tile_s, thread[1], |ts| match split(thread) {
                     1 => {
                         ts[0] = atomic_add(counter, 0, 1u32);
                     }
-                }
-            });
-            #[at(block[1])]
-            let tile: u32 = tile_s[0];
-            #[at(thread[1])]
-            let tid: u32 = id();
-            #[at(thread[1])]
-            let first: u32 = tile * 128 * ITEMS + tid * ITEMS;
-            #[at(thread[1])]
-            let mut items = [0i32; ITEMS];
-            group(thread[1], || {
-                load_items_i32::<ITEMS>(input, first, n, &mut items);
-            });
-            #[at(thread[1])]
-            let mine: i32 = thread_reduce_i32::<ITEMS>(&items);
-            #[at(thread[1])]
-            let mut aggregate = [0i32; 1];
-            #[at(thread[1])]
-            let pre: i32 = block_scan_exclusive_i32(mine, &mut aggregate);
-            // The first warp looks back; its lane 0 hands the tile prefix to the block through shared memory.
-            claim(prefix_s, thread[32], |pw| {
-                match split(warp) {
+                });
+                #[at(block[1])]
+                let tile: u32 = tile_s[0];
+                #[at(thread[1])]
+                let tid: u32 = id();
+                #[at(thread[1])]
+                let first: u32 = tile * 128 * ITEMS + tid * ITEMS;
+                #[at(thread[1])]
+                let mut items = [0i32; ITEMS];
+                group(thread[1], || {
+                    load_items_i32::<ITEMS>(input, first, n, &mut items);
+                });
+                #[at(thread[1])]
+                let mine: i32 = thread_reduce_i32::<ITEMS>(&items);
+                #[at(thread[1])]
+                let mut aggregate = [0i32; 1];
+                #[at(thread[1])]
+                let pre: i32 = block_scan_exclusive_i32(mine, &mut aggregate);
+                // The first warp looks back; its lane 0 hands the tile prefix to the block through shared memory.
+                claim(prefix_s, thread[32], |pw| match split(warp) {
                     1 => {
                         #[at(thread[1])]
                         let p: i32 = decoupled_lookback_i32(status, tile, aggregate[0]);
-                        claim(pw, thread[1], |p1| {
-                            match split(thread) {
-                                1 => {
-                                    p1[0] = p;
-                                }
+                        claim(pw, thread[1], |p1| match split(thread) {
+                            1 => {
+                                p1[0] = p;
                             }
                         });
                     }
-                }
-            });
-            #[at(block[1])]
-            let tile_prefix: i32 = prefix_s[0];
-            group(thread[1], || {
-                if exclusive {
-                    thread_scan_exclusive_i32::<ITEMS>(&mut items, tile_prefix + pre);
-                } else {
-                    thread_scan_inclusive_i32::<ITEMS>(&mut items, tile_prefix + pre);
-                }
-            });
-            partition(out_b, thread[1], |x| first + x, |o| {
-                group(thread[1], || {
-                    store_items_i32::<ITEMS>(o, first, n, &items);
                 });
+                #[at(block[1])]
+                let tile_prefix: i32 = prefix_s[0];
+                group(thread[1], || {
+                    if exclusive {
+                        thread_scan_exclusive_i32::<ITEMS>(&mut items, tile_prefix + pre);
+                    } else {
+                        thread_scan_inclusive_i32::<ITEMS>(&mut items, tile_prefix + pre);
+                    }
+                });
+                partition(
+                    out_b,
+                    thread[1],
+                    |x| first + x,
+                    |o| {
+                        group(thread[1], || {
+                            store_items_i32::<ITEMS>(o, first, n, &items);
+                        });
+                    },
+                );
             });
-        });
-    });
+        },
+    );
 }
 
 /// Host API: scans `input` into `output` (`output.len() >= input.len()`) with `items` items per thread (4, 8
@@ -991,7 +1030,14 @@ pub fn scan_i32(
     kind: ScanKind,
 ) -> Result<(), RuntimeError> {
     let mut scratch = ScanScratch::new(dev, input.len())?;
-    scan_i32_with(dev, input, output, kind, default_items(input.len()), &mut scratch)
+    scan_i32_with(
+        dev,
+        input,
+        output,
+        kind,
+        default_items(input.len()),
+        &mut scratch,
+    )
 }
 
 // ---- f32 ----
@@ -1094,11 +1140,9 @@ pub fn block_scan_exclusive_f32(#[at(thread[1])] v: f32, total: &mut [f32; 1]) -
                         in_warp = up;
                     }
                 });
-                claim(pw, thread[1], |p1| {
-                    match split(thread) {
-                        1 => {
-                            p1[0] = wt;
-                        }
+                claim(pw, thread[1], |p1| match split(thread) {
+                    1 => {
+                        p1[0] = wt;
                     }
                 });
             });
@@ -1275,7 +1319,16 @@ pub fn decoupled_lookback_f32(status: u64, tile: u32, #[at(thread[1])] aggregate
 pub fn store_items_f32<const N: u32>(out: *mut f32, first: u32, n: u32, items: &[f32; N]) {
     if N % 4 == 0 && first + N <= n {
         for j in 0..N / 4 {
-            store4(out, 4 * j, [items[4 * j], items[4 * j + 1], items[4 * j + 2], items[4 * j + 3]]);
+            store4(
+                out,
+                4 * j,
+                [
+                    items[4 * j],
+                    items[4 * j + 1],
+                    items[4 * j + 2],
+                    items[4 * j + 3],
+                ],
+            );
         }
     } else {
         for i in 0..N {
@@ -1304,67 +1357,71 @@ pub fn scan_kernel_f32<const ITEMS: u32>(
 ) {
     // The tile (hence the block's part of `output`) is only known inside the block: the grid-level
     // partition is the identity and the thread-level one selects the thread's items.
-    partition(output, block[1], |x| x, |out_b| {
-        group(block[1], || {
-            let tile_s: Shared<[u32; 4]>;
-            let prefix_s: Shared<[f32; 4]>;
-            // Dynamic tile index: one thread takes it, the claim's closing barrier publishes it.
-            claim(tile_s, thread[1], |ts| {
-                match split(thread) {
+    partition(
+        output,
+        block[1],
+        |x| x,
+        |out_b| {
+            group(block[1], || {
+                let tile_s: Shared<[u32; 4]>;
+                let prefix_s: Shared<[f32; 4]>;
+                // Dynamic tile index: one thread takes it, the claim's closing barrier publishes it.
+                claim(tile_s, thread[1], |ts| match split(thread) {
                     1 => {
                         ts[0] = atomic_add(counter, 0, 1u32);
                     }
-                }
-            });
-            #[at(block[1])]
-            let tile: u32 = tile_s[0];
-            #[at(thread[1])]
-            let tid: u32 = id();
-            #[at(thread[1])]
-            let first: u32 = tile * 128 * ITEMS + tid * ITEMS;
-            #[at(thread[1])]
-            let mut items = [0.0f32; ITEMS];
-            group(thread[1], || {
-                load_items_f32::<ITEMS>(input, first, n, &mut items);
-            });
-            #[at(thread[1])]
-            let mine: f32 = thread_reduce_f32::<ITEMS>(&items);
-            #[at(thread[1])]
-            let mut aggregate = [0.0f32; 1];
-            #[at(thread[1])]
-            let pre: f32 = block_scan_exclusive_f32(mine, &mut aggregate);
-            // The first warp looks back; its lane 0 hands the tile prefix to the block through shared memory.
-            claim(prefix_s, thread[32], |pw| {
-                match split(warp) {
+                });
+                #[at(block[1])]
+                let tile: u32 = tile_s[0];
+                #[at(thread[1])]
+                let tid: u32 = id();
+                #[at(thread[1])]
+                let first: u32 = tile * 128 * ITEMS + tid * ITEMS;
+                #[at(thread[1])]
+                let mut items = [0.0f32; ITEMS];
+                group(thread[1], || {
+                    load_items_f32::<ITEMS>(input, first, n, &mut items);
+                });
+                #[at(thread[1])]
+                let mine: f32 = thread_reduce_f32::<ITEMS>(&items);
+                #[at(thread[1])]
+                let mut aggregate = [0.0f32; 1];
+                #[at(thread[1])]
+                let pre: f32 = block_scan_exclusive_f32(mine, &mut aggregate);
+                // The first warp looks back; its lane 0 hands the tile prefix to the block through shared memory.
+                claim(prefix_s, thread[32], |pw| match split(warp) {
                     1 => {
                         #[at(thread[1])]
                         let p: f32 = decoupled_lookback_f32(status, tile, aggregate[0]);
-                        claim(pw, thread[1], |p1| {
-                            match split(thread) {
-                                1 => {
-                                    p1[0] = p;
-                                }
+                        claim(pw, thread[1], |p1| match split(thread) {
+                            1 => {
+                                p1[0] = p;
                             }
                         });
                     }
-                }
-            });
-            #[at(block[1])]
-            let tile_prefix: f32 = prefix_s[0];
-            group(thread[1], || {
-                if exclusive {
-                    thread_scan_exclusive_f32::<ITEMS>(&mut items, tile_prefix + pre);
-                } else {
-                    thread_scan_inclusive_f32::<ITEMS>(&mut items, tile_prefix + pre);
-                }
-            });
-            partition(out_b, thread[1], |x| first + x, |o| {
-                group(thread[1], || {
-                    store_items_f32::<ITEMS>(o, first, n, &items);
                 });
+                #[at(block[1])]
+                let tile_prefix: f32 = prefix_s[0];
+                group(thread[1], || {
+                    if exclusive {
+                        thread_scan_exclusive_f32::<ITEMS>(&mut items, tile_prefix + pre);
+                    } else {
+                        thread_scan_inclusive_f32::<ITEMS>(&mut items, tile_prefix + pre);
+                    }
+                });
+                partition(
+                    out_b,
+                    thread[1],
+                    |x| first + x,
+                    |o| {
+                        group(thread[1], || {
+                            store_items_f32::<ITEMS>(o, first, n, &items);
+                        });
+                    },
+                );
             });
-        });
-    });
+        },
+    );
 }
 
 /// Host API: scans `input` into `output` (`output.len() >= input.len()`) with `items` items per thread (4, 8
@@ -1401,5 +1458,12 @@ pub fn scan_f32(
     kind: ScanKind,
 ) -> Result<(), RuntimeError> {
     let mut scratch = ScanScratch::new(dev, input.len())?;
-    scan_f32_with(dev, input, output, kind, default_items(input.len()), &mut scratch)
+    scan_f32_with(
+        dev,
+        input,
+        output,
+        kind,
+        default_items(input.len()),
+        &mut scratch,
+    )
 }

@@ -18,3 +18,4 @@ gen() { # file-header template... -> stdout
 gen reduce_head.rs.in load_vt.rs.in reduce_vt.rs.in > "$here/../reduce.rs"
 gen scan_head.rs.in scan_vt.rs.in > "$here/../scan.rs"
 gen test_head.rs.in test_vt.rs.in > "$here/../../../tests/scan_reduce.rs"
+rustfmt --edition 2021 "$here/../reduce.rs" "$here/../scan.rs" "$here/../../../tests/scan_reduce.rs"
