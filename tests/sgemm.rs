@@ -301,3 +301,19 @@ fn fig6_mma_tf32_host_api() {
         );
     }
 }
+
+/// The staged variants under seeded random warp schedules (race detection on): a missing barrier between
+/// staging and computing, or between computing and the next staging, shows up as a race fault or a wrong
+/// element under some interleaving.
+#[test]
+fn staged_variants_under_random_schedules() {
+    use prism::runtime::emu::{EmuConfig, Schedule};
+    for seed in [1u64, 2, 3] {
+        let dev = Device::emulator_with(EmuConfig {
+            schedule: Schedule::Random { seed },
+            ..EmuConfig::default()
+        });
+        run_and_check(&dev, SgemmVariant::SharedMem, (40, 36, 70), 40 + seed);
+        run_and_check(&dev, SgemmVariant::Vectorized64, (64, 64, 24), 50 + seed);
+    }
+}
