@@ -2861,12 +2861,17 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             }
             return r;
         }
-        AluOp::Bfind => {
+        AluOp::Bfind | AluOp::BfindShiftAmt => {
             let v = if signed && x < 0 { !a & mk } else { a & mk };
             if v == 0 {
                 0xffff_ffff
             } else {
-                (63 - v.leading_zeros()) as i128
+                let pos = 63 - v.leading_zeros() as i128;
+                if op == AluOp::BfindShiftAmt {
+                    bits as i128 - 1 - pos
+                } else {
+                    pos
+                }
             }
         }
         AluOp::Prmt => {

@@ -269,6 +269,8 @@ pub(crate) enum AluOp {
     Bfe,
     Bfi,
     Bfind,
+    /// `bfind.shiftamt`: the left shift that moves the most significant (non-sign) bit to the top.
+    BfindShiftAmt,
     Copysign,
     Prmt,
     Lop3,
@@ -1674,6 +1676,7 @@ impl Parser {
             "brev" => alu(AluOp::Brev),
             "bfe" => alu(AluOp::Bfe),
             "bfi" => alu(AluOp::Bfi),
+            "bfind" if has("shiftamt") => alu(AluOp::BfindShiftAmt),
             "bfind" => alu(AluOp::Bfind),
             "copysign" => alu(AluOp::Copysign),
             "prmt" => {
@@ -2033,6 +2036,7 @@ impl Parser {
                 | AluOp::Clz
                 | AluOp::Brev
                 | AluOp::Bfind
+                | AluOp::BfindShiftAmt
                 | AluOp::Rcp
                 | AluOp::Sqrt
                 | AluOp::Rsqrt
