@@ -268,6 +268,10 @@ impl Device {
             }
             Kind::Emu(e) => {
                 let report = e.launch(kernel, dims, args)?;
+                // Device-side printf goes to the program's stdout, as the CUDA driver prints it.
+                for line in &report.printf {
+                    print!("{line}");
+                }
                 Ok(LaunchReport {
                     backend: Backend::Emulator,
                     emu: Some(report),

@@ -286,3 +286,180 @@ fn float_atomics_and_a_template_instance() {
         assert_eq!(got[i], d[i] * 2.5 + (i as f64).sqrt(), "d[{i}]");
     }
 }
+
+#[test]
+fn redux_and_match_are_warp_collectives() {
+    let m = module();
+    let mut rng = Rng(21);
+    let x: Vec<u32> = (0..32).map(|_| (rng.next() % 1000) as u32).collect();
+    let mut e = Emulator::new(EmuConfig::default());
+    let dx = upload(
+        &mut e,
+        &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    );
+    let out = upload(&mut e, &[0xFF; 96 * 4]);
+    run(
+        &mut e,
+        &m,
+        "redux_match",
+        [1, 1, 1],
+        [32, 1, 1],
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(out)],
+    );
+    let got = read(&e, out, 96, u32::from_le_bytes);
+    let (sum, max) = (x.iter().sum::<u32>(), *x.iter().max().expect("32 values"));
+    for l in 0..32 {
+        let same: u32 = (0..32)
+            .filter(|&k| x[k] & 3 == x[l] & 3)
+            .map(|k| 1u32 << k)
+            .sum();
+        assert_eq!(&got[3 * l..3 * l + 3], &[sum, max, same], "lane {l}");
+    }
+}
+
+#[test]
+fn printf_and_assert_from_the_device_runtime() {
+    let m = module();
+    let mut e = Emulator::new(EmuConfig::default());
+    let out = upload(&mut e, &[0; 32 * 4]);
+    let report = e
+        .launch(
+            &m,
+            "with_printf",
+            [2, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(out)],
+        )
+        .err()
+        .and_then(|err| match err {
+            // Both blocks write out[threadIdx.x]: the race is real and reported; printf still ran.
+            EmuError::Faulted { faults, report } => {
+                assert!(
+                    faults.iter().all(|f| f.kind == FaultKind::DataRace),
+                    "{faults:?}"
+                );
+                Some(report)
+            }
+            _ => None,
+        })
+        .expect("the kernel's cross-block race is reported");
+    assert_eq!(
+        report.printf,
+        vec!["block 0 says hi 1.500000\n", "block 1 says hi 1.500000\n"]
+    );
+
+    let x: Vec<i32> = (0..32).map(|i| if i == 7 { -1 } else { i }).collect();
+    let dx = upload(
+        &mut e,
+        &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    );
+    let dy = upload(&mut e, &[0; 32 * 4]);
+    match e.launch(
+        &m,
+        "checked",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],
+    ) {
+        Err(EmuError::Faulted { faults, .. }) => {
+            let f = &faults[0];
+            assert_eq!((f.kind, f.lane), (FaultKind::Trap, Some(7)), "{f}");
+            assert!(
+                f.message.contains("v >= 0") && f.message.contains("extra.cu"),
+                "{}",
+                f.message
+            );
+        }
+        other => panic!("a failed assert must be a fault, got {other:?}"),
+    }
+}
+
+#[test]
+fn struct_parameters_by_value_and_cas_loops() {
+    let m = module();
+    let mut e = Emulator::new(EmuConfig::default());
+    // struct Params { float scale; int n; float bias[4]; }
+    let n = 100usize;
+    let mut p = Vec::new();
+    p.extend(2.0f32.to_le_bytes());
+    p.extend((n as i32).to_le_bytes());
+    for b in [1.0f32, 2.0, 3.0, 4.0] {
+        p.extend(b.to_le_bytes());
+    }
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let dx = upload(
+        &mut e,
+        &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    );
+    let dy = upload(&mut e, &f32::NAN.to_le_bytes().repeat(n));
+    run(
+        &mut e,
+        &m,
+        "ldg_struct",
+        [2, 1, 1],
+        [32, 1, 1],
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dy),
+            ParamValue::Bytes(p),
+        ],
+    );
+    let y = read(&e, dy, n, f32::from_le_bytes);
+    for i in 0..n {
+        assert_eq!(y[i], x[i] * 2.0 + [1.0, 2.0, 3.0, 4.0][i & 3], "y[{i}]");
+    }
+    // The programming guide's atomicCAS loop reads the word plainly first: not a race.
+    let mut rng = Rng(4);
+    let v: Vec<f32> = (0..256).map(|_| rng.f32()).collect();
+    let dv = upload(
+        &mut e,
+        &v.iter().flat_map(|a| a.to_le_bytes()).collect::<Vec<_>>(),
+    );
+    let dm = upload(&mut e, &f32::MIN.to_le_bytes());
+    run(
+        &mut e,
+        &m,
+        "cas_max",
+        [4, 1, 1],
+        [64, 1, 1],
+        &[
+            ParamValue::Ptr(dv),
+            ParamValue::Ptr(dm),
+            ParamValue::I32(256),
+        ],
+    );
+    assert_eq!(
+        read(&e, dm, 1, f32::from_le_bytes)[0],
+        v.iter().cloned().fold(f32::MIN, f32::max)
+    );
+}
+
+#[test]
+fn a_plain_write_still_races_with_atomics() {
+    let src = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p) {
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  .reg .pred %q;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  setp.eq.u32 %q, %r1, 0;
+  @%q st.global.u32 [%rd2], %r1;
+  @!%q atom.global.add.u32 %r2, [%rd2], 1;
+  ret;
+}
+"#;
+    let m = Module::parse(src).expect("parses");
+    let mut e = Emulator::new(EmuConfig::default());
+    let p = upload(&mut e, &[0; 4]);
+    match e.launch(&m, "k", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(p)]) {
+        Err(EmuError::Faulted { faults, .. }) => assert_eq!(faults[0].kind, FaultKind::DataRace),
+        other => panic!("expected a race between the store and the atomics, got {other:?}"),
+    }
+}

@@ -13,7 +13,7 @@
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path (a struct passed by value)";
 
 struct BufArg {
     index: usize,
@@ -148,8 +148,8 @@ fn counters_fields(c: &Counters) -> Vec<(&'static str, u64)> {
     ]
 }
 
-/// Renders a launch result as one JSON object `{"faults": [...], "counters": {...}}`.
-pub fn to_json(faults: &[Fault], counters: &Counters) -> String {
+/// Renders a launch result as one JSON object `{"faults": [...], "counters": {...}, "printf": [...]}`.
+pub fn to_json(faults: &[Fault], counters: &Counters, printf: &[String]) -> String {
     let fs: Vec<String> = faults
         .iter()
         .map(|f| {
@@ -170,10 +170,12 @@ pub fn to_json(faults: &[Fault], counters: &Counters) -> String {
         .iter()
         .map(|(k, v)| format!("\"{}\":{}", k, v))
         .collect();
+    let ps: Vec<String> = printf.iter().map(|p| json_str(p)).collect();
     format!(
-        "{{\"faults\":[{}],\"counters\":{{{}}}}}",
+        "{{\"faults\":[{}],\"counters\":{{{}}},\"printf\":[{}]}}",
         fs.join(","),
-        cs.join(",")
+        cs.join(","),
+        ps.join(",")
     )
 }
 
@@ -318,6 +320,16 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
                 });
                 ParamValue::Ptr(addr)
             }
+            // A parameter passed by value that is not a scalar (a struct): its raw bytes.
+            "bytes" => {
+                let path = rest.strip_prefix('@').ok_or_else(|| {
+                    format!("argument {idx} '{a}': expected bytes:@path (the parameter's raw little-endian bytes)")
+                })?;
+                ParamValue::Bytes(
+                    std::fs::read(path)
+                        .map_err(|e| format!("argument {idx}: cannot read '{path}': {e}"))?,
+                )
+            }
             other => {
                 return Err(format!(
                     "argument {} '{}': unknown kind '{}'",
@@ -345,8 +357,16 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
         }
     }
     if json {
-        let _ = writeln!(out, "{}", to_json(&faults, &report.counters));
+        let _ = writeln!(
+            out,
+            "{}",
+            to_json(&faults, &report.counters, &report.printf)
+        );
     } else {
+        // Device-side printf output first, as a program's own output.
+        for line in &report.printf {
+            let _ = write!(out, "{line}");
+        }
         let _ = writeln!(
             out,
             "kernel {} grid {:?} block {:?}: {} fault(s), {:.3} s",

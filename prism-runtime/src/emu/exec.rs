@@ -159,6 +159,7 @@ struct L<'a> {
     atomics: u64,
     mma_ops: u64,
     clock: u64,
+    printf: Vec<String>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -238,6 +239,7 @@ pub(crate) fn run_launch(
         atomics: 0,
         mma_ops: 0,
         clock: 0,
+        printf: Vec::new(),
     };
     let entry_pc = m.funcs[fi].start;
     let nwarps = nthreads.div_ceil(32);
@@ -306,6 +308,7 @@ pub(crate) fn run_launch(
     let report = LaunchReport {
         counters,
         per_instruction: std::mem::take(&mut l.pic),
+        printf: std::mem::take(&mut l.printf),
     };
     if l.faults.is_empty() {
         Ok(report)
@@ -492,6 +495,7 @@ impl L<'_> {
         match &self.m.code[pc as usize].kind {
             Kind::Shfl(_) => "shfl.sync".into(),
             Kind::Vote(_) => "vote.sync".into(),
+            Kind::Redux(..) => "redux.sync".into(),
             Kind::Match(..) => "match.sync".into(),
             Kind::BarWarpSync => "bar.warp.sync".into(),
             Kind::Mma(_) => "mma.sync.aligned".into(),
@@ -767,6 +771,162 @@ impl L<'_> {
         }
     }
 
+    /// Reads `len` bytes at a generic address for one lane, or `None` (a fault is recorded) when it is not
+    /// mapped.
+    fn read_generic(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        addr: u64,
+        len: usize,
+        pc: u32,
+    ) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        for i in 0..len as u64 {
+            let loc = self.resolve(b, wi, lane, Space::Generic, addr + i, 1, pc)?;
+            out.push(self.load(b, loc, 1) as u8);
+        }
+        Some(out)
+    }
+
+    /// The NUL-terminated string at a generic address (at most 4 KiB).
+    fn read_c_string(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        addr: u64,
+        pc: u32,
+    ) -> Option<String> {
+        let mut bytes = Vec::new();
+        for i in 0..4096u64 {
+            let loc = self.resolve(b, wi, lane, Space::Generic, addr + i, 1, pc)?;
+            match self.load(b, loc, 1) as u8 {
+                0 => break,
+                c => bytes.push(c),
+            }
+        }
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// `vprintf(format, args)` and `__assertfail(message, file, line, function, char_size)`, the device
+    /// runtime functions nvcc calls for `printf` and `assert`. Lanes run them in lane order.
+    #[allow(clippy::too_many_arguments)]
+    fn exec_builtin(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        exec: u32,
+        name: &str,
+        rets: &[Operand],
+        cargs: &[Operand],
+    ) -> Step {
+        for l in 0..32usize {
+            if exec & (1 << l) == 0 {
+                continue;
+            }
+            // Call arguments are `.param` variables of the call sequence (in the thread's local frame): load
+            // their 8 bytes; a register or immediate argument is its value.
+            let arg = |me: &mut Self, b: &mut Block, w: &Warp, k: usize| {
+                cargs.get(k).map(|o| match o {
+                    Operand::Sym(SymRef::Local(off)) => {
+                        let at = me.tid_of(wi, l) as usize * me.local_size + *off as usize;
+                        let mut v = [0u8; 8];
+                        if let Some(src) = b.local.get(at..at + 8) {
+                            v.copy_from_slice(src);
+                        }
+                        u64::from_le_bytes(v)
+                    }
+                    o => me.val(b, w, wi, o, l),
+                })
+            };
+            if name == "vprintf" {
+                let (Some(fmt_addr), Some(args_addr)) = (arg(self, b, w, 0), arg(self, b, w, 1))
+                else {
+                    self.fault(
+                        b,
+                        wi,
+                        Some(l as u32),
+                        pc,
+                        FaultKind::InvalidOperation,
+                        "vprintf called without its two arguments".into(),
+                    );
+                    return Step::Stop;
+                };
+                let Some(fmt) = self.read_c_string(b, wi, l, fmt_addr, pc) else {
+                    return Step::Stop;
+                };
+                struct Src<'x, 'a> {
+                    l: &'x mut L<'a>,
+                    b: &'x mut Block,
+                    wi: usize,
+                    lane: usize,
+                    base: u64,
+                    pc: u32,
+                }
+                impl super::printf::ArgSource for Src<'_, '_> {
+                    fn arg(&mut self, offset: usize, size: usize) -> Option<u64> {
+                        if self.base == 0 {
+                            return None;
+                        }
+                        let bytes = self.l.read_generic(
+                            self.b,
+                            self.wi,
+                            self.lane,
+                            self.base + offset as u64,
+                            size,
+                            self.pc,
+                        )?;
+                        let mut v = [0u8; 8];
+                        v[..size].copy_from_slice(&bytes);
+                        Some(u64::from_le_bytes(v))
+                    }
+                    fn string(&mut self, addr: u64) -> Option<String> {
+                        self.l
+                            .read_c_string(self.b, self.wi, self.lane, addr, self.pc)
+                    }
+                }
+                let mut src = Src {
+                    l: self,
+                    b,
+                    wi,
+                    lane: l,
+                    base: args_addr,
+                    pc,
+                };
+                let text = super::printf::format(fmt.as_bytes(), &mut src);
+                self.printf.push(text);
+                if let Some(r) = rets.first() {
+                    Self::set(w, r, l, 0);
+                }
+            } else {
+                let read = |me: &mut Self, b: &mut Block, w: &Warp, k: usize| {
+                    arg(me, b, w, k)
+                        .and_then(|a| me.read_c_string(b, wi, l, a, pc))
+                        .unwrap_or_default()
+                };
+                let message = read(self, b, w, 0);
+                let file = read(self, b, w, 1);
+                let line = arg(self, b, w, 2).unwrap_or(0) as u32;
+                let function = read(self, b, w, 3);
+                self.fault(
+                    b,
+                    wi,
+                    Some(l as u32),
+                    pc,
+                    FaultKind::Trap,
+                    format!("assertion `{message}` failed at {file}:{line} in {function}"),
+                );
+                return Step::Stop;
+            }
+        }
+        Self::advance(w, exec);
+        Step::Continue
+    }
+
     fn mem_slice<'b>(&'b mut self, b: &'b mut Block, loc: Loc) -> &'b mut [u8] {
         match loc {
             Loc::Global(i, o) => &mut self.allocs[i].data[o..],
@@ -875,12 +1035,15 @@ impl L<'_> {
                 Some(i) => &mut self.allocs[i].shadow[off..off + size],
                 None => &mut b.sh_shadow[off..off + size],
             };
+            // A plain read and an atomic read-modify-write of the same word do not race: hardware loads are
+            // single-copy atomic, and CUDA's documented atomicCAS loops start with exactly such a read. A plain
+            // write still races with everything, atomics included.
             let process = |s: &mut Shadow, conflict: &mut Option<(u32, u32, bool)>| {
                 let w_thr = s.w & !TOPBIT;
                 let w_atomic = s.w & TOPBIT != 0;
                 if w_thr != 0
                     && w_thr - 1 != t
-                    && !(w_atomic && acc == Acc::Atomic)
+                    && !(w_atomic && acc != Acc::Write)
                     && !Self::ordered(ti, ins, nt, w_thr - 1, s.w_ep, t)
                     && conflict.is_none()
                 {
@@ -890,6 +1053,7 @@ impl L<'_> {
                     let r_thr = s.r & !TOPBIT;
                     let many = s.r & TOPBIT != 0;
                     if r_thr != 0
+                        && acc == Acc::Write
                         && (r_thr - 1 != t || many)
                         && !Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
                         && conflict.is_none()
@@ -1490,6 +1654,24 @@ impl L<'_> {
                 }
                 let f = match f_idx {
                     Some(f) if m.funcs[f as usize].defined => f,
+                    // The CUDA runtime's device-side functions that nvcc declares `.extern`.
+                    Some(f)
+                        if matches!(
+                            m.funcs[f as usize].name.as_str(),
+                            "vprintf" | "__assertfail"
+                        ) =>
+                    {
+                        return self.exec_builtin(
+                            b,
+                            wi,
+                            w,
+                            pc,
+                            exec,
+                            &m.funcs[f as usize].name,
+                            &rets,
+                            &cargs,
+                        );
+                    }
                     _ => {
                         self.fault(
                             b,
@@ -1554,6 +1736,7 @@ impl L<'_> {
             Kind::BarWarpSync
             | Kind::Shfl(_)
             | Kind::Vote(_)
+            | Kind::Redux(..)
             | Kind::Match(..)
             | Kind::Mma(_)
             | Kind::Ldmatrix(..) => {
@@ -1887,7 +2070,7 @@ impl L<'_> {
             let mop = match &ins.kind {
                 Kind::BarWarpSync => &args[0],
                 Kind::Shfl(_) => &args[args.len() - 1],
-                Kind::Vote(_) | Kind::Match(..) => &args[args.len() - 1],
+                Kind::Vote(_) | Kind::Redux(..) | Kind::Match(..) => &args[args.len() - 1],
                 _ => &args[0],
             };
             let mv = self.val(b, w, wi, mop, first) as u32;
@@ -2082,6 +2265,45 @@ impl L<'_> {
                     VoteMode::Uni => (ballot == exec || ballot == 0) as u64,
                     VoteMode::Ballot => ballot as u64,
                 };
+                for l in 0..32 {
+                    if exec & (1 << l) != 0 {
+                        Self::set(w, &args[0], l, r);
+                    }
+                }
+            }
+            Kind::Redux(op, ty) => {
+                let signed = ty.is_signed();
+                let mk = mask_bits(ty.bits());
+                let mut acc: Option<u64> = None;
+                for l in 0..32 {
+                    if exec & (1 << l) == 0 {
+                        continue;
+                    }
+                    let v = self.val(b, w, wi, &args[1], l) & mk;
+                    acc = Some(match acc {
+                        None => v,
+                        Some(a) => match op {
+                            ReduxOp::Add => a.wrapping_add(v) & mk,
+                            ReduxOp::And => a & v,
+                            ReduxOp::Or => a | v,
+                            ReduxOp::Xor => a ^ v,
+                            ReduxOp::Min | ReduxOp::Max => {
+                                let (x, y) = if signed {
+                                    (a as u32 as i32 as i64, v as u32 as i32 as i64)
+                                } else {
+                                    (a as i64, v as i64)
+                                };
+                                let pick_a = if *op == ReduxOp::Min { x <= y } else { x >= y };
+                                if pick_a {
+                                    a
+                                } else {
+                                    v
+                                }
+                            }
+                        },
+                    });
+                }
+                let r = acc.unwrap_or(0);
                 for l in 0..32 {
                     if exec & (1 << l) != 0 {
                         Self::set(w, &args[0], l, r);

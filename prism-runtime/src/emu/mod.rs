@@ -14,6 +14,7 @@ use std::fmt;
 
 pub mod cli;
 mod exec;
+mod printf;
 mod ptx;
 
 pub use ptx::{Module, ParamDecl, PtxError, PtxType};
@@ -254,6 +255,8 @@ pub struct LaunchReport {
     pub counters: Counters,
     /// Counters per decoded instruction of the module (index = instruction index; see `ptx_line`).
     pub per_instruction: Vec<InstrCounters>,
+    /// Lines printed by device-side `printf` (`vprintf`), in the order the threads ran them.
+    pub printf: Vec<String>,
 }
 
 /// Emulator errors.

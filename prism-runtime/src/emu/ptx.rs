@@ -325,6 +325,16 @@ pub(crate) enum ShflMode {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum VoteMode {
     All,
     Any,
@@ -383,6 +393,8 @@ pub(crate) enum Kind {
     Nop,
     Shfl(ShflMode),
     Vote(VoteMode),
+    /// `redux.sync.{add,min,max,and,or,xor}`: a warp-wide integer reduction (sm_80+).
+    Redux(ReduxOp, PtxType),
     Activemask,
     Match(bool, PtxType),
     Mma(MmaKind),
@@ -1863,6 +1875,31 @@ impl Parser {
                 };
                 Kind::Vote(mode)
             }
+            "redux" => {
+                if !has("sync") {
+                    return perr(line, "redux without .sync does not exist");
+                }
+                let op = if has("add") {
+                    ReduxOp::Add
+                } else if has("min") {
+                    ReduxOp::Min
+                } else if has("max") {
+                    ReduxOp::Max
+                } else if has("and") {
+                    ReduxOp::And
+                } else if has("or") {
+                    ReduxOp::Or
+                } else if has("xor") {
+                    ReduxOp::Xor
+                } else {
+                    return perr(line, "redux.sync needs one of .add .min .max .and .or .xor");
+                };
+                if ty0.is_float() {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    Kind::Redux(op, ty0)
+                }
+            }
             "activemask" => Kind::Activemask,
             "match" => Kind::Match(has("all"), ty0),
             "mma" => {
@@ -2075,6 +2112,7 @@ impl Parser {
             Kind::Bra => 1,
             Kind::Shfl(_) => 5,
             Kind::Vote(_) => 3,
+            Kind::Redux(..) => 3,
             Kind::Activemask => 1,
             Kind::Match(..) => 3,
             Kind::Mma(_) => 4,
