@@ -668,6 +668,10 @@ struct Parser {
     // all scopes ever created (so pending instructions can resolve names after labels are known)
     scope_store: Vec<HashMap<String, Name>>,
     scope_parent: Vec<Option<usize>>,
+    // Bumped whenever the scope chain changes; instructions parsed while it stays the same share one
+    // snapshot (without this, parsing copies the chain once per instruction: quadratic in function size).
+    scope_gen: u64,
+    snapshot: Option<(u64, usize)>,
     nregs: u32,
     reg_names: Vec<String>,
     smem: u32,
@@ -695,6 +699,8 @@ impl Parser {
             scopes: Vec::new(),
             scope_store: Vec::new(),
             scope_parent: Vec::new(),
+            scope_gen: 0,
+            snapshot: None,
             nregs: 0,
             reg_names: Vec::new(),
             smem: 0,
@@ -804,6 +810,7 @@ impl Parser {
     }
 
     fn declare(&mut self, name: String, n: Name) {
+        self.scope_gen += 1;
         if let Some(s) = self.scopes.last_mut() {
             s.insert(name, n);
         } else {
@@ -1064,6 +1071,7 @@ impl Parser {
 
     fn function(&mut self, is_entry: bool, is_extern: bool) -> Result<(), PtxError> {
         self.scopes.push(HashMap::new());
+        self.scope_gen += 1;
         let mut rets = Vec::new();
         if !is_entry && self.is_p('(') {
             rets = self.param_list(false)?.0;
@@ -1127,6 +1135,7 @@ impl Parser {
         };
         if self.eat_p(';') || is_extern && !self.is_p('{') {
             self.scopes.pop();
+            self.scope_gen += 1;
             return Ok(());
         }
         {
@@ -1163,6 +1172,7 @@ impl Parser {
         self.funcs[fidx].smem = self.smem_fn;
         self.smem_fn_max = self.smem_fn_max.max(self.smem_fn);
         self.scopes.pop();
+        self.scope_gen += 1;
         Ok(())
     }
 
@@ -1187,6 +1197,7 @@ impl Parser {
                 Tok::P('}') => {
                     self.pos += 1;
                     self.scopes.pop();
+                    self.scope_gen += 1;
                     depth -= 1;
                     if depth == 0 {
                         break;
@@ -1214,6 +1225,7 @@ impl Parser {
 
     fn push_scope(&mut self) {
         self.scopes.push(HashMap::new());
+        self.scope_gen += 1;
     }
 
     fn body_directive(&mut self, s: &str, line: usize) -> Result<(), PtxError> {
@@ -1435,16 +1447,24 @@ impl Parser {
             line: line as u32,
             is_cond_branch: false,
         });
-        // Snapshot the current scope chain for name resolution after the body is parsed.
-        let mut merged = HashMap::new();
-        for s in self.scopes.iter() {
-            for (k, v) in s.iter() {
-                merged.insert(k.clone(), v.clone());
+        // Snapshot the current scope chain for name resolution after the body is parsed (once per change of
+        // the chain, not once per instruction).
+        let scope = match self.snapshot {
+            Some((gen, scope)) if gen == self.scope_gen => scope,
+            _ => {
+                let mut merged = HashMap::new();
+                for s in self.scopes.iter() {
+                    for (k, v) in s.iter() {
+                        merged.insert(k.clone(), v.clone());
+                    }
+                }
+                self.scope_store.push(merged);
+                self.scope_parent.push(None);
+                let scope = self.scope_store.len() - 1;
+                self.snapshot = Some((self.scope_gen, scope));
+                scope
             }
-        }
-        self.scope_store.push(merged);
-        self.scope_parent.push(None);
-        let scope = self.scope_store.len() - 1;
+        };
         self.pending.push((
             idx,
             PendingInstr {
