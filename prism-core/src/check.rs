@@ -733,6 +733,23 @@ impl<'a> Cx<'a> {
         self.vars.len() - 1
     }
 
+    /// `&p[i]` where `p` is a pointer or shared allocation: the memory space of the element.
+    fn memory_element(&self, e: &Expr) -> Option<Space> {
+        let ExprKind::Ref { expr, .. } = &e.kind else {
+            return None;
+        };
+        let ExprKind::Index { base, .. } = &expr.kind else {
+            return None;
+        };
+        let ExprKind::Var(id) = &base.kind else {
+            return None;
+        };
+        match &self.vars[self.lookup(&id.name)?].ty {
+            Ty::Ptr { space, .. } => Some(*space),
+            _ => None,
+        }
+    }
+
     fn lookup(&self, name: &str) -> Option<usize> {
         self.vars.iter().rposition(|v| v.name == name)
     }
@@ -1875,6 +1892,31 @@ impl<'a> Cx<'a> {
                                 id_target: None,
                                 ..sink.clone()
                             };
+                            // `&p[i]`: the address of an element of global (`in(u64)`) or shared (`in(u32)`)
+                            // memory, for instructions the language has no intrinsic for (acquire loads,
+                            // atomics with other semantics, ...). The element access is checked like a read.
+                            if let Some(space) = self.memory_element(&op.expr) {
+                                let _ = self.expr(asm_address_target(&op.expr), &s2, code);
+                                let want = match space {
+                                    Space::Global => ScalarType::U64,
+                                    Space::Shared => ScalarType::U32,
+                                };
+                                if op.ty != want {
+                                    self.errors.push(
+                                        err(
+                                            "TYPE",
+                                            op.expr.span,
+                                            format!(
+                                                "asm operand `{}` is the address of {} memory: declare it `in({want})`",
+                                                op.name,
+                                                if want == ScalarType::U64 { "global" } else { "shared" },
+                                            ),
+                                        )
+                                        .help("global addresses are 64-bit, shared addresses 32-bit"),
+                                    );
+                                }
+                                continue;
+                            }
                             let t = self.expr(&op.expr, &s2, code);
                             self.expect_ty(
                                 &t,
@@ -3370,4 +3412,12 @@ fn walk_calls(b: &Block, f: &mut dyn FnMut(&str, &Expr)) {
         StmtKind::Assign { value, .. } => in_expr(value, f),
         _ => {}
     });
+}
+
+/// The `p[i]` inside an `&p[i]` asm address operand.
+fn asm_address_target(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Ref { expr, .. } => expr,
+        _ => e,
+    }
 }

@@ -2886,6 +2886,20 @@ impl<'a> Em<'a> {
         let mut regs: HashMap<String, String> = HashMap::new();
         let mut outs = Vec::new();
         for o in operands {
+            // `&p[i]`: the address of an element of global or shared memory (the checker made sure the
+            // operand type fits the space).
+            if let (AsmDir::In, ExprKind::Ref { expr: inner, .. }) = (o.dir, &o.expr.kind) {
+                if let ExprKind::Index { base, indices } = &inner.kind {
+                    if let ExprKind::Var(id) = &base.kind {
+                        if let Binding::Mem { view, .. } = self.lookup(id)? {
+                            let idx = self.scalars(indices)?;
+                            let addr = self.address(&view, idx, inner.span)?;
+                            regs.insert(o.name.name.clone(), addr);
+                            continue;
+                        }
+                    }
+                }
+            }
             let r = match o.dir {
                 AsmDir::In | AsmDir::InOut => {
                     let v = self.scalar(&o.expr)?;

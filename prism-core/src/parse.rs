@@ -1421,10 +1421,13 @@ impl Cx {
     #[inline(never)]
     fn e_ref(&mut self, r: &syn::ExprReference) -> PResult<ExprKind> {
         let inner = strip_paren(&r.expr);
-        if path_ident(inner).is_none() {
+        // `&a` passes a thread-local array; `&p[i]` is the address of a memory element (an `asm!` operand).
+        let element =
+            matches!(inner, syn::Expr::Index(ix) if path_ident(strip_paren(&ix.expr)).is_some());
+        if path_ident(inner).is_none() && !element {
             return Err(syntax(
                 r.span(),
-                "references are only taken of local array variables",
+                "references are only taken of local array variables (`&a`) or memory elements (`&p[i]`)",
             )
             .help("write `&a` or `&mut a` where `a` is a thread-local array"));
         }

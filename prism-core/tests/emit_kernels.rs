@@ -797,3 +797,76 @@ fn callee_shared_memory_overlays() {
         assert_eq!(z[t], x[127 - t] + 2.0, "z[{t}]");
     }
 }
+
+const ASM_ADDRESS: &str = r#"
+/// An acquire load, which Prism has no intrinsic for: inline PTX on the address of `p[i]`.
+#[prism_device(requires(thread[1]))]
+pub fn load_acquire(#[at(grid[1])] p: *const u32, i: u32) -> u32 {
+    let mut v: u32 = 0;
+    unsafe {
+        asm!("ld.acquire.gpu.global.u32 {v}, [{a}];", v = out(u32) v, a = in(u64) &p[i]);
+    }
+    v
+}
+
+#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+pub fn gather(x: *const u32, y: *mut u32, n: u32) {
+    #[at(thread[1])]
+    let g: u32 = id();
+    partition(y, thread[1], |j| g + j, |y_t| {
+        group(thread[1], || {
+            if g < n {
+                y_t[0] = load_acquire(x, n - 1 - g) + 1;
+            }
+        });
+    });
+}
+"#;
+
+#[test]
+fn asm_takes_the_address_of_a_memory_element() {
+    let k = one(ASM_ADDRESS);
+    assert!(k.ptx.contains("ld.acquire.gpu.global.u32"), "{}", k.ptx);
+    let n = 70usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| i * 7 + 3).collect();
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = buf(
+        &mut emu,
+        &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    );
+    let dy = buf(&mut emu, &vec![0xFF; n * 4]);
+    launch(
+        &mut emu,
+        &k,
+        3,
+        32,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dy),
+            ParamValue::U32(n as u32),
+        ],
+    );
+    let y: Vec<u32> = emu
+        .read(dy, n * 4)
+        .expect("read")
+        .chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    for i in 0..n {
+        assert_eq!(y[i], x[n - 1 - i] + 1, "y[{i}]");
+    }
+    // A global address is 64-bit: `in(u32)` is a type error naming the space.
+    let bad = ASM_ADDRESS.replace("a = in(u64) &p[i]", "a = in(u32) &p[i]");
+    let fns = prism_core::parse::parse_source(&bad).expect("parses");
+    let device = fns
+        .iter()
+        .find(|f| f.name.name == "load_acquire")
+        .expect("device fn");
+    let d =
+        prism_core::check::check_function(device, &[]).expect_err("in(u32) for a global address");
+    assert!(
+        texts(&d).contains("[TYPE]") && texts(&d).contains("global memory: declare it `in(u64)`"),
+        "{}",
+        texts(&d)
+    );
+}
