@@ -74,7 +74,7 @@ fn tf32(x: f32) -> f32 {
 
 #[test]
 fn fig6_mma_tf32_on_emulator() {
-    let ks = compile_src(&program("fig6_mma_tf32.rs"));
+    let ks = compile_src(&program("mma.rs"));
     let k = &ks[0];
     let module = Module::parse(&k.ptx)
         .unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e:?}\n{}", k.ptx));

@@ -547,8 +547,8 @@ fn templated_kernel_has_one_entry_per_instance() {
 
 #[test]
 fn emission_is_deterministic() {
-    let a = compile_src(&program("fig6_mma_tf32.rs"));
-    let b = compile_src(&program("fig6_mma_tf32.rs"));
+    let a = compile_src(&program("mma.rs"));
+    let b = compile_src(&program("mma.rs"));
     assert_eq!(a[0].ptx, b[0].ptx);
 }
 

@@ -32,7 +32,7 @@ fn vector_add() {
 
 #[test]
 fn fig6_mma_tf32() {
-    let ks = check_program("fig6_mma_tf32.rs", &["mma_tf32_naive"]);
+    let ks = check_program("mma.rs", &["mma_tf32_naive"]);
     let k = &ks[0];
     assert!(
         k.ptx
@@ -42,14 +42,20 @@ fn fig6_mma_tf32() {
     );
     assert!(k.ptx.contains("cvt.rna.tf32.f32"));
     assert!(k.ptx.contains("bar.sync 0;"));
-    // simple_mma's partition of the warp's tile needs no warp barrier once synchronization is inferred
-    // (docs/SYNC.md); the naive policy still brackets it with `bar.warp.sync`.
-    assert!(!k.ptx.contains("bar.warp.sync"));
-    let naive = compile_src_with(
-        &program("fig6_mma_tf32.rs"),
-        prism_core::sync::SyncPolicy::Naive,
+    // simple_mma's partition of the warp's tile needs no barrier once synchronization is inferred
+    // (docs/SYNC.md); the naive policy brackets every partition and claim with one.
+    let barriers = |ptx: &str| {
+        ptx.lines()
+            .filter(|l| l.trim_start().starts_with("bar."))
+            .count()
+    };
+    let naive = compile_src_with(&program("mma.rs"), prism_core::sync::SyncPolicy::Naive);
+    assert!(
+        barriers(&naive[0].ptx) > barriers(&k.ptx),
+        "naive {} vs inferred {}",
+        barriers(&naive[0].ptx),
+        barriers(&k.ptx)
     );
-    assert!(naive[0].ptx.contains("bar.warp.sync -1;"));
     assert!(k.ptx.contains("ld.shared.f32"));
     assert_eq!(k.contract.smem_bytes, 1280);
     assert_eq!(k.contract.threads_multiple_of, 32);
@@ -68,7 +74,7 @@ fn fig2_warp_mma() {
 
 #[test]
 fn fig5_simple_mma() {
-    let ks = compile_src(&program("fig5_simple_mma.rs"));
+    let ks = compile_src(&program("mma.rs"));
     assemble_all(&ks);
 }
 
@@ -87,7 +93,7 @@ fn dump_ptx() {
     };
     for f in [
         "vector_add.rs",
-        "fig6_mma_tf32.rs",
+        "mma.rs",
         "fig2_warp_mma.rs",
         "cub_load_store.rs",
     ] {

@@ -81,10 +81,15 @@ pub fn texts(d: &[prism_core::Diagnostic]) -> String {
     d.iter().map(|d| d.text()).collect::<Vec<_>>().join("\n")
 }
 
+/// A Prism program by file name: from `tests/programs/`, or, for `mma.rs` (paper Figs. 5 and 6), the kernel
+/// library's own source, so the paper's running example exists once.
 pub fn program(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs")
-        .join(name);
+    let dir = if name == "mma.rs" {
+        "../prism-kernels/src"
+    } else {
+        "tests/programs"
+    };
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
