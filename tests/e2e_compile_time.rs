@@ -6,7 +6,7 @@
 use prism::core::ast::FnKind;
 use std::time::Instant;
 
-const FIG6: &str = include_str!("../prism-core/tests/programs/fig6_mma_tf32.rs");
+const FIG6: &str = include_str!("../prism-kernels/src/mma.rs");
 
 #[test]
 fn fig6_check_and_emit_time() {

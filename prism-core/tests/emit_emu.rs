@@ -78,10 +78,8 @@ fn fig6_mma_tf32_on_emulator() {
     let k = &ks[0];
     let module = Module::parse(&k.ptx)
         .unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e:?}\n{}", k.ptx));
-    // Shapes with partial tiles in every dimension. K stays within one 8-wide tile: the program's
-    // simple_mma (as in the paper's Fig. 5) zeroes its accumulator on each call and overwrites C_smem, so
-    // only the last k-tile would survive for K > 8.
-    for (m, n, kk) in [(16usize, 8usize, 8usize), (48, 24, 8), (21, 13, 5)] {
+    // Shapes with partial tiles in every dimension, and several k-tiles (simple_mma accumulates into C).
+    for (m, n, kk) in [(16usize, 8usize, 8usize), (48, 24, 8), (21, 13, 5), (32, 16, 27)] {
         let mut emu = Emulator::new(EmuConfig::default());
         let a = random(m * kk, 3);
         let b = random(kk * n, 4);
