@@ -1,4 +1,4 @@
-//! The sgemm ladder of paper 000, §6.1.1 (after Boehm's SGEMM_CUDA, the paper's reference [6]), written in
+//! The sgemm ladder of paper 000, §6.1.1 (after Boehm's SGEMM_CUDA, the paper's reference \[6\]), written in
 //! Prism: `C = alpha · A · B + beta · C` with row-major `f32` matrices `A` (`m × k`), `B` (`k × n`) and
 //! `C` (`m × n`).
 //!
