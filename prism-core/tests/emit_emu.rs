@@ -79,7 +79,12 @@ fn fig6_mma_tf32_on_emulator() {
     let module = Module::parse(&k.ptx)
         .unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e:?}\n{}", k.ptx));
     // Shapes with partial tiles in every dimension, and several k-tiles (simple_mma accumulates into C).
-    for (m, n, kk) in [(16usize, 8usize, 8usize), (48, 24, 8), (21, 13, 5), (32, 16, 27)] {
+    for (m, n, kk) in [
+        (16usize, 8usize, 8usize),
+        (48, 24, 8),
+        (21, 13, 5),
+        (32, 16, 27),
+    ] {
         let mut emu = Emulator::new(EmuConfig::default());
         let a = random(m * kk, 3);
         let b = random(kk * n, 4);
