@@ -870,3 +870,152 @@ fn asm_takes_the_address_of_a_memory_element() {
         texts(&d)
     );
 }
+
+const BULK: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 256, smem = 1024)]
+pub fn bulk_tiles(x: *const f32, y: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(y, block[1], |j| b * 256 + j, |y_blk| {
+        group(block[1], || {
+            let s: Shared<[f32; 256]>;
+            #[at(thread[1])]
+            let t: u32 = id();
+            #[at(thread[1])]
+            let mut acc: f32 = 0.0;
+            #[at(block[1])]
+            let mut tile: u32 = 0;
+            while tile < 3 {
+                async_(s, |s_async| {
+                    match split(thread) {
+                        1 => {
+                            cp_async_bulk(s_async, 0, x, (b * 3 + tile) * 256, 1024);
+                        }
+                    }
+                });
+                acc += s[t] * (tile + 1) as f32;
+                tile += 1;
+            }
+            partition(y_blk, thread[1], |j| t + j, |y_t| {
+                group(thread[1], || {
+                    y_t[0] = acc;
+                });
+            });
+        });
+    });
+}
+"#;
+
+fn run_bulk(k: &CompiledKernel) {
+    assert!(k.ptx.contains(".target sm_90"), "{}", k.ptx);
+    assert!(
+        k.ptx.contains("cp.async.bulk.shared::cluster.global"),
+        "{}",
+        k.ptx
+    );
+    assert!(k.ptx.contains("mbarrier.expect_tx"), "{}", k.ptx);
+    assert!(k.ptx.contains("mbarrier.try_wait.parity"), "{}", k.ptx);
+    assert!(!k.ptx.contains("cp.async.wait_all"), "{}", k.ptx);
+    // The mbarrier is static shared memory: the dynamic size is the allocation alone.
+    assert_eq!(k.contract.smem_bytes, 1024);
+    let x = random(2 * 3 * 256, 41);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = buf(&mut emu, &f32_bytes(&x));
+    let dy = buf(&mut emu, &f32_bytes(&[f32::NAN; 512]));
+    launch(
+        &mut emu,
+        k,
+        2,
+        256,
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],
+    );
+    let y = to_f32(&emu.read(dy, 512 * 4).expect("read"));
+    for (i, v) in y.iter().enumerate() {
+        let (blk, t) = (i / 256, i % 256);
+        let mut want = 0.0f32;
+        for tile in 0..3 {
+            want += x[(blk * 3 + tile) * 256 + t] * (tile + 1) as f32;
+        }
+        assert_eq!(*v, want, "y[{i}]");
+    }
+    // The wait is what orders the copy before the reads: without it the emulator reports the race.
+    let broken = without_bulk_wait(&k.ptx);
+    assert!(!broken.contains("mbarrier.try_wait"), "{broken}");
+    let module = Module::parse(&broken).expect("parses");
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = buf(&mut emu, &f32_bytes(&x));
+    let dy = buf(&mut emu, &f32_bytes(&[f32::NAN; 512]));
+    let r = emu.launch(
+        &module,
+        &k.entry,
+        [2, 1, 1],
+        [256, 1, 1],
+        k.contract.smem_bytes,
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(dy)],
+    );
+    let e = format!("{:?}", r.err());
+    assert!(e.contains("DataRace"), "without its wait: {e}");
+}
+
+/// `k.ptx` without its block-wide wait after the copy (the mbarrier wait and the barrier behind it).
+fn without_bulk_wait(ptx: &str) -> String {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let a = lines
+        .iter()
+        .position(|l| l.contains("mbarrier.arrive"))
+        .expect("an mbarrier arrive");
+    let x = a + lines[a..]
+        .iter()
+        .position(|l| l.contains("xor.b32"))
+        .expect("the phase flip");
+    let end = if lines[x + 1].trim() == "bar.sync 0;" {
+        x + 2
+    } else {
+        x + 1
+    };
+    let mut out: Vec<&str> = lines[..a].to_vec();
+    out.extend_from_slice(&lines[end..]);
+    out.join("\n")
+}
+
+#[test]
+fn bulk_async_copy_completes_on_an_mbarrier() {
+    let naive = compile_src_with(BULK, prism_core::sync::SyncPolicy::Naive);
+    assemble_all(&naive);
+    for k in [
+        naive.into_iter().next().unwrap_or_else(|| unreachable!()),
+        one(BULK),
+    ] {
+        run_bulk(&k);
+    }
+}
+
+#[test]
+fn bulk_async_copy_needs_a_block_target() {
+    // A global pointer as the async_ target: no block-wide mbarrier can track it.
+    let src = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 32)]
+pub fn bulk_global(x: *const f32, y: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(y, block[1], |j| b * 32 + j, |y_blk| {
+        group(block[1], || {
+            async_(y_blk, |y_async| {
+                match split(thread) {
+                    1 => {
+                        cp_async_bulk(y_async, 0, x, b * 32, 128);
+                    }
+                }
+            });
+        });
+    });
+}
+"#;
+    let d = emit_errors(src);
+    assert!(
+        d.iter()
+            .any(|d| d.rule == "ASYNC-BULK" && d.message.contains("block[1]") && d.help.is_some()),
+        "{}",
+        texts(&d)
+    );
+}
