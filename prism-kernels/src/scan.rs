@@ -57,8 +57,10 @@ pub enum ScanKind {
 // strong operations, which the emulator's race detector also recognises as non-racing (a plain `ld` would be
 // reported as a race against another block's `atom`).
 //
-// The status array is passed as its raw device address (`u64`): `asm!` operands are scalars, and Prism has
-// no way to hand a pointer parameter (or `&p[i]`) to inline PTX (reported in docs/KERNELS.md).
+// The status array is passed as its raw device address (`u64`), as the paper's unsafe spin does: one array
+// written by every block cannot be a typed `*mut` parameter of these thread-level functions (non-const
+// pointers must match perspectives exactly, and a parameter cannot be broader than its function), so the
+// safe host API (`scan_*`) owns the buffer and hands the kernel its address.
 
 /// `thread[1]`: spins until the status word at device address `addr` is valid (flag ≠ `STATUS_INVALID`) and
 /// returns it. Each lane spins on its own word (independent thread scheduling, sm_70+).
