@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{gbps, gpu_or_skip, time_dtod, time_events, time_median, Rng, Table};
+use common::{gbps, gpu_or_skip, time_dtod, time_events, time_median, Report, Rng, Timing};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use prism::kernels::reduce::{reduce_sum_f32, reduce_sum_u32};
 use prism::{Device, DeviceBuffer};
@@ -44,13 +44,11 @@ type ReduceFn<T> =
 #[allow(clippy::too_many_arguments)]
 fn case<T: prism::DeviceCopy>(
     c: &mut Criterion,
-    table: &mut Table,
     dev: &Device,
-    ty: &str,
     x: &[T],
     reduce: ReduceFn<T>,
     check: fn(&[T], T) -> Result<(), String>,
-) -> Result<(), String> {
+) -> Result<(Timing, Timing), String> {
     let n = x.len();
     let e = |e: prism::RuntimeError| e.to_string();
     let input = dev.htod(x).map_err(e)?;
@@ -62,7 +60,7 @@ fn case<T: prism::DeviceCopy>(
     let t_red = time_median(dev, WARMUP, REPS, &mut run)?;
     let t_copy = time_dtod(dev, &input, &mut copy, WARMUP, REPS)?;
     let bytes = std::mem::size_of_val(x) as f64;
-    let mut g = c.benchmark_group(format!("reduce_{ty}"));
+    let mut g = c.benchmark_group(format!("reduce_{}", std::any::type_name::<T>()));
     g.throughput(Throughput::Bytes(bytes as u64));
     g.bench_function(BenchmarkId::from_parameter(n), |b| {
         b.iter_custom(|iters| {
@@ -71,16 +69,16 @@ fn case<T: prism::DeviceCopy>(
         })
     });
     g.finish();
-    let (bs, bc) = (gbps(bytes, t_red), gbps(2.0 * bytes, t_copy));
-    table.row(vec![
-        format!("reduce sum {ty}"),
-        format!("2^{}", n.trailing_zeros()),
-        format!("{:.3}", t_red * 1e3),
-        format!("{bs:.0}"),
-        format!("{bc:.0}"),
-        format!("{:.2}", bs / bc),
-    ]);
-    Ok(())
+    Ok((
+        Timing {
+            secs: t_red,
+            rate: gbps(bytes, t_red),
+        },
+        Timing {
+            secs: t_copy,
+            rate: gbps(2.0 * bytes, t_copy),
+        },
+    ))
 }
 
 fn main() {
@@ -91,37 +89,28 @@ fn main() {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(200))
         .configure_from_args();
-    let mut table = Table::new(&["kernel", "n", "ms", "GB/s", "copy GB/s", "ratio"]);
+    let mut report = Report::new(
+        "reduce",
+        "GB/s",
+        &dev.name(),
+        &format!("median of {REPS} after {WARMUP} warm-up runs, CUDA events; reduce GB/s counts 4n bytes read, copy 8n read+written"),
+    );
     for log in LOG_SIZES {
         let n = 1usize << log;
+        let size = format!("2^{log}");
         let mut rng = Rng::new(log as u64);
         let xu = rng.u32s(n);
-        if let Err(err) = case(
-            &mut c,
-            &mut table,
-            &dev,
-            "u32",
-            &xu,
-            reduce_sum_u32,
-            check_u32,
-        ) {
-            println!("reduce u32 2^{log}: {err}");
+        match case(&mut c, &dev, &xu, reduce_sum_u32, check_u32) {
+            Ok((ours, copy)) => report.pass("reduce sum u32", &size, ours, "dtod copy", copy),
+            Err(err) => report.fail("reduce sum u32", &size, "dtod copy", &err),
         }
         drop(xu);
         let xf = rng.f32s(n);
-        if let Err(err) = case(
-            &mut c,
-            &mut table,
-            &dev,
-            "f32",
-            &xf,
-            reduce_sum_f32,
-            check_f32,
-        ) {
-            println!("reduce f32 2^{log}: {err}");
+        match case(&mut c, &dev, &xf, reduce_sum_f32, check_f32) {
+            Ok((ours, copy)) => report.pass("reduce sum f32", &size, ours, "dtod copy", copy),
+            Err(err) => report.fail("reduce sum f32", &size, "dtod copy", &err),
         }
     }
     c.final_summary();
-    println!("\nreduce vs device-to-device copy ({}):", dev.name());
-    table.print();
+    report.finish()
 }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{gbps, gpu_or_skip, time_dtod, time_events, time_median, Rng, Table};
+use common::{gbps, gpu_or_skip, time_dtod, time_events, time_median, Report, Rng, Timing};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use prism::kernels::scan::{scan_f32_with, scan_u32_with, ScanKind, ScanScratch};
 use prism::{Device, DeviceBuffer};
@@ -56,13 +56,11 @@ type ScanFn<T> = fn(
 #[allow(clippy::too_many_arguments)]
 fn case<T: prism::DeviceCopy>(
     c: &mut Criterion,
-    table: &mut Table,
     dev: &Device,
-    ty: &str,
     x: &[T],
     scan: ScanFn<T>,
     check: fn(&[T], &[T]) -> Result<(), String>,
-) -> Result<(), String> {
+) -> Result<(Timing, Timing), String> {
     let n = x.len();
     let e = |e: prism::RuntimeError| e.to_string();
     let input = dev.htod(x).map_err(e)?;
@@ -93,7 +91,7 @@ fn case<T: prism::DeviceCopy>(
     let t_scan = time_median(dev, WARMUP, REPS, &mut run)?;
     let t_copy = time_dtod(dev, &input, &mut copy, WARMUP, REPS)?;
     let bytes = (2 * n * std::mem::size_of::<T>()) as f64;
-    let mut g = c.benchmark_group(format!("scan_{ty}"));
+    let mut g = c.benchmark_group(format!("scan_{}", std::any::type_name::<T>()));
     g.throughput(Throughput::Bytes(bytes as u64));
     g.bench_function(BenchmarkId::from_parameter(n), |b| {
         b.iter_custom(|iters| {
@@ -102,16 +100,16 @@ fn case<T: prism::DeviceCopy>(
         })
     });
     g.finish();
-    let (bs, bc) = (gbps(bytes, t_scan), gbps(bytes, t_copy));
-    table.row(vec![
-        format!("scan inclusive {ty}"),
-        format!("2^{}", n.trailing_zeros()),
-        format!("{:.3}", t_scan * 1e3),
-        format!("{bs:.0}"),
-        format!("{bc:.0}"),
-        format!("{:.2}", bs / bc),
-    ]);
-    Ok(())
+    Ok((
+        Timing {
+            secs: t_scan,
+            rate: gbps(bytes, t_scan),
+        },
+        Timing {
+            secs: t_copy,
+            rate: gbps(bytes, t_copy),
+        },
+    ))
 }
 
 fn main() {
@@ -122,37 +120,28 @@ fn main() {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(200))
         .configure_from_args();
-    let mut table = Table::new(&["kernel", "n", "ms", "GB/s", "copy GB/s", "ratio"]);
+    let mut report = Report::new(
+        "scan",
+        "GB/s",
+        &dev.name(),
+        &format!("median of {REPS} after {WARMUP} warm-up runs, CUDA events; GB/s counts n elements read and n written, for both"),
+    );
     for log in LOG_SIZES {
         let n = 1usize << log;
+        let size = format!("2^{log}");
         let mut rng = Rng::new(log as u64);
         let xu = rng.u32s(n);
-        if let Err(err) = case(
-            &mut c,
-            &mut table,
-            &dev,
-            "u32",
-            &xu,
-            scan_u32_with,
-            check_u32,
-        ) {
-            println!("scan u32 2^{log}: {err}");
+        match case(&mut c, &dev, &xu, scan_u32_with, check_u32) {
+            Ok((ours, copy)) => report.pass("scan inclusive u32", &size, ours, "dtod copy", copy),
+            Err(err) => report.fail("scan inclusive u32", &size, "dtod copy", &err),
         }
         drop(xu);
         let xf = rng.f32s(n);
-        if let Err(err) = case(
-            &mut c,
-            &mut table,
-            &dev,
-            "f32",
-            &xf,
-            scan_f32_with,
-            check_f32,
-        ) {
-            println!("scan f32 2^{log}: {err}");
+        match case(&mut c, &dev, &xf, scan_f32_with, check_f32) {
+            Ok((ours, copy)) => report.pass("scan inclusive f32", &size, ours, "dtod copy", copy),
+            Err(err) => report.fail("scan inclusive f32", &size, "dtod copy", &err),
         }
     }
     c.final_summary();
-    println!("\nscan vs device-to-device copy ({}):", dev.name());
-    table.print();
+    report.finish()
 }

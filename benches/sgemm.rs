@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{gpu_or_skip, stream, time_events, time_median, Rng, Table};
+use common::{cublas, gpu_or_skip, time_events, time_median, Report, Rng, Timing};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use prism::kernels::sgemm::{mma_tf32, sgemm, SgemmVariant};
 use prism::runtime::cudarc::cublas::{sys as cublas_sys, CudaBlas, Gemm, GemmConfig};
@@ -103,101 +103,83 @@ fn gflops(s: u32, secs: f64) -> f64 {
     2.0 * (s as f64).powi(3) / secs / 1e9
 }
 
-fn run(dev: &Device, c: &mut Criterion) -> Result<Table, String> {
-    let st = stream(dev)?;
-    let blas = CudaBlas::new(st.clone()).map_err(|e| format!("cuBLAS: {e:?}"))?;
-    let blas_tf32 = CudaBlas::new(st).map_err(|e| format!("cuBLAS: {e:?}"))?;
-    // SAFETY: a valid handle owned by `blas_tf32`; TF32 tensor-op math only changes the compute mode.
-    let status = unsafe {
-        cublas_sys::cublasSetMathMode(
-            *blas_tf32.handle(),
-            cublas_sys::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
-        )
-    };
-    if status != cublas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        return Err(format!("cublasSetMathMode(TF32): {status:?}"));
-    }
-    let mut table = Table::new(&[
-        "M=N=K",
-        "kernel",
-        "ms",
-        "GFLOP/s",
-        "cuBLAS GFLOP/s",
-        "ours/cuBLAS",
-    ]);
+/// Times `f` for the table (median of `REPS`) and registers it with criterion as `group/name`.
+fn measure<F>(
+    dev: &Device,
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    s: u32,
+    mut f: F,
+) -> Result<Timing, String>
+where
+    F: FnMut() -> Result<(), String>,
+{
+    let t = time_median(dev, WARMUP, REPS, &mut f)?;
+    group.bench_function(BenchmarkId::new(name, s), |bch| {
+        bch.iter_custom(|iters| {
+            let t = time_events(dev, 1, iters as usize, &mut f).unwrap_or_default();
+            Duration::from_secs_f64(t.iter().sum())
+        })
+    });
+    Ok(Timing {
+        secs: t,
+        rate: gflops(s, t),
+    })
+}
+
+/// One size: cuBLAS SGEMM, every variant against it, then cuBLAS TF32 and the Fig. 6 kernel against it.
+fn size_cases(
+    dev: &Device,
+    c: &mut Criterion,
+    blas: &CudaBlas,
+    blas_tf32: &CudaBlas,
+    s: u32,
+    report: &mut Report,
+) -> Result<(), String> {
+    let size = s.to_string();
     let e = |e: prism::kernels::sgemm::SgemmError| e.to_string();
-    for s in SIZES {
-        let mut inp = inputs(dev, s)?;
-        let k_f = s as f32;
-        // cuBLAS FP32 reference result and time.
-        dev.copy_htod(&inp.c0, &mut inp.c)
-            .map_err(|e| e.to_string())?;
-        cublas_sgemm(&blas, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c)?;
-        let want = dev.dtoh(&inp.c).map_err(|e| e.to_string())?;
-        let t_cublas = time_median(dev, WARMUP, REPS, || {
-            cublas_sgemm(&blas, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c)
-        })?;
-        let mut group = c.benchmark_group(format!("sgemm/{s}"));
-        group
-            .sample_size(10)
-            .warm_up_time(Duration::from_millis(500))
-            .measurement_time(Duration::from_secs(2))
-            .throughput(Throughput::Elements(2 * (s as u64).pow(3)));
-        group.bench_function(BenchmarkId::new("cublas", s), |bch| {
-            bch.iter_custom(|iters| {
-                let t = time_events(dev, 1, iters as usize, || {
-                    cublas_sgemm(&blas, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c)
-                })
-                .expect("cuBLAS timing");
-                Duration::from_secs_f64(t.iter().sum())
-            })
-        });
-        table.row(vec![
-            s.to_string(),
-            "cuBLAS sgemm".into(),
-            format!("{:.3}", t_cublas * 1e3),
-            format!("{:.0}", gflops(s, t_cublas)),
-            format!("{:.0}", gflops(s, t_cublas)),
-            "1.00".into(),
-        ]);
-        for v in SgemmVariant::ALL {
-            // Correctness first: one call from C0, compared with cuBLAS.
+    let mut inp = inputs(dev, s)?;
+    let k_f = s as f32;
+    let mut group = c.benchmark_group(format!("sgemm/{s}"));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .throughput(Throughput::Elements(2 * (s as u64).pow(3)));
+    // cuBLAS FP32 reference result and time.
+    dev.copy_htod(&inp.c0, &mut inp.c)
+        .map_err(|e| e.to_string())?;
+    cublas_sgemm(blas, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c)?;
+    let want = dev.dtoh(&inp.c).map_err(|e| e.to_string())?;
+    let t_cublas = measure(dev, &mut group, "cublas", s, || {
+        cublas_sgemm(blas, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c)
+    })?;
+    for v in SgemmVariant::ALL {
+        // Correctness first: one call from C0, compared with cuBLAS; then timing.
+        let mut case = || -> Result<Timing, String> {
             dev.copy_htod(&inp.c0, &mut inp.c)
                 .map_err(|e| e.to_string())?;
             sgemm(dev, v, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c).map_err(e)?;
             let got = dev.dtoh(&inp.c).map_err(|e| e.to_string())?;
             compare(&format!("{v} at {s}"), &got, &want, 1e-5 * k_f)?;
-            let t = time_median(dev, WARMUP, REPS, || {
+            measure(dev, &mut group, v.name(), s, || {
                 sgemm(dev, v, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c)
                     .map(|_| ())
                     .map_err(e)
-            })?;
-            group.bench_function(BenchmarkId::new(v.name(), s), |bch| {
-                bch.iter_custom(|iters| {
-                    let t = time_events(dev, 1, iters as usize, || {
-                        sgemm(dev, v, s, s, s, ALPHA, &inp.a, &inp.b, BETA, &mut inp.c)
-                            .map(|_| ())
-                            .map_err(e)
-                    })
-                    .expect("sgemm timing");
-                    Duration::from_secs_f64(t.iter().sum())
-                })
-            });
-            table.row(vec![
-                s.to_string(),
-                v.name().into(),
-                format!("{:.3}", t * 1e3),
-                format!("{:.0}", gflops(s, t)),
-                format!("{:.0}", gflops(s, t_cublas)),
-                format!("{:.2}", t_cublas / t),
-            ]);
+            })
+        };
+        match case() {
+            Ok(t) => report.pass(v.name(), &size, t, "cuBLAS sgemm", t_cublas),
+            Err(why) => report.fail(v.name(), &size, "cuBLAS sgemm", &why),
         }
-        // Fig. 6 TF32 tensor cores against cuBLAS with TF32 math: C = A·B.
-        cublas_sgemm(&blas_tf32, s, s, s, 1.0, &inp.a, &inp.b, 0.0, &mut inp.c)?;
-        let want_tf32 = dev.dtoh(&inp.c).map_err(|e| e.to_string())?;
-        let t_tf32 = time_median(dev, WARMUP, REPS, || {
-            cublas_sgemm(&blas_tf32, s, s, s, 1.0, &inp.a, &inp.b, 0.0, &mut inp.c)
-        })?;
+    }
+    // Fig. 6 TF32 tensor cores against cuBLAS with TF32 math: C = A·B.
+    cublas_sgemm(blas_tf32, s, s, s, 1.0, &inp.a, &inp.b, 0.0, &mut inp.c)?;
+    let want_tf32 = dev.dtoh(&inp.c).map_err(|e| e.to_string())?;
+    let t_tf32 = measure(dev, &mut group, "cublas tf32", s, || {
+        cublas_sgemm(blas_tf32, s, s, s, 1.0, &inp.a, &inp.b, 0.0, &mut inp.c)
+    })?;
+    let mut fig6 = || -> Result<Timing, String> {
         mma_tf32(dev, s, s, s, &inp.a, &inp.b, &mut inp.c).map_err(e)?;
         let got = dev.dtoh(&inp.c).map_err(|e| e.to_string())?;
         compare(
@@ -206,41 +188,18 @@ fn run(dev: &Device, c: &mut Criterion) -> Result<Table, String> {
             &want_tf32,
             1e-2 * k_f.sqrt(),
         )?;
-        let t_fig6 = time_median(dev, WARMUP, REPS, || {
+        measure(dev, &mut group, "fig6 mma tf32", s, || {
             mma_tf32(dev, s, s, s, &inp.a, &inp.b, &mut inp.c)
                 .map(|_| ())
                 .map_err(e)
-        })?;
-        group.bench_function(BenchmarkId::new("fig6 mma tf32", s), |bch| {
-            bch.iter_custom(|iters| {
-                let t = time_events(dev, 1, iters as usize, || {
-                    mma_tf32(dev, s, s, s, &inp.a, &inp.b, &mut inp.c)
-                        .map(|_| ())
-                        .map_err(e)
-                })
-                .expect("Fig. 6 timing");
-                Duration::from_secs_f64(t.iter().sum())
-            })
-        });
-        group.finish();
-        table.row(vec![
-            s.to_string(),
-            "cuBLAS tf32".into(),
-            format!("{:.3}", t_tf32 * 1e3),
-            format!("{:.0}", gflops(s, t_tf32)),
-            format!("{:.0}", gflops(s, t_tf32)),
-            "1.00".into(),
-        ]);
-        table.row(vec![
-            s.to_string(),
-            "fig6 mma tf32".into(),
-            format!("{:.3}", t_fig6 * 1e3),
-            format!("{:.0}", gflops(s, t_fig6)),
-            format!("{:.0}", gflops(s, t_tf32)),
-            format!("{:.2}", t_tf32 / t_fig6),
-        ]);
+        })
+    };
+    match fig6() {
+        Ok(t) => report.pass("fig6 mma tf32", &size, t, "cuBLAS tf32", t_tf32),
+        Err(why) => report.fail("fig6 mma tf32", &size, "cuBLAS tf32", &why),
     }
-    Ok(table)
+    group.finish();
+    Ok(())
 }
 
 fn main() {
@@ -248,18 +207,36 @@ fn main() {
         return;
     };
     let mut c = Criterion::default().configure_from_args();
-    match run(&dev, &mut c) {
-        Ok(table) => {
-            c.final_summary();
-            println!(
-                "\nsgemm on {} (median of {REPS} after {WARMUP} warm-up runs, CUDA events; every result checked against cuBLAS first)",
-                dev.name()
-            );
-            table.print();
+    let mut report = Report::new(
+        "sgemm",
+        "GFLOP/s",
+        &dev.name(),
+        &format!("median of {REPS} after {WARMUP} warm-up runs, CUDA events; every result checked against cuBLAS first"),
+    );
+    let handles = cublas(&dev).and_then(|blas| {
+        let tf32 = cublas(&dev)?;
+        // SAFETY: a valid handle owned by `tf32`; TF32 tensor-op math only changes the compute mode.
+        let status = unsafe {
+            cublas_sys::cublasSetMathMode(
+                *tf32.handle(),
+                cublas_sys::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
+            )
+        };
+        if status != cublas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(format!("cublasSetMathMode(TF32): {status:?}"));
         }
-        Err(msg) => {
-            eprintln!("sgemm benchmark failed: {msg}");
-            std::process::exit(1);
+        Ok((blas, tf32))
+    });
+    match handles {
+        Ok((blas, tf32)) => {
+            for s in SIZES {
+                if let Err(why) = size_cases(&dev, &mut c, &blas, &tf32, s, &mut report) {
+                    report.fail("all variants", &s.to_string(), "cuBLAS sgemm", &why);
+                }
+            }
         }
+        Err(why) => report.fail("all variants", "all", "cuBLAS sgemm", &why),
     }
+    c.final_summary();
+    report.finish()
 }

@@ -1,6 +1,6 @@
 //! Shared benchmark harness (`benches/*.rs`, `harness = false`): GPU selection with a clean skip, CUDA-event
-//! timing with warm-up and median-of-N, a device-to-device copy baseline, seeded random inputs, and a compact
-//! results table.
+//! timing with warm-up and median-of-N, a device-to-device copy baseline, seeded random inputs, and the results
+//! [`Report`] (a table, plus JSON and TSV files for `scripts/gpu/run.sh`).
 //!
 //! Every benchmark binary starts with [`gpu_or_skip`]: without a GPU (CI, the development machine) it prints
 //! `no GPU: <what> benchmarks skipped (<reason>)` and the binary exits 0. Timings use CUDA events recorded on
@@ -8,6 +8,10 @@
 //! end event is waited for before reading), after `warmup` untimed runs.
 #![allow(dead_code)]
 
+mod report;
+pub use report::{Report, Timing};
+
+use prism::runtime::cudarc::cublas::CudaBlas;
 use prism::runtime::cudarc::driver::{sys::CUevent_flags, CudaStream};
 use prism::{Device, DeviceBuffer};
 use std::sync::Arc;
@@ -150,49 +154,15 @@ impl Rng {
     }
 }
 
-/// A compact results table printed at the end of a benchmark run.
-#[derive(Default)]
-pub struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    /// A table with these column titles.
-    pub fn new(header: &[&str]) -> Self {
-        Table {
-            header: header.iter().map(|s| s.to_string()).collect(),
-            rows: Vec::new(),
-        }
-    }
-    /// Appends a row (cells already formatted).
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-    /// Prints the table with aligned columns.
-    pub fn print(&self) {
-        let cols = self.header.len();
-        let mut w: Vec<usize> = self.header.iter().map(|h| h.len()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate().take(cols) {
-                w[i] = w[i].max(c.len());
-            }
-        }
-        let line = |cells: &[String]| {
-            cells
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{c:>width$}", width = w.get(i).copied().unwrap_or(0)))
-                .collect::<Vec<_>>()
-                .join("  ")
-        };
-        println!("{}", line(&self.header));
-        println!(
-            "{}",
-            "-".repeat(w.iter().sum::<usize>() + 2 * cols.saturating_sub(1))
+/// A cuBLAS handle on the device's stream, or an error when the cuBLAS library cannot be loaded (cudarc opens
+/// it on first use and would panic; `scripts/gpu/run.sh` puts the pip package's copy on the library path).
+pub fn cublas(dev: &Device) -> Result<CudaBlas, String> {
+    // SAFETY: only tries to dlopen the library and closes it again.
+    if !unsafe { prism::runtime::cudarc::cublas::sys::is_culib_present() } {
+        return Err(
+            "the cuBLAS library (libcublas.so) cannot be loaded: put its folder on LD_LIBRARY_PATH"
+                .into(),
         );
-        for r in &self.rows {
-            println!("{}", line(r));
-        }
     }
+    CudaBlas::new(stream(dev)?).map_err(|e| format!("cuBLAS: {e:?}"))
 }

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use crate::emu;
 use crate::error::RuntimeError;
 use crate::gpu::{GpuBackend, GpuSliceArg, GpuSliceConst, GpuSliceMut};
-use crate::types::{Backend, ElemType, KernelInfo, LaunchDims, ParamType};
+use crate::types::{Backend, DeviceProperties, ElemType, KernelInfo, LaunchDims, ParamType};
 use crate::validate::{check_args, validate_launch};
 
 // Accessors to the CUDA stream and slices for cuBLAS and CUDA events (a child module: it reads private fields).
@@ -137,6 +137,27 @@ impl Device {
         match &self.inner.kind {
             Kind::Emu(e) => Some(e.emu.clone()),
             Kind::Gpu(_) => None,
+        }
+    }
+
+    /// What this device is: name, compute capability, SMs, clocks, memory, the driver's CUDA version. On
+    /// a GPU these are the driver's answers (a field it cannot give is `None`); the emulator reports the
+    /// sm_90a target it models.
+    pub fn properties(&self) -> DeviceProperties {
+        match &self.inner.kind {
+            Kind::Gpu(g) => g.properties(),
+            Kind::Emu(_) => DeviceProperties {
+                name: self.name(),
+                backend: Backend::Emulator,
+                compute_capability: (9, 0),
+                multiprocessors: None,
+                driver_cuda_version: None,
+                sm_clock_mhz: None,
+                memory_clock_mhz: None,
+                memory_bytes: None,
+                l2_bytes: None,
+                max_smem_per_block: self.max_smem_bytes(),
+            },
         }
     }
 

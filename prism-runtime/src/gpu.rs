@@ -19,7 +19,7 @@ use cudarc::nvrtc::Ptx;
 use crate::device::{DeviceCopy, HandleInner, KernelArg};
 use crate::emu;
 use crate::error::RuntimeError;
-use crate::types::{KernelInfo, LaunchDims};
+use crate::types::{Backend, DeviceProperties, KernelInfo, LaunchDims};
 use crate::validate::check_ptx_params;
 
 /// Dynamic shared memory a kernel may use without opting in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
@@ -164,6 +164,50 @@ impl GpuBackend {
 
     pub(crate) fn name(&self) -> String {
         self.name.clone()
+    }
+
+    /// The driver's answers about this GPU; a query that fails leaves its field `None`.
+    pub(crate) fn properties(&self) -> DeviceProperties {
+        use sys::CUdevice_attribute as A;
+        let attr = |a: A| -> Option<u32> {
+            guard("device attribute", || {
+                self.ctx.attribute(a).map_err(Self::driver("attribute"))
+            })
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+        };
+        let major = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).unwrap_or(0);
+        let minor = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).unwrap_or(0);
+        let driver_cuda_version = guard("cuDriverGetVersion", || {
+            let mut v: std::os::raw::c_int = 0;
+            // SAFETY: writes one int through a valid pointer.
+            let r = unsafe { sys::cuDriverGetVersion(&mut v) };
+            if r == sys::CUresult::CUDA_SUCCESS {
+                Ok(v)
+            } else {
+                Err(RuntimeError::Driver(format!("cuDriverGetVersion: {r:?}")))
+            }
+        })
+        .ok()
+        .and_then(|v| u32::try_from(v).ok())
+        .map(|v| (v / 1000, (v % 1000) / 10));
+        let memory_bytes = guard("total memory", || {
+            self.ctx.total_mem().map_err(Self::driver("total_mem"))
+        })
+        .ok()
+        .map(|b| b as u64);
+        DeviceProperties {
+            name: self.name(),
+            backend: Backend::Gpu,
+            compute_capability: (major, minor),
+            multiprocessors: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            driver_cuda_version,
+            sm_clock_mhz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).map(|khz| khz / 1000),
+            memory_clock_mhz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).map(|khz| khz / 1000),
+            memory_bytes,
+            l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
+            max_smem_per_block: self.smem_optin,
+        }
     }
 
     pub(crate) fn smem_optin(&self) -> u32 {

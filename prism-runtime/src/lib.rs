@@ -32,8 +32,8 @@ pub use device::{
 };
 pub use error::RuntimeError;
 pub use types::{
-    registered_kernels, Backend, Contract, ElemType, KernelInfo, LaunchDims, ParamSpec, ParamType,
-    RegisteredKernel,
+    registered_kernels, Backend, Contract, DeviceProperties, ElemType, KernelInfo, LaunchDims,
+    ParamSpec, ParamType, RegisteredKernel,
 };
 pub use validate::{validate_launch, MAX_GRID_X, MAX_SMEM_BYTES, MAX_THREADS_PER_BLOCK};
 

@@ -21,6 +21,70 @@ impl fmt::Display for Backend {
     }
 }
 
+/// What a [`crate::Device`] is, for logs, benchmark records and choosing code paths
+/// ([`crate::Device::properties`]). Fields the backend cannot report are `None`.
+///
+/// ```
+/// let dev = prism_runtime::Device::emulator();
+/// let p = dev.properties();
+/// assert_eq!(p.compute_capability, (9, 0)); // the emulator models sm_90a
+/// println!("{p}");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceProperties {
+    /// As [`crate::Device::name`].
+    pub name: String,
+    /// GPU or emulator.
+    pub backend: Backend,
+    /// `(major, minor)`: `(9, 0)` on an H100; the emulator reports the target it models, `(9, 0)`.
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors (132 on an H100 SXM).
+    pub multiprocessors: Option<u32>,
+    /// The CUDA version the driver supports, `(13, 0)` for a CUDA 13.0 driver.
+    pub driver_cuda_version: Option<(u32, u32)>,
+    /// Peak SM clock in MHz, as the driver reports it.
+    pub sm_clock_mhz: Option<u32>,
+    /// Peak memory clock in MHz.
+    pub memory_clock_mhz: Option<u32>,
+    /// Device memory in bytes.
+    pub memory_bytes: Option<u64>,
+    /// L2 cache in bytes.
+    pub l2_bytes: Option<u64>,
+    /// Largest shared memory per block with opt-in, as [`crate::Device::max_smem_bytes`].
+    pub max_smem_per_block: u32,
+}
+
+impl fmt::Display for DeviceProperties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (ma, mi) = self.compute_capability;
+        write!(
+            f,
+            "{} [{}], compute capability {ma}.{mi}",
+            self.name, self.backend
+        )?;
+        if let Some(n) = self.multiprocessors {
+            write!(f, ", {n} SMs")?;
+        }
+        if let Some(c) = self.sm_clock_mhz {
+            write!(f, ", SM clock {c} MHz")?;
+        }
+        if let Some(c) = self.memory_clock_mhz {
+            write!(f, ", memory clock {c} MHz")?;
+        }
+        if let Some(b) = self.memory_bytes {
+            write!(f, ", {:.1} GiB", b as f64 / (1u64 << 30) as f64)?;
+        }
+        if let Some(b) = self.l2_bytes {
+            write!(f, ", L2 {} MiB", b >> 20)?;
+        }
+        write!(f, ", {} B shared memory per block", self.max_smem_per_block)?;
+        if let Some((ma, mi)) = self.driver_cuda_version {
+            write!(f, ", driver supports CUDA {ma}.{mi}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Element type of a device buffer or of a pointer parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ElemType {

@@ -48,3 +48,13 @@ pub fn device() -> Device {
     println!("backend: {:?} ({})", dev.backend(), dev.name());
     dev
 }
+
+/// The emulator with `cfg`; GPU 0 instead when `PRISM_BACKEND=gpu` (as `scripts/gpu/run.sh` sets it), so
+/// suites written for the emulator also run their kernels on the GPU. Callers check emulator-only figures
+/// (counters) only when the launch report has them.
+pub fn emulator_or_gpu(cfg: prism::runtime::emu::EmuConfig) -> Device {
+    if std::env::var(prism::runtime::BACKEND_ENV).is_ok_and(|v| v.trim() == "gpu") {
+        return Device::gpu(0).unwrap_or_else(|e| panic!("PRISM_BACKEND=gpu, but GPU 0: {e}"));
+    }
+    Device::emulator_with(cfg)
+}
