@@ -2587,6 +2587,17 @@ impl<'a> Em<'a> {
                 self.line("membar.gl;".into());
                 Ok(Value::Unit)
             }
+            "block_dim" => {
+                want(0)?;
+                // An immediate with `threads = N`, else %ntid.x (read once in the prologue).
+                Ok(Value::S(self.t.clone()))
+            }
+            "grid_dim" => {
+                want(0)?;
+                let r = self.fresh(ScalarType::U32);
+                self.line(format!("mov.u32 {r}, %nctaid.x;"));
+                Ok(Value::S(Val::Reg(r, ScalarType::U32)))
+            }
             "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => {
                 want(2)?;
                 let v = self.scalar(&args[0])?;
