@@ -9,6 +9,10 @@ use super::ptx::*;
 use super::*;
 use std::collections::HashSet;
 
+// Warpgroup MMA (sm_90a): a child module, since it works on the block's and the launch's private state.
+#[path = "wgmma.rs"]
+mod wgmma;
+
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Shadow {
@@ -60,6 +64,11 @@ struct Warp {
 }
 
 impl Warp {
+    /// Every lane that exists has exited.
+    fn all_exited(&self) -> bool {
+        (0..32).all(|l| self.exist & (1 << l) == 0 || self.st[l] == Ls::Exit)
+    }
+
     fn run_mask(&self) -> u32 {
         let mut m = 0;
         for l in 0..32 {
@@ -115,6 +124,8 @@ struct Block {
     mbar: HashMap<u32, Mbar>,
     /// Last release instance of each location used by `atom.cas`/`atom.exch` (lock words, flags).
     rel: HashMap<(bool, u64), u32>,
+    /// In-flight `wgmma` ops and groups, per warpgroup.
+    wg: wgmma::WgState,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -289,6 +300,7 @@ pub(crate) fn run_launch(
                     exit_gen: vec![u32::MAX; nthreads as usize],
                     mbar: HashMap::new(),
                     rel: HashMap::new(),
+                    wg: wgmma::WgState::default(),
                 };
                 l.run_block(&mut b);
                 blocks += 1;
@@ -500,6 +512,7 @@ impl L<'_> {
             Kind::BarWarpSync => "bar.warp.sync".into(),
             Kind::Mma(_) => "mma.sync.aligned".into(),
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
+            Kind::Wgmma(op) => wgmma::name(op),
             k => format!("{:?}", k),
         }
     }
@@ -579,6 +592,11 @@ impl L<'_> {
             Sreg::Nsmid => 132,
             Sreg::DynSmem => self.dyn_bytes as u64,
             Sreg::TotalSmem => self.smem_size as u64,
+            // Clusters of one block (clusters are not modelled yet).
+            Sreg::ClusterCtaid(_) | Sreg::ClusterCtarank => 0,
+            Sreg::ClusterNctaid(_) | Sreg::ClusterNctarank => 1,
+            Sreg::Clusterid(d) => b.ctaid[d as usize] as u64,
+            Sreg::Nclusterid(d) => self.grid[d as usize] as u64,
             Sreg::Zero => 0,
         }
     }
@@ -1840,6 +1858,9 @@ impl L<'_> {
                     return Step::Stop;
                 }
                 Self::advance(w, mask);
+            }
+            Kind::Wgmma(op) => {
+                return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
             }
             Kind::Unsupported(name) => {
                 self.fault(
