@@ -198,3 +198,229 @@ fn wgmma_needs_a_whole_warpgroup() {
         other => panic!("expected a CollectiveMisuse fault, got {other:?}"),
     }
 }
+
+// ---- TMA tensor copies and stmatrix ----
+
+const GW: u64 = 104;
+const GH: u64 = 40;
+
+fn tmap(global: u64, box0: u32, box1: u32, sw: TensorSwizzle) -> ParamValue {
+    let m = TensorMap::tiled(
+        TensorDataType::U16,
+        global,
+        &[GW, GH],
+        &[GW * 2],
+        &[box0, box1],
+        sw,
+    )
+    .unwrap();
+    ParamValue::Bytes(m.encode().to_vec())
+}
+
+fn run(e: &mut Emulator, m: &Module, entry: &str, smem: u32, params: &[ParamValue], case: &str) {
+    match e.launch(m, entry, [1, 1, 1], [128, 1, 1], smem, params) {
+        Ok(_) => {}
+        Err(EmuError::Faulted { faults, .. }) => panic!("{case}: faults: {faults:#?}"),
+        Err(err) => panic!("{case}: {err}"),
+    }
+}
+
+#[test]
+fn tma_loads_match_h100_swizzle_oob_and_narrow_boxes() {
+    let m = module();
+    let cases: [(&str, u32, u32, TensorSwizzle, i32, i32, usize); 6] = [
+        (
+            "tma_load_none_64x8_inbounds",
+            64,
+            8,
+            TensorSwizzle::None,
+            0,
+            0,
+            1024,
+        ),
+        (
+            "tma_load_128B_64x8_oob_xy",
+            64,
+            8,
+            TensorSwizzle::B128,
+            64,
+            36,
+            1024,
+        ),
+        ("tma_load_64B_32x8", 32, 8, TensorSwizzle::B64, 8, 3, 512),
+        (
+            "tma_load_32B_16x8_oob_x",
+            16,
+            8,
+            TensorSwizzle::B32,
+            96,
+            5,
+            256,
+        ),
+        (
+            "tma_load_128B_32x8_narrow_box",
+            32,
+            8,
+            TensorSwizzle::B128,
+            0,
+            0,
+            1024,
+        ),
+        (
+            "tma_load_128B_64x16_negative",
+            64,
+            16,
+            TensorSwizzle::B128,
+            -8,
+            -3,
+            2048,
+        ),
+    ];
+    for (case, b0, b1, sw, c0, c1, dump) in cases {
+        let mut e = Emulator::new(EmuConfig::default());
+        let g = upload(&mut e, &hw(&format!("{case}.global.bin")));
+        let out = upload(&mut e, &vec![0u8; dump]);
+        let status = upload(&mut e, &[0xFFu8; 4]);
+        let params = [
+            tmap(g, b0, b1, sw),
+            ParamValue::I32(c0),
+            ParamValue::I32(c1),
+            ParamValue::I32((b0 * b1 * 2) as i32),
+            ParamValue::Ptr(out),
+            ParamValue::I32(dump as i32),
+            ParamValue::Ptr(status),
+        ];
+        run(
+            &mut e,
+            &m,
+            "_Z8tma_load14CUtensorMap_stiiiPhiPi",
+            dump as u32 + 1024,
+            &params,
+            case,
+        );
+        assert_eq!(
+            e.read(status, 4).unwrap(),
+            vec![1, 0, 0, 0],
+            "{case}: the mbarrier did not complete"
+        );
+        let got = e.read(out, dump).unwrap();
+        let want = hw(&format!("{case}.smem.bin"));
+        let diff = (0..dump).filter(|&i| got[i] != want[i]).count();
+        assert_eq!(
+            diff, 0,
+            "{case}: {diff} of {dump} shared-memory bytes differ from the H100's"
+        );
+    }
+}
+
+#[test]
+fn tma_stores_match_h100() {
+    let m = module();
+    for (case, b0, b1, sw, c0, c1) in [
+        (
+            "tma_store_none_64x8_oob_xy",
+            64u32,
+            8u32,
+            TensorSwizzle::None,
+            64,
+            36,
+        ),
+        ("tma_store_128B_64x8", 64, 8, TensorSwizzle::B128, 8, 2),
+    ] {
+        let mut e = Emulator::new(EmuConfig::default());
+        let g = upload(&mut e, &vec![0u8; (GW * GH * 2) as usize]);
+        let params = [
+            tmap(g, b0, b1, sw),
+            ParamValue::I32(c0),
+            ParamValue::I32(c1),
+            ParamValue::I32((b0 * b1) as i32),
+            ParamValue::I32(sw.descriptor_code() as i32),
+        ];
+        run(
+            &mut e,
+            &m,
+            "_Z9tma_store14CUtensorMap_stiiii",
+            b0 * b1 * 2 + 1024,
+            &params,
+            case,
+        );
+        let got = e.read(g, (GW * GH * 2) as usize).unwrap();
+        assert_eq!(
+            got,
+            hw(&format!("{case}.global.bin")),
+            "{case}: global memory differs from the H100's"
+        );
+    }
+}
+
+#[test]
+fn stmatrix_matches_h100() {
+    let m = module();
+    for (trans, case) in [(0, "stmatrix_x4"), (1, "stmatrix_x4_trans")] {
+        let mut e = Emulator::new(EmuConfig::default());
+        let out = upload(&mut e, &[0u8; 512]);
+        match e.launch(
+            &m,
+            "_Z11stmatrix_x4Phi",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(out), ParamValue::I32(trans)],
+        ) {
+            Ok(_) => {}
+            Err(err) => panic!("{case}: {err}"),
+        }
+        assert_eq!(
+            e.read(out, 512).unwrap(),
+            hw(&format!("{case}.smem.bin")),
+            "{case}"
+        );
+    }
+}
+
+/// A map whose box is wider than its swizzle span, or whose strides are not multiples of 16, is refused
+/// with the driver's rule, not encoded.
+#[test]
+fn tensor_maps_are_validated() {
+    let e = |r: Result<TensorMap, TensorMapError>| r.unwrap_err().to_string();
+    assert!(e(TensorMap::tiled(
+        TensorDataType::Bf16,
+        0,
+        &[512, 64],
+        &[1024],
+        &[128, 64],
+        TensorSwizzle::B128
+    ))
+    .contains("swizzle span"));
+    assert!(e(TensorMap::tiled(
+        TensorDataType::U16,
+        0,
+        &[100, 40],
+        &[200],
+        &[64, 8],
+        TensorSwizzle::None
+    ))
+    .contains("multiple of 16"));
+    assert!(e(TensorMap::tiled(
+        TensorDataType::F32,
+        8,
+        &[64],
+        &[],
+        &[64],
+        TensorSwizzle::None
+    ))
+    .contains("16-byte aligned"));
+    assert!(e(TensorMap::tiled(
+        TensorDataType::F32,
+        0,
+        &[64, 4],
+        &[256],
+        &[64, 300],
+        TensorSwizzle::None
+    ))
+    .contains("1 to 256"));
+    assert!(TensorMap::decode(&[0u8; 128])
+        .unwrap_err()
+        .to_string()
+        .contains("not a tensor map"));
+}

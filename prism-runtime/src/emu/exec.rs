@@ -12,6 +12,9 @@ use std::collections::HashSet;
 // Warpgroup MMA (sm_90a): a child module, since it works on the block's and the launch's private state.
 #[path = "wgmma.rs"]
 mod wgmma;
+// TMA tensor copies and stmatrix (sm_90).
+#[path = "tma.rs"]
+mod tma;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -512,6 +515,7 @@ impl L<'_> {
             Kind::BarWarpSync => "bar.warp.sync".into(),
             Kind::Mma(_) => "mma.sync.aligned".into(),
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
+            Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
             Kind::Wgmma(op) => wgmma::name(op),
             k => format!("{:?}", k),
         }
@@ -701,6 +705,9 @@ impl L<'_> {
                 }
             }
             Space::Const => (Space::Global, addr),
+            // Shared and local addresses are 32 bits: `[%r + 128]` with %r = -64 (as nvcc emits for a loop
+            // that starts below its base) wraps around, as the hardware's address arithmetic does.
+            Space::Shared | Space::Local => (space, addr & 0xFFFF_FFFF),
             s => (s, addr),
         };
         if size > 1 && a % (size.min(16) as u64) != 0 {
@@ -1757,7 +1764,8 @@ impl L<'_> {
             | Kind::Redux(..)
             | Kind::Match(..)
             | Kind::Mma(_)
-            | Kind::Ldmatrix(..) => {
+            | Kind::Ldmatrix(..)
+            | Kind::Stmatrix(..) => {
                 return self.exec_collective(b, wi, w, pc, mask, exec);
             }
             Kind::Activemask => {
@@ -1861,6 +1869,21 @@ impl L<'_> {
             }
             Kind::Wgmma(op) => {
                 return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
+            }
+            Kind::CpAsyncBulkTensor { rank, load, .. } => {
+                let (rank, load) = (*rank as usize, *load);
+                let mut ok = true;
+                lanes!(l, {
+                    if !self.exec_tensor_copy(b, wi, w, pc, l, rank, load) {
+                        ok = false;
+                        break;
+                    }
+                });
+                self.finish_access(pc);
+                if !ok {
+                    return Step::Stop;
+                }
+                Self::advance(w, mask);
             }
             Kind::Unsupported(name) => {
                 self.fault(
@@ -2078,7 +2101,10 @@ impl L<'_> {
     ) -> Step {
         let ins = &self.m.code[pc as usize];
         let args = &ins.args;
-        let aligned = matches!(ins.kind, Kind::Mma(_) | Kind::Ldmatrix(..));
+        let aligned = matches!(
+            ins.kind,
+            Kind::Mma(_) | Kind::Ldmatrix(..) | Kind::Stmatrix(..)
+        );
         // lanes whose guard is false skip it
         Self::advance(w, mask & !exec);
         if exec == 0 {
@@ -2366,6 +2392,9 @@ impl L<'_> {
                 exec_mma(self, b, w, wi, *kind, args);
             }
             Kind::Ldmatrix(n, trans) if !self.exec_ldmatrix(b, wi, w, pc, *n as usize, *trans) => {
+                return Step::Stop;
+            }
+            Kind::Stmatrix(n, trans) if !self.exec_stmatrix(b, wi, w, pc, *n as usize, *trans) => {
                 return Step::Stop;
             }
             _ => {}

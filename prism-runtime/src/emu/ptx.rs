@@ -417,6 +417,15 @@ pub(crate) enum Kind {
     CpAsyncBulk,
     /// `wgmma.*` (sm_90a): warpgroup-collective tensor-core instructions.
     Wgmma(WgmmaOp),
+    /// `cp.async.bulk.tensor.Nd` tile mode: a load global → shared (`load`, with mbarrier completion,
+    /// optionally `.multicast::cluster`) or a store shared → global (bulk-group completion).
+    CpAsyncBulkTensor {
+        rank: u8,
+        load: bool,
+        multicast: bool,
+    },
+    /// `stmatrix.sync.aligned.m8n8.xN(.trans).shared.b16`
+    Stmatrix(u8, bool),
     Unsupported(String),
 }
 
@@ -2008,8 +2017,36 @@ impl Parser {
                 }
             }
             "cp" => {
-                if has("async") && has("bulk") {
-                    if mods.iter().any(|x| x.starts_with("tensor")) || !has("global") {
+                if has("async") && has("bulk") && (has("commit_group") || has("wait_group")) {
+                    // Bulk async-groups: every bulk copy completes when issued, so there is nothing to wait for.
+                    Kind::Nop
+                } else if has("async")
+                    && has("bulk")
+                    && mods.iter().any(|x| x.starts_with("tensor"))
+                {
+                    let rank = mods
+                        .iter()
+                        .find_map(|m| m.strip_suffix('d').and_then(|d| d.parse::<u8>().ok()))
+                        .filter(|r| (1..=5).contains(r));
+                    let first_space = mods
+                        .iter()
+                        .find(|m| m.starts_with("shared") || **m == "global")
+                        .copied();
+                    let tiled = !mods.iter().any(|m| {
+                        m.starts_with("im2col")
+                            || m.starts_with("gather")
+                            || m.starts_with("scatter")
+                    });
+                    match (rank, first_space) {
+                        (Some(rank), Some(sp)) if tiled => Kind::CpAsyncBulkTensor {
+                            rank,
+                            load: sp.starts_with("shared"),
+                            multicast: mods.iter().any(|m| m.starts_with("multicast")),
+                        },
+                        _ => Kind::Unsupported(p.opcode.clone()),
+                    }
+                } else if has("async") && has("bulk") {
+                    if !has("global") {
                         Kind::Unsupported(p.opcode.clone())
                     } else {
                         Kind::CpAsyncBulk
@@ -2039,6 +2076,20 @@ impl Parser {
                     Kind::CpAsync(sz)
                 } else {
                     Kind::Unsupported(p.opcode.clone())
+                }
+            }
+            "stmatrix" => {
+                let n = if has("x4") {
+                    4
+                } else if has("x2") {
+                    2
+                } else {
+                    1
+                };
+                if !has("m8n8") {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    Kind::Stmatrix(n, has("trans"))
                 }
             }
             "wgmma" => {
@@ -2132,7 +2183,7 @@ impl Parser {
                 | Kind::Activemask
                 | Kind::BarWarpSync
                 | Kind::Bar(_) => PtxType::U32,
-                Kind::Wgmma(_) => PtxType::S32,
+                Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } => PtxType::S32,
                 _ => imm_ty,
             };
             args.push(self.operand(p, a, t, labels)?);
