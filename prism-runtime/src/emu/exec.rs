@@ -516,6 +516,8 @@ impl L<'_> {
             Kind::Mma(_) => "mma.sync.aligned".into(),
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
             Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
+            Kind::Elect => "elect.sync".into(),
+            Kind::Setmaxnreg(inc) => format!("setmaxnreg.{}.sync.aligned.u32", if *inc { "inc" } else { "dec" }),
             Kind::Wgmma(op) => wgmma::name(op),
             k => format!("{:?}", k),
         }
@@ -1765,7 +1767,8 @@ impl L<'_> {
             | Kind::Match(..)
             | Kind::Mma(_)
             | Kind::Ldmatrix(..)
-            | Kind::Stmatrix(..) => {
+            | Kind::Stmatrix(..)
+            | Kind::Elect => {
                 return self.exec_collective(b, wi, w, pc, mask, exec);
             }
             Kind::Activemask => {
@@ -1869,6 +1872,9 @@ impl L<'_> {
             }
             Kind::Wgmma(op) => {
                 return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
+            }
+            Kind::Setmaxnreg(inc) => {
+                return self.exec_setmaxnreg(b, wi, w, pc, mask, exec, *inc);
             }
             Kind::CpAsyncBulkTensor { rank, load, .. } => {
                 let (rank, load) = (*rank as usize, *load);
@@ -2117,7 +2123,9 @@ impl L<'_> {
             let mop = match &ins.kind {
                 Kind::BarWarpSync => &args[0],
                 Kind::Shfl(_) => &args[args.len() - 1],
-                Kind::Vote(_) | Kind::Redux(..) | Kind::Match(..) => &args[args.len() - 1],
+                Kind::Vote(_) | Kind::Redux(..) | Kind::Match(..) | Kind::Elect => {
+                    &args[args.len() - 1]
+                }
                 _ => &args[0],
             };
             let mv = self.val(b, w, wi, mop, first) as u32;
@@ -2396,6 +2404,27 @@ impl L<'_> {
             }
             Kind::Stmatrix(n, trans) if !self.exec_stmatrix(b, wi, w, pc, *n as usize, *trans) => {
                 return Step::Stop;
+            }
+            Kind::Elect => {
+                // d|p, membermask: every member is here (checked above); the lowest is the leader.
+                let leader = exec.trailing_zeros() as u64;
+                let (d, p) = if args.len() >= 3 {
+                    (&args[0], Some(&args[1]))
+                } else {
+                    (&args[0], None)
+                };
+                for l in 0..32usize {
+                    if exec & (1 << l) != 0 {
+                        match p {
+                            Some(p) => {
+                                Self::set(w, d, l, leader);
+                                Self::set(w, p, l, (l as u64 == leader) as u64);
+                            }
+                            // `elect.sync p, mask` (no d)
+                            None => Self::set(w, d, l, (l as u64 == leader) as u64),
+                        }
+                    }
+                }
             }
             _ => {}
         }

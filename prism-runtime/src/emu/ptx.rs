@@ -426,6 +426,10 @@ pub(crate) enum Kind {
     },
     /// `stmatrix.sync.aligned.m8n8.xN(.trans).shared.b16`
     Stmatrix(u8, bool),
+    /// `elect.sync d|p, membermask`: the lowest member lane is the leader.
+    Elect,
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N` (`true` = inc): warpgroup-collective register reallocation.
+    Setmaxnreg(bool),
     Unsupported(String),
 }
 
@@ -2078,6 +2082,8 @@ impl Parser {
                     Kind::Unsupported(p.opcode.clone())
                 }
             }
+            "elect" if has("sync") => Kind::Elect,
+            "setmaxnreg" if has("inc") || has("dec") => Kind::Setmaxnreg(has("inc")),
             "stmatrix" => {
                 let n = if has("x4") {
                     4
@@ -2182,6 +2188,8 @@ impl Parser {
                 | Kind::Vote(_)
                 | Kind::Activemask
                 | Kind::BarWarpSync
+                | Kind::Elect
+                | Kind::Setmaxnreg(_)
                 | Kind::Bar(_) => PtxType::U32,
                 Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } => PtxType::S32,
                 _ => imm_ty,

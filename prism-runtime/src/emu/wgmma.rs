@@ -24,6 +24,8 @@ use crate::emu::ptx::{PtxType, WgmmaOp, WgmmaShape};
 #[derive(Default)]
 pub(super) struct WgState {
     groups: HashMap<u32, WarpGroup>,
+    /// The register count each warpgroup set with `setmaxnreg`.
+    maxnreg: HashMap<u32, u32>,
 }
 
 #[derive(Default)]
@@ -177,6 +179,70 @@ impl L<'_> {
                     return Step::Stop;
                 }
             }
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N`: a warpgroup collective whose only effect on a CPU is what it
+    /// requires: every lane of every warp of a whole warpgroup, N a multiple of 8 in [24, 256], and the
+    /// block's warpgroups within the 64 K registers of an SM once each has set its count.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_setmaxnreg(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        inc: bool,
+    ) -> Step {
+        let full = w.exist;
+        let g = wi / 4;
+        let n = match self.m.code[pc as usize].args.first() {
+            Some(Operand::Imm(v)) => *v as u32,
+            _ => 0,
+        };
+        let problem = if exec != full || mask != full || full != u32::MAX {
+            Some(format!(
+                "setmaxnreg is .sync.aligned over a warpgroup: lanes {exec:#010x} of the warp executed it, not all 32"
+            ))
+        } else if b.warps.len() < 4 * (g + 1) {
+            Some(format!(
+                "setmaxnreg needs a whole warpgroup (threads {}..{}), but the block has {} warps",
+                128 * g,
+                128 * g + 127,
+                b.warps.len()
+            ))
+        } else if n % 8 != 0 || !(24..=256).contains(&n) {
+            Some(format!(
+                "setmaxnreg.{} {n}: the register count must be a multiple of 8 in [24, 256]",
+                if inc { "inc" } else { "dec" }
+            ))
+        } else {
+            let counts = &mut b.wg.maxnreg;
+            counts.insert(g as u32, n);
+            let groups = b.warps.len().div_ceil(4);
+            if counts.len() == groups {
+                let total: u32 = counts.values().map(|c| c * 128).sum();
+                (total > 65536).then(|| {
+                    format!(
+                        "setmaxnreg: the block's warpgroups now ask for {total} registers (counts {:?} × 128 threads), over the SM's 65536",
+                        {
+                            let mut v: Vec<_> = counts.iter().map(|(k, v)| (*k, *v)).collect();
+                            v.sort();
+                            v
+                        }
+                    )
+                })
+            } else {
+                None
+            }
+        };
+        if let Some(msg) = problem {
+            self.fault(b, wi, Some(exec.trailing_zeros()), pc, FaultKind::CollectiveMisuse, msg);
+            return Step::Stop;
         }
         Self::advance(w, mask);
         Step::Continue
