@@ -115,7 +115,7 @@ fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<
 
 /// `"0a1b"` → `[0x0a, 0x1b]`; `None` for an odd length or a non-hex digit.
 fn parse_hex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 || !hex.is_ascii() {
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
         return None;
     }
     (0..hex.len())
