@@ -264,6 +264,31 @@ fn compare_outcomes(a: &Outcome, b: &Outcome, tol: Tolerance) -> (Diff, Result<(
     (total, verdict)
 }
 
+/// Whether some buffer of `out` differs from its initial bytes.
+fn wrote_something(src: &str, inv: &Invocation, out: &Outcome) -> bool {
+    let Some(decls) = prism_runtime::emu::Module::parse(src)
+        .ok()
+        .and_then(|m| m.entry_params(&inv.kernel))
+    else {
+        return false;
+    };
+    let Ok(inputs) = cli::prepare_inputs(inv, &decls) else {
+        return false;
+    };
+    let initial: Vec<&Vec<u8>> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            cli::Input::Buffer { bytes, .. } => Some(bytes),
+            _ => None,
+        })
+        .collect();
+    initial.len() == out.buffers.len()
+        && initial
+            .iter()
+            .zip(&out.buffers)
+            .any(|(a, b)| **a != b.bytes)
+}
+
 #[derive(PartialEq)]
 enum Mode {
     EmulatorOnly,
@@ -359,6 +384,16 @@ fn main() -> ExitCode {
                 continue;
             }
         };
+        // A case whose launch changes no byte compares nothing: its arguments are wrong.
+        if !wrote_something(case.src, &inv, &emu) {
+            row(0, 0.0, 0, "-", "FAIL");
+            fail(
+                "the kernel changed no buffer on the emulator: check the case's arguments".into(),
+                &mut failures,
+            );
+            failed += 1;
+            continue;
+        }
         inv.lockstep = true;
         let lockstep = cli::execute(case.src, &inv);
         let self_check = match &lockstep {
