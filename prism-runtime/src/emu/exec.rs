@@ -517,7 +517,10 @@ impl L<'_> {
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
             Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
             Kind::Elect => "elect.sync".into(),
-            Kind::Setmaxnreg(inc) => format!("setmaxnreg.{}.sync.aligned.u32", if *inc { "inc" } else { "dec" }),
+            Kind::Setmaxnreg(inc) => format!(
+                "setmaxnreg.{}.sync.aligned.u32",
+                if *inc { "inc" } else { "dec" }
+            ),
             Kind::Wgmma(op) => wgmma::name(op),
             k => format!("{:?}", k),
         }

@@ -241,7 +241,14 @@ impl L<'_> {
             }
         };
         if let Some(msg) = problem {
-            self.fault(b, wi, Some(exec.trailing_zeros()), pc, FaultKind::CollectiveMisuse, msg);
+            self.fault(
+                b,
+                wi,
+                Some(exec.trailing_zeros()),
+                pc,
+                FaultKind::CollectiveMisuse,
+                msg,
+            );
             return Step::Stop;
         }
         Self::advance(w, mask);
