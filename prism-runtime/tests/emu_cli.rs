@@ -300,3 +300,63 @@ fn gpu_backend_shares_the_inputs_and_says_when_there_is_no_gpu() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("24 bytes"), "{err}");
 }
+
+/// `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]`: the Hopper probe's TMA load, driven from the CLI with the
+/// H100's input tensor, writes exactly the shared-memory image the H100 wrote; bad maps are usage errors.
+#[test]
+fn tensor_map_arguments() {
+    let p = fixture("hopper/probe.ptx");
+    let g = fixture("hopper/h100/tma_load_128B_64x8_oob_xy.global.bin");
+    let dir = tmpdir("tmap");
+    let ds = dir.to_str().unwrap();
+    let tm = format!("tmap:u16:104x40:64x8:128:@{g}");
+    let args = [
+        p.as_str(),
+        "_Z8tma_load14CUtensorMap_stiiiPhiPi",
+        "--grid",
+        "1",
+        "--block",
+        "128",
+        "--smem",
+        "2048",
+        tm.as_str(),
+        "i32:64",
+        "i32:36",
+        "i32:1024",
+        "buf:u8:1024:zero",
+        "i32:1024",
+        "buf:u32:1:zero",
+        "--dump",
+        ds,
+    ];
+    let (code, _out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let got = std::fs::read(dir.join("arg4.bin")).unwrap();
+    let want = std::fs::read(fixture("hopper/h100/tma_load_128B_64x8_oob_xy.smem.bin")).unwrap();
+    assert_eq!(got, want, "shared-memory image differs from the H100's");
+    assert_eq!(
+        std::fs::read(dir.join("arg0.bin")).unwrap(),
+        std::fs::read(&g).unwrap()
+    );
+    // Explicit strides (the packed ones) give the same result.
+    let tm2 = format!("tmap:u16:104x40:64x8:128:@{g}:208");
+    let mut a2 = args;
+    a2[8] = tm2.as_str();
+    let (code, _, err) = run(&a2);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(dir.join("arg4.bin")).unwrap(), want);
+    // A box wider than the swizzle span, a stride that is not a multiple of 16, a malformed spec.
+    for (bad, needle) in [
+        ("tmap:u16:104x40:128x8:128:zero", "swizzle span"),
+        ("tmap:u16:104x40:64x8:none:zero:200", "multiple of 16"),
+        ("tmap:u16:104x40:64x8:zero", "expected tmap:"),
+        ("tmap:u16:104x40:64x8:96:zero", "SWIZZLE"),
+    ] {
+        let mut a3 = args;
+        a3[8] = bad;
+        let (code, _, err) = run(&a3);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,8 +7,13 @@
 //!
 //! Each `ARG`, in kernel-parameter order, is a scalar (`u32:7`, `i32:-3`, `u64:9`, `i64:-1`, `f32:1.5`,
 //! `f64:2`) or a device buffer `buf:TYPE:COUNT:INIT` with `TYPE` one of `u8,i32,u32,i64,u64,f16,bf16,f32,f64`
-//! and `INIT` one of `zero`, `rand` (seeded by `--seed`, default 0), `iota` or `@path` (raw little-endian
-//! file), or a struct passed by value, `bytes:@path` or `bytes:0xHEX` (its raw little-endian bytes).
+//! (and `u16`, `i16`) and `INIT` one of `zero`, `rand` (seeded by `--seed`, default 0), `iota` or `@path` (raw little-endian
+//! file), or a struct passed by value, `bytes:@path` or `bytes:0xHEX` (its raw little-endian bytes), or a
+//! tensor map `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]` (emulator only): a global buffer of the tensor,
+//! initialised like `buf:`, and a 128-byte tensor map over it passed by value ([`TensorMap`]). `DIMS` and
+//! `BOX` are innermost first, joined by `x` (`512x256` = 256 rows of 512 elements); `SWIZZLE` is
+//! `none|32|64|128`; `STRIDES` (optional) are the byte strides of the outer dimensions (`1024x524288`,
+//! rank − 1 values, multiples of 16; default packed). `--dump` writes the tensor as `arg<i>.bin`.
 //!
 //! Both backends get the same bytes: the arguments are initialised once ([`prepare_inputs`]) and each
 //! backend only allocates and launches. `--backend gpu` loads the PTX with the CUDA driver on GPU 0 (lowering a
@@ -21,7 +26,7 @@
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only)";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -41,7 +46,7 @@ fn parse_dims(s: &str) -> Result<[u32; 3], String> {
 fn elem_size(ty: &str) -> Option<usize> {
     Some(match ty {
         "u8" => 1,
-        "f16" | "bf16" => 2,
+        "u16" | "i16" | "f16" | "bf16" => 2,
         "i32" | "u32" | "f32" => 4,
         "i64" | "u64" | "f64" => 8,
         _ => return None,
@@ -59,6 +64,7 @@ fn splitmix(s: &mut u64) -> u64 {
 fn encode(ty: &str, v: f64, i: i64) -> Vec<u8> {
     match ty {
         "u8" => vec![i as u8],
+        "u16" | "i16" => (i as i16).to_le_bytes().to_vec(),
         "i32" | "u32" => (i as i32).to_le_bytes().to_vec(),
         "i64" | "u64" => i.to_le_bytes().to_vec(),
         "f16" => half::f16::from_f64(v).to_bits().to_le_bytes().to_vec(),
@@ -71,7 +77,7 @@ fn encode(ty: &str, v: f64, i: i64) -> Vec<u8> {
 fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<u8>, String> {
     let es = elem_size(ty).ok_or_else(|| format!("unknown buffer type '{}'", ty))?;
     let float = matches!(ty, "f16" | "bf16" | "f32" | "f64");
-    let signed = matches!(ty, "i32" | "i64");
+    let signed = matches!(ty, "i16" | "i32" | "i64");
     match init {
         "zero" => Ok(vec![0u8; es * count]),
         "iota" => Ok((0..count)
@@ -255,6 +261,85 @@ pub enum Input {
     },
     /// A struct passed by value: its raw bytes.
     Bytes(Vec<u8>),
+    /// A tensor map passed by value and the global buffer it describes (`map.global_address` is set when
+    /// the buffer is allocated).
+    TensorMap {
+        /// Element type as written on the command line.
+        ty: String,
+        /// Initial contents of the tensor.
+        bytes: Vec<u8>,
+        /// The map, with a placeholder address.
+        map: TensorMap,
+    },
+}
+
+fn tensor_data_type(ty: &str) -> Option<TensorDataType> {
+    Some(match ty {
+        "u8" => TensorDataType::U8,
+        "u16" => TensorDataType::U16,
+        "i32" => TensorDataType::I32,
+        "u32" => TensorDataType::U32,
+        "i64" => TensorDataType::I64,
+        "u64" => TensorDataType::U64,
+        "f16" => TensorDataType::F16,
+        "bf16" => TensorDataType::Bf16,
+        "f32" => TensorDataType::F32,
+        "f64" => TensorDataType::F64,
+        _ => return None,
+    })
+}
+
+fn parse_x_list(s: &str) -> Option<Vec<u64>> {
+    s.split('x').map(|p| p.parse::<u64>().ok()).collect()
+}
+
+/// `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]` (after `tmap:`).
+fn parse_tmap(rest: &str, rng: &mut u64) -> Result<Input, String> {
+    let parts: Vec<&str> = rest.split(':').collect();
+    if parts.len() != 5 && parts.len() != 6 {
+        return Err("expected tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]".into());
+    }
+    let ty = parts[0];
+    let dt = tensor_data_type(ty).ok_or_else(|| format!("unknown tensor element type '{ty}'"))?;
+    let dims =
+        parse_x_list(parts[1]).ok_or_else(|| format!("bad DIMS '{}' (e.g. 512x256)", parts[1]))?;
+    let boxd =
+        parse_x_list(parts[2]).ok_or_else(|| format!("bad BOX '{}' (e.g. 64x128)", parts[2]))?;
+    let sw = TensorSwizzle::parse(parts[3])
+        .ok_or_else(|| format!("bad SWIZZLE '{}' (none, 32, 64 or 128)", parts[3]))?;
+    let es = dt.size();
+    let strides = match parts.get(5) {
+        Some(st) => parse_x_list(st)
+            .ok_or_else(|| format!("bad STRIDES '{st}' (byte strides, e.g. 1024x524288)"))?,
+        None => {
+            let mut v = Vec::new();
+            let mut acc = dims.first().copied().unwrap_or(0) * es;
+            for d in dims.iter().skip(1) {
+                v.push(acc);
+                acc *= d;
+            }
+            v
+        }
+    };
+    let box_u32: Vec<u32> = boxd
+        .iter()
+        .map(|&b| b.min(u32::MAX as u64) as u32)
+        .collect();
+    let map = TensorMap::tiled(dt, 0, &dims, &strides, &box_u32, sw).map_err(|e| e.to_string())?;
+    // Bytes the layout spans: the outermost stride times the outermost dim (or the packed inner row).
+    let span = match (strides.last(), dims.last()) {
+        (Some(s), Some(d)) if dims.len() > 1 => s.checked_mul(*d),
+        _ => dims.first().and_then(|d| d.checked_mul(es)),
+    }
+    .filter(|&b| b <= 1 << 34)
+    .ok_or("the tensor is larger than 16 GiB")?;
+    let count = span.div_ceil(es) as usize;
+    let bytes = init_buffer(ty, count, parts[4], rng)?;
+    Ok(Input::TensorMap {
+        ty: ty.to_string(),
+        bytes,
+        map,
+    })
 }
 
 /// One buffer after the launch.
@@ -474,6 +559,9 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
                     bytes,
                 }
             }
+            "tmap" => {
+                parse_tmap(rest, &mut rng).map_err(|e| format!("argument {idx} '{a}': {e}"))?
+            }
             // A parameter passed by value that is not a scalar (a struct): its raw bytes.
             "bytes" => {
                 if let Some(hex) = rest.strip_prefix("0x") {
@@ -501,6 +589,7 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
             Input::Scalar(p) => p.to_bytes().len(),
             Input::Buffer { .. } => 8,
             Input::Bytes(b) => b.len(),
+            Input::TensorMap { .. } => 128,
         };
         if size != d.size {
             return Err(format!(
@@ -564,6 +653,16 @@ fn run_emulator(
                 bufs.push((idx, ty, addr, bytes.len()));
                 ParamValue::Ptr(addr)
             }
+            Input::TensorMap { ty, bytes, mut map } => {
+                let addr = emu.alloc(bytes.len());
+                emu.write(addr, &bytes)
+                    .map_err(|e| CliError::Usage(e.to_string()))?;
+                bufs.push((idx, ty, addr, bytes.len()));
+                map.global_address = addr;
+                map.validate()
+                    .map_err(|e| CliError::Usage(format!("argument {idx}: {e}")))?;
+                ParamValue::Bytes(map.encode().to_vec())
+            }
         });
     }
     let t0 = std::time::Instant::now();
@@ -596,6 +695,14 @@ fn run_emulator(
 fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, CliError> {
     use crate::gpu::{GpuBackend, RawArg};
     use crate::RuntimeError;
+    if let Some(i) = inputs
+        .iter()
+        .position(|i| matches!(i, Input::TensorMap { .. }))
+    {
+        return Err(CliError::Usage(format!(
+            "argument {i}: tmap: arguments run on the emulator only (the GPU needs cuTensorMapEncodeTiled, not wired into the CLI yet)"
+        )));
+    }
     let gpu = GpuBackend::open(0).map_err(|e| match e {
         RuntimeError::NoGpu(m) => CliError::NoGpu(m),
         other => CliError::Gpu(other.to_string()),
@@ -614,7 +721,7 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
             (Input::Buffer { bytes, .. }, _) => RawArg::Buffer(bytes),
             (Input::Bytes(b), _) => RawArg::Value(b),
             (Input::Scalar(_), Some(b)) => RawArg::Value(b),
-            (Input::Scalar(_), None) => RawArg::Value(&[]),
+            (Input::Scalar(_), None) | (Input::TensorMap { .. }, _) => RawArg::Value(&[]),
         })
         .collect();
     let run = gpu
