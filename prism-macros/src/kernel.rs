@@ -463,7 +463,10 @@ fn finish(st: &State, root: &Function) -> TokenStream {
     }
     if st.root_is_kernel {
         match prism_core::compile_kernel(&root, &deps) {
-            Ok(ks) => emit_kernel(st, &root, &ks),
+            Ok(ks) => {
+                let raw = raw_address_params(&root, &deps, &graph);
+                emit_kernel(st, &root, &ks, &raw)
+            }
             Err(d) => fail(st, &root, d),
         }
     } else {
@@ -639,7 +642,55 @@ fn const_value(v: i64) -> TokenStream {
     }
 }
 
-fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel]) -> TokenStream {
+/// The kernel's 64-bit integer parameters (`u64`/`i64`, the width of a global address) whose values reach an
+/// argument of a device function that contains, or calls one that contains, `unsafe` inline PTX. Such a value
+/// may be used as an address that inline PTX reads or writes, which no launch-time check can validate, so the
+/// kernel's launcher is `unsafe` (pass memory as a typed pointer parameter instead, see
+/// `prism_kernels::global_address_u64`). `graph` is `finish`'s call graph (0 = root, `j + 1` = `deps[j]`).
+fn raw_address_params(
+    root: &Function,
+    deps: &[Function],
+    graph: &[Vec<(usize, Span)>],
+) -> Vec<String> {
+    let candidates: Vec<String> = root
+        .params
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.ty,
+                prism_core::ast::Type::Scalar(ScalarType::U64 | ScalarType::I64)
+            )
+        })
+        .map(|p| p.name.name.clone())
+        .collect();
+    if candidates.is_empty() {
+        return candidates;
+    }
+    let mut reach: Vec<bool> = deps.iter().map(|f| resolve::has_unsafe(&f.body)).collect();
+    loop {
+        let mut changed = false;
+        for j in 0..deps.len() {
+            if !reach[j]
+                && graph
+                    .get(j + 1)
+                    .is_some_and(|es| es.iter().any(|(to, _)| *to > 0 && reach[to - 1]))
+            {
+                reach[j] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    resolve::params_reaching(root, &candidates, &|callee| {
+        deps.iter()
+            .position(|f| f.name.name == callee)
+            .is_some_and(|j| reach[j])
+    })
+}
+
+fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel], raw: &[String]) -> TokenStream {
     let item = match syn::parse2::<syn::ItemFn>(st.root_item.clone()) {
         Ok(i) => i,
         Err(e) => return e.to_compile_error(),
@@ -712,11 +763,31 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel]) -> TokenStrea
         let info_doc = format!(
             "Launch description of `{disp}`: entry `{entry}`, perspective bound `requires({bound})`, {contract_doc}."
         );
-        let launch_doc = format!(
+        let mut launch_doc = format!(
             "Launches `{disp}` on `{dev}` with `{dims}` (1-D grid of blocks).\n\n\
              The contract is validated first ({contract_doc}); a launch that violates it returns \
              `Err(RuntimeError::BadLaunch(..))` and nothing runs.\n\nParameters:\n{param_docs}"
         );
+        let unsafety = if raw.is_empty() {
+            TokenStream::new()
+        } else {
+            let names = raw
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            launch_doc.push_str(&format!(
+                "\n\n# Safety\n\n{names} reach{} a device function with `unsafe` inline PTX, which may use \
+                 {} as a device address: no launch-time check can validate {}. The caller must pass values that \
+                 those device functions' documentation allows (typically the address of live memory of this \
+                 device, of the size the kernel indexes). To get a safe launcher, take the memory as a typed \
+                 pointer parameter and compute the address in the kernel (`prism_kernels::global_address_u64`).",
+                if raw.len() == 1 { "es" } else { "" },
+                if raw.len() == 1 { "it" } else { "them" },
+                if raw.len() == 1 { "it" } else { "them" },
+            ));
+            quote!(unsafe)
+        };
         out.extend(quote_spanned! {root.name.span=>
             #[allow(dead_code)]
             impl #ty {
@@ -735,8 +806,8 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel]) -> TokenStrea
                     )
                 };
                 #[doc = #launch_doc]
-                #[allow(clippy::too_many_arguments)]
-                pub fn launch(
+                #[allow(clippy::too_many_arguments, unused_unsafe)]
+                pub #unsafety fn launch(
                     #dev: &::prism_runtime::Device,
                     #dims: ::prism_runtime::LaunchDims,
                     #(#decls),*

@@ -53,7 +53,10 @@ fn kernel_without_calls_expands_to_struct_info_launch_and_registration() {
     );
     let t = s(&out);
     assert!(!items(&out).contains("compile_error"), "{t}");
-    assert!(t.contains("macro_rules ! add"), "a callback macro marks the kernel: {t}");
+    assert!(
+        t.contains("macro_rules ! add"),
+        "a callback macro marks the kernel: {t}"
+    );
     assert!(t.contains("@ dep kernel []"), "{t}");
     assert!(t.contains("pub struct add ;"), "{t}");
     assert!(t.contains("impl add {"), "{t}");
@@ -143,7 +146,10 @@ fn kernel_errors_become_compile_errors_and_placeholder_items() {
     assert!(t.contains("pub const INFO"), "{t}");
     assert!(t.contains("pub fn launch < >"), "{t}");
     assert!(t.contains("unreachable !"), "{t}");
-    assert!(!t.contains("inventory"), "a rejected kernel is not registered: {t}");
+    assert!(
+        !t.contains("inventory"),
+        "a rejected kernel is not registered: {t}"
+    );
 }
 
 #[test]
@@ -214,8 +220,7 @@ fn calls_route_through_the_callee_macro_and_resume_finishes() {
         }
     );
     let chain = expand_attr(FnKind::Kernel, kernel_attr, kernel_item);
-    let state = invocation_body(&chain, "helper")
-        .expect("a call of the callee's local macro");
+    let state = invocation_body(&chain, "helper").expect("a call of the callee's local macro");
     let st = s(&state);
     assert!(st.starts_with("@ root kernel"), "{st}");
     assert!(st.contains("@ pending ["), "{st}");
@@ -264,7 +269,10 @@ fn a_called_kernel_is_unknown_fn_at_the_call() {
     let out = resume(input);
     let t = s(&out);
     assert!(t.contains("[UNKNOWN-FN] `other` is a kernel"), "{t}");
-    assert!(t.contains("pub fn launch"), "placeholders follow the error: {t}");
+    assert!(
+        t.contains("pub fn launch"),
+        "placeholders follow the error: {t}"
+    );
 }
 
 #[test]

@@ -343,17 +343,17 @@ fn run_vadd(d: &Device, n: usize, block: u32) {
     let mut dc = d.htod(&vec![SENTINEL; n + 1]).unwrap();
     let grid = (n as u32).div_ceil(block).max(1);
     let report = launch(
-            &d,
-            &VADD,
-            LaunchDims::new(grid, block),
-            &mut [
-                da.as_arg(),
-                db.as_arg(),
-                dc.as_arg_mut(),
-                KernelArg::U32(n as u32),
-            ],
-        )
-        .unwrap();
+        &d,
+        &VADD,
+        LaunchDims::new(grid, block),
+        &mut [
+            da.as_arg(),
+            db.as_arg(),
+            dc.as_arg_mut(),
+            KernelArg::U32(n as u32),
+        ],
+    )
+    .unwrap();
     assert_eq!(report.backend, d.backend());
     let c = d.dtoh(&dc).unwrap();
     for i in 0..n {
@@ -833,7 +833,7 @@ fn bool_parameters_arrive_as_zero_or_one() {
     for (x, y) in [(true, false), (false, true), (true, true)] {
         let mut out = d.htod(&[7u32, 7]).unwrap();
         launch(
-        &d,
+            &d,
             &k,
             LaunchDims::new(1, 1),
             &mut [out.as_arg_mut(), x.into(), KernelArg::Bool(y)],
@@ -903,8 +903,7 @@ fn dynamic_shared_memory_over_48_kib() {
     let k = info.k();
     let d = device();
     let mut out = d.htod(&[u32::MAX; 256]).unwrap();
-    launch(&d, &k, LaunchDims::new(1, 256), &mut [out.as_arg_mut()])
-        .unwrap();
+    launch(&d, &k, LaunchDims::new(1, 256), &mut [out.as_arg_mut()]).unwrap();
     assert_eq!(d.dtoh(&out).unwrap(), (0..256u32).rev().collect::<Vec<_>>());
     // The same kernel with less dynamic shared memory than it touches faults on the emulator.
     let small = Info {
