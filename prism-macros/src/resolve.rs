@@ -302,11 +302,13 @@ fn block_flows(
     };
     for s in &b.stmts {
         match &s.kind {
-            StmtKind::Let { name, init, .. } => {
-                if let Some(e) = init {
-                    let r = expr(e, calls);
-                    assigns.push((name.name.clone(), r));
-                }
+            StmtKind::Let {
+                name,
+                init: Some(e),
+                ..
+            } => {
+                let r = expr(e, calls);
+                assigns.push((name.name.clone(), r));
             }
             StmtKind::Assign { place, value, .. } => {
                 let r = expr(value, calls);

@@ -343,7 +343,7 @@ fn run_vadd(d: &Device, n: usize, block: u32) {
     let mut dc = d.htod(&vec![SENTINEL; n + 1]).unwrap();
     let grid = (n as u32).div_ceil(block).max(1);
     let report = launch(
-        &d,
+        d,
         &VADD,
         LaunchDims::new(grid, block),
         &mut [
@@ -415,7 +415,7 @@ fn assert_not_launched(d: &Device, c: &DeviceBuffer<f32>) {
 fn expect_bad_launch(d: &Device, k: &KernelInfo, dims: LaunchDims, needles: &[&str]) {
     let mut x = bufs(d);
     let r = launch(
-        &d,
+        d,
         k,
         dims,
         &mut [
