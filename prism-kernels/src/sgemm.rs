@@ -113,7 +113,7 @@ impl SgemmVariant {
             }
             _ => {
                 let (bm, bn, _) = self.required_multiple().unwrap_or((1, 1, 1));
-                let block = self.info().contract.threads_exact.unwrap_or(256);
+                let block = self.info().contract().threads_exact().unwrap_or(256);
                 LaunchDims::new((m / bm) * (n / bn), block)
             }
         }
