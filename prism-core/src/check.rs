@@ -555,6 +555,31 @@ impl<'a> Cx<'a> {
                     ));
                 }
             }
+            // Paper 000 §3.4.2: thread-shared data gets a narrower perspective only from a shared allocation
+            // (block[1]), `partition` (T-PARTITION: y at π/c) or `claim` (T-CLAIM). A kernel's pointer
+            // arguments come from the host, the same address for every thread: a `*mut` one declared
+            // narrower than the kernel would let every unit write "its own" copy of the same memory.
+            if let (FnKind::Kernel, Type::Ptr { mutable: true, .. }, Some(a)) = (f.kind, &p.ty, &p.at) {
+                if a.perspective != self.facts.top {
+                    self.errors.push(
+                        err(
+                            "PARAM-MUT",
+                            a.span,
+                            format!(
+                                "`*mut` kernel parameter `{}` is declared at {}, narrower than the kernel's {}: \
+                                 the host passes the same pointer to every {}, so their writes through it would race",
+                                p.name, a.perspective, self.facts.top, a.perspective
+                            ),
+                        )
+                        .note(p.name.span, format!("`{}` is one address for the whole launch", p.name))
+                        .help(format!(
+                            "declare it at {} (or drop `#[at]`) and narrow it with `partition({}, {}, |i| .., |{}_part| ..)` \
+                             (paper 000 §3.4.2, T-PARTITION)",
+                            self.facts.top, p.name, a.perspective, p.name
+                        )),
+                    );
+                }
+            }
             if f.kind == FnKind::Kernel && matches!(p.ty, Type::ArrayRef { .. }) {
                 self.errors.push(
                     err("TYPE", p.span, "kernels cannot take array references")
