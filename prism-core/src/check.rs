@@ -136,6 +136,8 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
         for vals in value_sets {
             let mut cx = Cx::new(f, deps, facts, vals.clone());
             cx.run();
+            cx.errors
+                .extend(crate::consteval::check_overflow(f, vals.as_deref()));
             for d in cx.errors.drain(..) {
                 // The same error in every instance is reported once.
                 let key = (
@@ -380,6 +382,19 @@ struct Cx<'a> {
     shared: Vec<SharedAlloc>,
     own_smem: u64,
     callee_smem: u64,
+}
+
+/// The element types an atomic intrinsic supports (as the emitter lowers them to PTX `atom`): `None` when
+/// `t` is one, else the list for the help line.
+fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
+    use ScalarType::*;
+    match name {
+        "atomic_add" => (!matches!(t, U32 | I32 | U64 | F32 | F64)).then_some("u32, i32, u64, f32 and f64"),
+        "atomic_max" | "atomic_min" => {
+            (!matches!(t, U32 | I32 | U64 | I64)).then_some("u32, i32, u64 and i64")
+        }
+        _ => (t == Bool || t.size() == 2).then_some("32- and 64-bit types"),
+    }
 }
 
 fn err(rule: &'static str, span: Span, msg: impl Into<String>) -> Diagnostic {
@@ -2904,6 +2919,18 @@ impl<'a> Cx<'a> {
                     return Ty::Err;
                 }
                 let elem = self.ptr_arg(name, &args[0], true, None, code);
+                if let Some(el) = elem {
+                    if let Some(ok) = atomic_types(n, el) {
+                        self.errors.push(
+                            err(
+                                "INTRINSIC",
+                                args[0].span,
+                                format!("`{n}` is not available on {el} memory (PTX has no such `atom`)"),
+                            )
+                            .help(format!("`{n}` works on {ok}")),
+                        );
+                    }
+                }
                 let i = self.expr(&args[1], &at(t1, "the index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 for v in &args[2..] {
@@ -2990,6 +3017,12 @@ impl<'a> Cx<'a> {
                         None
                     }
                 };
+                if elem == Some(ScalarType::Bool) {
+                    self.errors.push(
+                        err("INTRINSIC", args[0].span, format!("`{n}` has no form for bool memory"))
+                            .help("load the elements one by one: `p[i]`"),
+                    );
+                }
                 let isink = Sink {
                     id_target: None,
                     ..sink.clone()
@@ -3041,8 +3074,42 @@ impl<'a> Cx<'a> {
                                         .help(format!("wrap it: `async_({}, |{}_async| {{ {n}({}_async, ..) }})`", v.name, v.name, v.name)),
                                 );
                             }
-                            if let Ty::Ptr { elem, .. } = v.ty {
+                            if let Ty::Ptr { elem, space, .. } = v.ty {
                                 dst_elem = Some(elem);
+                                if n == "cp_async_bulk"
+                                    && space == Space::Shared
+                                    && v.at != Perspective::block(1)
+                                {
+                                    self.errors.push(
+                                        err(
+                                            "ASYNC-BULK",
+                                            id.span,
+                                            format!(
+                                                "`cp_async_bulk` needs its `async_` target at block[1], `{}` is at {}",
+                                                v.name, v.at
+                                            ),
+                                        )
+                                        .help(
+                                            "copy into a shared allocation seen at block[1] (`async_(s, ..)` on `let s: Shared<[T; N]>;` itself): \
+                                             its copies complete on one mbarrier that every thread of the block waits on",
+                                        ),
+                                    );
+                                }
+                                if space != Space::Shared {
+                                    self.errors.push(
+                                        err(
+                                            "INTRINSIC",
+                                            id.span,
+                                            format!(
+                                                "`{n}` copies from global into shared memory, but its destination `{}` is global memory",
+                                                v.name
+                                            ),
+                                        )
+                                        .help(format!(
+                                            "copy into a shared allocation (`let s: Shared<[T; N]>;` then `async_(s, |s_async| {{ {n}(s_async, ..) }})`), or read the source with plain loads"
+                                        )),
+                                    );
+                                }
                             }
                         }
                     }
@@ -3055,6 +3122,27 @@ impl<'a> Cx<'a> {
                 let i = self.expr(&args[1], &at(t1, "the destination index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 let src_elem = self.ptr_arg(name, &args[2], false, None, code);
+                if let ExprKind::Var(id) = &args[2].kind {
+                    if let Some(v) = self.lookup(&id.name).map(|i| &self.vars[i]) {
+                        if let Ty::Ptr {
+                            space: Space::Shared,
+                            ..
+                        } = v.ty
+                        {
+                            self.errors.push(
+                                err(
+                                    "INTRINSIC",
+                                    id.span,
+                                    format!(
+                                        "`{n}` copies from global into shared memory, but its source `{}` is shared memory",
+                                        v.name
+                                    ),
+                                )
+                                .help("copy between shared allocations with plain loads and stores"),
+                            );
+                        }
+                    }
+                }
                 if let (Some(a), Some(b)) = (dst_elem, src_elem) {
                     if a != b {
                         self.errors.push(err(
@@ -3069,7 +3157,7 @@ impl<'a> Cx<'a> {
                 let bytes = self.eval(&args[4]).ok();
                 let ok = match (n, bytes) {
                     ("cp_async", Some(4 | 8 | 16)) => true,
-                    ("cp_async_bulk", Some(b)) => b > 0 && b % 16 == 0,
+                    ("cp_async_bulk", Some(b)) => b > 0 && b % 16 == 0 && b < 1 << 20,
                     _ => false,
                 };
                 if !ok {
@@ -3079,7 +3167,7 @@ impl<'a> Cx<'a> {
                         if n == "cp_async" {
                             "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string()
                         } else {
-                            "`cp_async_bulk` copies a constant multiple of 16 bytes".to_string()
+                            "`cp_async_bulk` copies a constant multiple of 16 bytes below 1 MiB".to_string()
                         },
                     ));
                 }

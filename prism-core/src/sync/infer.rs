@@ -206,7 +206,7 @@ fn stmt_exprs(s: &Stmt) -> Vec<&Expr> {
     }
 }
 
-fn sub_exprs(e: &Expr) -> Vec<&Expr> {
+pub(crate) fn sub_exprs(e: &Expr) -> Vec<&Expr> {
     match &e.kind {
         ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
         ExprKind::Asm { operands, .. } => operands.iter().map(|o| &o.expr).collect(),
