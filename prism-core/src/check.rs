@@ -382,6 +382,9 @@ struct Cx<'a> {
     shared: Vec<SharedAlloc>,
     own_smem: u64,
     callee_smem: u64,
+    /// The first shared allocation and the first call of a callee with shared memory (SMEM-LIMIT spans).
+    first_alloc: Option<Span>,
+    first_smem_call: Option<Span>,
 }
 
 /// The element types an atomic intrinsic supports (as the emitter lowers them to PTX `atom`): `None` when
@@ -424,6 +427,8 @@ impl<'a> Cx<'a> {
             shared: Vec::new(),
             own_smem: 0,
             callee_smem: 0,
+            first_alloc: None,
+            first_smem_call: None,
         };
         for (i, c) in f.const_params.iter().enumerate() {
             let value = vals.as_ref().and_then(|v| v.get(i).copied());
@@ -704,17 +709,27 @@ impl<'a> Cx<'a> {
                 }
             }
         } else if self.f.kind == FnKind::Device && total > 0 {
-            // Device functions announce their shared memory so callers can account for it.
+            // Device functions announce their shared memory so callers can account for it. The error points
+            // at the first allocation (or the call of a callee that needs shared memory).
+            let (at, what) = match (self.first_alloc, self.first_smem_call) {
+                (Some(a), _) => (a, "this allocation"),
+                (None, Some(c)) => (c, "this call (the callee's `smem`)"),
+                (None, None) => (self.f.name.span, "its body"),
+            };
             self.errors.push(
                 err(
                     "SMEM-LIMIT",
-                    self.f.name.span,
+                    at,
                     format!(
-                        "`{}` allocates {total} bytes of shared memory but declares no `smem`",
+                        "`{}` allocates {total} bytes of shared memory ({what}) but declares no `smem`",
                         self.f.name
                     ),
                 )
-                .help(format!("add `smem = {total}` to the attribute")),
+                .note(
+                    self.f.name.span,
+                    format!("`{}` is declared here without `smem = ..`", self.f.name),
+                )
+                .help(format!("add `smem = {total}` to the attribute, so that callers can budget it")),
             );
         }
         if total > DEVICE_SMEM_LIMIT {
@@ -917,10 +932,16 @@ impl<'a> Cx<'a> {
             ),
         )
         .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
-        .help(format!(
-            "only variables at {} or broader can flow there",
-            sink.p
-        ));
+        .help(if sink.rule == "T-PARTITION" {
+            format!(
+                "the index closure runs at {p} (READ-UP into {p}): it may read only variables at {p} or broader, \
+                 which every thread of a {p} unit shares; per-thread offsets belong in the indices of the uses \
+                 (`y[i]`), or partition further down to the threads that own the value",
+                p = sink.p
+            )
+        } else {
+            format!("only variables at {} or broader can flow there", sink.p)
+        });
         self.errors.push(d);
     }
 
@@ -1193,6 +1214,7 @@ impl<'a> Cx<'a> {
                 ));
             } else {
                 let bytes = (n as u64).saturating_mul(elem.size() as u64);
+                self.first_alloc.get_or_insert(s.span);
                 let offset = align16(self.own_smem);
                 self.own_smem = offset.saturating_add(bytes);
                 let start = s.span.start();
@@ -1655,10 +1677,14 @@ impl<'a> Cx<'a> {
         for ip in &index.params {
             self.declare(ip, p, Ty::IntLit, false);
         }
+        // T-PARTITION: the closure maps each P unit to its part of `x`, so it reads at P (READ-UP into P).
         let sink = Sink {
             p,
-            rule: "READ-UP",
-            what: format!("the index function of a partition into {p}"),
+            rule: "T-PARTITION",
+            what: format!(
+                "the index closure of `partition({}, {p}, ..)`, which computes one offset per {p} unit",
+                target.name
+            ),
             id_target: None,
         };
         let ity = self.expr(&index.body, &sink, code);
@@ -2533,6 +2559,9 @@ impl<'a> Cx<'a> {
         // Shared memory of the callee (T-Function-Call: m' ≤ m).
         if let Some(bytes) = fn_smem(callee, &callee_consts, self.deps, 0) {
             self.callee_smem = self.callee_smem.max(bytes);
+            if bytes > 0 {
+                self.first_smem_call.get_or_insert(name.span);
+            }
         }
         if args.len() != callee.params.len() {
             self.errors.push(err(

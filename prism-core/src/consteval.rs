@@ -152,7 +152,7 @@ fn wrap(v: i128, t: ScalarType) -> i128 {
 
 fn overflow(e: &Expr, msg: String) -> Diagnostic {
     Diagnostic::new("CONST-OVERFLOW", e.span, msg).help(
-        "rustc rejects this constant too; use a wider type (`as u64`), `wrapping_*`-style explicit masking, or a smaller value",
+        "rustc rejects this constant expression too: compute it in a wider type (`as i64`, `as u64`) or change the value",
     )
 }
 

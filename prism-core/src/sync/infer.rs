@@ -1099,7 +1099,9 @@ impl<'a> Infer<'a> {
                     Some(e) => self.accs_of(&[e]),
                     None => Vec::new(),
                 };
-                let st = self.simple(accs, st, s.span);
+                // Diagnostics point at the initializer (the access), not at `#[at(..)] let`.
+                let sp = init.as_ref().map(|e| e.span).unwrap_or(s.span);
+                let st = self.simple(accs, st, sp);
                 let l = match ty {
                     Some(Type::Shared { .. }) => {
                         // Keyed by position: the same allocation on every loop iteration.
