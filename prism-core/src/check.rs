@@ -1006,7 +1006,20 @@ impl<'a> Cx<'a> {
                 end,
                 step,
                 body,
-            } => self.t_for(var, start, end, step.as_ref(), body, code),
+            } => {
+                // `step_by(0)` panics in Rust; a constant step must be positive.
+                if let Some(st) = step {
+                    if let Ok(v) = self.eval(st) {
+                        if v <= 0 {
+                            self.errors.push(
+                                err("LOOP", st.span, format!("`step_by({v})`: the step of a loop must be positive"))
+                                    .help("Rust's `step_by` panics on 0; use a step of 1 or more"),
+                            );
+                        }
+                    }
+                }
+                self.t_for(var, start, end, step.as_ref(), body, code)
+            }
             StmtKind::Break | StmtKind::Continue => {
                 if self.loop_depth == 0 {
                     let what = if matches!(s.kind, StmtKind::Break) {
@@ -2202,9 +2215,11 @@ impl<'a> Cx<'a> {
                     BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
                 );
                 let ok = match &t {
-                    Ty::Scalar(ScalarType::Bool) => {
-                        cmp || matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
-                    }
+                    // PTX compares predicates only for (in)equality: `false < true` is not lowered.
+                    Ty::Scalar(ScalarType::Bool) => matches!(
+                        op,
+                        BinOp::Eq | BinOp::Ne | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor
+                    ),
                     Ty::Scalar(s) if s.is_float() => {
                         !matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
                     }
@@ -2356,10 +2371,13 @@ impl<'a> Cx<'a> {
                 )),
             }
         }
+        // The approximate transcendental instructions (`ex2`, `lg2`, `sin`, `cos`) exist for f32 only.
+        let f32_only = matches!(method.name.as_str(), "exp2" | "log2" | "sin" | "cos");
         let ok = match &ty {
             Ty::Err => true,
             Ty::FloatLit => true,
-            Ty::Scalar(ScalarType::F32 | ScalarType::F64) => true,
+            Ty::Scalar(ScalarType::F32) => true,
+            Ty::Scalar(ScalarType::F64) => !f32_only,
             Ty::Scalar(s) if s.is_int() => !float_only,
             Ty::IntLit => !float_only,
             _ => false,
@@ -2372,6 +2390,8 @@ impl<'a> Cx<'a> {
             );
             if matches!(ty, Ty::Scalar(ScalarType::F16 | ScalarType::BF16)) {
                 d = d.help("convert to f32 first: `(x as f32).sqrt()`");
+            } else if f32_only && ty == Ty::Scalar(ScalarType::F64) {
+                d = d.help(format!("PTX has `{}` for f32 only: `(x as f32).{}()`", method.name, method.name));
             }
             self.errors.push(d);
             return Ty::Err;

@@ -2057,6 +2057,15 @@ impl<'a> Em<'a> {
                     (&a, &b),
                     (Val::Imm(Imm::Float(_), _), _) | (_, Val::Imm(Imm::Float(_), _))
                 ) {
+                    // Two untyped float constants: fold in f64 and stay untyped (a literal), so that the
+                    // result adopts the type of what it meets, as the checker types it.
+                    if let (Val::Imm(x, _), Val::Imm(y, _)) = (&a, &b) {
+                        if let Some(Val::Imm(i @ Imm::Float(_), _)) =
+                            fold(op, *x, *y, ScalarType::F64)
+                        {
+                            return Ok(Val::Imm(i, None));
+                        }
+                    }
                     ScalarType::F64
                 } else {
                     return fold_untyped(op, &a, &b, span);
