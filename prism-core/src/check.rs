@@ -392,7 +392,9 @@ struct Cx<'a> {
 fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
     use ScalarType::*;
     match name {
-        "atomic_add" => (!matches!(t, U32 | I32 | U64 | F32 | F64)).then_some("u32, i32, u64, f32 and f64"),
+        "atomic_add" => {
+            (!matches!(t, U32 | I32 | U64 | F32 | F64)).then_some("u32, i32, u64, f32 and f64")
+        }
         "atomic_max" | "atomic_min" => {
             (!matches!(t, U32 | I32 | U64 | I64)).then_some("u32, i32, u64 and i64")
         }
@@ -579,7 +581,9 @@ impl<'a> Cx<'a> {
             // (block[1]), `partition` (T-PARTITION: y at π/c) or `claim` (T-CLAIM). A kernel's pointer
             // arguments come from the host, the same address for every thread: a `*mut` one declared
             // narrower than the kernel would let every unit write "its own" copy of the same memory.
-            if let (FnKind::Kernel, Type::Ptr { mutable: true, .. }, Some(a)) = (f.kind, &p.ty, &p.at) {
+            if let (FnKind::Kernel, Type::Ptr { mutable: true, .. }, Some(a)) =
+                (f.kind, &p.ty, &p.at)
+            {
                 if a.perspective != self.facts.top {
                     self.errors.push(
                         err(
@@ -1012,8 +1016,12 @@ impl<'a> Cx<'a> {
                     if let Ok(v) = self.eval(st) {
                         if v <= 0 {
                             self.errors.push(
-                                err("LOOP", st.span, format!("`step_by({v})`: the step of a loop must be positive"))
-                                    .help("Rust's `step_by` panics on 0; use a step of 1 or more"),
+                                err(
+                                    "LOOP",
+                                    st.span,
+                                    format!("`step_by({v})`: the step of a loop must be positive"),
+                                )
+                                .help("Rust's `step_by` panics on 0; use a step of 1 or more"),
                             );
                         }
                     }
@@ -2391,7 +2399,10 @@ impl<'a> Cx<'a> {
             if matches!(ty, Ty::Scalar(ScalarType::F16 | ScalarType::BF16)) {
                 d = d.help("convert to f32 first: `(x as f32).sqrt()`");
             } else if f32_only && ty == Ty::Scalar(ScalarType::F64) {
-                d = d.help(format!("PTX has `{}` for f32 only: `(x as f32).{}()`", method.name, method.name));
+                d = d.help(format!(
+                    "PTX has `{}` for f32 only: `(x as f32).{}()`",
+                    method.name, method.name
+                ));
             }
             self.errors.push(d);
             return Ty::Err;
@@ -3068,8 +3079,12 @@ impl<'a> Cx<'a> {
                 };
                 if elem == Some(ScalarType::Bool) {
                     self.errors.push(
-                        err("INTRINSIC", args[0].span, format!("`{n}` has no form for bool memory"))
-                            .help("load the elements one by one: `p[i]`"),
+                        err(
+                            "INTRINSIC",
+                            args[0].span,
+                            format!("`{n}` has no form for bool memory"),
+                        )
+                        .help("load the elements one by one: `p[i]`"),
                     );
                 }
                 let isink = Sink {
@@ -3216,7 +3231,8 @@ impl<'a> Cx<'a> {
                         if n == "cp_async" {
                             "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string()
                         } else {
-                            "`cp_async_bulk` copies a constant multiple of 16 bytes below 1 MiB".to_string()
+                            "`cp_async_bulk` copies a constant multiple of 16 bytes below 1 MiB"
+                                .to_string()
                         },
                     ));
                 }

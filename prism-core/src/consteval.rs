@@ -1,7 +1,9 @@
 //! Integer constant expressions: perspective sizes, `smem`/`threads`/`blocks`, array lengths, loop bounds
 //! after const-generic substitution. Used by `parse`, `check` and `emit`.
 
-use crate::ast::{BinOp, Block, Expr, ExprKind, Function, Lit, ScalarType, Stmt, StmtKind, Type, UnOp};
+use crate::ast::{
+    BinOp, Block, Expr, ExprKind, Function, Lit, ScalarType, Stmt, StmtKind, Type, UnOp,
+};
 use crate::Diagnostic;
 use std::collections::HashMap;
 
@@ -172,12 +174,21 @@ impl Ov<'_> {
     }
 
     fn var_ty(&self, name: &str) -> Option<ScalarType> {
-        self.scopes.iter().rev().find_map(|s| s.get(name)).copied().flatten()
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.get(name))
+            .copied()
+            .flatten()
     }
 
     /// A const generic (never shadowed: Rust forbids `let` shadowing them) with its value when known.
     fn konst(&self, name: &str) -> Option<(ScalarType, Option<i64>)> {
-        let i = self.f.const_params.iter().position(|c| c.name.name == name)?;
+        let i = self
+            .f
+            .const_params
+            .iter()
+            .position(|c| c.name.name == name)?;
         Some((
             self.f.const_params[i].ty,
             self.values.and_then(|v| v.get(i).copied()),
@@ -238,11 +249,11 @@ impl Ov<'_> {
                 }
                 Ok(Some(v))
             }
-            ExprKind::Var(id) => Ok(self
-                .konst(&id.name)
-                .and_then(|(_, v)| v)
-                .map(|v| v as i128)),
-            ExprKind::Unary { op: UnOp::Neg, expr } => {
+            ExprKind::Var(id) => Ok(self.konst(&id.name).and_then(|(_, v)| v).map(|v| v as i128)),
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                expr,
+            } => {
                 let Some(x) = self.eval(expr, t, true)? else {
                     return Ok(None);
                 };
@@ -255,9 +266,10 @@ impl Ov<'_> {
                 }
                 Ok(Some(r))
             }
-            ExprKind::Unary { op: UnOp::Not, expr } => {
-                Ok(self.eval(expr, t, false)?.map(|x| wrap(!x, t)))
-            }
+            ExprKind::Unary {
+                op: UnOp::Not,
+                expr,
+            } => Ok(self.eval(expr, t, false)?.map(|x| wrap(!x, t))),
             ExprKind::Binary { op, lhs, rhs } if is_arith(*op) => {
                 let shift = matches!(op, BinOp::Shl | BinOp::Shr);
                 let Some(a) = self.eval(lhs, t, false)? else {
@@ -279,16 +291,32 @@ impl Ov<'_> {
                     BinOp::Div | BinOp::Rem if b == 0 => {
                         return Err(overflow(
                             e,
-                            format!("{} by zero in a constant expression", if *op == BinOp::Div { "division" } else { "remainder" }),
+                            format!(
+                                "{} by zero in a constant expression",
+                                if *op == BinOp::Div {
+                                    "division"
+                                } else {
+                                    "remainder"
+                                }
+                            ),
                         ))
                     }
                     BinOp::Div | BinOp::Rem if a == lo && b == -1 && t.is_signed() => {
-                        return Err(overflow(e, format!("`{a} {} -1` overflows {t}", if *op == BinOp::Div { "/" } else { "%" })))
+                        return Err(overflow(
+                            e,
+                            format!(
+                                "`{a} {} -1` overflows {t}",
+                                if *op == BinOp::Div { "/" } else { "%" }
+                            ),
+                        ))
                     }
                     BinOp::Div => a / b,
                     BinOp::Rem => a % b,
                     BinOp::Shl | BinOp::Shr if !(0..bits).contains(&b) => {
-                        return Err(overflow(e, format!("shift by {b} overflows {t} ({bits} bits)")))
+                        return Err(overflow(
+                            e,
+                            format!("shift by {b} overflows {t} ({bits} bits)"),
+                        ))
                     }
                     BinOp::Shl => return Ok(Some(wrap(((a as u128) << b) as i128, t))),
                     BinOp::Shr => a >> b,

@@ -23,7 +23,8 @@ fn errors(body: &str) -> Vec<prism_core::Diagnostic> {
 fn rejected(body: &str, want: &str) {
     let d = errors(body);
     assert!(
-        d.iter().any(|d| d.rule == "CONST-OVERFLOW" && d.message.contains(want)),
+        d.iter()
+            .any(|d| d.rule == "CONST-OVERFLOW" && d.message.contains(want)),
         "expected CONST-OVERFLOW ({want}) for:\n{body}\ngot: {}",
         texts(&d)
     );
@@ -31,15 +32,25 @@ fn rejected(body: &str, want: &str) {
 
 fn accepted(body: &str) {
     let d = errors(body);
-    assert!(d.is_empty(), "expected no error for:\n{body}\ngot: {}", texts(&d));
+    assert!(
+        d.is_empty(),
+        "expected no error for:\n{body}\ngot: {}",
+        texts(&d)
+    );
 }
 
 #[test]
 fn overflowing_constants_are_rejected() {
     rejected("let x: i32 = 2147483647 * 2;", "overflows i32");
     rejected("let x = 2147483647 + 1;", "overflows i32");
-    rejected("let x: i64 = -9223372036854775808i64 / -1;", "overflows i64");
-    rejected("let x: i64 = -9223372036854775808i64 % -1;", "overflows i64");
+    rejected(
+        "let x: i64 = -9223372036854775808i64 / -1;",
+        "overflows i64",
+    );
+    rejected(
+        "let x: i64 = -9223372036854775808i64 % -1;",
+        "overflows i64",
+    );
     rejected("let x: u32 = 0u32 - 1;", "overflows u32");
     rejected("let x: u32 = 4294967296;", "out of range for u32");
     rejected("let x: i32 = 2147483648;", "out of range for i32");
@@ -47,7 +58,10 @@ fn overflowing_constants_are_rejected() {
     rejected("let x: u32 = 7 % (3 - 3);", "remainder by zero");
     rejected("let x: u32 = 1u32 << 32;", "shift by 32");
     rejected("let x: u64 = (4294967295u32 + 1) as u64;", "overflows u32");
-    rejected("#[at(thread[1])] let t: u32 = id();\nlet z: u32 = n + 4294967296;", "out of range for u32");
+    rejected(
+        "#[at(thread[1])] let t: u32 = id();\nlet z: u32 = n + 4294967296;",
+        "out of range for u32",
+    );
     rejected("let x: i32 = -(-2147483648);", "overflows i32");
 }
 
@@ -79,8 +93,15 @@ fn run_count(body: &str) -> u32 {
     let mut emu = Emulator::new(EmuConfig::default());
     let y = emu.alloc(4);
     emu.write(y, &[0; 4]).unwrap();
-    emu.launch(&module, &ks[0].entry, [1, 1, 1], [1, 1, 1], 0, &[ParamValue::Ptr(y), ParamValue::U32(0)])
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", ks[0].ptx));
+    emu.launch(
+        &module,
+        &ks[0].entry,
+        [1, 1, 1],
+        [1, 1, 1],
+        0,
+        &[ParamValue::Ptr(y), ParamValue::U32(0)],
+    )
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", ks[0].ptx));
     let b = emu.read(y, 4).unwrap();
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
@@ -88,7 +109,10 @@ fn run_count(body: &str) -> u32 {
 #[test]
 fn loops_at_the_type_limits() {
     // Steps near the limits: a trip count of 2 is unrolled; no overflow in the trip arithmetic.
-    assert_eq!(run_count("for i in (0u32..4294967295u32).step_by(2147483648) { c = c + 1u32; }"), 2);
+    assert_eq!(
+        run_count("for i in (0u32..4294967295u32).step_by(2147483648) { c = c + 1u32; }"),
+        2
+    );
     assert_eq!(
         run_count("for i in (-9223372036854775808i64..9223372036854775807i64).step_by(9223372036854775807) { c = c + 1u32; }"),
         3
@@ -103,6 +127,9 @@ fn loops_at_the_type_limits() {
         run_count("for i in (4294967000u32..4294967295u32).step_by(16) { c = c + 1u32; }"),
         19
     );
-    assert_eq!(run_count("for i in 4294967290u32..4294967295u32 { c = c + 1u32; }"), 5);
+    assert_eq!(
+        run_count("for i in 4294967290u32..4294967295u32 { c = c + 1u32; }"),
+        5
+    );
     assert_eq!(run_count("for i in 5u32..3u32 { c = c + 1u32; }"), 0);
 }

@@ -112,7 +112,10 @@ fn rules_md_lists_exactly_the_rules_in_the_code() {
         "rule names in docs/RULES.md that the code never prints: {stale:?}"
     );
     let both: Vec<&String> = main.intersection(&nets).collect();
-    assert!(both.is_empty(), "listed both as a rule and as a safety net: {both:?}");
+    assert!(
+        both.is_empty(),
+        "listed both as a rule and as a safety net: {both:?}"
+    );
 }
 
 #[test]
@@ -124,5 +127,9 @@ fn every_rule_has_a_ui_case() {
         missing.is_empty(),
         "rules of docs/RULES.md without a compile-fail case in tests/ui/fail or tests/ext-crate/ui: {missing:?}"
     );
-    assert!(main.len() >= 40, "only {} rules found in docs/RULES.md", main.len());
+    assert!(
+        main.len() >= 40,
+        "only {} rules found in docs/RULES.md",
+        main.len()
+    );
 }

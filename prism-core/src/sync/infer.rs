@@ -906,10 +906,7 @@ impl<'a> Infer<'a> {
         let mut d = Diagnostic::new(
             "SYNC-ATOMIC",
             span,
-            format!(
-                "`{}` (at perspective {}) is {what}, {why}",
-                l.name, l.at
-            ),
+            format!("`{}` (at perspective {}) is {what}, {why}", l.name, l.at),
         )
         .help(help);
         if let Some(s) = p.asrc.and_then(|i| self.atomic_spans.get(i)) {
