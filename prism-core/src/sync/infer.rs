@@ -83,7 +83,16 @@ pub(crate) fn insert_inferred(
             continue;
         };
         if let Some(b) = block_at(&mut out.body, path) {
-            let span = b.stmts.get(idx).map(|s| s.span).unwrap_or(b.span);
+            // The barrier's span (for diagnostics of its lowering) is the access it orders: a `let`'s
+            // initializer rather than its `#[at(..)]`.
+            let span = b
+                .stmts
+                .get(idx)
+                .map(|s| match &s.kind {
+                    StmtKind::Let { init: Some(e), .. } => e.span,
+                    _ => s.span,
+                })
+                .unwrap_or(b.span);
             let at = idx.min(b.stmts.len());
             b.stmts.insert(
                 at,
