@@ -125,6 +125,13 @@ fn compile(src: &str, sync: SyncPolicy) -> Result<CompiledKernel, Vec<prism_core
     compile_kernel_with(&k, &[], &CompileOptions { sync }).map(|mut v| v.remove(0))
 }
 
+fn rejected(src: &str) -> Vec<prism_core::Diagnostic> {
+    match compile(src, SyncPolicy::Inferred) {
+        Ok(_) => panic!("expected a rejection:\n{src}"),
+        Err(d) => d,
+    }
+}
+
 #[test]
 fn block_total_after_atomics_gets_a_barrier_and_runs_race_free() {
     let k = kernels(BLOCK_COUNT).remove(0);
@@ -162,7 +169,7 @@ fn reads_after_atomics_that_no_barrier_can_order_are_rejected() {
         (GRID_COUNT, "`y`", "grid[1]"),
         (BLOCK_SAME_GROUP, "`cnt`", "thread[1]"),
     ] {
-        let d = compile(src, SyncPolicy::Inferred).err().expect("rejected");
+        let d = rejected(src);
         assert!(
             d.iter().any(|d| d.rule == "SYNC-ATOMIC"
                 && d.message.contains(name)
@@ -244,9 +251,7 @@ fn atomics_with_atomics_stay_legal_and_plain_then_atomic_is_rejected() {
         );
         assert_eq!(out[2], 2);
     }
-    let d = compile(WRITE_THEN_ATOMIC, SyncPolicy::Inferred)
-        .err()
-        .expect("rejected");
+    let d = rejected(WRITE_THEN_ATOMIC);
     assert!(
         d.iter()
             .any(|d| d.rule == "SYNC-ATOMIC" && d.message.contains("after plain")),

@@ -891,10 +891,9 @@ impl<'a> Infer<'a> {
         };
         let (why, help) = match code {
             None => (
-                format!(
-                    "which no barrier can order: its threads span more than one block, so other blocks' \
-                     atomics may not have happened yet (the value differs between threads and runs)"
-                ),
+                "which no barrier can order: its threads span more than one block, so other blocks' \
+                 atomics may not have happened yet (the value differs between threads and runs)"
+                    .to_string(),
                 "use the value the atomic returns (`let old = atomic_add(..);`), keep combining with \
                  atomics, or read the result in a second kernel"
                     .to_string(),

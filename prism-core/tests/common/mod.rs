@@ -126,7 +126,7 @@ fn gen_stmt(rng: &mut Rng, out: &mut String, depth: usize, level: &str, threads:
 /// Type-extreme values as Prism source: the limits of u32/i32/u64/i64 and their neighbours, with and without
 /// suffixes (robustness: constants, loop bounds and steps near the limits must never panic the compiler).
 pub fn extreme(rng: &mut Rng) -> String {
-    let v: &str = *rng.pick::<&str>(&[
+    let v: &str = rng.pick::<&str>(&[
         "0",
         "1",
         "2",
@@ -145,15 +145,15 @@ pub fn extreme(rng: &mut Rng) -> String {
         "340282366920938463463374607431768211455",
     ]);
     let neg = rng.below(4) == 0;
-    let sfx: &str = *rng.pick::<&str>(&["", "", "u32", "i32", "u64", "i64"]);
+    let sfx: &str = rng.pick::<&str>(&["", "", "u32", "i32", "u64", "i64"]);
     format!("{}{v}{sfx}", if neg { "-" } else { "" })
 }
 
 /// A statement with type-extreme constants: loops with extreme bounds and steps, constant arithmetic that may
 /// overflow its type, casts, perspective sizes.
 pub fn gen_extreme_stmt(rng: &mut Rng) -> String {
-    let ty: &str = *rng.pick::<&str>(&["u32", "i32", "u64", "i64"]);
-    let op: &str = *rng.pick::<&str>(&["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"]);
+    let ty: &str = rng.pick::<&str>(&["u32", "i32", "u64", "i64"]);
+    let op: &str = rng.pick::<&str>(&["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"]);
     match rng.below(12) {
         0 => format!(
             "for i in ({}..{}).step_by({}) {{\nlet w: u32 = 1;\n}}\n",
