@@ -2003,7 +2003,7 @@ impl<'a> Em<'a> {
                 indices[0].span,
                 format!("thread-local array `{}` is indexed with a run-time value; it lives in registers, so every index must be a constant after loop unrolling", id.name),
             )
-            .help("index with constants or with the variable of a `for` loop with constant bounds (such loops are unrolled), or keep the data in shared memory")),
+            .help("index with constants or with the variable of a `for` loop with constant bounds (such loops are unrolled, up to 4096 iterations when they index a register array), or keep the data in shared memory")),
         }
     }
 

@@ -89,6 +89,8 @@ fn run_count(body: &str) -> u32 {
          #[at(thread[1])]\nlet mut c: u32 = 0u32;\n{body}\ny_t[0] = c;\n}});\n}});\n}}\n"
     );
     let ks = compile_src(&src);
+    // The wrap-safe increment assembles (skipped without ptxas).
+    assemble_all(&ks);
     let module = Module::parse(&ks[0].ptx).unwrap_or_else(|e| panic!("{e:?}\n{}", ks[0].ptx));
     let mut emu = Emulator::new(EmuConfig::default());
     let y = emu.alloc(4);
