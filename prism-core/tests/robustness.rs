@@ -371,10 +371,11 @@ fn extreme_constants_never_panic() {
             "{cases} kernels with extreme constants: {} parsed, {} accepted and emitted, {} rejected; no panic",
             t.parsed, t.emitted, t.rejected
         );
-        // Perspective sizes past u32 are SYNTAX errors of the parser; the rest parses.
+        // Perspective and split-arm sizes past u32 are SYNTAX errors of the parser (a diagnostic, as it
+        // should be); enough of the rest parses to reach the checker and the emitter.
         assert!(
-            t.parsed as u64 >= cases / 2,
-            "the generator writes mostly valid syntax"
+            t.parsed as u64 >= cases / 5,
+            "too few extreme programs parse"
         );
         assert!(t.emitted > 0 && t.rejected > 0);
     });

@@ -173,7 +173,22 @@ pub fn gen_extreme_stmt(rng: &mut Rng) -> String {
             extreme(rng)
         ),
         4 => format!("let k: {ty} = -({} {op} {});\n", extreme(rng), extreme(rng)),
-        5..=10 => format!("let k: {ty} = {};\n", extreme(rng)),
+        5..=7 => format!("let k: {ty} = {};\n", extreme(rng)),
+        8 => format!(
+            "match split(thread) {{\n{} => {{}}\n{} => {{}}\n}}\n",
+            extreme(rng),
+            extreme(rng)
+        ),
+        9 => format!(
+            "#[at(thread[1])] let arr = [0u32; {}];\n#[at(thread[1])] let el: u32 = arr[{}];\n",
+            extreme(rng),
+            extreme(rng)
+        ),
+        10 => format!(
+            "#[at(thread[1])] let pi: u32 = id();\npartition(c, thread[{}], |q| pi * {} + q, |cp| {{}});\n",
+            extreme(rng),
+            extreme(rng)
+        ),
         _ => format!(
             "group(thread[{}], || {{\nlet w: u32 = 1;\n}});\n",
             extreme(rng)
@@ -183,7 +198,20 @@ pub fn gen_extreme_stmt(rng: &mut Rng) -> String {
 
 /// A generated kernel (as [`generate`]) with type-extreme statements inserted between its statements.
 pub fn generate_extreme(rng: &mut Rng) -> String {
-    let src = generate(rng);
+    let mut src = generate(rng);
+    // Sometimes extreme launch facts too: `threads`, `smem`, perspective sizes in `requires`.
+    match rng.below(4) {
+        0 => src = src.replacen("smem = 4096", &format!("smem = {}", extreme(rng)), 1),
+        1 => {
+            src = src.replacen(
+                "smem = 4096",
+                &format!("smem = 4096, threads = {}", extreme(rng)),
+                1,
+            )
+        }
+        2 => src = src.replacen("block[1]", &format!("block[{}]", extreme(rng)), 1),
+        _ => {}
+    }
     let mut out = String::new();
     for line in src.lines() {
         out.push_str(line);
