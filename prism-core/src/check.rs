@@ -3077,16 +3077,7 @@ impl<'a> Cx<'a> {
                         None
                     }
                 };
-                if elem == Some(ScalarType::Bool) {
-                    self.errors.push(
-                        err(
-                            "INTRINSIC",
-                            args[0].span,
-                            format!("`{n}` has no form for bool memory"),
-                        )
-                        .help("load the elements one by one: `p[i]`"),
-                    );
-                }
+                self.vector_access(n, k, elem, args[0].span);
                 let isink = Sink {
                     id_target: None,
                     ..sink.clone()
@@ -3105,6 +3096,7 @@ impl<'a> Cx<'a> {
                 }
                 let k = if n == "store4" { 4 } else { 2 };
                 let elem = self.ptr_arg(name, &args[0], true, None, code);
+                self.vector_access(n, k, elem, args[0].span);
                 let i = self.expr(&args[1], &at(t1, "the index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 let v = self.expr(&args[2], &at(t1, "the value"), code);
@@ -3239,6 +3231,36 @@ impl<'a> Cx<'a> {
                 Ty::Unit
             }
             _ => Ty::Err,
+        }
+    }
+
+    /// [INTRINSIC] `load2/4`, `store2/4`: PTX vector accesses (`ld.v2/v4`, `st.v2/v4`) of at most 16 bytes
+    /// (sm_90), not of predicates.
+    fn vector_access(&mut self, n: &str, k: i64, elem: Option<ScalarType>, span: Span) {
+        let Some(el) = elem else {
+            return;
+        };
+        if el == ScalarType::Bool {
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    span,
+                    format!("`{n}` has no form for bool memory"),
+                )
+                .help("access the elements one by one: `p[i]`"),
+            );
+        } else if el.size() as i64 * k > 16 {
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    span,
+                    format!(
+                        "`{n}` of {el} moves {} bytes; vector accesses are at most 16 bytes on sm_90",
+                        el.size() as i64 * k
+                    ),
+                )
+                .help(format!("use `{}2` twice", &n[..n.len() - 1])),
+            );
         }
     }
 
