@@ -402,6 +402,9 @@ fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
     }
 }
 
+/// Largest thread-local (register) array, as the emitter lowers it.
+const MAX_REG_ARRAY: i64 = 4096;
+
 fn err(rule: &'static str, span: Span, msg: impl Into<String>) -> Diagnostic {
     Diagnostic::new(rule, span, msg)
 }
@@ -1910,6 +1913,16 @@ impl<'a> Cx<'a> {
                 };
                 let t = self.expr(value, &sink2, code);
                 let n = self.eval_opt(len, "an array length");
+                if let Some(v) = n.filter(|v| !(0..=MAX_REG_ARRAY).contains(v)) {
+                    self.errors.push(
+                        err(
+                            "REG-ARRAY",
+                            len.span,
+                            format!("a register array of {v} elements: thread-local arrays live in registers, at most {MAX_REG_ARRAY} elements"),
+                        )
+                        .help("keep large data in shared or global memory"),
+                    );
+                }
                 match scalar_of(&t) {
                     Some(s) => Ty::Array { elem: s, len: n },
                     None => {

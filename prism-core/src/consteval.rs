@@ -343,10 +343,15 @@ impl Ov<'_> {
     /// Checks `e`, which flows where type `want` is expected (when known).
     fn expr(&mut self, e: &Expr, want: Option<ScalarType>) {
         if self.is_const(e) {
-            if let Some(t) = self.own_ty(e).or(want) {
-                if let Err(d) = self.eval(e, t, false) {
-                    self.out.push(d);
+            match self.own_ty(e).or(want) {
+                Some(t) => {
+                    if let Err(d) = self.eval(e, t, false) {
+                        self.out.push(d);
+                    }
                 }
+                // Type still open (it adopts what it meets): a literal wider than every integer type is
+                // already wrong.
+                None => self.too_wide(e),
             }
             return;
         }
@@ -378,6 +383,23 @@ impl Ov<'_> {
                     self.expr(s, None);
                 }
             }
+        }
+    }
+
+    fn too_wide(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Lit(Lit::Int(v, _)) if *v > u64::MAX as u128 => self.out.push(overflow(
+                e,
+                format!(
+                    "literal {v} is out of range for every integer type (the largest is u64::MAX)"
+                ),
+            )),
+            ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } => self.too_wide(expr),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.too_wide(lhs);
+                self.too_wide(rhs);
+            }
+            _ => {}
         }
     }
 

@@ -1527,7 +1527,11 @@ impl<'a> Em<'a> {
         let st = match step {
             Some(s) => {
                 let v = self.scalar(s)?;
-                let v = self.coerce(v, t, s.span)?;
+                // `step_by` takes its own integer type (usize in Rust): convert it to the loop's.
+                let v = match v.ty() {
+                    Some(vt) if vt != t => self.cast(v, t, s.span)?,
+                    _ => self.coerce(v, t, s.span)?,
+                };
                 match v {
                     Val::Imm(..) => v,
                     v => {

@@ -891,9 +891,15 @@ impl<'a> Infer<'a> {
         };
         let (why, help) = match code {
             None => (
-                "which no barrier can order: its threads span more than one block, so other blocks' \
-                 atomics may not have happened yet (the value differs between threads and runs)"
-                    .to_string(),
+                format!(
+                    "which no barrier can order: its threads span more than one block, so other blocks' {} \
+                     may not have happened yet (the value differs between threads and runs)",
+                    if a == Acc::Atomic {
+                        "plain reads/writes"
+                    } else {
+                        "atomics"
+                    }
+                ),
                 "use the value the atomic returns (`let old = atomic_add(..);`), keep combining with \
                  atomics, or read the result in a second kernel"
                     .to_string(),
