@@ -63,6 +63,10 @@ fn overflowing_constants_are_rejected() {
         "out of range for u32",
     );
     rejected("let x: i32 = -(-2147483648);", "overflows i32");
+    rejected(
+        "for i in 0..340282366920938463463374607431768211455 { }",
+        "every integer type",
+    );
 }
 
 #[test]
@@ -134,4 +138,9 @@ fn loops_at_the_type_limits() {
         5
     );
     assert_eq!(run_count("for i in 5u32..3u32 { c = c + 1u32; }"), 0);
+    // A step of another integer type (Rust's `step_by` takes a usize) is converted to the loop's type.
+    assert_eq!(
+        run_count("for i in (4294967000u32..4294967295u32).step_by(16u64) { c = c + 1u32; }"),
+        19
+    );
 }
