@@ -31,14 +31,14 @@ fn run() -> Result<usize, String> {
     let kernels = prism::registered_kernels();
     let mut seen = std::collections::HashSet::new();
     for k in &kernels {
-        if !seen.insert(k.entry) {
+        if !seen.insert(k.entry()) {
             return Err(format!(
                 "two registered kernels share the PTX entry `{}`",
-                k.entry
+                k.entry()
             ));
         }
-        let path = dir.join(format!("{}.ptx", k.entry));
-        std::fs::write(&path, k.ptx)
+        let path = dir.join(format!("{}.ptx", k.entry()));
+        std::fs::write(&path, k.ptx())
             .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
     }
     Ok(kernels.len())

@@ -85,31 +85,31 @@ fn empty_grid_and_oversized_block_are_rejected() {
 #[test]
 fn info_describes_params_and_contract() {
     let info = &vector_add::INFO;
-    assert_eq!(info.entry, "vector_add");
-    assert_eq!(info.name, "vector_add");
-    let names: Vec<&str> = info.params.iter().map(|p| p.name).collect();
+    assert_eq!(info.entry(), "vector_add");
+    assert_eq!(info.name(), "vector_add");
+    let names: Vec<&str> = info.params().iter().map(|p| p.name).collect();
     assert_eq!(names, ["a", "b", "c", "n"]);
     assert_eq!(
-        info.params[0].ty,
+        info.params()[0].ty,
         ParamType::Ptr {
             elem: ElemType::F32,
             mutable: false
         }
     );
     assert_eq!(
-        info.params[2].ty,
+        info.params()[2].ty,
         ParamType::Ptr {
             elem: ElemType::F32,
             mutable: true
         }
     );
-    assert_eq!(info.params[3].ty, ParamType::U32);
-    assert_eq!(info.ptx, vector_add::PTX);
-    assert!(info.ptx.contains(".entry vector_add"));
+    assert_eq!(info.params()[3].ty, ParamType::U32);
+    assert_eq!(info.ptx(), vector_add::PTX);
+    assert!(info.ptx().contains(".entry vector_add"));
 
-    let c = mma_tf32_naive::INFO.contract;
+    let c = mma_tf32_naive::INFO.contract();
     assert_eq!(
-        (c.threads_multiple_of, c.threads_exact, c.smem_bytes),
+        (c.threads_multiple_of(), c.threads_exact(), c.smem_bytes()),
         (32, Some(32), 1280)
     );
     assert!(
@@ -118,11 +118,11 @@ fn info_describes_params_and_contract() {
     );
 
     // One entry per template instance.
-    assert_eq!(load_store_chain::<4>::INFO.name, "load_store_chain<4>");
-    assert_eq!(load_store_chain::<4>::INFO.entry, "load_store_chain_4");
-    assert_eq!(load_store_chain::<1>::INFO.entry, "load_store_chain_1");
+    assert_eq!(load_store_chain::<4>::INFO.name(), "load_store_chain<4>");
+    assert_eq!(load_store_chain::<4>::INFO.entry(), "load_store_chain_4");
+    assert_eq!(load_store_chain::<1>::INFO.entry(), "load_store_chain_1");
     assert_eq!(
-        load_store_chain::<4>::INFO.contract.threads_exact,
+        load_store_chain::<4>::INFO.contract().threads_exact(),
         Some(128)
     );
 }
@@ -161,7 +161,7 @@ fn every_workspace_kernel_is_registered() {
     prism_ext_crate::link();
     let entries: Vec<&str> = prism::registered_kernels()
         .iter()
-        .map(|k| k.entry)
+        .map(|k| k.entry())
         .collect();
     for e in [
         "vector_add",

@@ -150,3 +150,152 @@ fn ext_crate_block_copy_plus_one() {
     assert_eq!(&out[..len], &expect[..]);
     assert!(out[len..].iter().all(|&x| x == SENTINEL_I32));
 }
+
+/// A grid-stride loop: `block_dim()` and `grid_dim()` give the launch's size inside the kernel, so any grid
+/// covers any `n`.
+#[prism::prism_kernel(requires(grid[1], block[1], thread[1]))]
+pub fn scale_grid_stride(x: *const f32, y: *mut f32, n: u32, s: f32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    let stride: u32 = block_dim() * grid_dim();
+    partition(
+        y,
+        thread[1],
+        |k| i + k * stride,
+        |y_t| {
+            group(thread[1], || {
+                let mut k: u32 = 0;
+                while i + k * stride < n {
+                    y_t[k] = x[i + k * stride] * s;
+                    k += 1;
+                }
+            });
+        },
+    );
+}
+
+#[test]
+fn grid_stride_uses_block_and_grid_size() {
+    let dev = device();
+    let mut rng = Rng::new(9);
+    for &(n, grid, block) in &[
+        (5000usize, 3u32, 64u32),
+        (100, 1, 32),
+        (1, 2, 32),
+        (4099, 7, 96),
+    ] {
+        let x = rng.f32s(n);
+        let dx = dev.htod(&x).unwrap();
+        let mut dy = dev.htod(&vec![SENTINEL_F32; n]).unwrap();
+        scale_grid_stride::launch(
+            &dev,
+            LaunchDims::new(grid, block),
+            &dx,
+            &mut dy,
+            n as u32,
+            1.5,
+        )
+        .unwrap();
+        let y = dev.dtoh(&dy).unwrap();
+        for i in 0..n {
+            assert_eq!(y[i], x[i] * 1.5, "y[{i}] (n = {n}, grid {grid} x {block})");
+        }
+    }
+}
+
+// docs/GUIDE.md §3 and §6, verbatim: a device function with a tail-expression result, and cp.async staging.
+
+/// Warp level: every lane receives the warp's sum. Shuffle results are thread[1] values, so the result is too.
+#[prism::prism_device(requires(thread[32]), returns = thread[1])]
+pub fn warp_sum(#[at(thread[1])] v: f32) -> f32 {
+    #[at(thread[1])]
+    let mut x: f32 = v;
+    for k in 0..5 {
+        x += shfl_xor(x, 16u32 >> k);
+    }
+    x // the tail expression is the result
+}
+
+#[prism::prism_kernel(requires(grid[1], block[1], thread[32]))]
+pub fn warp_sums(x: *const f32, y: *mut f32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(
+        y,
+        thread[1],
+        |j| i + j,
+        |y_t| {
+            #[at(thread[1])]
+            let v: f32 = x[i];
+            #[at(thread[1])]
+            let s: f32 = warp_sum(v);
+            group(thread[1], || {
+                y_t[0] = s;
+            });
+        },
+    );
+}
+
+#[prism::prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 512)]
+pub fn reverse_tiles(x: *const f32, y: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(
+        y,
+        block[1],
+        |j| b * 128 + j,
+        |y_blk| {
+            group(block[1], || {
+                let s: Shared<[f32; 128]>; // 512 bytes, counted against `smem`
+                #[at(thread[1])]
+                let t: u32 = id();
+                async_(s, |s_async| {
+                    // inside, only async copies may use `s_async`
+                    group(thread[1], || {
+                        cp_async(s_async, t, x, b * 128 + t, 4); // 4 bytes: element t of the tile
+                    });
+                });
+                // Reading `s` here: the compiler waits for the copies and syncs the block first.
+                partition(
+                    y_blk,
+                    thread[1],
+                    |j| t + j,
+                    |y_t| {
+                        group(thread[1], || {
+                            y_t[0] = s[127 - t];
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
+
+#[test]
+fn guide_examples_run() {
+    let dev = device();
+    let mut rng = Rng::new(31);
+    let x = rng.f32s(256);
+    let dx = dev.htod(&x).unwrap();
+    let mut dy = dev.htod(&vec![SENTINEL_F32; 256]).unwrap();
+    warp_sums::launch(&dev, LaunchDims::new(2, 128), &dx, &mut dy).unwrap();
+    let y = dev.dtoh(&dy).unwrap();
+    for (w, chunk) in x.chunks(32).enumerate() {
+        let want: f64 = chunk.iter().map(|v| *v as f64).sum();
+        for l in 0..32 {
+            let got = y[w * 32 + l] as f64;
+            assert!(
+                (got - want).abs() < 1e-4,
+                "warp {w} lane {l}: {got} vs {want}"
+            );
+        }
+    }
+    let mut dy = dev.htod(&vec![SENTINEL_F32; 256]).unwrap();
+    reverse_tiles::launch(&dev, LaunchDims::new(2, 128), &dx, &mut dy).unwrap();
+    let y = dev.dtoh(&dy).unwrap();
+    for b in 0..2 {
+        for t in 0..128 {
+            assert_eq!(y[b * 128 + t], x[b * 128 + 127 - t], "block {b} thread {t}");
+        }
+    }
+}

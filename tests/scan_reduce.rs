@@ -423,7 +423,8 @@ pub fn t_block_u32<const N: u32>(x: *const u32, out: *mut u32) {
 /// Runs [`decoupled_lookback_u32`] for `tile` in one warp over a prepared status array; every lane writes
 /// the prefix it got.
 #[prism_kernel(requires(grid[1], block[1], thread[32]))]
-pub fn t_lookback_u32(status: u64, tile: u32, aggregate: u32, out: *mut u32) {
+pub fn t_lookback_u32(status: *mut u64, tile: u32, aggregate: u32, out: *mut u32) {
+    let st: u64 = prism_kernels::global_address_u64(status);
     #[at(thread[1])]
     let t: u32 = id();
     partition(
@@ -433,7 +434,7 @@ pub fn t_lookback_u32(status: u64, tile: u32, aggregate: u32, out: *mut u32) {
         |o| {
             group(thread[32], || {
                 #[at(thread[1])]
-                let p: u32 = prism_kernels::decoupled_lookback_u32(status, tile, aggregate);
+                let p: u32 = prism_kernels::decoupled_lookback_u32(st, tile, aggregate);
                 group(thread[1], || {
                     o[0] = p;
                 });
@@ -446,7 +447,8 @@ pub fn t_lookback_u32(status: u64, tile: u32, aggregate: u32, out: *mut u32) {
 /// until the first warp, after a delay, publishes tile 0's prefix `late`. Lanes of the second warp write
 /// their prefix to `out[32..64]`.
 #[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64)]
-pub fn t_spin_u32(status: u64, late: u32, aggregate: u32, out: *mut u32) {
+pub fn t_spin_u32(status: *mut u64, late: u32, aggregate: u32, out: *mut u32) {
+    let st: u64 = prism_kernels::global_address_u64(status);
     #[at(thread[1])]
     let t: u32 = id();
     partition(
@@ -465,7 +467,7 @@ pub fn t_spin_u32(status: u64, late: u32, aggregate: u32, out: *mut u32) {
                     group(thread[1], || {
                         if lane == 0 {
                             prism_kernels::status_publish(
-                                status,
+                                st,
                                 prism_kernels::status_pack_u32(2u32, late),
                             );
                         }
@@ -473,7 +475,7 @@ pub fn t_spin_u32(status: u64, late: u32, aggregate: u32, out: *mut u32) {
                 }
                 1 => {
                     #[at(thread[1])]
-                    let p: u32 = prism_kernels::decoupled_lookback_u32(status, 1u32, aggregate);
+                    let p: u32 = prism_kernels::decoupled_lookback_u32(st, 1u32, aggregate);
                     group(thread[1], || {
                         o[0] = p;
                     });
@@ -546,18 +548,11 @@ fn lookback_crosses_many_tiles_u32() {
         }
     }
     words.push(0);
-    let status = dev.htod(&words).unwrap();
+    let mut status = dev.htod(&words).unwrap();
     let agg: u32 = vals[1];
     let mut out = dev.htod(&[<u32 as Val>::SENTINEL; 32]).unwrap();
-    let rep = t_lookback_u32::launch(
-        &dev,
-        LaunchDims::new(1, 32),
-        status.raw_ptr(),
-        69,
-        agg,
-        &mut out,
-    )
-    .unwrap();
+    let rep = t_lookback_u32::launch(&dev, LaunchDims::new(1, 32), &mut status, 69, agg, &mut out)
+        .unwrap();
     let got = dev.dtoh(&out).unwrap();
     for (l, g) in got.iter().enumerate() {
         assert!(
@@ -585,12 +580,12 @@ fn lookback_spins_until_published_u32() {
         let dev = if seed == 0 { emu() } else { emu_random(seed) };
         let late: u32 = random_vec::<u32>(1, 40 + seed)[0];
         let agg: u32 = random_vec::<u32>(1, 50 + seed)[0];
-        let status = dev.htod(&[0u64, 0u64]).unwrap();
+        let mut status = dev.htod(&[0u64, 0u64]).unwrap();
         let mut out = dev.htod(&vec![<u32 as Val>::SENTINEL; 64]).unwrap();
         let rep = t_spin_u32::launch(
             &dev,
             LaunchDims::new(1, 64),
-            status.raw_ptr(),
+            &mut status,
             late,
             agg,
             &mut out,
@@ -768,7 +763,8 @@ pub fn t_block_i32<const N: u32>(x: *const i32, out: *mut i32) {
 /// Runs [`decoupled_lookback_i32`] for `tile` in one warp over a prepared status array; every lane writes
 /// the prefix it got.
 #[prism_kernel(requires(grid[1], block[1], thread[32]))]
-pub fn t_lookback_i32(status: u64, tile: u32, aggregate: i32, out: *mut i32) {
+pub fn t_lookback_i32(status: *mut u64, tile: u32, aggregate: i32, out: *mut i32) {
+    let st: u64 = prism_kernels::global_address_u64(status);
     #[at(thread[1])]
     let t: u32 = id();
     partition(
@@ -778,7 +774,7 @@ pub fn t_lookback_i32(status: u64, tile: u32, aggregate: i32, out: *mut i32) {
         |o| {
             group(thread[32], || {
                 #[at(thread[1])]
-                let p: i32 = prism_kernels::decoupled_lookback_i32(status, tile, aggregate);
+                let p: i32 = prism_kernels::decoupled_lookback_i32(st, tile, aggregate);
                 group(thread[1], || {
                     o[0] = p;
                 });
@@ -791,7 +787,8 @@ pub fn t_lookback_i32(status: u64, tile: u32, aggregate: i32, out: *mut i32) {
 /// until the first warp, after a delay, publishes tile 0's prefix `late`. Lanes of the second warp write
 /// their prefix to `out[32..64]`.
 #[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64)]
-pub fn t_spin_i32(status: u64, late: i32, aggregate: i32, out: *mut i32) {
+pub fn t_spin_i32(status: *mut u64, late: i32, aggregate: i32, out: *mut i32) {
+    let st: u64 = prism_kernels::global_address_u64(status);
     #[at(thread[1])]
     let t: u32 = id();
     partition(
@@ -810,7 +807,7 @@ pub fn t_spin_i32(status: u64, late: i32, aggregate: i32, out: *mut i32) {
                     group(thread[1], || {
                         if lane == 0 {
                             prism_kernels::status_publish(
-                                status,
+                                st,
                                 prism_kernels::status_pack_i32(2u32, late),
                             );
                         }
@@ -818,7 +815,7 @@ pub fn t_spin_i32(status: u64, late: i32, aggregate: i32, out: *mut i32) {
                 }
                 1 => {
                     #[at(thread[1])]
-                    let p: i32 = prism_kernels::decoupled_lookback_i32(status, 1u32, aggregate);
+                    let p: i32 = prism_kernels::decoupled_lookback_i32(st, 1u32, aggregate);
                     group(thread[1], || {
                         o[0] = p;
                     });
@@ -891,18 +888,11 @@ fn lookback_crosses_many_tiles_i32() {
         }
     }
     words.push(0);
-    let status = dev.htod(&words).unwrap();
+    let mut status = dev.htod(&words).unwrap();
     let agg: i32 = vals[1];
     let mut out = dev.htod(&[<i32 as Val>::SENTINEL; 32]).unwrap();
-    let rep = t_lookback_i32::launch(
-        &dev,
-        LaunchDims::new(1, 32),
-        status.raw_ptr(),
-        69,
-        agg,
-        &mut out,
-    )
-    .unwrap();
+    let rep = t_lookback_i32::launch(&dev, LaunchDims::new(1, 32), &mut status, 69, agg, &mut out)
+        .unwrap();
     let got = dev.dtoh(&out).unwrap();
     for (l, g) in got.iter().enumerate() {
         assert!(
@@ -930,12 +920,12 @@ fn lookback_spins_until_published_i32() {
         let dev = if seed == 0 { emu() } else { emu_random(seed) };
         let late: i32 = random_vec::<i32>(1, 40 + seed)[0];
         let agg: i32 = random_vec::<i32>(1, 50 + seed)[0];
-        let status = dev.htod(&[0u64, 0u64]).unwrap();
+        let mut status = dev.htod(&[0u64, 0u64]).unwrap();
         let mut out = dev.htod(&vec![<i32 as Val>::SENTINEL; 64]).unwrap();
         let rep = t_spin_i32::launch(
             &dev,
             LaunchDims::new(1, 64),
-            status.raw_ptr(),
+            &mut status,
             late,
             agg,
             &mut out,
@@ -1113,7 +1103,8 @@ pub fn t_block_f32<const N: u32>(x: *const f32, out: *mut f32) {
 /// Runs [`decoupled_lookback_f32`] for `tile` in one warp over a prepared status array; every lane writes
 /// the prefix it got.
 #[prism_kernel(requires(grid[1], block[1], thread[32]))]
-pub fn t_lookback_f32(status: u64, tile: u32, aggregate: f32, out: *mut f32) {
+pub fn t_lookback_f32(status: *mut u64, tile: u32, aggregate: f32, out: *mut f32) {
+    let st: u64 = prism_kernels::global_address_u64(status);
     #[at(thread[1])]
     let t: u32 = id();
     partition(
@@ -1123,7 +1114,7 @@ pub fn t_lookback_f32(status: u64, tile: u32, aggregate: f32, out: *mut f32) {
         |o| {
             group(thread[32], || {
                 #[at(thread[1])]
-                let p: f32 = prism_kernels::decoupled_lookback_f32(status, tile, aggregate);
+                let p: f32 = prism_kernels::decoupled_lookback_f32(st, tile, aggregate);
                 group(thread[1], || {
                     o[0] = p;
                 });
@@ -1136,7 +1127,8 @@ pub fn t_lookback_f32(status: u64, tile: u32, aggregate: f32, out: *mut f32) {
 /// until the first warp, after a delay, publishes tile 0's prefix `late`. Lanes of the second warp write
 /// their prefix to `out[32..64]`.
 #[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64)]
-pub fn t_spin_f32(status: u64, late: f32, aggregate: f32, out: *mut f32) {
+pub fn t_spin_f32(status: *mut u64, late: f32, aggregate: f32, out: *mut f32) {
+    let st: u64 = prism_kernels::global_address_u64(status);
     #[at(thread[1])]
     let t: u32 = id();
     partition(
@@ -1155,7 +1147,7 @@ pub fn t_spin_f32(status: u64, late: f32, aggregate: f32, out: *mut f32) {
                     group(thread[1], || {
                         if lane == 0 {
                             prism_kernels::status_publish(
-                                status,
+                                st,
                                 prism_kernels::status_pack_f32(2u32, late),
                             );
                         }
@@ -1163,7 +1155,7 @@ pub fn t_spin_f32(status: u64, late: f32, aggregate: f32, out: *mut f32) {
                 }
                 1 => {
                     #[at(thread[1])]
-                    let p: f32 = prism_kernels::decoupled_lookback_f32(status, 1u32, aggregate);
+                    let p: f32 = prism_kernels::decoupled_lookback_f32(st, 1u32, aggregate);
                     group(thread[1], || {
                         o[0] = p;
                     });
@@ -1236,18 +1228,11 @@ fn lookback_crosses_many_tiles_f32() {
         }
     }
     words.push(0);
-    let status = dev.htod(&words).unwrap();
+    let mut status = dev.htod(&words).unwrap();
     let agg: f32 = vals[1];
     let mut out = dev.htod(&[<f32 as Val>::SENTINEL; 32]).unwrap();
-    let rep = t_lookback_f32::launch(
-        &dev,
-        LaunchDims::new(1, 32),
-        status.raw_ptr(),
-        69,
-        agg,
-        &mut out,
-    )
-    .unwrap();
+    let rep = t_lookback_f32::launch(&dev, LaunchDims::new(1, 32), &mut status, 69, agg, &mut out)
+        .unwrap();
     let got = dev.dtoh(&out).unwrap();
     for (l, g) in got.iter().enumerate() {
         assert!(
@@ -1275,12 +1260,12 @@ fn lookback_spins_until_published_f32() {
         let dev = if seed == 0 { emu() } else { emu_random(seed) };
         let late: f32 = random_vec::<f32>(1, 40 + seed)[0];
         let agg: f32 = random_vec::<f32>(1, 50 + seed)[0];
-        let status = dev.htod(&[0u64, 0u64]).unwrap();
+        let mut status = dev.htod(&[0u64, 0u64]).unwrap();
         let mut out = dev.htod(&vec![<f32 as Val>::SENTINEL; 64]).unwrap();
         let rep = t_spin_f32::launch(
             &dev,
             LaunchDims::new(1, 64),
-            status.raw_ptr(),
+            &mut status,
             late,
             agg,
             &mut out,

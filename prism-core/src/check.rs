@@ -80,6 +80,8 @@ pub const INTRINSICS: &[&str] = &[
     "cp_async",
     "cp_async_bulk",
     "fence",
+    "block_dim",
+    "grid_dim",
 ];
 
 /// Checks `f` against the rules of paper 000; `deps` are the device functions it may call.
@@ -2931,6 +2933,12 @@ impl<'a> Cx<'a> {
             "fence" => {
                 arity(self, 0);
                 Ty::Unit
+            }
+            // The launch's block and grid size: the same for every thread of the grid, so the result is at
+            // grid[1] and may flow anywhere.
+            "block_dim" | "grid_dim" => {
+                arity(self, 0);
+                Ty::Scalar(ScalarType::U32)
             }
             "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => {
                 need(self, w);

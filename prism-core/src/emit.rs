@@ -2193,10 +2193,15 @@ impl<'a> Em<'a> {
                 return Err(err("EMIT-TYPE", span, "operator not defined on bool"))
             }
             (And | Or, _) => return Err(err("EMIT-TYPE", span, "`&&`/`||` need bool operands")),
+            // `.rn` on float add/sub/mul: without a rounding modifier ptxas may contract a mul and an add
+            // into an fma (PTX ISA, add/mul "Semantics"), which rounds once where Rust rounds twice: results
+            // would then differ between the GPU, the emulator and a CPU reference. Write `x.fma(y, z)` to fuse.
+            (Add, _) if t.is_float() => format!("add.rn.{pt}"),
+            (Sub, _) if t.is_float() => format!("sub.rn.{pt}"),
+            (Mul, _) if t.is_float() => format!("mul.rn.{pt}"),
             (Add, _) => format!("add.{pt}"),
             (Sub, _) => format!("sub.{pt}"),
-            (Mul, _) if t.is_int() => format!("mul.lo.{pt}"),
-            (Mul, _) => format!("mul.{pt}"),
+            (Mul, _) => format!("mul.lo.{pt}"),
             (Div, _) if t.is_float() => format!("div.rn.{pt}"),
             (Div, _) => format!("div.{pt}"),
             (Rem, _) if t.is_float() => {
@@ -2204,8 +2209,8 @@ impl<'a> Em<'a> {
                 let q = self.fresh(t);
                 self.line(format!("div.rn.{pt} {q}, {x}, {y};"));
                 self.line(format!("cvt.rzi.{pt}.{pt} {q}, {q};"));
-                self.line(format!("mul.{pt} {q}, {q}, {y};"));
-                self.line(format!("sub.{pt} {r}, {x}, {q};"));
+                self.line(format!("mul.rn.{pt} {q}, {q}, {y};"));
+                self.line(format!("sub.rn.{pt} {r}, {x}, {q};"));
                 return Ok(Val::Reg(r, t));
             }
             (Rem, _) => format!("rem.{pt}"),
@@ -2619,6 +2624,17 @@ impl<'a> Em<'a> {
                 want(0)?;
                 self.line("membar.gl;".into());
                 Ok(Value::Unit)
+            }
+            "block_dim" => {
+                want(0)?;
+                // An immediate with `threads = N`, else %ntid.x (read once in the prologue).
+                Ok(Value::S(self.t.clone()))
+            }
+            "grid_dim" => {
+                want(0)?;
+                let r = self.fresh(ScalarType::U32);
+                self.line(format!("mov.u32 {r}, %nctaid.x;"));
+                Ok(Value::S(Val::Reg(r, ScalarType::U32)))
             }
             "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => {
                 want(2)?;

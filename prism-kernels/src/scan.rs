@@ -57,10 +57,24 @@ pub enum ScanKind {
 // strong operations, which the emulator's race detector also recognises as non-racing (a plain `ld` would be
 // reported as a race against another block's `atom`).
 //
-// The status array is passed as its raw device address (`u64`), as the paper's unsafe spin does: one array
-// written by every block cannot be a typed `*mut` parameter of these thread-level functions (non-const
-// pointers must match perspectives exactly, and a parameter cannot be broader than its function), so the
-// safe host API (`scan_*`) owns the buffer and hands the kernel its address.
+// The look-back primitives take the status words by raw device address (`u64`), as the paper's unsafe spin
+// does: one array written by every block cannot be a typed `*mut` parameter of these thread-level functions
+// (non-const pointers must match perspectives exactly, and a parameter cannot be broader than its function).
+// The kernels themselves take the array as a typed `*mut u64` buffer, and [`global_address_u64`] turns it into
+// the address at grid[1]: so the generated launchers take `&mut DeviceBuffer<u64>` and stay safe, and no safe
+// launcher accepts an arbitrary address that inline PTX would write through.
+
+/// `grid[1]`: the global address of `p[0]`, for device functions whose inline PTX takes raw addresses (the
+/// look-back's [`status_wait`] / [`status_publish`]). Call it from a kernel on one of its `*mut u64`
+/// parameters, so the kernel's launcher takes a typed buffer rather than an address.
+#[prism_device(requires(grid[1]), returns = grid[1])]
+pub fn global_address_u64(p: *mut u64) -> u64 {
+    let mut a: u64 = 0;
+    unsafe {
+        asm!("mov.b64 {a}, {p};", a = out(u64) a, p = in(u64) &p[0]);
+    }
+    a
+}
 
 /// `thread[1]`: spins until the status word at device address `addr` is valid (flag ≠ `STATUS_INVALID`) and
 /// returns it. Each lane spins on its own word (independent thread scheduling, sm_70+).
@@ -489,18 +503,19 @@ pub fn store_items_u32<const N: u32>(out: *mut u32, first: u32, n: u32, items: &
 /// `counter` (`atomic_add`, so tiles are started in launch order and the look-back cannot wait on a block
 /// that has not started), loads its tile of `128 * ITEMS` items (blocked, masked past `n`), scans it
 /// ([`thread_reduce_u32`] → [`block_scan_exclusive_u32`]), lets its first warp run
-/// [`decoupled_lookback_u32`], and writes `items + tile prefix` (inclusive or exclusive). `status` is the
-/// device address of one zeroed 64-bit status word per tile, `counter` a zeroed `u32`
-/// ([`scan_init`] prepares both). Launch `ceil(n / (128 * ITEMS))` blocks of 128 threads.
+/// [`decoupled_lookback_u32`], and writes `items + tile prefix` (inclusive or exclusive). `status` holds one
+/// zeroed 64-bit status word per tile (its address, [`global_address_u64`], goes to the look-back), `counter`
+/// is a zeroed `u32` ([`scan_init`] prepares both). Launch `ceil(n / (128 * ITEMS))` blocks of 128 threads.
 #[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 176, instances = [4, 8, 16])]
 pub fn scan_kernel_u32<const ITEMS: u32>(
     input: *const u32,
     output: *mut u32,
     n: u32,
     exclusive: bool,
-    status: u64,
+    status: *mut u64,
     counter: *mut u32,
 ) {
+    let status_addr: u64 = global_address_u64(status);
     // The tile (hence the block's part of `output`) is only known inside the block: the grid-level
     // partition is the identity and the thread-level one selects the thread's items.
     partition(
@@ -538,7 +553,7 @@ pub fn scan_kernel_u32<const ITEMS: u32>(
                 claim(prefix_s, thread[32], |pw| match split(warp) {
                     1 => {
                         #[at(thread[1])]
-                        let p: u32 = decoupled_lookback_u32(status, tile, aggregate[0]);
+                        let p: u32 = decoupled_lookback_u32(status_addr, tile, aggregate[0]);
                         claim(pw, thread[1], |p1| match split(thread) {
                             1 => {
                                 p1[0] = p;
@@ -585,7 +600,7 @@ pub fn scan_u32_with(
         return Ok(());
     }
     let ex = kind == ScanKind::Exclusive;
-    let st = scratch.status.raw_ptr();
+    let st = &mut scratch.status;
     let dims = LaunchDims::new(tiles, SCAN_THREADS);
     let c = &mut scratch.counter;
     match items {
@@ -917,18 +932,19 @@ pub fn store_items_i32<const N: u32>(out: *mut i32, first: u32, n: u32, items: &
 /// `counter` (`atomic_add`, so tiles are started in launch order and the look-back cannot wait on a block
 /// that has not started), loads its tile of `128 * ITEMS` items (blocked, masked past `n`), scans it
 /// ([`thread_reduce_i32`] → [`block_scan_exclusive_i32`]), lets its first warp run
-/// [`decoupled_lookback_i32`], and writes `items + tile prefix` (inclusive or exclusive). `status` is the
-/// device address of one zeroed 64-bit status word per tile, `counter` a zeroed `u32`
-/// ([`scan_init`] prepares both). Launch `ceil(n / (128 * ITEMS))` blocks of 128 threads.
+/// [`decoupled_lookback_i32`], and writes `items + tile prefix` (inclusive or exclusive). `status` holds one
+/// zeroed 64-bit status word per tile (its address, [`global_address_u64`], goes to the look-back), `counter`
+/// is a zeroed `u32` ([`scan_init`] prepares both). Launch `ceil(n / (128 * ITEMS))` blocks of 128 threads.
 #[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 176, instances = [4, 8, 16])]
 pub fn scan_kernel_i32<const ITEMS: u32>(
     input: *const i32,
     output: *mut i32,
     n: u32,
     exclusive: bool,
-    status: u64,
+    status: *mut u64,
     counter: *mut u32,
 ) {
+    let status_addr: u64 = global_address_u64(status);
     // The tile (hence the block's part of `output`) is only known inside the block: the grid-level
     // partition is the identity and the thread-level one selects the thread's items.
     partition(
@@ -966,7 +982,7 @@ pub fn scan_kernel_i32<const ITEMS: u32>(
                 claim(prefix_s, thread[32], |pw| match split(warp) {
                     1 => {
                         #[at(thread[1])]
-                        let p: i32 = decoupled_lookback_i32(status, tile, aggregate[0]);
+                        let p: i32 = decoupled_lookback_i32(status_addr, tile, aggregate[0]);
                         claim(pw, thread[1], |p1| match split(thread) {
                             1 => {
                                 p1[0] = p;
@@ -1013,7 +1029,7 @@ pub fn scan_i32_with(
         return Ok(());
     }
     let ex = kind == ScanKind::Exclusive;
-    let st = scratch.status.raw_ptr();
+    let st = &mut scratch.status;
     let dims = LaunchDims::new(tiles, SCAN_THREADS);
     let c = &mut scratch.counter;
     match items {
@@ -1345,18 +1361,19 @@ pub fn store_items_f32<const N: u32>(out: *mut f32, first: u32, n: u32, items: &
 /// `counter` (`atomic_add`, so tiles are started in launch order and the look-back cannot wait on a block
 /// that has not started), loads its tile of `128 * ITEMS` items (blocked, masked past `n`), scans it
 /// ([`thread_reduce_f32`] → [`block_scan_exclusive_f32`]), lets its first warp run
-/// [`decoupled_lookback_f32`], and writes `items + tile prefix` (inclusive or exclusive). `status` is the
-/// device address of one zeroed 64-bit status word per tile, `counter` a zeroed `u32`
-/// ([`scan_init`] prepares both). Launch `ceil(n / (128 * ITEMS))` blocks of 128 threads.
+/// [`decoupled_lookback_f32`], and writes `items + tile prefix` (inclusive or exclusive). `status` holds one
+/// zeroed 64-bit status word per tile (its address, [`global_address_u64`], goes to the look-back), `counter`
+/// is a zeroed `u32` ([`scan_init`] prepares both). Launch `ceil(n / (128 * ITEMS))` blocks of 128 threads.
 #[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 176, instances = [4, 8, 16])]
 pub fn scan_kernel_f32<const ITEMS: u32>(
     input: *const f32,
     output: *mut f32,
     n: u32,
     exclusive: bool,
-    status: u64,
+    status: *mut u64,
     counter: *mut u32,
 ) {
+    let status_addr: u64 = global_address_u64(status);
     // The tile (hence the block's part of `output`) is only known inside the block: the grid-level
     // partition is the identity and the thread-level one selects the thread's items.
     partition(
@@ -1394,7 +1411,7 @@ pub fn scan_kernel_f32<const ITEMS: u32>(
                 claim(prefix_s, thread[32], |pw| match split(warp) {
                     1 => {
                         #[at(thread[1])]
-                        let p: f32 = decoupled_lookback_f32(status, tile, aggregate[0]);
+                        let p: f32 = decoupled_lookback_f32(status_addr, tile, aggregate[0]);
                         claim(pw, thread[1], |p1| match split(thread) {
                             1 => {
                                 p1[0] = p;
@@ -1441,7 +1458,7 @@ pub fn scan_f32_with(
         return Ok(());
     }
     let ex = kind == ScanKind::Exclusive;
-    let st = scratch.status.raw_ptr();
+    let st = &mut scratch.status;
     let dims = LaunchDims::new(tiles, SCAN_THREADS);
     let c = &mut scratch.counter;
     match items {

@@ -113,7 +113,7 @@ impl SgemmVariant {
             }
             _ => {
                 let (bm, bn, _) = self.required_multiple().unwrap_or((1, 1, 1));
-                let block = self.info().contract.threads_exact.unwrap_or(256);
+                let block = self.info().contract().threads_exact().unwrap_or(256);
                 LaunchDims::new((m / bm) * (n / bn), block)
             }
         }
@@ -374,7 +374,7 @@ pub fn sgemm_naive(
                 if col < n {
                     let mut acc = 0.0f32;
                     for i in 0..k {
-                        acc += a[row * k + i] * b[i * n + col];
+                        acc = a[row * k + i].fma(b[i * n + col], acc);
                     }
                     c_th[0] = alpha * acc + beta * c_th[0];
                 }
@@ -432,7 +432,7 @@ pub fn sgemm_coalesced<const BS: u32>(
                             if row < m && col < n {
                                 let mut acc = 0.0f32;
                                 for i in 0..k {
-                                    acc += a[row * k + i] * b[i * n + col];
+                                    acc = a[row * k + i].fma(b[i * n + col], acc);
                                 }
                                 c_th[0] = alpha * acc + beta * c_th[0];
                             }
@@ -522,7 +522,7 @@ pub fn sgemm_smem<const BS: u32>(
                     // Compute: shared tiles read at block perspective from thread[1] code (READ-UP).
                     group(thread[1], || {
                         for i in 0..BS {
-                            acc += a_s[tr * BS + i] * b_s[i * BS + tc];
+                            acc = a_s[tr * BS + i].fma(b_s[i * BS + tc], acc);
                         }
                     });
                 }
@@ -648,7 +648,8 @@ pub fn sgemm_blocktile_2d<
                             }
                             for rm in 0..TM {
                                 for rn in 0..TN {
-                                    results[rm * TN + rn] += reg_m[rm] * reg_n[rn];
+                                    results[rm * TN + rn] =
+                                        reg_m[rm].fma(reg_n[rn], results[rm * TN + rn]);
                                 }
                             }
                         }
@@ -796,7 +797,8 @@ pub fn sgemm_vectorized<
                             }
                             for rm in 0..TM {
                                 for rn in 0..TN {
-                                    results[rm * TN + rn] += reg_m[rm] * reg_n[rn];
+                                    results[rm * TN + rn] =
+                                        reg_m[rm].fma(reg_n[rn], results[rm * TN + rn]);
                                 }
                             }
                         }
@@ -985,10 +987,10 @@ pub fn sgemm_warptile<
                                     for wn in 0..WNITER {
                                         for rm in 0..TM {
                                             for rn in 0..TN {
-                                                results[(wm * TM + rm) * (WNITER * TN)
-                                                    + wn * TN
-                                                    + rn] +=
-                                                    reg_m[wm * TM + rm] * reg_n[wn * TN + rn];
+                                                let ri =
+                                                    (wm * TM + rm) * (WNITER * TN) + wn * TN + rn;
+                                                results[ri] = reg_m[wm * TM + rm]
+                                                    .fma(reg_n[wn * TN + rn], results[ri]);
                                             }
                                         }
                                     }

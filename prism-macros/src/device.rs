@@ -89,28 +89,41 @@ pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> To
     };
     let name = &name;
     let krate = current_crate();
-    let local = Ident::new(&format!("__prism_local_{name}"), Span::call_site());
-    let exported = Ident::new(&format!("__prism_device_{name}"), Span::call_site());
-    let mut out = quote! {
-        #[doc(hidden)]
-        #[allow(unused_macros)]
-        macro_rules! #local {
-            ($($state:tt)*) => {
-                ::prism_macros::__prism_resume! { @dep local [] #krate { #attr } { #item } $($state)* }
-            };
-        }
-    };
-    if is_pub {
-        out.extend(quote! {
+    let callback = Ident::new(&name.to_string(), Span::call_site());
+    // The callback macro has the function's own name, so that a call of an unknown or misspelled name fails
+    // with rustc's "cannot find macro `name`" (and its similar-name suggestion) instead of an internal name.
+    // A `pub` function's macro is exported (other crates reach it as `other_crate::name!`); the same macro
+    // serves this crate through its textual scope (`__prism_resume!` recognises its own crate by name).
+    // Anything other than the continuation state (e.g. `name!(..)` written by hand because the function's
+    // name shadows a macro) gets a clear error instead of a Prism internal error.
+    let misuse = format!(
+        "`{name}!` is the Prism device function `{name}` (crate `{krate}`), not a macro: call it as `{name}(..)` \
+         from a `#[prism_kernel]` or `#[prism_device]` body; if this was meant to be another macro, rename the \
+         device function, whose name shadows it here"
+    );
+    let mut out = if is_pub {
+        quote! {
             #[doc(hidden)]
             #[macro_export]
-            macro_rules! #exported {
-                ($($state:tt)*) => {
-                    ::prism_macros::__prism_resume! { @dep extern [$crate] #krate { #attr } { #item } $($state)* }
+            macro_rules! #callback {
+                (@root $($state:tt)*) => {
+                    ::prism_macros::__prism_resume! { @dep extern [$crate] #krate { #attr } { #item } @root $($state)* }
                 };
+                ($($other:tt)*) => { ::core::compile_error! { #misuse } };
             }
-        });
-    }
+        }
+    } else {
+        quote! {
+            #[doc(hidden)]
+            #[allow(unused_macros)]
+            macro_rules! #callback {
+                (@root $($state:tt)*) => {
+                    ::prism_macros::__prism_resume! { @dep local [] #krate { #attr } { #item } @root $($state)* }
+                };
+                ($($other:tt)*) => { ::core::compile_error! { #misuse } };
+            }
+        }
+    };
     let Some(parsed) = parsed else { return out };
     let vis = &parsed.vis;
     let docs: Vec<&syn::Attribute> = parsed

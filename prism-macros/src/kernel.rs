@@ -25,6 +25,11 @@ fn internal(msg: impl std::fmt::Display) -> TokenStream {
 pub fn expand_attr(kind: FnKind, attr: TokenStream, item: TokenStream) -> TokenStream {
     let parsed = prism_core::parse::parse_function(kind, attr.clone(), item.clone());
     let mut out = TokenStream::new();
+    if kind == FnKind::Kernel {
+        // A callback macro with the kernel's name, so that a call of this kernel from a kernel or device
+        // function is reported as `[UNKNOWN-FN]` (kernels are not callable) rather than "cannot find macro".
+        out.extend(kernel_marker(&item));
+    }
     if kind == FnKind::Device {
         // The callback macros and the documentation item are emitted even when the function has errors, so
         // that its callers see one clear error ("`f` does not compile") rather than "cannot find macro".
@@ -35,7 +40,7 @@ pub fn expand_attr(kind: FnKind, attr: TokenStream, item: TokenStream) -> TokenS
         Err(diags) => {
             out.extend(to_compile_errors(&diags));
             if kind == FnKind::Kernel {
-                out.extend(fallback_struct(&item));
+                out.extend(fallback_items(&item));
             }
             return out;
         }
@@ -66,6 +71,11 @@ pub fn resume(input: TokenStream) -> TokenStream {
     }
     let req = st.pending.remove(0);
     dep.via = req.path.clone();
+    // A `pub` device function's one callback macro says `extern [$crate]`; reached from its own crate (through
+    // textual scope) it is a local function.
+    if matches!(dep.origin, Origin::Extern(_)) && dep.crate_name == current_crate() {
+        dep.origin = Origin::Local;
+    }
     let root = match prism_core::parse::parse_function(
         if st.root_is_kernel {
             FnKind::Kernel
@@ -79,6 +89,11 @@ pub fn resume(input: TokenStream) -> TokenStream {
         // The root parsed before the first hop; parsing is deterministic.
         Err(d) => return to_compile_errors(&d),
     };
+    if let Origin::Kernel = dep.origin {
+        let name = path_text(&req.path);
+        let d = kernel_call(&name, dep.call_span());
+        return fail(&st, &root, vec![d]);
+    }
     // Parse the delivered function; if it does not compile, say so at the call (its own expansion reports
     // the details at its definition).
     let f = match prism_core::parse::parse_function(
@@ -131,10 +146,20 @@ fn fn_name(item: &TokenStream) -> Option<String> {
 }
 
 fn path_text(path: &TokenStream) -> String {
-    path.to_string()
-        .replace(' ', "")
-        .replace("__prism_device_", "")
-        .replace("__prism_local_", "")
+    path.to_string().replace(' ', "")
+}
+
+/// `[UNKNOWN-FN]` for a call of the kernel `name` (at `span`, the called name).
+fn kernel_call(name: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "UNKNOWN-FN",
+        span,
+        format!("`{name}` is a kernel (`#[prism_kernel]`), not a device function: kernels cannot be called"),
+    )
+    .help(
+        "a kernel is launched from the host (`name::launch(..)`); to share its code, move it into a \
+         `#[prism_device]` function and call that from both",
+    )
 }
 
 /// Canonical key of `target` called from function `from` (of crate `from_crate`), given the known aliases.
@@ -173,18 +198,20 @@ fn advance(mut st: State, root: &Function, f: &Function, dep: Option<&DepTokens>
             continue;
         }
         let span = hyg.located_at(call_span);
+        // Every device function's callback macro has the function's name (`device::items`): `name!` in
+        // textual scope for this crate, `krate::name!` for exported ones.
         let (path, alias) = match (&target, dep.map(|d| &d.origin)) {
             (Target::SameCrate { name }, Some(Origin::Extern(krate))) => {
-                let m = Ident::new(&format!("__prism_device_{name}"), span);
+                let m = Ident::new(name, span);
                 (quote!(#krate :: #m), String::new())
             }
             (Target::SameCrate { name }, _) => {
-                let m = Ident::new(&format!("__prism_local_{name}"), span);
+                let m = Ident::new(name, span);
                 (quote!(#m), String::new())
             }
             (Target::Qualified { alias, name }, _) => {
                 let a = Ident::new(alias, span);
-                let m = Ident::new(&format!("__prism_device_{name}"), span);
+                let m = Ident::new(name, span);
                 (quote!(#a :: #m), alias.clone())
             }
         };
@@ -198,25 +225,112 @@ fn advance(mut st: State, root: &Function, f: &Function, dep: Option<&DepTokens>
     finish(&st, root)
 }
 
-/// Emits what a failed expansion leaves behind: the errors, and for kernels an empty struct so that uses of
-/// the kernel's name do not add "cannot find" errors.
+/// Emits what a failed expansion leaves behind: the errors, and for kernels items with the kernel's names
+/// (`fallback_items`) so that code using the kernel does not add errors of its own.
 fn fail(st: &State, _root: &Function, diags: Vec<Diagnostic>) -> TokenStream {
     let mut out = to_compile_errors(&diags);
     if st.root_is_kernel {
-        out.extend(fallback_struct(&st.root_item));
+        out.extend(fallback_items(&st.root_item));
     }
     out
 }
 
-fn fallback_struct(item: &TokenStream) -> TokenStream {
-    match syn::parse2::<syn::ItemFn>(item.clone()) {
-        Ok(f) => {
-            let vis = &f.vis;
-            let name = &f.sig.ident;
-            let generics = const_generics_decl(&f);
-            quote!(#[allow(non_camel_case_types, dead_code)] #vis struct #name #generics;)
+/// The kernel's name from its item tokens (also when the item does not parse as a Rust `fn`).
+fn item_name(item: &TokenStream) -> Option<Ident> {
+    if let Ok(f) = syn::parse2::<syn::ItemFn>(item.clone()) {
+        return Some(f.sig.ident);
+    }
+    let toks: Vec<proc_macro2::TokenTree> = item.clone().into_iter().collect();
+    toks.windows(2).find_map(|w| match (&w[0], &w[1]) {
+        (proc_macro2::TokenTree::Ident(f), proc_macro2::TokenTree::Ident(n)) if f == "fn" => {
+            Some(n.clone())
         }
-        Err(_) => TokenStream::new(),
+        _ => None,
+    })
+}
+
+/// The callback macro of a kernel (see `expand_attr`): it delivers only the fact that the name is a kernel.
+fn kernel_marker(item: &TokenStream) -> TokenStream {
+    let Some(name) = item_name(item) else {
+        return TokenStream::new();
+    };
+    let krate = current_crate();
+    let callback = Ident::new(&name.to_string(), Span::call_site());
+    let misuse = format!(
+        "`{name}!` is the Prism kernel `{name}`, not a macro: launch it from the host with \
+         `{name}::launch(..)`; if this was meant to be another macro, rename the kernel, whose name shadows it here"
+    );
+    quote! {
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #callback {
+            (@root $($state:tt)*) => {
+                ::prism_macros::__prism_resume! { @dep kernel [] #krate {} {} @root $($state)* }
+            };
+            ($($other:tt)*) => { ::core::compile_error! { #misuse } };
+        }
+    }
+}
+
+/// What a rejected kernel expands to besides its errors: the struct, and an `impl` with `PTX`, `INFO` and a
+/// `launch` that accepts any arguments (one per parameter), so that uses of the kernel elsewhere in the crate
+/// type-check and only Prism's errors are reported. None of it can run: the crate does not compile.
+fn fallback_items(item: &TokenStream) -> TokenStream {
+    let f = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => f,
+        Err(_) => return TokenStream::new(),
+    };
+    let vis = &f.vis;
+    let name = &f.sig.ident;
+    let generics = const_generics_decl(&f);
+    let args: Vec<&Ident> = f
+        .sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericParam::Const(c) => Some(&c.ident),
+            _ => None,
+        })
+        .collect();
+    let ty = if args.is_empty() {
+        quote!(#name)
+    } else {
+        quote!(#name<#(#args),*>)
+    };
+    let tys: Vec<Ident> = (0..f.sig.inputs.len())
+        .map(|i| format_ident!("P{}", i))
+        .collect();
+    let disp = name.to_string();
+    let msg = format!("kernel `{disp}` was rejected by Prism at compile time");
+    quote! {
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name #generics;
+        #[allow(dead_code, clippy::all)]
+        impl #generics #ty {
+            /// Placeholder: the kernel did not compile (see the errors reported for it).
+            pub const PTX: &'static str = "";
+            /// Placeholder: the kernel did not compile (see the errors reported for it).
+            pub const INFO: ::prism_runtime::KernelInfo = unsafe {
+                // SAFETY: never launched: a rejected kernel leaves a `compile_error!`, so no binary exists.
+                ::prism_runtime::KernelInfo::new_unchecked(
+                    #disp,
+                    "",
+                    "",
+                    &[],
+                    ::prism_runtime::Contract::new_unchecked(1, ::core::option::Option::None, 1, ::core::option::Option::None, 0),
+                )
+            };
+            /// Placeholder: the kernel did not compile (see the errors reported for it).
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch<#(#tys),*>(
+                _: &::prism_runtime::Device,
+                _: ::prism_runtime::LaunchDims,
+                #(_: #tys),*
+            ) -> ::core::result::Result<::prism_runtime::LaunchReport, ::prism_runtime::RuntimeError> {
+                ::core::unreachable!(#msg)
+            }
+        }
     }
 }
 
@@ -317,6 +431,12 @@ fn finish(st: &State, root: &Function) -> TokenStream {
             }
         });
     }
+    if st.root_is_kernel {
+        // A call back to the kernel itself: kernels are not callable (not a recursion of device functions).
+        if let Some(&(_, span)) = graph.iter().flatten().find(|(to, _)| *to == 0) {
+            return fail(st, &root, vec![kernel_call(&root.name.name, span)]);
+        }
+    }
     if let Some(d) = find_cycle(&graph, &root, &deps) {
         return fail(st, &root, vec![d]);
     }
@@ -343,7 +463,10 @@ fn finish(st: &State, root: &Function) -> TokenStream {
     }
     if st.root_is_kernel {
         match prism_core::compile_kernel(&root, &deps) {
-            Ok(ks) => emit_kernel(st, &root, &ks),
+            Ok(ks) => {
+                let raw = raw_address_params(&root, &deps, &graph);
+                emit_kernel(st, &root, &ks, &raw)
+            }
             Err(d) => fail(st, &root, d),
         }
     } else {
@@ -519,7 +642,55 @@ fn const_value(v: i64) -> TokenStream {
     }
 }
 
-fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel]) -> TokenStream {
+/// The kernel's 64-bit integer parameters (`u64`/`i64`, the width of a global address) whose values reach an
+/// argument of a device function that contains, or calls one that contains, `unsafe` inline PTX. Such a value
+/// may be used as an address that inline PTX reads or writes, which no launch-time check can validate, so the
+/// kernel's launcher is `unsafe` (pass memory as a typed pointer parameter instead, see
+/// `prism_kernels::global_address_u64`). `graph` is `finish`'s call graph (0 = root, `j + 1` = `deps[j]`).
+fn raw_address_params(
+    root: &Function,
+    deps: &[Function],
+    graph: &[Vec<(usize, Span)>],
+) -> Vec<String> {
+    let candidates: Vec<String> = root
+        .params
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.ty,
+                prism_core::ast::Type::Scalar(ScalarType::U64 | ScalarType::I64)
+            )
+        })
+        .map(|p| p.name.name.clone())
+        .collect();
+    if candidates.is_empty() {
+        return candidates;
+    }
+    let mut reach: Vec<bool> = deps.iter().map(|f| resolve::has_unsafe(&f.body)).collect();
+    loop {
+        let mut changed = false;
+        for j in 0..deps.len() {
+            if !reach[j]
+                && graph
+                    .get(j + 1)
+                    .is_some_and(|es| es.iter().any(|(to, _)| *to > 0 && reach[to - 1]))
+            {
+                reach[j] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    resolve::params_reaching(root, &candidates, &|callee| {
+        deps.iter()
+            .position(|f| f.name.name == callee)
+            .is_some_and(|j| reach[j])
+    })
+}
+
+fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel], raw: &[String]) -> TokenStream {
     let item = match syn::parse2::<syn::ItemFn>(st.root_item.clone()) {
         Ok(i) => i,
         Err(e) => return e.to_compile_error(),
@@ -592,38 +763,58 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel]) -> TokenStrea
         let info_doc = format!(
             "Launch description of `{disp}`: entry `{entry}`, perspective bound `requires({bound})`, {contract_doc}."
         );
-        let launch_doc = format!(
+        let mut launch_doc = format!(
             "Launches `{disp}` on `{dev}` with `{dims}` (1-D grid of blocks).\n\n\
              The contract is validated first ({contract_doc}); a launch that violates it returns \
              `Err(RuntimeError::BadLaunch(..))` and nothing runs.\n\nParameters:\n{param_docs}"
         );
+        let unsafety = if raw.is_empty() {
+            TokenStream::new()
+        } else {
+            let names = raw
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            launch_doc.push_str(&format!(
+                "\n\n# Safety\n\n{names} reach{} a device function with `unsafe` inline PTX, which may use \
+                 {} as a device address: no launch-time check can validate {}. The caller must pass values that \
+                 those device functions' documentation allows (typically the address of live memory of this \
+                 device, of the size the kernel indexes). To get a safe launcher, take the memory as a typed \
+                 pointer parameter and compute the address in the kernel (`prism_kernels::global_address_u64`).",
+                if raw.len() == 1 { "es" } else { "" },
+                if raw.len() == 1 { "it" } else { "them" },
+                if raw.len() == 1 { "it" } else { "them" },
+            ));
+            quote!(unsafe)
+        };
         out.extend(quote_spanned! {root.name.span=>
             #[allow(dead_code)]
             impl #ty {
                 #[doc = #ptx_doc]
                 pub const PTX: &'static str = #ptx;
                 #[doc = #info_doc]
-                pub const INFO: ::prism_runtime::KernelInfo = ::prism_runtime::KernelInfo {
-                    name: #disp,
-                    entry: #entry,
-                    ptx: Self::PTX,
-                    params: &[#(#specs),*],
-                    contract: ::prism_runtime::Contract {
-                        threads_multiple_of: #tm,
-                        threads_exact: #te,
-                        blocks_multiple_of: #bm,
-                        blocks_exact: #be,
-                        smem_bytes: #smem,
-                    },
+                pub const INFO: ::prism_runtime::KernelInfo = unsafe {
+                    // SAFETY: the PTX, its entry, parameters and contract are the ones prism-core checked and
+                    // generated for this kernel instance (the macro expansion is the only caller).
+                    ::prism_runtime::KernelInfo::new_unchecked(
+                        #disp,
+                        #entry,
+                        Self::PTX,
+                        &[#(#specs),*],
+                        ::prism_runtime::Contract::new_unchecked(#tm, #te, #bm, #be, #smem),
+                    )
                 };
                 #[doc = #launch_doc]
-                #[allow(clippy::too_many_arguments)]
-                pub fn launch(
+                #[allow(clippy::too_many_arguments, unused_unsafe)]
+                pub #unsafety fn launch(
                     #dev: &::prism_runtime::Device,
                     #dims: ::prism_runtime::LaunchDims,
                     #(#decls),*
                 ) -> ::core::result::Result<::prism_runtime::LaunchReport, ::prism_runtime::RuntimeError> {
-                    #dev.launch(&Self::INFO, #dims, &mut [#(#args),*])
+                    // SAFETY: `Self::INFO` is this kernel's checked PTX and contract, and the arguments have the
+                    // types of its parameters (validated again by `Device::launch`).
+                    unsafe { #dev.launch(&Self::INFO, #dims, &mut [#(#args),*]) }
                 }
             }
             ::prism_runtime::inventory::submit! {

@@ -3,7 +3,7 @@
 //! Token format (everything after `__prism_resume! {`):
 //!
 //! ```text
-//! @dep extern [$crate] "crate_name" { attr } { fn item }   // prepended by the device function's macro
+//! @dep extern|local|kernel [$crate] "crate_name" { attr } { fn item }   // prepended by the callee's macro
 //! @root kernel|device { attr } { fn item }                  // the function whose expansion is in progress
 //! @done [ { extern|local [$crate] "crate_name" { attr } { item } [ via path ] } .. ]
 //! @alias [ "alias" "crate_name" .. ]                        // `alias::f` paths seen so far and their crates
@@ -11,7 +11,7 @@
 //! ```
 //!
 //! The `$crate` token tree is kept exactly as received: it is how a dependency's own callees are reached
-//! from the caller's crate (`$crate::__prism_device_g!`).
+//! from the caller's crate (`$crate::g!`).
 
 use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
@@ -21,8 +21,11 @@ use quote::{quote, ToTokens};
 pub enum Origin {
     /// Another crate; the tokens are that crate's `$crate`.
     Extern(TokenStream),
-    /// The crate being compiled (through `__prism_local_<name>!`).
+    /// The crate being compiled (through the function's callback macro, `name!`, in textual scope).
     Local,
+    /// Not a device function: the name is a `#[prism_kernel]` (its callback macro only says so, so that a
+    /// call of a kernel is reported as such).
+    Kernel,
 }
 
 /// A device function's tokens as its macro delivered them.
@@ -51,7 +54,7 @@ pub struct Pending {
     pub key: String,
     /// The first path segment for `alias::f` calls (so the alias's crate can be recorded), else empty.
     pub alias: String,
-    /// The macro path, without `!` (e.g. `prism_kernels::__prism_device_warp_load`).
+    /// The macro path, without `!` (e.g. `prism_kernels::warp_load`).
     pub path: TokenStream,
 }
 
@@ -96,6 +99,10 @@ impl Origin {
             Origin::Local => {
                 let g = bracket(TokenStream::new());
                 quote!(local #g)
+            }
+            Origin::Kernel => {
+                let g = bracket(TokenStream::new());
+                quote!(kernel #g)
             }
         }
     }
@@ -200,6 +207,7 @@ fn parse_origin(c: &mut Cursor) -> Result<Origin, String> {
     match kind.as_str() {
         "extern" => Ok(Origin::Extern(krate)),
         "local" => Ok(Origin::Local),
+        "kernel" => Ok(Origin::Kernel),
         k => Err(format!("unknown origin `{k}`")),
     }
 }
@@ -305,13 +313,13 @@ mod tests {
                 item: quote!(
                     fn g() {}
                 ),
-                via: quote!(__prism_local_g),
+                via: quote!(g),
             }],
             aliases: vec![("pk".into(), "prism_kernels".into())],
             pending: vec![Pending {
                 key: "@pk::f".into(),
                 alias: "pk".into(),
-                path: quote!(pk::__prism_device_f),
+                path: quote!(pk::f),
             }],
         };
         let dep = quote!(@dep extern [krate] "x" { requires(thread[32]) } { fn f() {} });
@@ -323,13 +331,13 @@ mod tests {
         assert!(matches!(d.origin, Origin::Extern(_)));
         assert!(s.root_is_kernel);
         assert_eq!(s.done.len(), 1);
-        assert_eq!(s.done[0].via.to_string(), "__prism_local_g");
+        assert_eq!(s.done[0].via.to_string(), "g");
         assert_eq!(
             s.aliases,
             vec![("pk".to_string(), "prism_kernels".to_string())]
         );
         assert_eq!(s.pending[0].key, "@pk::f");
-        assert_eq!(s.pending[0].path.to_string(), "pk :: __prism_device_f");
+        assert_eq!(s.pending[0].path.to_string(), "pk :: f");
         // Without a dep header.
         let (d, s2) = parse(s.to_tokens()).expect("parses");
         assert!(d.is_none());

@@ -9,6 +9,23 @@ fn s(ts: &TokenStream) -> String {
     ts.to_string()
 }
 
+/// `ts` without its top-level `macro_rules!` definitions (the callback macros, whose misuse arm holds a
+/// `compile_error!` of its own), as text.
+fn items(ts: &TokenStream) -> String {
+    let toks: Vec<TokenTree> = ts.clone().into_iter().collect();
+    let mut out = TokenStream::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if matches!(&toks[i], TokenTree::Ident(m) if m == "macro_rules") {
+            i += 4; // `macro_rules` `!` name { .. }
+            continue;
+        }
+        out.extend([toks[i].clone()]);
+        i += 1;
+    }
+    out.to_string()
+}
+
 #[test]
 fn kernel_without_calls_expands_to_struct_info_launch_and_registration() {
     let out = expand_attr(
@@ -35,7 +52,12 @@ fn kernel_without_calls_expands_to_struct_info_launch_and_registration() {
         ),
     );
     let t = s(&out);
-    assert!(!t.contains("compile_error"), "{t}");
+    assert!(!items(&out).contains("compile_error"), "{t}");
+    assert!(
+        t.contains("macro_rules ! add"),
+        "a callback macro marks the kernel: {t}"
+    );
+    assert!(t.contains("@ dep kernel []"), "{t}");
     assert!(t.contains("pub struct add ;"), "{t}");
     assert!(t.contains("impl add {"), "{t}");
     assert!(t.contains("pub const PTX : & 'static str"), "{t}");
@@ -93,20 +115,20 @@ fn template_kernel_has_one_impl_per_instance() {
         ),
     );
     let t = s(&out);
-    assert!(!t.contains("compile_error"), "{t}");
+    assert!(!items(&out).contains("compile_error"), "{t}");
     assert!(t.contains("pub struct fill < const N : u32 > ;"), "{t}");
     assert!(t.contains("impl fill < 1 > {"), "{t}");
     assert!(t.contains("impl fill < 2 > {"), "{t}");
     assert!(t.contains("\"fill<2>\""), "{t}");
     assert!(t.contains("& fill :: < 2 > :: INFO"), "{t}");
     assert!(
-        t.contains("threads_exact : :: core :: option :: Option :: Some (64u32)"),
+        t.contains(":: prism_runtime :: Contract :: new_unchecked (32u32 , :: core :: option :: Option :: Some (64u32)"),
         "{t}"
     );
 }
 
 #[test]
-fn kernel_errors_become_compile_errors_and_a_placeholder_struct() {
+fn kernel_errors_become_compile_errors_and_placeholder_items() {
     let out = expand_attr(
         FnKind::Kernel,
         quote!(requires(grid[1], block[1], thread[1])),
@@ -119,7 +141,15 @@ fn kernel_errors_become_compile_errors_and_a_placeholder_struct() {
     let t = s(&out);
     assert!(t.contains("compile_error"), "{t}");
     assert!(t.contains("pub struct k ;"), "{t}");
-    assert!(!t.contains("fn launch"), "{t}");
+    // Placeholders with the kernel's names, so that code using the kernel adds no errors of its own.
+    assert!(t.contains("pub const PTX"), "{t}");
+    assert!(t.contains("pub const INFO"), "{t}");
+    assert!(t.contains("pub fn launch < >"), "{t}");
+    assert!(t.contains("unreachable !"), "{t}");
+    assert!(
+        !t.contains("inventory"),
+        "a rejected kernel is not registered: {t}"
+    );
 }
 
 #[test]
@@ -129,20 +159,19 @@ fn device_function_exports_callback_macros() {
             x
         }
     );
-    let t = s(&expand_attr(
-        FnKind::Device,
-        quote!(requires(thread[1])),
-        item,
-    ));
-    assert!(t.contains("macro_rules ! __prism_local_lane_copy"), "{t}");
+    let out = expand_attr(FnKind::Device, quote!(requires(thread[1])), item);
+    let t = s(&out);
+    // One callback macro with the function's own name: exported, and used by this crate in textual scope.
     assert!(
-        t.contains("# [macro_export] macro_rules ! __prism_device_lane_copy"),
+        t.contains("# [macro_export] macro_rules ! lane_copy"),
         "{t}"
     );
+    assert_eq!(t.matches("macro_rules !").count(), 1, "{t}");
     assert!(t.contains("@ dep extern [$ crate]"), "{t}");
+    assert!(!t.contains("__prism_local"), "{t}");
     assert!(t.contains(":: prism_macros :: __prism_resume !"), "{t}");
     assert!(t.contains("pub struct lane_copy ;"), "{t}");
-    assert!(!t.contains("compile_error"), "{t}");
+    assert!(!items(&out).contains("compile_error"), "{t}");
     // Private device functions are not exported to other crates.
     let t = s(&expand_attr(
         FnKind::Device,
@@ -151,7 +180,8 @@ fn device_function_exports_callback_macros() {
             fn private_fn() {}
         ),
     ));
-    assert!(t.contains("macro_rules ! __prism_local_private_fn"), "{t}");
+    assert!(t.contains("macro_rules ! private_fn"), "{t}");
+    assert!(t.contains("@ dep local []"), "{t}");
     assert!(!t.contains("macro_export"), "{t}");
 }
 
@@ -190,12 +220,11 @@ fn calls_route_through_the_callee_macro_and_resume_finishes() {
         }
     );
     let chain = expand_attr(FnKind::Kernel, kernel_attr, kernel_item);
-    let state = invocation_body(&chain, "__prism_local_helper")
-        .expect("a call of the callee's local macro");
+    let state = invocation_body(&chain, "helper").expect("a call of the callee's local macro");
     let st = s(&state);
     assert!(st.starts_with("@ root kernel"), "{st}");
     assert!(st.contains("@ pending ["), "{st}");
-    // What `__prism_local_helper!` would deliver.
+    // What `helper!` would deliver.
     let helper_attr = quote!(requires(thread[32]));
     let helper_item = quote!(
         pub fn helper(#[at(thread[32])] out: *mut f32) {
@@ -220,6 +249,46 @@ fn calls_route_through_the_callee_macro_and_resume_finishes() {
     assert!(!t.contains("compile_error"), "{t}");
     assert!(t.contains("pub struct k ;"), "{t}");
     assert!(t.contains("fn launch"), "{t}");
+}
+
+#[test]
+fn a_called_kernel_is_unknown_fn_at_the_call() {
+    let kernel_attr = quote!(requires(grid[1], block[1], thread[1]));
+    let kernel_item = quote!(
+        pub fn k(n: u32) {
+            group(thread[1], || {
+                other(n);
+            });
+        }
+    );
+    let chain = expand_attr(FnKind::Kernel, kernel_attr, kernel_item);
+    let state = invocation_body(&chain, "other").expect("a call of the callee's macro");
+    // What the kernel `other`'s callback macro delivers.
+    let mut input = quote!(@dep kernel [] "this_crate" {} {});
+    input.extend(state);
+    let out = resume(input);
+    let t = s(&out);
+    assert!(t.contains("[UNKNOWN-FN] `other` is a kernel"), "{t}");
+    assert!(
+        t.contains("pub fn launch"),
+        "placeholders follow the error: {t}"
+    );
+}
+
+#[test]
+fn a_kernel_calling_itself_is_unknown_fn() {
+    let t = s(&expand_attr(
+        FnKind::Kernel,
+        quote!(requires(grid[1], block[1], thread[1])),
+        quote!(
+            pub fn k(n: u32) {
+                group(thread[1], || {
+                    k(n);
+                });
+            }
+        ),
+    ));
+    assert!(t.contains("[UNKNOWN-FN] `k` is a kernel"), "{t}");
 }
 
 #[test]

@@ -271,7 +271,20 @@ impl Device {
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first; the launch is asynchronous (use
     /// [`Device::dtoh`] or [`Device::synchronize`]). Emulator: the module is parsed once and cached, the
     /// launch runs to completion, and faults come back as `Err(RuntimeError::Emulator(..))`.
-    pub fn launch(
+    ///
+    /// This is the raw, untyped launch. Kernels compiled by `#[prism_kernel]` are launched with their
+    /// generated, safe `launch` functions (`my_kernel::launch(&dev, dims, &a, &mut b, n)`), which call this
+    /// one with the kernel's own `INFO` and arguments of the right types.
+    ///
+    /// # Safety
+    ///
+    /// `kernel` must uphold the contract of [`KernelInfo::new_unchecked`]: its PTX entry is memory-safe for
+    /// every launch that passes the checks above. That holds for the `INFO` of a kernel compiled by
+    /// `#[prism_kernel]`, except where the kernel's typed launcher is itself `unsafe` (then the caller takes
+    /// that launcher's obligations). The checks compare `args` with `kernel`'s parameter list only: a scalar
+    /// that the kernel uses as a device address (inline PTX), or a size that the kernel trusts, is the
+    /// caller's responsibility, as is any other promise the kernel's documentation asks for.
+    pub unsafe fn launch(
         &self,
         kernel: &KernelInfo,
         dims: LaunchDims,

@@ -409,3 +409,215 @@ impl GpuBackend {
         })
     }
 }
+
+/// One argument of [`GpuBackend::run_ptx`]: a value passed by value (a scalar or a struct, its exact bytes
+/// as the `.param` declares them) or a device buffer with its initial contents.
+pub(crate) enum RawArg<'a> {
+    /// The parameter's bytes.
+    Value(&'a [u8]),
+    /// A buffer: allocated, filled with these bytes, passed as its device address.
+    Buffer(&'a [u8]),
+}
+
+/// What [`GpuBackend::run_ptx`] brings back.
+pub(crate) struct RawRun {
+    /// Every [`RawArg::Buffer`]'s bytes after the kernel, in argument order.
+    pub buffers: Vec<Vec<u8>>,
+    /// The `.version` directive was lowered for this driver: the note says from what to what.
+    pub note: Option<String>,
+    /// Launch to the end of the synchronisation.
+    pub elapsed: std::time::Duration,
+}
+
+/// The newest PTX ISA version a driver of CUDA version `major.minor` JIT-compiles (the PTX ISA document's
+/// release table); `None` when the version is outside the table (then the PTX is loaded as it is).
+pub(crate) fn max_ptx_isa(major: u32, minor: u32) -> Option<(u32, u32)> {
+    Some(match (major, minor) {
+        (11, m) if m <= 8 => (7, m),
+        (12, m) if m <= 5 => (8, m),
+        (12, 6) | (12, 7) => (8, 5),
+        (12, 8) => (8, 7),
+        (12, _) => (8, 8),
+        (13, m) => (9, m),
+        _ => return None,
+    })
+}
+
+/// `src` with its `.version` lowered to `max` when it declares a newer one (nvcc of a newer toolkit than the
+/// driver writes a version the driver refuses, though the instructions are older), and a note saying so.
+pub(crate) fn lower_ptx_version(
+    src: &str,
+    max: (u32, u32),
+) -> (std::borrow::Cow<'_, str>, Option<String>) {
+    for (start, line) in src.split_inclusive('\n').scan(0usize, |pos, l| {
+        let s = *pos;
+        *pos += l.len();
+        Some((s, l))
+    }) {
+        let t = line.trim();
+        let Some(v) = t.strip_prefix(".version") else {
+            continue;
+        };
+        let v = v.trim();
+        let parsed = v.split_once('.').and_then(|(a, b)| {
+            Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?))
+        });
+        return match parsed {
+            Some(have) if have > max => {
+                let mut s = String::with_capacity(src.len());
+                s.push_str(&src[..start]);
+                s.push_str(&format!(".version {}.{}\n", max.0, max.1));
+                s.push_str(&src[start + line.len()..]);
+                let note = format!(
+                    "the PTX declares .version {}.{}, newer than this driver's PTX ISA {}.{}: loaded as .version {}.{}",
+                    have.0, have.1, max.0, max.1, max.0, max.1
+                );
+                (std::borrow::Cow::Owned(s), Some(note))
+            }
+            _ => (std::borrow::Cow::Borrowed(src), None),
+        };
+    }
+    (std::borrow::Cow::Borrowed(src), None)
+}
+
+impl GpuBackend {
+    /// The driver's CUDA version `(major, minor)`, if it tells.
+    fn driver_version(&self) -> Option<(u32, u32)> {
+        self.properties().driver_cuda_version
+    }
+
+    /// Loads arbitrary PTX (any text the driver accepts), uploads the buffers, launches `entry` with the
+    /// parameters given as raw bytes (`cuLaunchKernel` with a `kernelParams` array), synchronises and reads
+    /// every buffer back. Nothing here is checked against a Prism kernel contract: this is the `emulate` CLI's
+    /// GPU backend, for PTX from anywhere.
+    pub(crate) fn run_ptx(
+        &self,
+        ptx: &str,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        smem: u32,
+        args: &[RawArg<'_>],
+    ) -> Result<RawRun, RuntimeError> {
+        guard("running PTX", || {
+            if ptx.contains('\0') || entry.contains('\0') {
+                return Err(RuntimeError::Ptx(
+                    "the PTX or the entry name contains a NUL byte".into(),
+                ));
+            }
+            let (src, note) = match self.driver_version().and_then(|(a, b)| max_ptx_isa(a, b)) {
+                Some(max) => lower_ptx_version(ptx, max),
+                None => (std::borrow::Cow::Borrowed(ptx), None),
+            };
+            let module = self
+                .ctx
+                .load_module(Ptx::from_src(src.into_owned()))
+                .map_err(|e| RuntimeError::Ptx(format!("loading the PTX: {}", e)))?;
+            let f = module
+                .load_function(entry)
+                .map_err(|e| RuntimeError::Ptx(format!("entry `{}`: {}", entry, e)))?;
+            let static_smem = f.shared_size_bytes().map(|v| v.max(0) as u64).unwrap_or(0);
+            if static_smem + smem as u64 > self.smem_optin as u64 {
+                return Err(RuntimeError::BadLaunch(format!(
+                    "{} bytes of shared memory ({} static + {} dynamic) exceed the device's limit of {} bytes per block",
+                    static_smem + smem as u64,
+                    static_smem,
+                    smem,
+                    self.smem_optin
+                )));
+            }
+            if smem > DEFAULT_DYN_SMEM {
+                f.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem as i32,
+                )
+                .map_err(Self::driver(
+                    "setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+                ))?;
+            }
+            // Buffers first (kept alive until the copies back), then one byte vector per parameter.
+            let mut slices: Vec<Option<CudaSlice<u8>>> = Vec::new();
+            let mut storage: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+            for a in args {
+                match a {
+                    RawArg::Value(b) => storage.push(b.to_vec()),
+                    RawArg::Buffer(b) => {
+                        let (ptr, s) = if b.is_empty() {
+                            (0u64, None)
+                        } else {
+                            let s = self.stream.clone_htod(*b).map_err(Self::driver("htod"))?;
+                            (raw_ptr(&s), Some(s))
+                        };
+                        slices.push(s);
+                        storage.push(ptr.to_le_bytes().to_vec());
+                    }
+                }
+            }
+            self.stream
+                .synchronize()
+                .map_err(Self::driver("synchronize after the uploads"))?;
+            let mut params: Vec<*mut std::ffi::c_void> = storage
+                .iter_mut()
+                .map(|v| v.as_mut_ptr() as *mut std::ffi::c_void)
+                .collect();
+            self.ctx
+                .bind_to_thread()
+                .map_err(Self::driver("binding the context"))?;
+            let t0 = std::time::Instant::now();
+            // SAFETY: `f` belongs to `module`, alive here; `params` holds one pointer per parameter, each to
+            // as many bytes as the caller says the `.param` declares (the CLI checks the sizes against the
+            // PTX), alive until the launch returns (the driver copies them at the call); the device
+            // addresses point into `slices`, alive until after the synchronisation below.
+            unsafe {
+                cudarc::driver::result::launch_kernel(
+                    f.cu_function(),
+                    (grid[0], grid[1], grid[2]),
+                    (block[0], block[1], block[2]),
+                    smem,
+                    self.stream.cu_stream(),
+                    &mut params,
+                )
+            }
+            .map_err(|e| RuntimeError::Driver(format!("launching `{}`: {}", entry, e)))?;
+            self.stream.synchronize().map_err(|e| {
+                RuntimeError::Driver(format!("running `{}` (synchronize): {}", entry, e))
+            })?;
+            let elapsed = t0.elapsed();
+            let mut buffers = Vec::with_capacity(slices.len());
+            for s in &slices {
+                buffers.push(match s {
+                    Some(s) => self.stream.clone_dtoh(s).map_err(Self::driver("dtoh"))?,
+                    None => Vec::new(),
+                });
+            }
+            self.stream
+                .synchronize()
+                .map_err(Self::driver("synchronize after the copies back"))?;
+            drop(module);
+            Ok(RawRun {
+                buffers,
+                note,
+                elapsed,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod raw_tests {
+    use super::*;
+
+    #[test]
+    fn ptx_version_is_lowered_only_when_newer() {
+        let src = "//\n.version 9.5\n.target sm_90\n";
+        let (s, note) = lower_ptx_version(src, (9, 0));
+        assert_eq!(s, "//\n.version 9.0\n.target sm_90\n");
+        assert!(note.is_some_and(|n| n.contains("9.5")));
+        let (s, note) = lower_ptx_version(src, (9, 5));
+        assert_eq!(s, src);
+        assert!(note.is_none());
+        assert_eq!(max_ptx_isa(13, 0), Some((9, 0)));
+        assert_eq!(max_ptx_isa(12, 6), Some((8, 5)));
+        assert_eq!(max_ptx_isa(14, 0), None);
+    }
+}

@@ -10,7 +10,10 @@
 //! let dev = Device::auto()?;
 //! let a = dev.htod(&[1.0f32, 2.0, 3.0])?;
 //! let mut c = dev.alloc_zeros::<f32>(3)?;
-//! dev.launch(kernel, LaunchDims::new(1, 32), &mut [a.as_arg(), c.as_arg_mut(), KernelArg::U32(3)])?;
+//! // SAFETY: `kernel` is the `INFO` of a `#[prism_kernel]` (its checked PTX); the arguments are validated.
+//! unsafe {
+//!     dev.launch(kernel, LaunchDims::new(1, 32), &mut [a.as_arg(), c.as_arg_mut(), KernelArg::U32(3)])?;
+//! }
 //! let host = dev.dtoh(&c)?;
 //! # let _ = host; Ok(()) }
 //! ```

@@ -203,52 +203,139 @@ pub struct ParamSpec {
 /// [`validate_launch`](crate::validate_launch) checks a launch against it before anything runs, because the
 /// perspective checker proved the kernel correct only for launches that satisfy it (paper §3.3: the
 /// perspective bound `@requires(grid[1], block[1], thread[n])`).
+///
+/// Contracts are made by the compiler: the fields are private (read them with the accessors), and the only
+/// constructor, [`Contract::new_unchecked`], is `unsafe`, so safe code cannot launch a kernel under a weaker
+/// contract than the one its checker proved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contract {
-    /// The block size must be a multiple of this (`thread[n]` in `requires`). 0 and 1 mean no constraint.
-    pub threads_multiple_of: u32,
-    /// `threads = N`: the block size must be exactly N.
-    pub threads_exact: Option<u32>,
-    /// The grid size must be a multiple of this (`block[n]` in `requires`). 0 and 1 mean no constraint.
-    pub blocks_multiple_of: u32,
-    /// `blocks = N`: the grid size must be exactly N.
-    pub blocks_exact: Option<u32>,
-    /// Dynamic shared memory per block in bytes (`smem = N`), passed as the launch's dynamic shared memory.
-    pub smem_bytes: u32,
+    pub(crate) threads_multiple_of: u32,
+    pub(crate) threads_exact: Option<u32>,
+    pub(crate) blocks_multiple_of: u32,
+    pub(crate) blocks_exact: Option<u32>,
+    pub(crate) smem_bytes: u32,
 }
 
 impl Contract {
-    /// A contract with no constraints and no shared memory.
-    pub const fn unconstrained() -> Contract {
+    /// The contract with these values; `#[prism_kernel]` emits the call.
+    ///
+    /// # Safety
+    ///
+    /// The values must be the ones the Prism checker derived for the kernel the contract is paired with (or
+    /// stricter): block size a multiple of `threads_multiple_of` (`thread[n]` in `requires`, 0 and 1 mean no
+    /// constraint) or exactly `threads_exact` (`threads = N`), grid size a multiple of `blocks_multiple_of` or
+    /// exactly `blocks_exact`, and `smem_bytes` of dynamic shared memory at least what the kernel's shared
+    /// allocations need (`smem = N`). A weaker contract lets [`crate::Device::launch`] run the kernel with
+    /// launches for which it was not proved, e.g. warp collectives with incomplete warps, or shared memory
+    /// accesses past the allocation.
+    pub const unsafe fn new_unchecked(
+        threads_multiple_of: u32,
+        threads_exact: Option<u32>,
+        blocks_multiple_of: u32,
+        blocks_exact: Option<u32>,
+        smem_bytes: u32,
+    ) -> Contract {
         Contract {
-            threads_multiple_of: 1,
-            threads_exact: None,
-            blocks_multiple_of: 1,
-            blocks_exact: None,
-            smem_bytes: 0,
+            threads_multiple_of,
+            threads_exact,
+            blocks_multiple_of,
+            blocks_exact,
+            smem_bytes,
         }
     }
-}
 
-impl Default for Contract {
-    fn default() -> Self {
-        Contract::unconstrained()
+    /// The block size must be a multiple of this (`thread[n]` in `requires`). 0 and 1 mean no constraint.
+    pub const fn threads_multiple_of(&self) -> u32 {
+        self.threads_multiple_of
+    }
+
+    /// `threads = N`: the block size must be exactly N.
+    pub const fn threads_exact(&self) -> Option<u32> {
+        self.threads_exact
+    }
+
+    /// The grid size must be a multiple of this (`block[n]` in `requires`). 0 and 1 mean no constraint.
+    pub const fn blocks_multiple_of(&self) -> u32 {
+        self.blocks_multiple_of
+    }
+
+    /// `blocks = N`: the grid size must be exactly N.
+    pub const fn blocks_exact(&self) -> Option<u32> {
+        self.blocks_exact
+    }
+
+    /// Dynamic shared memory per block in bytes (`smem = N`), passed as the launch's dynamic shared memory.
+    pub const fn smem_bytes(&self) -> u32 {
+        self.smem_bytes
     }
 }
 
-/// Everything the runtime needs to launch one (instantiated) kernel; emitted by `#[prism_kernel]`.
+/// Everything the runtime needs to launch one (instantiated) kernel; emitted by `#[prism_kernel]` as the
+/// kernel's `INFO`.
+///
+/// Like [`Contract`], a `KernelInfo` is made by the compiler: its fields are private (read them with the
+/// accessors) and its constructor, [`KernelInfo::new_unchecked`], is `unsafe`. Safe code can only launch
+/// what the checker proved, through the typed `launch` the macro generates for each kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelInfo {
+    pub(crate) name: &'static str,
+    pub(crate) entry: &'static str,
+    pub(crate) ptx: &'static str,
+    pub(crate) params: &'static [ParamSpec],
+    pub(crate) contract: Contract,
+}
+
+impl KernelInfo {
+    /// The description of a kernel; `#[prism_kernel]` emits the call (hand-written PTX can use it too, in
+    /// `unsafe` code that takes the obligations below).
+    ///
+    /// # Safety
+    ///
+    /// `ptx` must contain the `.entry` named `entry`, whose parameters are `params` in order, and the entry
+    /// must be memory-safe (no out-of-bounds or racing accesses, no misused collectives, no deadlock) for every
+    /// launch that satisfies `contract` with arguments that pass [`crate::Device::launch`]'s argument checks
+    /// (buffers of the declared element type and mutability, scalars of the declared type). For kernels
+    /// compiled by Prism this is what the perspective checker proves, with the contract it derived.
+    pub const unsafe fn new_unchecked(
+        name: &'static str,
+        entry: &'static str,
+        ptx: &'static str,
+        params: &'static [ParamSpec],
+        contract: Contract,
+    ) -> KernelInfo {
+        KernelInfo {
+            name,
+            entry,
+            ptx,
+            params,
+            contract,
+        }
+    }
+
     /// Rust path-ish name, e.g. `"sgemm<64, 64>"`.
-    pub name: &'static str,
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// The PTX `.entry` name.
-    pub entry: &'static str,
-    /// The PTX module text containing `entry`.
-    pub ptx: &'static str,
+    pub const fn entry(&self) -> &'static str {
+        self.entry
+    }
+
+    /// The PTX module text containing the entry.
+    pub const fn ptx(&self) -> &'static str {
+        self.ptx
+    }
+
     /// Parameters in declaration order.
-    pub params: &'static [ParamSpec],
+    pub const fn params(&self) -> &'static [ParamSpec] {
+        self.params
+    }
+
     /// Launch contract.
-    pub contract: Contract,
+    pub const fn contract(&self) -> Contract {
+        self.contract
+    }
 }
 
 /// One-dimensional launch dimensions: `grid` blocks of `block` threads.

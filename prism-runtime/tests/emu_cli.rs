@@ -198,3 +198,165 @@ fn usage_errors_are_reported_not_panics() {
         assert!(err.starts_with("error:"), "{:?}: {}", args, err);
     }
 }
+
+#[test]
+fn gpu_backend_shares_the_inputs_and_says_when_there_is_no_gpu() {
+    use prism_runtime::emu::cli::{execute, parse_invocation, CliBackend, CliError, Parsed};
+    let k = fixture("kernels.ptx");
+    let args: Vec<String> = [
+        k.as_str(),
+        "warp_scan",
+        "--grid",
+        "2",
+        "--block",
+        "128",
+        "--backend",
+        "gpu",
+        "buf:i32:200:rand",
+        "buf:i32:200:zero",
+        "i32:200",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let Ok(Parsed::Run(inv)) = parse_invocation(&args) else {
+        panic!("parses")
+    };
+    assert_eq!(inv.backend, CliBackend::Gpu);
+    let src = std::fs::read_to_string(&k).expect("fixture");
+    let mut emu_inv = inv.clone();
+    emu_inv.backend = CliBackend::Emulator;
+    let emu = execute(&src, &emu_inv).expect("runs on the emulator");
+    assert_eq!(emu.buffers.len(), 2);
+    assert_eq!(emu.buffers[0].bytes.len(), 800);
+    match execute(&src, &inv) {
+        // No GPU here: a distinct error (exit 3), not a panic.
+        Err(e @ CliError::NoGpu(_)) => {
+            assert_eq!(e.exit_code(), 3);
+            let (code, _, err) = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(code, 3, "{err}");
+            assert!(err.contains("no GPU"), "{err}");
+        }
+        // A GPU: the same inputs, the same outputs (a warp scan of integers).
+        Ok(gpu) => {
+            assert_eq!(gpu.buffers.len(), 2);
+            for (a, b) in emu.buffers.iter().zip(&gpu.buffers) {
+                assert_eq!(a.bytes, b.bytes, "arg{}", a.index);
+            }
+        }
+        Err(e) => panic!("{e}"),
+    }
+    // Bad backend names and malformed struct bytes are usage errors (exit 2).
+    let (code, _, err) = run(&[
+        &k,
+        "warp_scan",
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "--backend",
+        "tpu",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let x = fixture("extra.ptx");
+    let (code, _, err) = run(&[
+        &x,
+        "ldg_struct",
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "buf:f32:4:rand",
+        "buf:f32:4:zero",
+        "bytes:0x123",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("hex"), "{err}");
+    // The right number of struct bytes inline: runs.
+    let (code, _, err) = run(&[
+        &x,
+        "ldg_struct",
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "buf:f32:4:rand",
+        "buf:f32:4:zero",
+        "bytes:0x000000400400000000000000000000000000000000000000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // A struct of the wrong size is refused before anything runs.
+    let (code, _, err) = run(&[
+        &x,
+        "ldg_struct",
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "buf:f32:4:rand",
+        "buf:f32:4:zero",
+        "bytes:0x0000",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("24 bytes"), "{err}");
+}
+
+/// `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]`: the Hopper probe's TMA load, driven from the CLI with the
+/// H100's input tensor, writes exactly the shared-memory image the H100 wrote; bad maps are usage errors.
+#[test]
+fn tensor_map_arguments() {
+    let p = fixture("hopper/probe.ptx");
+    let g = fixture("hopper/h100/tma_load_128B_64x8_oob_xy.global.bin");
+    let dir = tmpdir("tmap");
+    let ds = dir.to_str().unwrap();
+    let tm = format!("tmap:u16:104x40:64x8:128:@{g}");
+    let args = [
+        p.as_str(),
+        "_Z8tma_load14CUtensorMap_stiiiPhiPi",
+        "--grid",
+        "1",
+        "--block",
+        "128",
+        "--smem",
+        "2048",
+        tm.as_str(),
+        "i32:64",
+        "i32:36",
+        "i32:1024",
+        "buf:u8:1024:zero",
+        "i32:1024",
+        "buf:u32:1:zero",
+        "--dump",
+        ds,
+    ];
+    let (code, _out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let got = std::fs::read(dir.join("arg4.bin")).unwrap();
+    let want = std::fs::read(fixture("hopper/h100/tma_load_128B_64x8_oob_xy.smem.bin")).unwrap();
+    assert_eq!(got, want, "shared-memory image differs from the H100's");
+    assert_eq!(
+        std::fs::read(dir.join("arg0.bin")).unwrap(),
+        std::fs::read(&g).unwrap()
+    );
+    // Explicit strides (the packed ones) give the same result.
+    let tm2 = format!("tmap:u16:104x40:64x8:128:@{g}:208");
+    let mut a2 = args;
+    a2[8] = tm2.as_str();
+    let (code, _, err) = run(&a2);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(dir.join("arg4.bin")).unwrap(), want);
+    // A box wider than the swizzle span, a stride that is not a multiple of 16, a malformed spec.
+    for (bad, needle) in [
+        ("tmap:u16:104x40:128x8:128:zero", "swizzle span"),
+        ("tmap:u16:104x40:64x8:none:zero:200", "multiple of 16"),
+        ("tmap:u16:104x40:64x8:zero", "expected tmap:"),
+        ("tmap:u16:104x40:64x8:96:zero", "SWIZZLE"),
+    ] {
+        let mut a3 = args;
+        a3[8] = bad;
+        let (code, _, err) = run(&a3);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

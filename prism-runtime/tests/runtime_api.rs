@@ -80,12 +80,81 @@ static VADD_PARAMS: [ParamSpec; 4] = [
     },
 ];
 
-static VADD: KernelInfo = KernelInfo {
+/// A kernel description in the field-by-field form (`KernelInfo`'s fields are private and its constructor is
+/// `unsafe`, so safe code cannot forge one): the tests build variants of the hand-written kernels with it.
+#[derive(Clone, Copy)]
+struct Info {
+    name: &'static str,
+    entry: &'static str,
+    ptx: &'static str,
+    params: &'static [ParamSpec],
+    contract: C,
+}
+
+/// [`Contract`]'s values, field by field.
+#[derive(Clone, Copy)]
+struct C {
+    threads_multiple_of: u32,
+    threads_exact: Option<u32>,
+    blocks_multiple_of: u32,
+    blocks_exact: Option<u32>,
+    smem_bytes: u32,
+}
+
+impl C {
+    const fn unconstrained() -> C {
+        C {
+            threads_multiple_of: 1,
+            threads_exact: None,
+            blocks_multiple_of: 1,
+            blocks_exact: None,
+            smem_bytes: 0,
+        }
+    }
+}
+
+impl Info {
+    /// SAFETY (of the `unsafe` constructors): every PTX these tests describe is hand-written and checked to
+    /// match its parameters; the variants that do not (wrong parameter widths, missing entries, too little
+    /// shared memory) are refused by the runtime's checks or fault on the emulator, which is what the tests
+    /// check. None of them runs on a GPU with a mismatch: the PTX consistency check runs first.
+    const fn k(self) -> KernelInfo {
+        let c = self.contract;
+        unsafe {
+            KernelInfo::new_unchecked(
+                self.name,
+                self.entry,
+                self.ptx,
+                self.params,
+                Contract::new_unchecked(
+                    c.threads_multiple_of,
+                    c.threads_exact,
+                    c.blocks_multiple_of,
+                    c.blocks_exact,
+                    c.smem_bytes,
+                ),
+            )
+        }
+    }
+}
+
+/// The raw launch (`unsafe`, see [`Info::k`] for why these launches uphold its contract).
+fn launch(
+    d: &Device,
+    k: &KernelInfo,
+    dims: LaunchDims,
+    args: &mut [KernelArg<'_>],
+) -> Result<prism_runtime::LaunchReport, RuntimeError> {
+    // SAFETY: see `Info::k`.
+    unsafe { d.launch(k, dims, args) }
+}
+
+const VADD_INFO: Info = Info {
     name: "prism_test_vadd",
     entry: "prism_test_vadd",
     ptx: VADD_PTX,
     params: &VADD_PARAMS,
-    contract: Contract {
+    contract: C {
         threads_multiple_of: 32,
         threads_exact: None,
         blocks_multiple_of: 1,
@@ -93,6 +162,8 @@ static VADD: KernelInfo = KernelInfo {
         smem_bytes: 0,
     },
 };
+
+static VADD: KernelInfo = VADD_INFO.k();
 
 prism_runtime::inventory::submit! { RegisteredKernel(&VADD) }
 
@@ -111,8 +182,12 @@ fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 
 const SENTINEL: f32 = -12345.5;
 
-fn vadd_with(contract: Contract) -> KernelInfo {
-    KernelInfo { contract, ..VADD }
+fn vadd_with(contract: C) -> KernelInfo {
+    Info {
+        contract,
+        ..VADD_INFO
+    }
+    .k()
 }
 
 fn device() -> Device {
@@ -267,18 +342,18 @@ fn run_vadd(d: &Device, n: usize, block: u32) {
     // One spare element past n, pre-filled like the rest, must stay untouched.
     let mut dc = d.htod(&vec![SENTINEL; n + 1]).unwrap();
     let grid = (n as u32).div_ceil(block).max(1);
-    let report = d
-        .launch(
-            &VADD,
-            LaunchDims::new(grid, block),
-            &mut [
-                da.as_arg(),
-                db.as_arg(),
-                dc.as_arg_mut(),
-                KernelArg::U32(n as u32),
-            ],
-        )
-        .unwrap();
+    let report = launch(
+        d,
+        &VADD,
+        LaunchDims::new(grid, block),
+        &mut [
+            da.as_arg(),
+            db.as_arg(),
+            dc.as_arg_mut(),
+            KernelArg::U32(n as u32),
+        ],
+    )
+    .unwrap();
     assert_eq!(report.backend, d.backend());
     let c = d.dtoh(&dc).unwrap();
     for i in 0..n {
@@ -339,7 +414,8 @@ fn assert_not_launched(d: &Device, c: &DeviceBuffer<f32>) {
 
 fn expect_bad_launch(d: &Device, k: &KernelInfo, dims: LaunchDims, needles: &[&str]) {
     let mut x = bufs(d);
-    let r = d.launch(
+    let r = launch(
+        d,
         k,
         dims,
         &mut [
@@ -355,7 +431,7 @@ fn expect_bad_launch(d: &Device, k: &KernelInfo, dims: LaunchDims, needles: &[&s
                 assert!(m.contains(n), "message {:?} lacks {:?}", m, n);
             }
             assert!(
-                m.contains(k.name),
+                m.contains(k.name()),
                 "message {:?} does not name the kernel",
                 m
             );
@@ -370,7 +446,7 @@ fn expect_bad_launch(d: &Device, k: &KernelInfo, dims: LaunchDims, needles: &[&s
 #[test]
 fn contract_violations_are_refused_before_launching() {
     let d = device();
-    let c = VADD.contract;
+    let c = VADD_INFO.contract;
     expect_bad_launch(
         &d,
         &VADD,
@@ -386,7 +462,7 @@ fn contract_violations_are_refused_before_launching() {
         LaunchDims::new(u32::MAX, 64),
         &["4294967295", "2147483647"],
     );
-    let exact = vadd_with(Contract {
+    let exact = vadd_with(C {
         threads_exact: Some(128),
         ..c
     });
@@ -400,7 +476,7 @@ fn contract_violations_are_refused_before_launching() {
             "threads = 128",
         ],
     );
-    let blocks = vadd_with(Contract {
+    let blocks = vadd_with(C {
         blocks_multiple_of: 4,
         ..c
     });
@@ -410,7 +486,7 @@ fn contract_violations_are_refused_before_launching() {
         LaunchDims::new(6, 32),
         &["grid of 6 blocks is not a multiple of 4", "block[4]"],
     );
-    let one_block = vadd_with(Contract {
+    let one_block = vadd_with(C {
         blocks_exact: Some(1),
         ..c
     });
@@ -420,7 +496,7 @@ fn contract_violations_are_refused_before_launching() {
         LaunchDims::new(2, 32),
         &["grid of 2 blocks", "exactly 1 block", "blocks = 1"],
     );
-    let big = vadd_with(Contract {
+    let big = vadd_with(C {
         smem_bytes: 232_449,
         ..c
     });
@@ -436,7 +512,7 @@ fn contract_violations_are_refused_before_launching() {
     assert!(validate_launch(&VADD, LaunchDims::new(1, 1024)).is_ok());
     assert!(validate_launch(&VADD, LaunchDims::new(i32::MAX as u32, 32)).is_ok());
     assert!(validate_launch(
-        &vadd_with(Contract {
+        &vadd_with(C {
             smem_bytes: 232_448,
             ..c
         }),
@@ -444,7 +520,7 @@ fn contract_violations_are_refused_before_launching() {
     )
     .is_ok());
     // 0 and 1 mean "no constraint" and never divide by zero.
-    let free = vadd_with(Contract {
+    let free = vadd_with(C {
         threads_multiple_of: 0,
         blocks_multiple_of: 0,
         ..c
@@ -453,7 +529,7 @@ fn contract_violations_are_refused_before_launching() {
 }
 
 fn expect_bad_args(d: &Device, args: &mut [KernelArg<'_>], needles: &[&str]) {
-    match d.launch(&VADD, LaunchDims::new(2, 32), args) {
+    match launch(d, &VADD, LaunchDims::new(2, 32), args) {
         Err(RuntimeError::BadArgs(m)) => {
             for n in needles {
                 assert!(m.contains(n), "message {:?} lacks {:?}", m, n);
@@ -549,7 +625,8 @@ fn argument_mismatches_are_refused_before_launching() {
     assert_not_launched(&d, &x.c);
     // A mutable borrow is fine for a const parameter.
     let mut a2 = d.htod(&random_f32(64, 9)).unwrap();
-    d.launch(
+    launch(
+        &d,
         &VADD,
         LaunchDims::new(2, 32),
         &mut [
@@ -594,7 +671,8 @@ fn emulator_faults_and_bad_ptx_come_back_as_errors() {
     let a = d.htod(&[1.0f32; 32]).unwrap();
     let b = d.htod(&[2.0f32; 32]).unwrap();
     let mut c = d.alloc_zeros::<f32>(32).unwrap();
-    let r = d.launch(
+    let r = launch(
+        &d,
         &VADD,
         LaunchDims::new(2, 32),
         &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(64)],
@@ -612,11 +690,13 @@ fn emulator_faults_and_bad_ptx_come_back_as_errors() {
             other.map(|r| r.backend)
         ),
     }
-    let broken = KernelInfo {
+    let broken = Info {
         ptx: ".version 8.0\n.target sm_80\n.visible .entry prism_test_vadd( garbage",
-        ..VADD
-    };
-    let r = d.launch(
+        ..VADD_INFO
+    }
+    .k();
+    let r = launch(
+        &d,
         &broken,
         LaunchDims::new(1, 32),
         &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(1)],
@@ -644,11 +724,13 @@ fn kernel_info_that_disagrees_with_its_ptx_is_refused() {
             ty: ParamType::U64,
         },
     ];
-    let wide = KernelInfo {
+    let wide = Info {
         params: &WIDE_N,
-        ..VADD
-    };
-    let r = d.launch(
+        ..VADD_INFO
+    }
+    .k();
+    let r = launch(
+        &d,
         &wide,
         LaunchDims::new(1, 32),
         &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U64(32)],
@@ -660,11 +742,13 @@ fn kernel_info_that_disagrees_with_its_ptx_is_refused() {
         other => panic!("expected a Ptx error, got {:?}", other.map(|r| r.backend)),
     }
     // Three parameters declared, four in the PTX.
-    let short = KernelInfo {
+    let short = Info {
         params: &VADD_PARAMS[..3],
-        ..VADD
-    };
-    let r = d.launch(
+        ..VADD_INFO
+    }
+    .k();
+    let r = launch(
+        &d,
         &short,
         LaunchDims::new(1, 32),
         &mut [a.as_arg(), b.as_arg(), c.as_arg_mut()],
@@ -675,11 +759,13 @@ fn kernel_info_that_disagrees_with_its_ptx_is_refused() {
         r.err()
     );
     // An entry the PTX does not have.
-    let missing = KernelInfo {
+    let missing = Info {
         entry: "no_such_entry",
-        ..VADD
-    };
-    let r = d.launch(
+        ..VADD_INFO
+    }
+    .k();
+    let r = launch(
+        &d,
         &missing,
         LaunchDims::new(1, 32),
         &mut [a.as_arg(), b.as_arg(), c.as_arg_mut(), KernelArg::U32(32)],
@@ -735,17 +821,19 @@ static BOOLS_PARAMS: [ParamSpec; 3] = [
 
 #[test]
 fn bool_parameters_arrive_as_zero_or_one() {
-    let k = KernelInfo {
+    let k = Info {
         name: "prism_test_bools",
         entry: "prism_test_bools",
         ptx: BOOLS_PTX,
         params: &BOOLS_PARAMS,
-        contract: Contract::unconstrained(),
-    };
+        contract: C::unconstrained(),
+    }
+    .k();
     let d = device();
     for (x, y) in [(true, false), (false, true), (true, true)] {
         let mut out = d.htod(&[7u32, 7]).unwrap();
-        d.launch(
+        launch(
+            &d,
             &k,
             LaunchDims::new(1, 1),
             &mut [out.as_arg_mut(), x.into(), KernelArg::Bool(y)],
@@ -801,33 +889,34 @@ static BIG_SMEM_PARAMS: [ParamSpec; 1] = [ParamSpec {
 
 #[test]
 fn dynamic_shared_memory_over_48_kib() {
-    let k = KernelInfo {
+    let info = Info {
         name: "prism_test_big_smem",
         entry: "prism_test_big_smem",
         ptx: BIG_SMEM_PTX,
         params: &BIG_SMEM_PARAMS,
-        contract: Contract {
+        contract: C {
             threads_exact: Some(256),
             smem_bytes: 64 * 1024,
-            ..Contract::unconstrained()
+            ..C::unconstrained()
         },
     };
+    let k = info.k();
     let d = device();
     let mut out = d.htod(&[u32::MAX; 256]).unwrap();
-    d.launch(&k, LaunchDims::new(1, 256), &mut [out.as_arg_mut()])
-        .unwrap();
+    launch(&d, &k, LaunchDims::new(1, 256), &mut [out.as_arg_mut()]).unwrap();
     assert_eq!(d.dtoh(&out).unwrap(), (0..256u32).rev().collect::<Vec<_>>());
     // The same kernel with less dynamic shared memory than it touches faults on the emulator.
-    let small = KernelInfo {
-        contract: Contract {
+    let small = Info {
+        contract: C {
             smem_bytes: 1024,
-            ..k.contract
+            ..info.contract
         },
-        ..k
-    };
+        ..info
+    }
+    .k();
     let e = Device::emulator();
     let mut out = e.htod(&[0u32; 256]).unwrap();
-    let r = e.launch(&small, LaunchDims::new(1, 256), &mut [out.as_arg_mut()]);
+    let r = launch(&e, &small, LaunchDims::new(1, 256), &mut [out.as_arg_mut()]);
     assert!(
         matches!(r, Err(RuntimeError::Emulator(EmuError::Faulted { .. }))),
         "{:?}",
@@ -839,7 +928,7 @@ fn dynamic_shared_memory_over_48_kib() {
 fn registry_lists_submitted_kernels_sorted_by_entry() {
     let all = registered_kernels();
     assert!(all.iter().any(|k| std::ptr::eq(*k, &VADD)));
-    assert!(all.windows(2).all(|w| w[0].entry <= w[1].entry));
+    assert!(all.windows(2).all(|w| w[0].entry() <= w[1].entry()));
 }
 
 #[test]

@@ -2,24 +2,31 @@
 //!
 //! ```text
 //! emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json]
-//!         [--lockstep] [--no-races] [--max-steps N] ARG...
+//!         [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...
 //! ```
 //!
 //! Each `ARG`, in kernel-parameter order, is a scalar (`u32:7`, `i32:-3`, `u64:9`, `i64:-1`, `f32:1.5`,
 //! `f64:2`) or a device buffer `buf:TYPE:COUNT:INIT` with `TYPE` one of `u8,i32,u32,i64,u64,f16,bf16,f32,f64`
-//! and `INIT` one of `zero`, `rand` (seeded by `--seed`, default 0), `iota` or `@path` (raw little-endian
-//! file). Exit status: 0 = ran without faults, 1 = faults reported, 2 = usage or input error.
+//! (and `u16`, `i16`) and `INIT` one of `zero`, `rand` (seeded by `--seed`, default 0), `iota` or `@path` (raw little-endian
+//! file), or a struct passed by value, `bytes:@path` or `bytes:0xHEX` (its raw little-endian bytes), or a
+//! tensor map `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]` (emulator only): a global buffer of the tensor,
+//! initialised like `buf:`, and a 128-byte tensor map over it passed by value ([`TensorMap`]). `DIMS` and
+//! `BOX` are innermost first, joined by `x` (`512x256` = 256 rows of 512 elements); `SWIZZLE` is
+//! `none|32|64|128`; `STRIDES` (optional) are the byte strides of the outer dimensions (`1024x524288`,
+//! rank − 1 values, multiples of 16; default packed). `--dump` writes the tensor as `arg<i>.bin`.
+//!
+//! Both backends get the same bytes: the arguments are initialised once ([`prepare_inputs`]) and each
+//! backend only allocates and launches. `--backend gpu` loads the PTX with the CUDA driver on GPU 0 (lowering a
+//! `.version` newer than the driver's PTX ISA, with a note), launches it with the parameters as raw bytes,
+//! synchronises and dumps the buffers as the emulator does; `--lockstep`, `--no-races` and `--max-steps` only
+//! concern the emulator. Exit status: 0 = ran without faults, 1 = faults reported (emulator), 2 = usage or
+//! input error, 3 = `--backend gpu` and no GPU or CUDA driver, 4 = the GPU refused or failed the run (PTX not
+//! loadable, launch error, a fault on the device).
 
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path (a struct passed by value)";
-
-struct BufArg {
-    index: usize,
-    addr: u64,
-    bytes: usize,
-}
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only)";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -39,7 +46,7 @@ fn parse_dims(s: &str) -> Result<[u32; 3], String> {
 fn elem_size(ty: &str) -> Option<usize> {
     Some(match ty {
         "u8" => 1,
-        "f16" | "bf16" => 2,
+        "u16" | "i16" | "f16" | "bf16" => 2,
         "i32" | "u32" | "f32" => 4,
         "i64" | "u64" | "f64" => 8,
         _ => return None,
@@ -57,6 +64,7 @@ fn splitmix(s: &mut u64) -> u64 {
 fn encode(ty: &str, v: f64, i: i64) -> Vec<u8> {
     match ty {
         "u8" => vec![i as u8],
+        "u16" | "i16" => (i as i16).to_le_bytes().to_vec(),
         "i32" | "u32" => (i as i32).to_le_bytes().to_vec(),
         "i64" | "u64" => i.to_le_bytes().to_vec(),
         "f16" => half::f16::from_f64(v).to_bits().to_le_bytes().to_vec(),
@@ -69,7 +77,7 @@ fn encode(ty: &str, v: f64, i: i64) -> Vec<u8> {
 fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<u8>, String> {
     let es = elem_size(ty).ok_or_else(|| format!("unknown buffer type '{}'", ty))?;
     let float = matches!(ty, "f16" | "bf16" | "f32" | "f64");
-    let signed = matches!(ty, "i32" | "i64");
+    let signed = matches!(ty, "i16" | "i32" | "i64");
     match init {
         "zero" => Ok(vec![0u8; es * count]),
         "iota" => Ok((0..count)
@@ -109,6 +117,17 @@ fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<
             other
         )),
     }
+}
+
+/// `"0a1b"` → `[0x0a, 0x1b]`; `None` for an odd length or a non-hex digit.
+fn parse_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+        .collect()
 }
 
 fn json_str(s: &str) -> String {
@@ -179,18 +198,236 @@ pub fn to_json(faults: &[Fault], counters: &Counters, printf: &[String]) -> Stri
     )
 }
 
-/// Runs the CLI with `args` (without the program name). Returns the process exit status.
-pub fn run_cli(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    match run(args, out, err) {
-        Ok(code) => code,
-        Err(msg) => {
-            let _ = writeln!(err, "error: {}", msg);
-            2
+/// Which machine runs the kernel (`--backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CliBackend {
+    /// The PTX emulator (the default).
+    Emulator,
+    /// GPU 0 through the CUDA driver.
+    Gpu,
+}
+
+/// A parsed command line: what to run, where, and with which arguments (not yet initialised).
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// The PTX file as given.
+    pub ptx_path: String,
+    /// The entry to launch.
+    pub kernel: String,
+    /// Grid dimensions.
+    pub grid: [u32; 3],
+    /// Block dimensions.
+    pub block: [u32; 3],
+    /// Dynamic shared memory (bytes).
+    pub smem: u32,
+    /// `--seed`: the seed of `rand` buffers, and on the emulator of the random schedule.
+    pub seed: Option<u64>,
+    /// `--dump DIR`.
+    pub dump: Option<String>,
+    /// `--json`.
+    pub json: bool,
+    /// `--lockstep` (emulator only).
+    pub lockstep: bool,
+    /// Race detection (emulator only; `--no-races` turns it off).
+    pub races: bool,
+    /// `--max-steps` (emulator only).
+    pub max_steps: Option<u64>,
+    /// `--backend`.
+    pub backend: CliBackend,
+    /// The kernel arguments, in parameter order, as written (`u32:7`, `buf:f32:512:rand`, ...).
+    pub args: Vec<String>,
+}
+
+/// What [`parse_invocation`] found.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    /// `-h` / `--help`.
+    Help,
+    /// A launch to run.
+    Run(Invocation),
+}
+
+/// A kernel argument with its initial bytes: identical for both backends.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A scalar passed by value.
+    Scalar(ParamValue),
+    /// A device buffer: its element type (`f32`, `u32`, ...) and initial bytes.
+    Buffer {
+        /// Element type as written on the command line.
+        ty: String,
+        /// Initial contents.
+        bytes: Vec<u8>,
+    },
+    /// A struct passed by value: its raw bytes.
+    Bytes(Vec<u8>),
+    /// A tensor map passed by value and the global buffer it describes (`map.global_address` is set when
+    /// the buffer is allocated).
+    TensorMap {
+        /// Element type as written on the command line.
+        ty: String,
+        /// Initial contents of the tensor.
+        bytes: Vec<u8>,
+        /// The map, with a placeholder address.
+        map: TensorMap,
+    },
+}
+
+fn tensor_data_type(ty: &str) -> Option<TensorDataType> {
+    Some(match ty {
+        "u8" => TensorDataType::U8,
+        "u16" => TensorDataType::U16,
+        "i32" => TensorDataType::I32,
+        "u32" => TensorDataType::U32,
+        "i64" => TensorDataType::I64,
+        "u64" => TensorDataType::U64,
+        "f16" => TensorDataType::F16,
+        "bf16" => TensorDataType::Bf16,
+        "f32" => TensorDataType::F32,
+        "f64" => TensorDataType::F64,
+        _ => return None,
+    })
+}
+
+fn parse_x_list(s: &str) -> Option<Vec<u64>> {
+    s.split('x').map(|p| p.parse::<u64>().ok()).collect()
+}
+
+/// `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]` (after `tmap:`).
+fn parse_tmap(rest: &str, rng: &mut u64) -> Result<Input, String> {
+    let parts: Vec<&str> = rest.split(':').collect();
+    if parts.len() != 5 && parts.len() != 6 {
+        return Err("expected tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]".into());
+    }
+    let ty = parts[0];
+    let dt = tensor_data_type(ty).ok_or_else(|| format!("unknown tensor element type '{ty}'"))?;
+    let dims =
+        parse_x_list(parts[1]).ok_or_else(|| format!("bad DIMS '{}' (e.g. 512x256)", parts[1]))?;
+    let boxd =
+        parse_x_list(parts[2]).ok_or_else(|| format!("bad BOX '{}' (e.g. 64x128)", parts[2]))?;
+    let sw = TensorSwizzle::parse(parts[3])
+        .ok_or_else(|| format!("bad SWIZZLE '{}' (none, 32, 64 or 128)", parts[3]))?;
+    let es = dt.size();
+    let strides = match parts.get(5) {
+        Some(st) => parse_x_list(st)
+            .ok_or_else(|| format!("bad STRIDES '{st}' (byte strides, e.g. 1024x524288)"))?,
+        None => {
+            let mut v = Vec::new();
+            let mut acc = dims.first().copied().unwrap_or(0) * es;
+            for d in dims.iter().skip(1) {
+                v.push(acc);
+                acc *= d;
+            }
+            v
+        }
+    };
+    let box_u32: Vec<u32> = boxd
+        .iter()
+        .map(|&b| b.min(u32::MAX as u64) as u32)
+        .collect();
+    let map = TensorMap::tiled(dt, 0, &dims, &strides, &box_u32, sw).map_err(|e| e.to_string())?;
+    // Bytes the layout spans: the outermost stride times the outermost dim (or the packed inner row).
+    let span = match (strides.last(), dims.last()) {
+        (Some(s), Some(d)) if dims.len() > 1 => s.checked_mul(*d),
+        _ => dims.first().and_then(|d| d.checked_mul(es)),
+    }
+    .filter(|&b| b <= 1 << 34)
+    .ok_or("the tensor is larger than 16 GiB")?;
+    let count = span.div_ceil(es) as usize;
+    let bytes = init_buffer(ty, count, parts[4], rng)?;
+    Ok(Input::TensorMap {
+        ty: ty.to_string(),
+        bytes,
+        map,
+    })
+}
+
+/// One buffer after the launch.
+#[derive(Debug, Clone)]
+pub struct BufferOut {
+    /// Index of the kernel argument the buffer was passed as.
+    pub index: usize,
+    /// Element type as written on the command line.
+    pub ty: String,
+    /// Contents after the kernel.
+    pub bytes: Vec<u8>,
+}
+
+/// The result of one launch on either backend.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The backend that ran it.
+    pub backend: CliBackend,
+    /// The device, in words.
+    pub device: String,
+    /// Every buffer argument after the launch, in argument order.
+    pub buffers: Vec<BufferOut>,
+    /// Faults the emulator found (always empty on the GPU: a GPU fault is an error).
+    pub faults: Vec<Fault>,
+    /// The emulator's counters (`None` on the GPU).
+    pub counters: Option<Counters>,
+    /// Device-side printf output captured by the emulator (on the GPU the driver prints it itself).
+    pub printf: Vec<String>,
+    /// Notes about the run (e.g. the PTX `.version` lowered for the driver).
+    pub notes: Vec<String>,
+    /// Time of the launch.
+    pub elapsed: std::time::Duration,
+}
+
+/// Why a run did not happen or failed; each has its own exit status ([`CliError::exit_code`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CliError {
+    /// Bad usage or input (exit 2).
+    Usage(String),
+    /// `--backend gpu` without a usable GPU or CUDA driver (exit 3).
+    NoGpu(String),
+    /// The GPU or its driver refused or failed the run: PTX not loadable, launch error, a fault on the
+    /// device (exit 4).
+    Gpu(String),
+}
+
+impl CliError {
+    /// The process exit status for this error: 2 usage, 3 no GPU, 4 GPU error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::NoGpu(_) => 3,
+            CliError::Gpu(_) => 4,
         }
     }
 }
 
-fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Usage(m) => write!(f, "{m}"),
+            CliError::NoGpu(m) => write!(f, "no GPU: {m}"),
+            CliError::Gpu(m) => write!(f, "GPU error: {m}"),
+        }
+    }
+}
+
+impl From<String> for CliError {
+    fn from(m: String) -> Self {
+        CliError::Usage(m)
+    }
+}
+
+/// Runs the CLI with `args` (without the program name). Returns the process exit status: 0 ran without
+/// faults, 1 the emulator reported faults, 2 usage or input error, 3 `--backend gpu` and no GPU, 4 the GPU
+/// reported an error.
+pub fn run_cli(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    match run(args, out, err) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(err, "error: {}", e);
+            e.exit_code()
+        }
+    }
+}
+
+/// Parses the command line (options anywhere, then FILE.ptx, KERNEL and the arguments in order).
+pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
     let mut pos: Vec<String> = Vec::new();
     let mut grid = None;
     let mut block = None;
@@ -201,6 +438,7 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     let mut lockstep = false;
     let mut races = true;
     let mut max_steps: Option<u64> = None;
+    let mut backend = CliBackend::Emulator;
     let mut i = 0;
     let value = |i: &mut usize, name: &str| -> Result<String, String> {
         *i += 1;
@@ -233,13 +471,21 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
                         .map_err(|_| "bad --max-steps value".to_string())?,
                 )
             }
+            "--backend" => {
+                backend = match value(&mut i, "--backend")?.as_str() {
+                    "emulator" | "emu" => CliBackend::Emulator,
+                    "gpu" => CliBackend::Gpu,
+                    other => {
+                        return Err(format!(
+                            "bad --backend '{other}' (emulator or gpu)\n{USAGE}"
+                        ))
+                    }
+                }
+            }
             "--json" => json = true,
             "--lockstep" => lockstep = true,
             "--no-races" => races = false,
-            "-h" | "--help" => {
-                let _ = writeln!(out, "{}", USAGE);
-                return Ok(0);
-            }
+            "-h" | "--help" => return Ok(Parsed::Help),
             s if s.starts_with("--") => return Err(format!("unknown option '{}'\n{}", s, USAGE)),
             _ => pos.push(a.clone()),
         }
@@ -250,56 +496,53 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     }
     let grid = grid.ok_or("missing --grid")?;
     let block = block.ok_or("missing --block")?;
-    let src =
-        std::fs::read_to_string(&pos[0]).map_err(|e| format!("cannot read '{}': {}", pos[0], e))?;
-    let module = Module::parse(&src).map_err(|e| format!("{}: {}", pos[0], e))?;
-    let kernel = &pos[1];
-    let decls = module.entry_params(kernel).ok_or_else(|| {
-        format!(
-            "no entry '{}' in {} (entries: {})",
-            kernel,
-            pos[0],
-            module.entries().join(", ")
-        )
-    })?;
-    let kargs = &pos[2..];
+    let mut pos = pos.into_iter();
+    let ptx_path = pos.next().unwrap_or_default();
+    let kernel = pos.next().unwrap_or_default();
+    Ok(Parsed::Run(Invocation {
+        ptx_path,
+        kernel,
+        grid,
+        block,
+        smem,
+        seed,
+        dump,
+        json,
+        lockstep,
+        races,
+        max_steps,
+        backend,
+        args: pos.collect(),
+    }))
+}
+
+/// Initialises the arguments of `inv` for the entry's parameters `decls`: scalars parsed, buffers filled
+/// (`rand` buffers from one splitmix64 stream seeded by `--seed`, in argument order), struct bytes read;
+/// each checked against its `.param`'s size. Both backends launch with exactly these bytes.
+pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input>, String> {
+    let kargs = &inv.args;
     if kargs.len() != decls.len() {
         return Err(format!(
             "kernel '{}' takes {} parameters, {} given",
-            kernel,
+            inv.kernel,
             decls.len(),
             kargs.len()
         ));
     }
-    let cfg = EmuConfig {
-        schedule: match seed {
-            Some(s) => Schedule::Random { seed: s },
-            None => Schedule::RoundRobin,
-        },
-        warp_mode: if lockstep {
-            WarpMode::Lockstep
-        } else {
-            WarpMode::Independent
-        },
-        check_races: races,
-        max_steps: max_steps.unwrap_or(EmuConfig::default().max_steps),
-    };
-    let mut emu = Emulator::new(cfg);
-    let mut rng = seed.unwrap_or(0);
-    let mut params = Vec::new();
-    let mut bufs = Vec::new();
-    for (idx, a) in kargs.iter().enumerate() {
+    let mut rng = inv.seed.unwrap_or(0);
+    let mut inputs = Vec::with_capacity(kargs.len());
+    for (idx, (a, d)) in kargs.iter().zip(decls).enumerate() {
         let (kind, rest) = a
             .split_once(':')
             .ok_or_else(|| format!("argument {} '{}': expected TYPE:VALUE", idx, a))?;
         let bad = |what: &str| format!("argument {} '{}': bad {} value", idx, a, what);
-        let p = match kind {
-            "u32" => ParamValue::U32(rest.parse().map_err(|_| bad("u32"))?),
-            "i32" => ParamValue::I32(rest.parse().map_err(|_| bad("i32"))?),
-            "u64" => ParamValue::U64(rest.parse().map_err(|_| bad("u64"))?),
-            "i64" => ParamValue::I64(rest.parse().map_err(|_| bad("i64"))?),
-            "f32" => ParamValue::F32(rest.parse().map_err(|_| bad("f32"))?),
-            "f64" => ParamValue::F64(rest.parse().map_err(|_| bad("f64"))?),
+        let input = match kind {
+            "u32" => Input::Scalar(ParamValue::U32(rest.parse().map_err(|_| bad("u32"))?)),
+            "i32" => Input::Scalar(ParamValue::I32(rest.parse().map_err(|_| bad("i32"))?)),
+            "u64" => Input::Scalar(ParamValue::U64(rest.parse().map_err(|_| bad("u64"))?)),
+            "i64" => Input::Scalar(ParamValue::I64(rest.parse().map_err(|_| bad("i64"))?)),
+            "f32" => Input::Scalar(ParamValue::F32(rest.parse().map_err(|_| bad("f32"))?)),
+            "f64" => Input::Scalar(ParamValue::F64(rest.parse().map_err(|_| bad("f64"))?)),
             "buf" => {
                 let parts: Vec<&str> = rest.splitn(3, ':').collect();
                 if parts.len() != 3 {
@@ -309,26 +552,31 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
                     ));
                 }
                 let count: usize = parts[1].parse().map_err(|_| bad("COUNT"))?;
-                let data = init_buffer(parts[0], count, parts[2], &mut rng)
+                let bytes = init_buffer(parts[0], count, parts[2], &mut rng)
                     .map_err(|e| format!("argument {}: {}", idx, e))?;
-                let addr = emu.alloc(data.len());
-                emu.write(addr, &data).map_err(|e| e.to_string())?;
-                bufs.push(BufArg {
-                    index: idx,
-                    addr,
-                    bytes: data.len(),
-                });
-                ParamValue::Ptr(addr)
+                Input::Buffer {
+                    ty: parts[0].to_string(),
+                    bytes,
+                }
+            }
+            "tmap" => {
+                parse_tmap(rest, &mut rng).map_err(|e| format!("argument {idx} '{a}': {e}"))?
             }
             // A parameter passed by value that is not a scalar (a struct): its raw bytes.
             "bytes" => {
-                let path = rest.strip_prefix('@').ok_or_else(|| {
-                    format!("argument {idx} '{a}': expected bytes:@path (the parameter's raw little-endian bytes)")
-                })?;
-                ParamValue::Bytes(
-                    std::fs::read(path)
-                        .map_err(|e| format!("argument {idx}: cannot read '{path}': {e}"))?,
-                )
+                if let Some(hex) = rest.strip_prefix("0x") {
+                    Input::Bytes(parse_hex(hex).ok_or_else(|| {
+                        format!("argument {idx} '{a}': bad hex bytes (an even number of hex digits after 0x)")
+                    })?)
+                } else {
+                    let path = rest.strip_prefix('@').ok_or_else(|| {
+                        format!("argument {idx} '{a}': expected bytes:@path or bytes:0xHEX (the parameter's raw little-endian bytes)")
+                    })?;
+                    Input::Bytes(
+                        std::fs::read(path)
+                            .map_err(|e| format!("argument {idx}: cannot read '{path}': {e}"))?,
+                    )
+                }
             }
             other => {
                 return Err(format!(
@@ -337,50 +585,237 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
                 ))
             }
         };
-        params.push(p);
+        let size = match &input {
+            Input::Scalar(p) => p.to_bytes().len(),
+            Input::Buffer { .. } => 8,
+            Input::Bytes(b) => b.len(),
+            Input::TensorMap { .. } => 128,
+        };
+        if size != d.size {
+            return Err(format!(
+                "argument {} '{}': parameter {} ({}) is {} bytes, the value has {}",
+                idx, a, idx, d.name, d.size, size
+            ));
+        }
+        inputs.push(input);
+    }
+    Ok(inputs)
+}
+
+/// Runs `inv` with the PTX text `src` (read from `inv.ptx_path` by the CLI; a test may embed it) on the
+/// backend `inv.backend`. Faults the emulator finds are in the [`Outcome`]; a failure on the GPU is an error.
+pub fn execute(src: &str, inv: &Invocation) -> Result<Outcome, CliError> {
+    let module = Module::parse(src).map_err(|e| format!("{}: {}", inv.ptx_path, e))?;
+    let decls = module.entry_params(&inv.kernel).ok_or_else(|| {
+        format!(
+            "no entry '{}' in {} (entries: {})",
+            inv.kernel,
+            inv.ptx_path,
+            module.entries().join(", ")
+        )
+    })?;
+    let inputs = prepare_inputs(inv, &decls)?;
+    match inv.backend {
+        CliBackend::Emulator => run_emulator(&module, inv, inputs),
+        CliBackend::Gpu => run_gpu(src, inv, inputs),
+    }
+}
+
+fn run_emulator(
+    module: &Module,
+    inv: &Invocation,
+    inputs: Vec<Input>,
+) -> Result<Outcome, CliError> {
+    let cfg = EmuConfig {
+        schedule: match inv.seed {
+            Some(s) => Schedule::Random { seed: s },
+            None => Schedule::RoundRobin,
+        },
+        warp_mode: if inv.lockstep {
+            WarpMode::Lockstep
+        } else {
+            WarpMode::Independent
+        },
+        check_races: inv.races,
+        max_steps: inv.max_steps.unwrap_or(EmuConfig::default().max_steps),
+    };
+    let mut emu = Emulator::new(cfg);
+    let mut params = Vec::with_capacity(inputs.len());
+    let mut bufs = Vec::new();
+    for (idx, input) in inputs.into_iter().enumerate() {
+        params.push(match input {
+            Input::Scalar(p) => p,
+            Input::Bytes(b) => ParamValue::Bytes(b),
+            Input::Buffer { ty, bytes } => {
+                let addr = emu.alloc(bytes.len());
+                emu.write(addr, &bytes)
+                    .map_err(|e| CliError::Usage(e.to_string()))?;
+                bufs.push((idx, ty, addr, bytes.len()));
+                ParamValue::Ptr(addr)
+            }
+            Input::TensorMap { ty, bytes, mut map } => {
+                let addr = emu.alloc(bytes.len());
+                emu.write(addr, &bytes)
+                    .map_err(|e| CliError::Usage(e.to_string()))?;
+                bufs.push((idx, ty, addr, bytes.len()));
+                map.global_address = addr;
+                map.validate()
+                    .map_err(|e| CliError::Usage(format!("argument {idx}: {e}")))?;
+                ParamValue::Bytes(map.encode().to_vec())
+            }
+        });
     }
     let t0 = std::time::Instant::now();
-    let result = emu.launch(&module, kernel, grid, block, smem, &params);
+    let result = emu.launch(module, &inv.kernel, inv.grid, inv.block, inv.smem, &params);
     let elapsed = t0.elapsed();
     let (faults, report) = match result {
         Ok(r) => (Vec::new(), r),
         Err(EmuError::Faulted { faults, report }) => (faults, *report),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(CliError::Usage(e.to_string())),
     };
-    if let Some(dir) = &dump {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {}", dir, e))?;
-        for b in &bufs {
-            let data = emu.read(b.addr, b.bytes).map_err(|e| e.to_string())?;
-            let path = std::path::Path::new(dir).join(format!("arg{}.bin", b.index));
-            std::fs::write(&path, data)
-                .map_err(|e| format!("cannot write '{}': {}", path.display(), e))?;
-        }
+    let mut buffers = Vec::with_capacity(bufs.len());
+    for (index, ty, addr, len) in bufs {
+        let bytes = emu
+            .read(addr, len)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        buffers.push(BufferOut { index, ty, bytes });
     }
-    if json {
-        let _ = writeln!(
-            out,
-            "{}",
-            to_json(&faults, &report.counters, &report.printf)
-        );
-    } else {
-        // Device-side printf output first, as a program's own output.
-        for line in &report.printf {
-            let _ = write!(out, "{line}");
+    Ok(Outcome {
+        backend: CliBackend::Emulator,
+        device: "Prism PTX emulator (CPU)".into(),
+        buffers,
+        faults,
+        counters: Some(report.counters),
+        printf: report.printf,
+        notes: Vec::new(),
+        elapsed,
+    })
+}
+
+fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, CliError> {
+    use crate::gpu::{GpuBackend, RawArg};
+    use crate::RuntimeError;
+    if let Some(i) = inputs
+        .iter()
+        .position(|i| matches!(i, Input::TensorMap { .. }))
+    {
+        return Err(CliError::Usage(format!(
+            "argument {i}: tmap: arguments run on the emulator only (the GPU needs cuTensorMapEncodeTiled, not wired into the CLI yet)"
+        )));
+    }
+    let gpu = GpuBackend::open(0).map_err(|e| match e {
+        RuntimeError::NoGpu(m) => CliError::NoGpu(m),
+        other => CliError::Gpu(other.to_string()),
+    })?;
+    let scalars: Vec<Option<Vec<u8>>> = inputs
+        .iter()
+        .map(|i| match i {
+            Input::Scalar(p) => Some(p.to_bytes()),
+            _ => None,
+        })
+        .collect();
+    let raw: Vec<RawArg<'_>> = inputs
+        .iter()
+        .zip(&scalars)
+        .map(|(i, s)| match (i, s) {
+            (Input::Buffer { bytes, .. }, _) => RawArg::Buffer(bytes),
+            (Input::Bytes(b), _) => RawArg::Value(b),
+            (Input::Scalar(_), Some(b)) => RawArg::Value(b),
+            (Input::Scalar(_), None) | (Input::TensorMap { .. }, _) => RawArg::Value(&[]),
+        })
+        .collect();
+    let run = gpu
+        .run_ptx(src, &inv.kernel, inv.grid, inv.block, inv.smem, &raw)
+        .map_err(|e| match e {
+            RuntimeError::NoGpu(m) => CliError::NoGpu(m),
+            other => CliError::Gpu(other.to_string()),
+        })?;
+    let buffers = inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(index, i)| match i {
+            Input::Buffer { ty, .. } => Some((index, ty.clone())),
+            _ => None,
+        })
+        .zip(run.buffers)
+        .map(|((index, ty), bytes)| BufferOut { index, ty, bytes })
+        .collect();
+    Ok(Outcome {
+        backend: CliBackend::Gpu,
+        device: gpu.name(),
+        buffers,
+        faults: Vec::new(),
+        counters: None,
+        printf: Vec::new(),
+        notes: run.note.into_iter().collect(),
+        elapsed: run.elapsed,
+    })
+}
+
+/// Writes every buffer of `outcome` as `DIR/arg<index>.bin` (raw little-endian bytes).
+pub fn dump_buffers(outcome: &Outcome, dir: &str) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {}", dir, e))?;
+    for b in &outcome.buffers {
+        let path = std::path::Path::new(dir).join(format!("arg{}.bin", b.index));
+        std::fs::write(&path, &b.bytes)
+            .map_err(|e| format!("cannot write '{}': {}", path.display(), e))?;
+    }
+    Ok(())
+}
+
+fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, CliError> {
+    let inv = match parse_invocation(args)? {
+        Parsed::Help => {
+            let _ = writeln!(out, "{}", USAGE);
+            return Ok(0);
         }
-        let _ = writeln!(
-            out,
-            "kernel {} grid {:?} block {:?}: {} fault(s), {:.3} s",
-            kernel,
-            grid,
-            block,
-            faults.len(),
-            elapsed.as_secs_f64()
-        );
-        for f in &faults {
-            let _ = writeln!(out, "  fault: {}", f);
+        Parsed::Run(inv) => inv,
+    };
+    let src = std::fs::read_to_string(&inv.ptx_path)
+        .map_err(|e| format!("cannot read '{}': {}", inv.ptx_path, e))?;
+    let outcome = execute(&src, &inv)?;
+    for n in &outcome.notes {
+        let _ = writeln!(err, "note: {n}");
+    }
+    if let Some(dir) = &inv.dump {
+        dump_buffers(&outcome, dir)?;
+    }
+    let faults = &outcome.faults;
+    match (&outcome.counters, inv.json) {
+        (Some(counters), true) => {
+            let _ = writeln!(out, "{}", to_json(faults, counters, &outcome.printf));
         }
-        for (k, v) in counters_fields(&report.counters) {
-            let _ = writeln!(out, "  {:<32} {}", k, v);
+        (None, true) => {
+            let _ = writeln!(
+                out,
+                "{{\"backend\":\"gpu\",\"device\":{},\"faults\":[],\"counters\":null,\"printf\":[],\"seconds\":{}}}",
+                json_str(&outcome.device),
+                outcome.elapsed.as_secs_f64()
+            );
+        }
+        (counters, false) => {
+            // Device-side printf output first, as a program's own output.
+            for line in &outcome.printf {
+                let _ = write!(out, "{line}");
+            }
+            let _ = writeln!(
+                out,
+                "kernel {} grid {:?} block {:?} on {}: {} fault(s), {:.3} s",
+                inv.kernel,
+                inv.grid,
+                inv.block,
+                outcome.device,
+                faults.len(),
+                outcome.elapsed.as_secs_f64()
+            );
+            for f in faults {
+                let _ = writeln!(out, "  fault: {}", f);
+            }
+            if let Some(c) = counters {
+                for (k, v) in counters_fields(c) {
+                    let _ = writeln!(out, "  {:<32} {}", k, v);
+                }
+            }
         }
     }
     if !faults.is_empty() {

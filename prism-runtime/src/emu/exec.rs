@@ -9,6 +9,13 @@ use super::ptx::*;
 use super::*;
 use std::collections::HashSet;
 
+// Warpgroup MMA (sm_90a): a child module, since it works on the block's and the launch's private state.
+#[path = "wgmma.rs"]
+mod wgmma;
+// TMA tensor copies and stmatrix (sm_90).
+#[path = "tma.rs"]
+mod tma;
+
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Shadow {
@@ -60,6 +67,11 @@ struct Warp {
 }
 
 impl Warp {
+    /// Every lane that exists has exited.
+    fn all_exited(&self) -> bool {
+        (0..32).all(|l| self.exist & (1 << l) == 0 || self.st[l] == Ls::Exit)
+    }
+
     fn run_mask(&self) -> u32 {
         let mut m = 0;
         for l in 0..32 {
@@ -115,6 +127,10 @@ struct Block {
     mbar: HashMap<u32, Mbar>,
     /// Last release instance of each location used by `atom.cas`/`atom.exch` (lock words, flags).
     rel: HashMap<(bool, u64), u32>,
+    /// In-flight `wgmma` ops and groups, per warpgroup.
+    wg: wgmma::WgState,
+    /// The warp after the one that ran last (round-robin among the block's warps).
+    rr: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -242,60 +258,50 @@ pub(crate) fn run_launch(
         printf: Vec::new(),
     };
     let entry_pc = m.funcs[fi].start;
-    let nwarps = nthreads.div_ceil(32);
-    let nregs = m.nregs as usize;
+    let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
+    // Blocks that would be resident at once on an H100 (132 SMs; per SM at most 32 blocks, 2048 threads and
+    // 228 KiB of shared memory) run interleaved, so a block that spins on another block's progress (a
+    // decoupled look-back, a persistent kernel's tile counter, a grid-wide flag) sees it happen. Later
+    // blocks start as earlier ones finish, in block order.
+    let per_sm = [
+        32u64,
+        2048 / (nthreads.max(1) as u64),
+        (228 * 1024) / (l.smem_size.max(1) as u64),
+    ]
+    .into_iter()
+    .min()
+    .unwrap_or(1)
+    .max(1);
+    let window = (132 * per_sm).min(total) as usize;
+    let random = matches!(l.cfg.schedule, Schedule::Random { .. });
+    let mut live: Vec<Block> = Vec::with_capacity(window);
+    let mut next = 0u64;
+    let mut rr = 0usize;
     let mut blocks = 0u64;
-    'outer: for bz in 0..grid[2] {
-        for by in 0..grid[1] {
-            for bx in 0..grid[0] {
-                let lin = bx + grid[0] * (by + grid[1] * bz);
-                let mut warps = Vec::with_capacity(nwarps as usize);
-                for w in 0..nwarps {
-                    let mut st = [Ls::Absent; 32];
-                    let mut exist = 0u32;
-                    for (ln, s) in st.iter_mut().enumerate() {
-                        if w * 32 + (ln as u32) < nthreads {
-                            *s = Ls::Run;
-                            exist |= 1 << ln;
-                        }
-                    }
-                    warps.push(Warp {
-                        regs: vec![0; nregs * 32],
-                        pc: [entry_pc; 32],
-                        st,
-                        last_run: [0; 32],
-                        stack: Vec::new(),
-                        steps: 0,
-                        exist,
-                        coll_member: 0,
-                    });
-                }
-                let mut b = Block {
-                    ctaid: [bx, by, bz],
-                    lin,
-                    warps,
-                    shared: vec![0; l.smem_size],
-                    sh_shadow: if l.cfg.check_races {
-                        vec![Shadow::default(); l.smem_size]
-                    } else {
-                        Vec::new()
-                    },
-                    local: vec![0; l.local_size * nthreads as usize],
-                    bars: vec![Bar::default(); 16],
-                    inst: Vec::new(),
-                    thr_inst: vec![Vec::new(); nthreads as usize],
-                    exited: 0,
-                    gen: 0,
-                    exit_gen: vec![u32::MAX; nthreads as usize],
-                    mbar: HashMap::new(),
-                    rel: HashMap::new(),
-                };
-                l.run_block(&mut b);
-                blocks += 1;
-                if l.abort {
-                    break 'outer;
-                }
-            }
+    loop {
+        while live.len() < window && next < total {
+            live.push(l.new_block(next, entry_pc));
+            next += 1;
+        }
+        if live.is_empty() {
+            break;
+        }
+        let bi = if random {
+            (l.rand() % live.len() as u64) as usize
+        } else {
+            rr % live.len()
+        };
+        let finished = l.run_slice(&mut live[bi]);
+        if finished {
+            // `remove` keeps the rotation in block order.
+            live.remove(bi);
+            blocks += 1;
+            rr = bi;
+        } else {
+            rr = bi + 1;
+        }
+        if l.abort {
+            break;
         }
     }
     let mut counters = Counters::default();
@@ -360,42 +366,90 @@ impl L<'_> {
         }
     }
 
-    fn run_block(&mut self, b: &mut Block) {
-        let nw = b.warps.len();
-        let mut rr = 0usize;
-        let random = matches!(self.cfg.schedule, Schedule::Random { .. });
-        loop {
-            if b.exited == self.nthreads {
-                return;
-            }
-            // pick a warp with runnable lanes
-            let mut chosen = None;
-            if random {
-                let start = (self.rand() % nw as u64) as usize;
-                for k in 0..nw {
-                    let w = (start + k) % nw;
-                    if b.warps[w].run_mask() != 0 {
-                        chosen = Some(w);
-                        break;
-                    }
+    /// A new block with linear index `lin` (x fastest), every thread at `entry_pc`.
+    fn new_block(&self, lin: u64, entry_pc: u32) -> Block {
+        let [gx, gy, _] = self.grid;
+        let lin32 = lin as u32;
+        let ctaid = [lin32 % gx, (lin32 / gx) % gy, lin32 / (gx * gy)];
+        let nthreads = self.nthreads;
+        let nwarps = nthreads.div_ceil(32);
+        let nregs = self.m.nregs as usize;
+        let mut warps = Vec::with_capacity(nwarps as usize);
+        for w in 0..nwarps {
+            let mut st = [Ls::Absent; 32];
+            let mut exist = 0u32;
+            for (ln, s) in st.iter_mut().enumerate() {
+                if w * 32 + (ln as u32) < nthreads {
+                    *s = Ls::Run;
+                    exist |= 1 << ln;
                 }
+            }
+            warps.push(Warp {
+                regs: vec![0; nregs * 32],
+                pc: [entry_pc; 32],
+                st,
+                last_run: [0; 32],
+                stack: Vec::new(),
+                steps: 0,
+                exist,
+                coll_member: 0,
+            });
+        }
+        Block {
+            ctaid,
+            lin: lin32,
+            warps,
+            shared: vec![0; self.smem_size],
+            sh_shadow: if self.cfg.check_races {
+                vec![Shadow::default(); self.smem_size]
             } else {
-                for k in 0..nw {
-                    let w = (rr + k) % nw;
-                    if b.warps[w].run_mask() != 0 {
-                        chosen = Some(w);
-                        break;
-                    }
+                Vec::new()
+            },
+            local: vec![0; self.local_size * nthreads as usize],
+            bars: vec![Bar::default(); 16],
+            inst: Vec::new(),
+            thr_inst: vec![Vec::new(); nthreads as usize],
+            exited: 0,
+            gen: 0,
+            exit_gen: vec![u32::MAX; nthreads as usize],
+            mbar: HashMap::new(),
+            rel: HashMap::new(),
+            wg: wgmma::WgState::default(),
+            rr: 0,
+        }
+    }
+
+    /// Runs block `b` for a slice (up to 16 warp quanta); true when the block has finished (every thread
+    /// exited, or no thread can make progress: the stall is diagnosed as a fault).
+    fn run_slice(&mut self, b: &mut Block) -> bool {
+        let nw = b.warps.len();
+        let random = matches!(self.cfg.schedule, Schedule::Random { .. });
+        for _ in 0..16 {
+            if b.exited == self.nthreads {
+                return true;
+            }
+            // pick a warp with runnable lanes, round-robin from the one after the last that ran
+            let mut chosen = None;
+            let start = if random {
+                (self.rand() % nw as u64) as usize
+            } else {
+                b.rr
+            };
+            for k in 0..nw {
+                let w = (start + k) % nw;
+                if b.warps[w].run_mask() != 0 {
+                    chosen = Some(w);
+                    break;
                 }
             }
             let wi = match chosen {
                 Some(w) => w,
                 None => {
                     self.diagnose_stall(b);
-                    return;
+                    return true;
                 }
             };
-            rr = wi + 1;
+            b.rr = wi + 1;
             let quantum = if random { 1 + self.rand() % 24 } else { 64 };
             let mut warp = std::mem::replace(
                 &mut b.warps[wi],
@@ -421,9 +475,10 @@ impl L<'_> {
             }
             b.warps[wi] = warp;
             if self.abort {
-                return;
+                return true;
             }
         }
+        b.exited == self.nthreads
     }
 
     fn diagnose_stall(&mut self, b: &Block) {
@@ -500,6 +555,13 @@ impl L<'_> {
             Kind::BarWarpSync => "bar.warp.sync".into(),
             Kind::Mma(_) => "mma.sync.aligned".into(),
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
+            Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
+            Kind::Elect => "elect.sync".into(),
+            Kind::Setmaxnreg(inc) => format!(
+                "setmaxnreg.{}.sync.aligned.u32",
+                if *inc { "inc" } else { "dec" }
+            ),
+            Kind::Wgmma(op) => wgmma::name(op),
             k => format!("{:?}", k),
         }
     }
@@ -579,6 +641,11 @@ impl L<'_> {
             Sreg::Nsmid => 132,
             Sreg::DynSmem => self.dyn_bytes as u64,
             Sreg::TotalSmem => self.smem_size as u64,
+            // Clusters of one block (clusters are not modelled yet).
+            Sreg::ClusterCtaid(_) | Sreg::ClusterCtarank => 0,
+            Sreg::ClusterNctaid(_) | Sreg::ClusterNctarank => 1,
+            Sreg::Clusterid(d) => b.ctaid[d as usize] as u64,
+            Sreg::Nclusterid(d) => self.grid[d as usize] as u64,
             Sreg::Zero => 0,
         }
     }
@@ -683,6 +750,9 @@ impl L<'_> {
                 }
             }
             Space::Const => (Space::Global, addr),
+            // Shared and local addresses are 32 bits: `[%r + 128]` with %r = -64 (as nvcc emits for a loop
+            // that starts below its base) wraps around, as the hardware's address arithmetic does.
+            Space::Shared | Space::Local => (space, addr & 0xFFFF_FFFF),
             s => (s, addr),
         };
         if size > 1 && a % (size.min(16) as u64) != 0 {
@@ -1739,7 +1809,9 @@ impl L<'_> {
             | Kind::Redux(..)
             | Kind::Match(..)
             | Kind::Mma(_)
-            | Kind::Ldmatrix(..) => {
+            | Kind::Ldmatrix(..)
+            | Kind::Stmatrix(..)
+            | Kind::Elect => {
                 return self.exec_collective(b, wi, w, pc, mask, exec);
             }
             Kind::Activemask => {
@@ -1831,6 +1903,27 @@ impl L<'_> {
                     self.mem_slice(b, dl)[..size].copy_from_slice(&data);
                     self.finish_access(pc);
                     if !self.mbar_complete_tx(b, wi, l, pc, mb as u32, size as i64) {
+                        ok = false;
+                        break;
+                    }
+                });
+                self.finish_access(pc);
+                if !ok {
+                    return Step::Stop;
+                }
+                Self::advance(w, mask);
+            }
+            Kind::Wgmma(op) => {
+                return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
+            }
+            Kind::Setmaxnreg(inc) => {
+                return self.exec_setmaxnreg(b, wi, w, pc, mask, exec, *inc);
+            }
+            Kind::CpAsyncBulkTensor { rank, load, .. } => {
+                let (rank, load) = (*rank as usize, *load);
+                let mut ok = true;
+                lanes!(l, {
+                    if !self.exec_tensor_copy(b, wi, w, pc, l, rank, load) {
                         ok = false;
                         break;
                     }
@@ -2057,7 +2150,10 @@ impl L<'_> {
     ) -> Step {
         let ins = &self.m.code[pc as usize];
         let args = &ins.args;
-        let aligned = matches!(ins.kind, Kind::Mma(_) | Kind::Ldmatrix(..));
+        let aligned = matches!(
+            ins.kind,
+            Kind::Mma(_) | Kind::Ldmatrix(..) | Kind::Stmatrix(..)
+        );
         // lanes whose guard is false skip it
         Self::advance(w, mask & !exec);
         if exec == 0 {
@@ -2070,7 +2166,9 @@ impl L<'_> {
             let mop = match &ins.kind {
                 Kind::BarWarpSync => &args[0],
                 Kind::Shfl(_) => &args[args.len() - 1],
-                Kind::Vote(_) | Kind::Redux(..) | Kind::Match(..) => &args[args.len() - 1],
+                Kind::Vote(_) | Kind::Redux(..) | Kind::Match(..) | Kind::Elect => {
+                    &args[args.len() - 1]
+                }
                 _ => &args[0],
             };
             let mv = self.val(b, w, wi, mop, first) as u32;
@@ -2346,6 +2444,30 @@ impl L<'_> {
             }
             Kind::Ldmatrix(n, trans) if !self.exec_ldmatrix(b, wi, w, pc, *n as usize, *trans) => {
                 return Step::Stop;
+            }
+            Kind::Stmatrix(n, trans) if !self.exec_stmatrix(b, wi, w, pc, *n as usize, *trans) => {
+                return Step::Stop;
+            }
+            Kind::Elect => {
+                // d|p, membermask: every member is here (checked above); the lowest is the leader.
+                let leader = exec.trailing_zeros() as u64;
+                let (d, p) = if args.len() >= 3 {
+                    (&args[0], Some(&args[1]))
+                } else {
+                    (&args[0], None)
+                };
+                for l in 0..32usize {
+                    if exec & (1 << l) != 0 {
+                        match p {
+                            Some(p) => {
+                                Self::set(w, d, l, leader);
+                                Self::set(w, p, l, (l as u64 == leader) as u64);
+                            }
+                            // `elect.sync p, mask` (no d)
+                            None => Self::set(w, d, l, (l as u64 == leader) as u64),
+                        }
+                    }
+                }
             }
             _ => {}
         }

@@ -16,8 +16,10 @@ pub mod cli;
 mod exec;
 mod printf;
 mod ptx;
+mod tensormap;
 
 pub use ptx::{Module, ParamDecl, PtxError, PtxType};
+pub use tensormap::{TensorDataType, TensorMap, TensorMapError, TensorSwizzle};
 
 /// Order in which warps (and, in independent mode, diverged lane groups) are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -149,6 +149,17 @@ pub(crate) enum Sreg {
     Nsmid,
     DynSmem,
     TotalSmem,
+    /// `%cluster_ctaid.d`: the block's position in its cluster (clusters of one block: 0).
+    ClusterCtaid(u8),
+    /// `%cluster_nctaid.d`: cluster dimensions (1 until clusters are modelled).
+    ClusterNctaid(u8),
+    /// `%clusterid.d`: the cluster's position in the grid (= `%ctaid` with clusters of one block).
+    Clusterid(u8),
+    /// `%nclusterid.d`: clusters in the grid (= `%nctaid`).
+    Nclusterid(u8),
+    /// `%cluster_ctarank` (0) and `%cluster_nctarank` (1) with clusters of one block.
+    ClusterCtarank,
+    ClusterNctarank,
     Zero,
 }
 
@@ -404,7 +415,48 @@ pub(crate) enum Kind {
     CpAsyncWait,
     Mbarrier(MbarOp),
     CpAsyncBulk,
+    /// `wgmma.*` (sm_90a): warpgroup-collective tensor-core instructions.
+    Wgmma(WgmmaOp),
+    /// `cp.async.bulk.tensor.Nd` tile mode: a load global → shared (`load`, with mbarrier completion,
+    /// optionally `.multicast::cluster`) or a store shared → global (bulk-group completion).
+    CpAsyncBulkTensor {
+        rank: u8,
+        load: bool,
+        multicast: bool,
+    },
+    /// `stmatrix.sync.aligned.m8n8.xN(.trans).shared.b16`
+    Stmatrix(u8, bool),
+    /// `elect.sync d|p, membermask`: the lowest member lane is the leader.
+    Elect,
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N` (`true` = inc): warpgroup-collective register reallocation.
+    Setmaxnreg(bool),
     Unsupported(String),
+}
+
+/// A `wgmma` instruction (PTX §9.7.15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WgmmaOp {
+    /// `wgmma.fence.sync.aligned`
+    Fence,
+    /// `wgmma.commit_group.sync.aligned`
+    Commit,
+    /// `wgmma.wait_group.sync.aligned N`
+    Wait,
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.D.A.B`
+    Mma(WgmmaShape),
+}
+
+/// Shape and types of a `wgmma.mma_async`: M = 64, K = 16 (16-bit inputs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WgmmaShape {
+    /// N: a multiple of 8 in 8..=256.
+    pub n: u16,
+    /// Accumulator type: `F32` or `F16`.
+    pub dtype: PtxType,
+    /// Input type: `BF16` or `F16`.
+    pub itype: PtxType,
+    /// A comes from four registers per thread rather than a shared-memory descriptor.
+    pub a_regs: bool,
 }
 
 /// A pre-decoded instruction.
@@ -1316,6 +1368,15 @@ impl Parser {
                 if self.eat_p(']') {
                     break;
                 }
+                // `[tensorMap, {c0, ..}]` (cp.async.bulk.tensor): the address and its coordinate vector.
+                if !first && self.is_p(',') {
+                    self.pos += 1;
+                    let coords = self.raw_operand()?;
+                    if !self.eat_p(']') {
+                        return perr(line, "expected ']' after tensor coordinates");
+                    }
+                    return Ok(RawOp::List(vec![RawOp::Addr(base, off), coords]));
+                }
                 let neg = if first {
                     false
                 } else if self.eat_p('+') {
@@ -1960,8 +2021,36 @@ impl Parser {
                 }
             }
             "cp" => {
-                if has("async") && has("bulk") {
-                    if mods.iter().any(|x| x.starts_with("tensor")) || !has("global") {
+                if has("async") && has("bulk") && (has("commit_group") || has("wait_group")) {
+                    // Bulk async-groups: every bulk copy completes when issued, so there is nothing to wait for.
+                    Kind::Nop
+                } else if has("async")
+                    && has("bulk")
+                    && mods.iter().any(|x| x.starts_with("tensor"))
+                {
+                    let rank = mods
+                        .iter()
+                        .find_map(|m| m.strip_suffix('d').and_then(|d| d.parse::<u8>().ok()))
+                        .filter(|r| (1..=5).contains(r));
+                    let first_space = mods
+                        .iter()
+                        .find(|m| m.starts_with("shared") || **m == "global")
+                        .copied();
+                    let tiled = !mods.iter().any(|m| {
+                        m.starts_with("im2col")
+                            || m.starts_with("gather")
+                            || m.starts_with("scatter")
+                    });
+                    match (rank, first_space) {
+                        (Some(rank), Some(sp)) if tiled => Kind::CpAsyncBulkTensor {
+                            rank,
+                            load: sp.starts_with("shared"),
+                            multicast: mods.iter().any(|m| m.starts_with("multicast")),
+                        },
+                        _ => Kind::Unsupported(p.opcode.clone()),
+                    }
+                } else if has("async") && has("bulk") {
+                    if !has("global") {
                         Kind::Unsupported(p.opcode.clone())
                     } else {
                         Kind::CpAsyncBulk
@@ -1989,6 +2078,57 @@ impl Parser {
                         return perr(line, "cp.async copy size must be 4, 8 or 16");
                     }
                     Kind::CpAsync(sz)
+                } else {
+                    Kind::Unsupported(p.opcode.clone())
+                }
+            }
+            "elect" if has("sync") => Kind::Elect,
+            "setmaxnreg" if has("inc") || has("dec") => Kind::Setmaxnreg(has("inc")),
+            "stmatrix" => {
+                let n = if has("x4") {
+                    4
+                } else if has("x2") {
+                    2
+                } else {
+                    1
+                };
+                if !has("m8n8") {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    Kind::Stmatrix(n, has("trans"))
+                }
+            }
+            "wgmma" => {
+                if has("fence") {
+                    Kind::Wgmma(WgmmaOp::Fence)
+                } else if has("commit_group") {
+                    Kind::Wgmma(WgmmaOp::Commit)
+                } else if has("wait_group") {
+                    Kind::Wgmma(WgmmaOp::Wait)
+                } else if has("mma_async") {
+                    let n = mods
+                        .iter()
+                        .find_map(|m| m.strip_prefix("m64n").and_then(|r| r.strip_suffix("k16")))
+                        .and_then(|n| n.parse::<u16>().ok())
+                        .filter(|n| n % 8 == 0 && (8..=256).contains(n));
+                    let a_regs = matches!(p.args.get(1), Some(RawOp::Vec(_)));
+                    match (n, types.as_slice()) {
+                        (Some(n), [d, a, b])
+                            if a == b
+                                && matches!(a, PtxType::BF16 | PtxType::F16)
+                                && (*d == PtxType::F32
+                                    || (*d == PtxType::F16 && *a == PtxType::F16))
+                                && !has("sp") =>
+                        {
+                            Kind::Wgmma(WgmmaOp::Mma(WgmmaShape {
+                                n,
+                                dtype: *d,
+                                itype: *a,
+                                a_regs,
+                            }))
+                        }
+                        _ => Kind::Unsupported(p.opcode.clone()),
+                    }
                 } else {
                     Kind::Unsupported(p.opcode.clone())
                 }
@@ -2048,7 +2188,10 @@ impl Parser {
                 | Kind::Vote(_)
                 | Kind::Activemask
                 | Kind::BarWarpSync
+                | Kind::Elect
+                | Kind::Setmaxnreg(_)
                 | Kind::Bar(_) => PtxType::U32,
+                Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } => PtxType::S32,
                 _ => imm_ty,
             };
             args.push(self.operand(p, a, t, labels)?);
@@ -2237,8 +2380,10 @@ fn special_reg(n: &str) -> Option<Sreg> {
             "%ntid" => Sreg::Ntid(d),
             "%ctaid" => Sreg::Ctaid(d),
             "%nctaid" => Sreg::Nctaid(d),
-            "%cluster_ctaid" | "%cluster_nctaid" | "%clusterid" => Sreg::Zero,
-            "%nclusterid" | "%cluster_nctarank" => Sreg::Zero,
+            "%cluster_ctaid" => Sreg::ClusterCtaid(d),
+            "%cluster_nctaid" => Sreg::ClusterNctaid(d),
+            "%clusterid" => Sreg::Clusterid(d),
+            "%nclusterid" => Sreg::Nclusterid(d),
             _ => return None,
         });
     }
@@ -2258,7 +2403,9 @@ fn special_reg(n: &str) -> Option<Sreg> {
         "%nsmid" => Sreg::Nsmid,
         "%dynamic_smem_size" => Sreg::DynSmem,
         "%total_smem_size" => Sreg::TotalSmem,
-        "%cluster_ctarank" | "%is_explicit_cluster" | "%gridid" => Sreg::Zero,
+        "%cluster_ctarank" => Sreg::ClusterCtarank,
+        "%cluster_nctarank" => Sreg::ClusterNctarank,
+        "%is_explicit_cluster" | "%gridid" => Sreg::Zero,
         _ => return None,
     })
 }

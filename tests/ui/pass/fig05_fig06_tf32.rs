@@ -22,5 +22,5 @@ fn main() {
     assert_eq!(one_tile::PTX.matches("mma.sync.aligned.m16n8k8").count(), 1);
     assert!(!one_tile::PTX.contains("call"));
     // Fig. 6 itself lives in prism-kernels and compiled with it.
-    assert_eq!(prism_kernels::mma_tf32_naive::INFO.contract.smem_bytes, 1280);
+    assert_eq!(prism_kernels::mma_tf32_naive::INFO.contract().smem_bytes(), 1280);
 }

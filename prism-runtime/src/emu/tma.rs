@@ -1,0 +1,308 @@
+//! Tensor-map copies (`cp.async.bulk.tensor.Nd`, tile mode, PTX §9.7.9.27) and `stmatrix` (PTX §9.7.14.5.16).
+//!
+//! A load copies one box of the tensor a map describes into shared memory and performs `complete_tx` of
+//! the box's bytes on the mbarrier; a store copies a box from shared memory to global memory. Both complete
+//! when issued (a legal schedule). Box rows are laid out in order, dimension 0 innermost; with a swizzle,
+//! each row takes max(inner bytes, span) bytes and 16-byte chunks are XOR-permuted by the line index of the
+//! absolute shared address; elements outside the tensor read as zero (or NaN) and are not stored. All of
+//! this was measured on an H100 (docs/HOPPER-PROBES.md). Clusters have one block: a multicast lands in this
+//! block if its mask has bit 0 and is a fault if it names any other block.
+
+use super::tensormap::TensorMap;
+use super::wgmma::swizzle;
+use super::{Acc, Block, FaultKind, Operand, Space, Warp, L};
+
+/// The NaN pattern of an out-of-bounds element for `oob_nan` maps (quiet NaN of the element's width).
+fn nan_bytes(size: usize) -> [u8; 8] {
+    match size {
+        2 => 0x7fffu64.to_le_bytes(),
+        4 => 0x7fff_ffffu64.to_le_bytes(),
+        _ => 0x7fff_ffff_ffff_ffffu64.to_le_bytes(),
+    }
+}
+
+impl L<'_> {
+    fn operand_addr(
+        &self,
+        b: &Block,
+        w: &Warp,
+        wi: usize,
+        op: &Operand,
+        lane: usize,
+        generic: bool,
+    ) -> u64 {
+        match op {
+            Operand::Addr(base, off) => self.addr(w, base, *off, lane, generic),
+            o => self.val(b, w, wi, o, lane),
+        }
+    }
+
+    /// A run of `len` bytes of global memory made of `es`-byte elements: element-aligned (not run-aligned),
+    /// within one allocation.
+    #[allow(clippy::too_many_arguments)]
+    fn resolve_run(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        ga: u64,
+        len: usize,
+        es: usize,
+    ) -> Option<super::Loc> {
+        let first = self.resolve(b, wi, l, Space::Global, ga, es, pc)?;
+        let last = self.resolve(b, wi, l, Space::Global, ga + (len - es) as u64, es, pc)?;
+        match (first, last) {
+            (super::Loc::Global(i, _), super::Loc::Global(j, _)) if i == j => Some(first),
+            _ => {
+                let msg = format!(
+                    "tensor copy of {len} bytes at {ga:#x} crosses the end of an allocation"
+                );
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::OutOfBounds, msg);
+                None
+            }
+        }
+    }
+
+    /// Reads and decodes the tensor map at a generic address (kernel parameter, constant or global memory).
+    fn read_tensor_map(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        pc: u32,
+        a: u64,
+    ) -> Option<TensorMap> {
+        let loc = self.resolve(b, wi, lane, Space::Generic, a, 128, pc)?;
+        let bytes = self.mem_slice(b, loc)[..128].to_vec();
+        match TensorMap::decode(&bytes) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                let msg = format!("cp.async.bulk.tensor through the 128 bytes at {a:#x}: {e}");
+                self.fault(
+                    b,
+                    wi,
+                    Some(lane as u32),
+                    pc,
+                    FaultKind::InvalidOperation,
+                    msg,
+                );
+                None
+            }
+        }
+    }
+
+    /// One lane's `cp.async.bulk.tensor`; false when it faulted.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_tensor_copy(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &Warp,
+        pc: u32,
+        l: usize,
+        rank: usize,
+        load: bool,
+    ) -> bool {
+        let m = self.m;
+        let args = &m.code[pc as usize].args;
+        let (tm_op, smem_op) = if load {
+            (&args[1], &args[0])
+        } else {
+            (&args[0], &args[1])
+        };
+        let (map_op, coords) = match tm_op {
+            Operand::List(v) if v.len() == 2 => match &v[1] {
+                Operand::Vec(c) => (&v[0], c.clone()),
+                c => (&v[0], vec![c.clone()]),
+            },
+            _ => {
+                let msg = "cp.async.bulk.tensor: expected [tensorMap, {coordinates}]".to_string();
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+                return false;
+            }
+        };
+        let map_addr = self.operand_addr(b, w, wi, map_op, l, true);
+        let map = match self.read_tensor_map(b, wi, l, pc, map_addr) {
+            Some(m) => m,
+            None => return false,
+        };
+        if map.rank() != rank || coords.len() != rank {
+            let msg = format!(
+                "cp.async.bulk.tensor.{rank}d with {} coordinates through a rank-{} tensor map",
+                coords.len(),
+                map.rank()
+            );
+            self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+            return false;
+        }
+        let c: Vec<i64> = coords
+            .iter()
+            .map(|o| self.val(b, w, wi, o, l) as u32 as i32 as i64)
+            .collect();
+        let es = map.data_type.size() as usize;
+        let n: Vec<u64> = (0..rank).map(|i| map.box_elems(i)).collect();
+        let inner = n[0] as usize * es;
+        let span = map.swizzle.span() as usize;
+        let pitch = if span > 0 { inner.max(span) } else { inner };
+        let rows: u64 = n[1..].iter().product();
+        let region = rows as usize * pitch;
+        let mode = map.swizzle.descriptor_code();
+        let smem = self.operand_addr(b, w, wi, smem_op, l, false);
+        if !smem.is_multiple_of(128) {
+            let msg =
+                format!("cp.async.bulk.tensor: shared address {smem:#x} is not 128-byte aligned");
+            self.fault(b, wi, Some(l as u32), pc, FaultKind::Misaligned, msg);
+            return false;
+        }
+        if !load && c.iter().any(|&x| x < 0) {
+            let msg = format!("cp.async.bulk.tensor store at coordinates {c:?}: a store's coordinates must not be negative");
+            self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+            return false;
+        }
+        let sloc = match self.resolve(b, wi, l, Space::Shared, smem, region.max(1), pc) {
+            Some(x) => x,
+            None => return false,
+        };
+        // Multicast (clusters of one block): bit 0 is this block; any other bit names a block that does not exist.
+        let mut deliver = true;
+        if load && args.len() > 3 {
+            let mask = self.val(b, w, wi, &args[3], l) as u16;
+            if mask & !1 != 0 {
+                let msg = format!(
+                    "cp.async.bulk.tensor multicast to CTA mask {mask:#06x}, but the cluster has one block (clusters are not modelled yet)"
+                );
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::Unsupported, msg);
+                return false;
+            }
+            deliver = mask & 1 != 0;
+        }
+        self.track(
+            b,
+            wi,
+            l,
+            sloc,
+            region,
+            if load { Acc::Write } else { Acc::Read },
+            pc,
+            smem,
+        );
+        let fill = if map.oob_nan { nan_bytes(es) } else { [0u8; 8] };
+        for row in 0..rows {
+            // Box coordinates of this row (dims 1..), dim 1 fastest.
+            let mut rem = row;
+            let mut off: i64 = 0;
+            let mut inb = true;
+            for i in 1..rank {
+                let j = (rem % n[i]) as i64;
+                rem /= n[i];
+                let g = c[i] + j * map.element_strides[i] as i64;
+                if g < 0 || g >= map.dims[i] as i64 {
+                    inb = false;
+                }
+                off += g * map.strides[i - 1] as i64;
+            }
+            // The in-bounds run of dim 0 (contiguous in global memory).
+            let x0 = c[0];
+            let lo = x0.max(0);
+            let hi = (x0 + n[0] as i64).min(map.dims[0] as i64);
+            let mut buf = vec![0u8; inner];
+            if load {
+                for e in 0..n[0] as usize {
+                    buf[e * es..(e + 1) * es].copy_from_slice(&fill[..es]);
+                }
+            }
+            if inb && lo < hi {
+                let ga = (map.global_address as i64 + off + lo * es as i64) as u64;
+                let len = (hi - lo) as usize * es;
+                let gloc = match self.resolve_run(b, wi, l, pc, ga, len, es) {
+                    Some(x) => x,
+                    None => return false,
+                };
+                let at = (lo - x0) as usize * es;
+                if load {
+                    self.track(b, wi, l, gloc, len, Acc::Read, pc, ga);
+                    buf[at..at + len].copy_from_slice(&self.mem_slice(b, gloc)[..len]);
+                } else {
+                    let s = self.mem_slice(b, sloc);
+                    for (k, v) in buf[at..at + len].iter_mut().enumerate() {
+                        let lin = (row as usize * pitch + at + k) as u64;
+                        *v = s[(swizzle(smem + lin, mode) - smem) as usize];
+                    }
+                    self.track(b, wi, l, gloc, len, Acc::Write, pc, ga);
+                    self.mem_slice(b, gloc)[..len].copy_from_slice(&buf[at..at + len]);
+                }
+            }
+            if load && deliver {
+                let s = self.mem_slice(b, sloc);
+                for (k, v) in buf.iter().enumerate() {
+                    let lin = (row as usize * pitch + k) as u64;
+                    s[(swizzle(smem + lin, mode) - smem) as usize] = *v;
+                }
+            }
+        }
+        if load && deliver {
+            let mb = self.operand_addr(b, w, wi, &args[2], l, false);
+            return self.mbar_complete_tx(b, wi, l, pc, mb as u32, map.box_bytes() as i64);
+        }
+        true
+    }
+
+    /// `stmatrix.sync.aligned.m8n8.xN(.trans).shared.b16`: lane l's register i holds row l/4, columns
+    /// 2(l%4), 2(l%4)+1 of matrix i (its transpose with `.trans`); lanes 8i..8i+7 give the row addresses of
+    /// matrix i.
+    pub(super) fn exec_stmatrix(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        n: usize,
+        trans: bool,
+    ) -> bool {
+        let m = self.m;
+        let args = &m.code[pc as usize].args;
+        let srcs: Vec<Operand> = match &args[1] {
+            Operand::Vec(v) => v.clone(),
+            o => vec![o.clone()],
+        };
+        let mut rows = [[[0u16; 8]; 8]; 4];
+        for l in 0..32usize {
+            let (g, t) = (l >> 2, l & 3);
+            for (i, s) in srcs.iter().enumerate().take(n) {
+                let v = self.val(b, w, wi, s, l);
+                let (lo, hi) = (v as u16, (v >> 16) as u16);
+                if trans {
+                    rows[i][2 * t][g] = lo;
+                    rows[i][2 * t + 1][g] = hi;
+                } else {
+                    rows[i][g][2 * t] = lo;
+                    rows[i][g][2 * t + 1] = hi;
+                }
+            }
+        }
+        for (i, mat) in rows.iter().enumerate().take(n) {
+            for (r, row) in mat.iter().enumerate() {
+                let l = i * 8 + r;
+                let a = self.operand_addr(b, w, wi, &args[0], l, false);
+                let a = if (super::SHARED_WINDOW..super::SHARED_WINDOW + super::WINDOW).contains(&a)
+                {
+                    a - super::SHARED_WINDOW
+                } else {
+                    a
+                };
+                let loc = match self.resolve(b, wi, l, Space::Shared, a, 16, pc) {
+                    Some(x) => x,
+                    None => return false,
+                };
+                self.track(b, wi, l, loc, 16, Acc::Write, pc, a);
+                let s = self.mem_slice(b, loc);
+                for (c, v) in row.iter().enumerate() {
+                    s[2 * c..2 * c + 2].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            self.finish_access(pc);
+        }
+        true
+    }
+}

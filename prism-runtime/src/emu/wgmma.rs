@@ -1,0 +1,587 @@
+//! `wgmma` (sm_90a warpgroup MMA, PTX §9.7.15): `fence`, `commit_group`, `wait_group N` and
+//! `mma_async.m64nNk16` with f32 or f16 accumulators, bf16 or f16 inputs, A from a shared-memory descriptor
+//! or from registers, B from a descriptor, every swizzle mode, K-major and MN-major.
+//!
+//! Model (docs/EMULATOR.md): a warpgroup is warps 4g..4g+3 of the block. Each warp issues its part of an
+//! op (its lanes' A fragments and accumulator inputs); the k-th op a warp issues pairs with the k-th op of
+//! the other three, which must be the same instruction. The op is computed when its fourth part arrives
+//! (shared memory is read then). `commit_group` closes a warp's pending ops into a group; `wait_group N`
+//! blocks until every group but the newest N is computed, then writes this warp's results into the
+//! accumulator registers: results become visible at the wait that retires them, not at issue, so code that
+//! reads accumulators without the wait reads the old values, as on hardware where that read is undefined.
+//!
+//! Layouts (measured on an H100, docs/HOPPER-PROBES.md): descriptor fields start/LBO/SBO in 16-byte units,
+//! swizzle code in bits 62-63 (0 none, 1 128B, 2 64B, 3 32B); the accumulator fragment of thread t, register
+//! r is row 16·(t/32) + (t%32)/4 + 8·((r/2)%2), column 8·(r/4) + 2·(t%4) + r%2; the A register fragment
+//! follows the same formula with N = 16; f16 accumulators pack elements 2j (low) and 2j+1 (high) in register j.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{Block, FaultKind, Operand, Step, Warp, L};
+use crate::emu::ptx::{PtxType, WgmmaOp, WgmmaShape};
+
+/// The wgmma state of one block: one entry per warpgroup that issued anything.
+#[derive(Default)]
+pub(super) struct WgState {
+    groups: HashMap<u32, WarpGroup>,
+    /// The register count each warpgroup set with `setmaxnreg`.
+    maxnreg: HashMap<u32, u32>,
+}
+
+#[derive(Default)]
+struct WarpGroup {
+    ops: Vec<WgOp>,
+    warps: [PerWarp; 4],
+}
+
+#[derive(Default)]
+struct PerWarp {
+    /// Ops this warp has issued (its index into `ops` for the next one).
+    issued: usize,
+    uncommitted: Vec<usize>,
+    committed: VecDeque<Vec<usize>>,
+}
+
+struct WgOp {
+    pc: u32,
+    shape: WgmmaShape,
+    desc_a: u64,
+    desc_b: u64,
+    scale_d: bool,
+    neg_a: bool,
+    neg_b: bool,
+    trans_a: bool,
+    trans_b: bool,
+    /// A fragments, `[thread][4]` (register form only).
+    a: Vec<[u32; 4]>,
+    /// Accumulator inputs, `[thread][register]`.
+    c: Vec<u64>,
+    arrived: u8,
+    /// Accumulator outputs, `[thread][register]`, once all four warps have issued.
+    d: Option<Vec<u64>>,
+}
+
+/// Byte address of element (r, k) of an R×16 operand (16-bit elements) through a descriptor, before the
+/// swizzle (HOPPER.md §2.4, confirmed on hardware for every mode and both majors).
+fn operand_addr(start: u64, lbo: u64, sbo: u64, mode: u64, mn_major: bool, r: u64, k: u64) -> u64 {
+    let w = match mode {
+        1 => 8,
+        2 => 4,
+        3 => 2,
+        _ => 1,
+    };
+    match (mode, mn_major) {
+        (0, false) => start + (r / 8) * sbo + (r % 8) * 16 + (k / 8) * lbo + (k % 8) * 2,
+        (0, true) => start + (r / 8) * sbo + (r % 8) * 2 + (k % 8) * 16 + (k / 8) * lbo,
+        (_, false) => start + (r / 8) * sbo + (r % 8) * 16 * w + k * 2,
+        (_, true) => {
+            start + (r / (8 * w)) * lbo + (r % (8 * w)) * 2 + (k % 8) * 16 * w + (k / 8) * sbo
+        }
+    }
+}
+
+/// The swizzle XOR on an absolute shared-memory byte address (HOPPER.md §3.1); `mode` as in descriptors.
+pub(super) fn swizzle(a: u64, mode: u64) -> u64 {
+    let m = match mode {
+        1 => 7,
+        2 => 3,
+        3 => 1,
+        _ => 0,
+    };
+    a ^ (((a >> 7) & m) << 4)
+}
+
+/// (row, column) of accumulator register `r` of thread `t` (0..128) in the 64×N tile.
+fn frag(t: usize, r: usize) -> (usize, usize) {
+    let (w, l) = (t / 32, t % 32);
+    (
+        16 * w + l / 4 + 8 * ((r / 2) % 2),
+        8 * (r / 4) + 2 * (l % 4) + r % 2,
+    )
+}
+
+fn to_f32(ty: PtxType, bits: u16) -> f32 {
+    if ty == PtxType::BF16 {
+        half::bf16::from_bits(bits).to_f32()
+    } else {
+        half::f16::from_bits(bits).to_f32()
+    }
+}
+
+fn regs_of(op: &Operand) -> Vec<Operand> {
+    match op {
+        Operand::Vec(v) => v.clone(),
+        o => vec![o.clone()],
+    }
+}
+
+impl L<'_> {
+    /// Executes a `wgmma` instruction for warp `wi` (every lane of the warp must execute it).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_wgmma(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        op: WgmmaOp,
+    ) -> Step {
+        let full = w.exist;
+        if exec != full || mask != full || full != u32::MAX {
+            let msg = format!(
+                "wgmma is .sync.aligned over a warpgroup: every lane of the warp must execute it together, but lanes {:#010x} of {:#010x} did",
+                exec, full
+            );
+            self.fault(
+                b,
+                wi,
+                Some(exec.trailing_zeros()),
+                pc,
+                FaultKind::CollectiveMisuse,
+                msg,
+            );
+            return Step::Stop;
+        }
+        let g = (wi / 4) as u32;
+        if b.warps.len() < 4 * (g as usize + 1) {
+            let msg = format!(
+                "wgmma needs a whole warpgroup (4 warps, threads {}..{}), but the block has {} warps",
+                128 * g,
+                128 * g + 127,
+                b.warps.len()
+            );
+            self.fault(b, wi, Some(0), pc, FaultKind::CollectiveMisuse, msg);
+            return Step::Stop;
+        }
+        let q = wi % 4;
+        match op {
+            WgmmaOp::Fence => {}
+            WgmmaOp::Commit => {
+                let pw = &mut b.wg.groups.entry(g).or_default().warps[q];
+                let ops = std::mem::take(&mut pw.uncommitted);
+                pw.committed.push_back(ops);
+            }
+            WgmmaOp::Wait => {
+                let n = match self.m.code[pc as usize].args.first() {
+                    Some(Operand::Imm(v)) => *v as usize,
+                    _ => 0,
+                };
+                match self.wgmma_wait(b, wi, w, pc, g, q, n) {
+                    Some(true) => {}
+                    Some(false) => return Step::Stop, // not complete yet: retry later
+                    None => return Step::Stop,        // faulted
+                }
+            }
+            WgmmaOp::Mma(shape) => {
+                if !self.wgmma_issue(b, wi, w, pc, g, q, shape) {
+                    return Step::Stop;
+                }
+            }
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N`: a warpgroup collective whose only effect on a CPU is what it
+    /// requires: every lane of every warp of a whole warpgroup, N a multiple of 8 in [24, 256], and the
+    /// block's warpgroups within the 64 K registers of an SM once each has set its count.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_setmaxnreg(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        inc: bool,
+    ) -> Step {
+        let full = w.exist;
+        let g = wi / 4;
+        let n = match self.m.code[pc as usize].args.first() {
+            Some(Operand::Imm(v)) => *v as u32,
+            _ => 0,
+        };
+        let problem = if exec != full || mask != full || full != u32::MAX {
+            Some(format!(
+                "setmaxnreg is .sync.aligned over a warpgroup: lanes {exec:#010x} of the warp executed it, not all 32"
+            ))
+        } else if b.warps.len() < 4 * (g + 1) {
+            Some(format!(
+                "setmaxnreg needs a whole warpgroup (threads {}..{}), but the block has {} warps",
+                128 * g,
+                128 * g + 127,
+                b.warps.len()
+            ))
+        } else if n % 8 != 0 || !(24..=256).contains(&n) {
+            Some(format!(
+                "setmaxnreg.{} {n}: the register count must be a multiple of 8 in [24, 256]",
+                if inc { "inc" } else { "dec" }
+            ))
+        } else {
+            let counts = &mut b.wg.maxnreg;
+            counts.insert(g as u32, n);
+            let groups = b.warps.len().div_ceil(4);
+            if counts.len() == groups {
+                let total: u32 = counts.values().map(|c| c * 128).sum();
+                (total > 65536).then(|| {
+                    format!(
+                        "setmaxnreg: the block's warpgroups now ask for {total} registers (counts {:?} × 128 threads), over the SM's 65536",
+                        {
+                            let mut v: Vec<_> = counts.iter().map(|(k, v)| (*k, *v)).collect();
+                            v.sort();
+                            v
+                        }
+                    )
+                })
+            } else {
+                None
+            }
+        };
+        if let Some(msg) = problem {
+            self.fault(
+                b,
+                wi,
+                Some(exec.trailing_zeros()),
+                pc,
+                FaultKind::CollectiveMisuse,
+                msg,
+            );
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn wgmma_issue(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        g: u32,
+        q: usize,
+        shape: WgmmaShape,
+    ) -> bool {
+        let m = self.m;
+        let args = &m.code[pc as usize].args;
+        let nregs = if shape.dtype == PtxType::F32 {
+            shape.n as usize / 2
+        } else {
+            shape.n as usize / 4
+        };
+        let dregs = regs_of(&args[0]);
+        let imm = |i: usize| match args.get(i) {
+            Some(Operand::Imm(v)) => Some(*v as i64 as i32),
+            _ => None,
+        };
+        // d, a|a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a], imm-trans-b
+        let (sa, sb, ta, tb) = if shape.a_regs {
+            (imm(4), imm(5), Some(0), imm(6))
+        } else {
+            (imm(4), imm(5), imm(6), imm(7))
+        };
+        let bad_imm = |v: Option<i32>, ok: &[i32]| v.is_none_or(|x| !ok.contains(&x));
+        if dregs.len() != nregs
+            || bad_imm(sa, &[1, -1])
+            || bad_imm(sb, &[1, -1])
+            || bad_imm(ta, &[0, 1])
+            || bad_imm(tb, &[0, 1])
+        {
+            let msg = format!(
+                "wgmma.mma_async m64n{}k16: expected {} accumulator registers and immediate scale (±1) / transpose (0, 1) operands",
+                shape.n, nregs
+            );
+            self.fault(b, wi, Some(0), pc, FaultKind::InvalidOperation, msg);
+            return false;
+        }
+        let lane_val = |l: &Self, op: &Operand, lane: usize| l.val(b, w, wi, op, lane);
+        // Descriptors and scale-d must be uniform across the warpgroup.
+        let desc_b = lane_val(self, &args[2], 0);
+        let desc_a = if shape.a_regs {
+            0
+        } else {
+            lane_val(self, &args[1], 0)
+        };
+        let scale_d = lane_val(self, &args[3], 0) != 0;
+        for lane in 1..32 {
+            let nb = lane_val(self, &args[2], lane);
+            let na = if shape.a_regs {
+                0
+            } else {
+                lane_val(self, &args[1], lane)
+            };
+            let sd = lane_val(self, &args[3], lane) != 0;
+            if nb != desc_b || na != desc_a || sd != scale_d {
+                let msg = "wgmma.mma_async: descriptors and scale-d must be the same in every thread of the warpgroup".to_string();
+                self.fault(
+                    b,
+                    wi,
+                    Some(lane as u32),
+                    pc,
+                    FaultKind::CollectiveMisuse,
+                    msg,
+                );
+                return false;
+            }
+        }
+        let aregs = if shape.a_regs {
+            regs_of(&args[1])
+        } else {
+            Vec::new()
+        };
+        let mut a_part = Vec::new();
+        let mut c_part = Vec::with_capacity(32 * nregs);
+        for lane in 0..32 {
+            if shape.a_regs {
+                let mut v = [0u32; 4];
+                for (j, x) in v.iter_mut().enumerate() {
+                    *x = aregs
+                        .get(j)
+                        .map(|o| lane_val(self, o, lane) as u32)
+                        .unwrap_or(0);
+                }
+                a_part.push(v);
+            }
+            for d in &dregs {
+                c_part.push(lane_val(self, d, lane));
+            }
+        }
+        let state = b.wg.groups.entry(g).or_default();
+        let idx = state.warps[q].issued;
+        if idx == state.ops.len() {
+            state.ops.push(WgOp {
+                pc,
+                shape,
+                desc_a,
+                desc_b,
+                scale_d,
+                neg_a: sa == Some(-1),
+                neg_b: sb == Some(-1),
+                trans_a: ta == Some(1),
+                trans_b: tb == Some(1),
+                a: vec![[0; 4]; if shape.a_regs { 128 } else { 0 }],
+                c: vec![0; 128 * nregs],
+                arrived: 0,
+                d: None,
+            });
+        }
+        let op = &mut state.ops[idx];
+        if op.pc != pc || op.desc_a != desc_a || op.desc_b != desc_b || op.scale_d != scale_d {
+            let other = op.pc;
+            let msg = format!(
+                "wgmma.mma_async is .aligned over the warpgroup: warp {} issued a different instruction or different descriptors than its warpgroup's op #{} (PTX line of the first: {})",
+                wi,
+                idx,
+                m.code.get(other as usize).map(|i| i.line).unwrap_or(0)
+            );
+            self.fault(b, wi, Some(0), pc, FaultKind::CollectiveMisuse, msg);
+            return false;
+        }
+        for lane in 0..32 {
+            let t = 32 * q + lane;
+            if shape.a_regs {
+                op.a[t] = a_part[lane];
+            }
+            op.c[t * nregs..(t + 1) * nregs]
+                .copy_from_slice(&c_part[lane * nregs..(lane + 1) * nregs]);
+        }
+        op.arrived |= 1 << q;
+        let state_w = &mut state.warps[q];
+        state_w.issued += 1;
+        state_w.uncommitted.push(idx);
+        if state.ops[idx].arrived == 0xF {
+            self.mma_ops += 1;
+            match compute(&state.ops[idx], &b.shared) {
+                Ok(d) => {
+                    b.wg.groups
+                        .get_mut(&g)
+                        .map(|s| s.ops[idx].d = Some(d))
+                        .unwrap_or(())
+                }
+                Err(msg) => {
+                    self.fault(b, wi, Some(0), pc, FaultKind::OutOfBounds, msg);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// `Some(true)`: done (results written); `Some(false)`: an op of a group to retire is not complete yet;
+    /// `None`: faulted.
+    #[allow(clippy::too_many_arguments)]
+    fn wgmma_wait(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        g: u32,
+        q: usize,
+        keep: usize,
+    ) -> Option<bool> {
+        let m = self.m;
+        loop {
+            let state = b.wg.groups.entry(g).or_default();
+            if state.warps[q].committed.len() <= keep {
+                return Some(true);
+            }
+            let group = state.warps[q]
+                .committed
+                .front()
+                .cloned()
+                .unwrap_or_default();
+            if let Some(&missing) = group.iter().find(|&&i| state.ops[i].d.is_none()) {
+                // Not complete: a partner warp has not issued yet. If it can never issue, say so.
+                let arrived = state.ops[missing].arrived;
+                for k in 0..4 {
+                    if arrived & (1 << k) != 0 {
+                        continue;
+                    }
+                    let other = 4 * g as usize + k;
+                    let gone = b
+                        .warps
+                        .get(other)
+                        .is_none_or(|ow| ow.run_mask() == 0 && ow.all_exited());
+                    if gone {
+                        let msg = format!(
+                            "wgmma.wait_group waits for an op that warp {} of the warpgroup never issued (it exited)",
+                            other
+                        );
+                        self.fault(b, wi, Some(0), pc, FaultKind::CollectiveMisuse, msg);
+                        return None;
+                    }
+                }
+                return Some(false);
+            }
+            state.warps[q].committed.pop_front();
+            for i in group {
+                let op = &state.ops[i];
+                let d = op.d.as_ref().expect("checked above");
+                let nregs = d.len() / 128;
+                let dregs = regs_of(&m.code[op.pc as usize].args[0]);
+                for lane in 0..32 {
+                    let t = 32 * q + lane;
+                    for (r, reg) in dregs.iter().enumerate().take(nregs) {
+                        Self::set(w, reg, lane, d[t * nregs + r]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads one 16-bit element of a descriptor operand.
+fn read16(shared: &[u8], desc: u64, mn_major: bool, r: u64, k: u64) -> Result<u16, String> {
+    let start = (desc & 0x3FFF) << 4;
+    let lbo = ((desc >> 16) & 0x3FFF) << 4;
+    let sbo = ((desc >> 32) & 0x3FFF) << 4;
+    let mode = (desc >> 62) & 3;
+    let a = swizzle(operand_addr(start, lbo, sbo, mode, mn_major, r, k), mode) as usize;
+    match shared.get(a..a + 2) {
+        Some(s) => Ok(u16::from_le_bytes([s[0], s[1]])),
+        None => Err(format!(
+            "wgmma matrix descriptor {desc:#018x} reads shared byte {a}, outside the block's {} bytes of shared memory",
+            shared.len()
+        )),
+    }
+}
+
+/// D = A·B (+ C): 64×N, K = 16, accumulated in f32 in k order.
+fn compute(op: &WgOp, shared: &[u8]) -> Result<Vec<u64>, String> {
+    let n = op.shape.n as usize;
+    let it = op.shape.itype;
+    let f32acc = op.shape.dtype == PtxType::F32;
+    let nregs = if f32acc { n / 2 } else { n / 4 };
+    // A[m][k]
+    let mut a = vec![[0f32; 16]; 64];
+    if op.shape.a_regs {
+        for t in 0..128 {
+            for (j, word) in op.a[t].iter().enumerate() {
+                for h in 0..2 {
+                    let (row, col) = frag(t, 2 * j + h);
+                    a[row][col] = to_f32(it, (*word >> (16 * h)) as u16);
+                }
+            }
+        }
+    } else {
+        for (r, row) in a.iter_mut().enumerate() {
+            for (k, v) in row.iter_mut().enumerate() {
+                *v = to_f32(
+                    it,
+                    read16(shared, op.desc_a, op.trans_a, r as u64, k as u64)?,
+                );
+            }
+        }
+    }
+    // B[n][k]
+    let mut bm = vec![[0f32; 16]; n];
+    for (r, row) in bm.iter_mut().enumerate() {
+        for (k, v) in row.iter_mut().enumerate() {
+            *v = to_f32(
+                it,
+                read16(shared, op.desc_b, op.trans_b, r as u64, k as u64)?,
+            );
+        }
+    }
+    let (sa, sb) = (
+        if op.neg_a { -1.0f32 } else { 1.0 },
+        if op.neg_b { -1.0f32 } else { 1.0 },
+    );
+    let mut out = vec![0u64; 128 * nregs];
+    for t in 0..128 {
+        for r in 0..nregs {
+            let word = op.c[t * nregs + r];
+            let mut res = 0u64;
+            let elems = if f32acc { 1 } else { 2 };
+            for h in 0..elems {
+                let e = if f32acc { r } else { 2 * r + h };
+                let (row, col) = frag(t, e);
+                let mut acc = if !op.scale_d {
+                    0.0
+                } else if f32acc {
+                    f32::from_bits(word as u32)
+                } else {
+                    half::f16::from_bits((word >> (16 * h)) as u16).to_f32()
+                };
+                for k in 0..16 {
+                    acc += (sa * a[row][k]) * (sb * bm[col][k]);
+                }
+                if f32acc {
+                    res = acc.to_bits() as u64;
+                } else {
+                    res |= (half::f16::from_f32(acc).to_bits() as u64) << (16 * h);
+                }
+            }
+            out[t * nregs + r] = res;
+        }
+    }
+    Ok(out)
+}
+
+/// The instruction's name, for fault messages and counters.
+pub(super) fn name(op: &WgmmaOp) -> String {
+    match op {
+        WgmmaOp::Fence => "wgmma.fence.sync.aligned".into(),
+        WgmmaOp::Commit => "wgmma.commit_group.sync.aligned".into(),
+        WgmmaOp::Wait => "wgmma.wait_group.sync.aligned".into(),
+        WgmmaOp::Mma(s) => format!(
+            "wgmma.mma_async.sync.aligned.m64n{}k16.{}.{}",
+            s.n,
+            if s.dtype == PtxType::F32 {
+                "f32"
+            } else {
+                "f16"
+            },
+            if s.itype == PtxType::BF16 {
+                "bf16"
+            } else {
+                "f16"
+            }
+        ),
+    }
+}
