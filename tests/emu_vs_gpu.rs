@@ -98,8 +98,8 @@ fn parse_cases(text: &str) -> Result<Vec<Case>, String> {
         let src: &'static str = if inv.ptx_path == "prism" {
             registered
                 .iter()
-                .find(|k| k.entry == inv.kernel)
-                .map(|k| k.ptx)
+                .find(|k| k.entry() == inv.kernel)
+                .map(|k| k.ptx())
                 .ok_or_else(|| {
                     format!("{at}: no registered kernel has the entry '{}'", inv.kernel)
                 })?

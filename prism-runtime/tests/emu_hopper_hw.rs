@@ -424,3 +424,45 @@ fn tensor_maps_are_validated() {
         .to_string()
         .contains("not a tensor map"));
 }
+
+/// The same kernel without its `wgmma.wait_group`: storing the accumulators reads registers the wgmma still
+/// owns, which is an `InFlight` fault naming the register (on hardware: undefined, in practice stale values).
+#[test]
+fn reading_accumulators_before_the_wait_is_a_fault() {
+    let src = std::fs::read_to_string(format!("{DIR}/probe.ptx")).unwrap();
+    let entry = "_Z12wgmma_ss_nodPKtS0_PKfPfi";
+    // Drop the wait in this entry only (its body ends at the next `.visible .entry`).
+    let start = src.find(&format!(".visible .entry {entry}(")).unwrap();
+    let end = src[start + 1..]
+        .find(".visible .entry")
+        .map(|e| start + 1 + e)
+        .unwrap_or(src.len());
+    let body = src[start..end].replacen("wgmma.wait_group.sync.aligned 0;", "", 1);
+    assert_ne!(body, src[start..end], "the probe kernel has a wait to drop");
+    let m = Module::parse(&format!("{}{}{}", &src[..start], body, &src[end..])).unwrap();
+    let mut e = Emulator::new(EmuConfig::default());
+    let buf = upload(&mut e, &vec![0u8; 128 * 32 * 4]);
+    let r = e.launch(
+        &m,
+        entry,
+        [1, 1, 1],
+        [128, 1, 1],
+        SMEM_DYN,
+        &[
+            ParamValue::Ptr(buf),
+            ParamValue::Ptr(buf),
+            ParamValue::Ptr(buf),
+            ParamValue::Ptr(buf),
+            ParamValue::I32(1),
+        ],
+    );
+    match r {
+        Err(EmuError::Faulted { faults, .. }) => assert!(
+            faults
+                .iter()
+                .any(|f| f.kind == FaultKind::InFlight && f.message.contains("in flight")),
+            "{faults:#?}"
+        ),
+        other => panic!("expected an InFlight fault, got {other:?}"),
+    }
+}

@@ -1322,6 +1322,23 @@ impl L<'_> {
             p.thread_instructions += exec.count_ones() as u64;
         }
         let args = &ins.args;
+        if !matches!(ins.kind, Kind::Wgmma(_)) && b.wg.warp_busy(wi) {
+            if let Some(r) = b.wg.touched(wi, args) {
+                let msg = format!(
+                    "register {} is an operand of a wgmma that is still in flight: it may be read or written only after the wgmma.wait_group that retires it",
+                    self.m.reg_names.get(r as usize).map(String::as_str).unwrap_or("?")
+                );
+                self.fault(
+                    b,
+                    wi,
+                    Some(exec.trailing_zeros()),
+                    pc,
+                    FaultKind::InFlight,
+                    msg,
+                );
+                return Step::Stop;
+            }
+        }
         macro_rules! lanes {
             ($l:ident, $body:block) => {{
                 let mut mm = exec;

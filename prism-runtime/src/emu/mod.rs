@@ -130,6 +130,9 @@ pub enum FaultKind {
     Trap,
     /// Invalid operation (e.g. call of an undefined function).
     InvalidOperation,
+    /// A register an asynchronous operation still owns was read or written: an accumulator or A-fragment
+    /// register of a `wgmma` between its issue and the `wgmma.wait_group` that retires it.
+    InFlight,
 }
 
 impl FaultKind {
@@ -147,6 +150,7 @@ impl FaultKind {
             FaultKind::Misaligned => "Misaligned",
             FaultKind::Trap => "Trap",
             FaultKind::InvalidOperation => "InvalidOperation",
+            FaultKind::InFlight => "InFlight",
         }
     }
 }

@@ -26,6 +26,59 @@ pub(super) struct WgState {
     groups: HashMap<u32, WarpGroup>,
     /// The register count each warpgroup set with `setmaxnreg`.
     maxnreg: HashMap<u32, u32>,
+    /// Per warp of the block: registers of its wgmma ops not yet retired (with multiplicity).
+    busy: Vec<Vec<u32>>,
+}
+
+fn reg_indices(op: &Operand, out: &mut Vec<u32>) {
+    match op {
+        Operand::Reg(r) | Operand::PredNot(r) => out.push(*r),
+        Operand::Vec(v) | Operand::List(v) => v.iter().for_each(|o| reg_indices(o, out)),
+        Operand::Addr(super::AddrBase::Reg(r), _) => out.push(*r),
+        _ => {}
+    }
+}
+
+impl WgState {
+    /// Whether warp `wi` has wgmma registers in flight.
+    pub(super) fn warp_busy(&self, wi: usize) -> bool {
+        self.busy.get(wi).is_some_and(|v| !v.is_empty())
+    }
+
+    /// The first register among `args` that a wgmma of warp `wi` still owns.
+    pub(super) fn touched(&self, wi: usize, args: &[Operand]) -> Option<u32> {
+        let busy = self.busy.get(wi)?;
+        let mut regs = Vec::new();
+        args.iter().for_each(|a| reg_indices(a, &mut regs));
+        regs.into_iter().find(|r| busy.contains(r))
+    }
+
+    fn mark(&mut self, wi: usize, regs: &[u32]) {
+        if self.busy.len() <= wi {
+            self.busy.resize(wi + 1, Vec::new());
+        }
+        self.busy[wi].extend_from_slice(regs);
+    }
+
+    fn unmark(&mut self, wi: usize, regs: &[u32]) {
+        if let Some(v) = self.busy.get_mut(wi) {
+            for r in regs {
+                if let Some(i) = v.iter().position(|x| x == r) {
+                    v.swap_remove(i);
+                }
+            }
+        }
+    }
+}
+
+/// The accumulator and A-fragment registers of the wgmma at `args` (they stay the op's until retired).
+fn owned_regs(args: &[Operand], a_regs: bool) -> Vec<u32> {
+    let mut v = Vec::new();
+    reg_indices(&args[0], &mut v);
+    if a_regs {
+        reg_indices(&args[1], &mut v);
+    }
+    v
 }
 
 #[derive(Default)]
@@ -393,6 +446,8 @@ impl L<'_> {
         let state_w = &mut state.warps[q];
         state_w.issued += 1;
         state_w.uncommitted.push(idx);
+        b.wg.mark(wi, &owned_regs(args, shape.a_regs));
+        let state = b.wg.groups.entry(g).or_default();
         if state.ops[idx].arrived == 0xF {
             self.mma_ops += 1;
             match compute(&state.ops[idx], &b.shared) {
@@ -459,7 +514,13 @@ impl L<'_> {
                 return Some(false);
             }
             state.warps[q].committed.pop_front();
+            let mut released = Vec::new();
+            for &i in &group {
+                let op = &state.ops[i];
+                released.extend(owned_regs(&m.code[op.pc as usize].args, op.shape.a_regs));
+            }
             for i in group {
+                let state = b.wg.groups.entry(g).or_default();
                 let op = &state.ops[i];
                 let d = op.d.as_ref().expect("checked above");
                 let nregs = d.len() / 128;
@@ -471,6 +532,7 @@ impl L<'_> {
                     }
                 }
             }
+            b.wg.unmark(wi, &released);
         }
     }
 }
