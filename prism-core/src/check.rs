@@ -138,6 +138,8 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
         for vals in value_sets {
             let mut cx = Cx::new(f, deps, facts, vals.clone());
             cx.run();
+            cx.errors
+                .extend(crate::consteval::check_overflow(f, vals.as_deref()));
             for d in cx.errors.drain(..) {
                 // The same error in every instance is reported once.
                 let key = (
@@ -382,7 +384,28 @@ struct Cx<'a> {
     shared: Vec<SharedAlloc>,
     own_smem: u64,
     callee_smem: u64,
+    /// The first shared allocation and the first call of a callee with shared memory (SMEM-LIMIT spans).
+    first_alloc: Option<Span>,
+    first_smem_call: Option<Span>,
 }
+
+/// The element types an atomic intrinsic supports (as the emitter lowers them to PTX `atom`): `None` when
+/// `t` is one, else the list for the help line.
+fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
+    use ScalarType::*;
+    match name {
+        "atomic_add" => {
+            (!matches!(t, U32 | I32 | U64 | F32 | F64)).then_some("u32, i32, u64, f32 and f64")
+        }
+        "atomic_max" | "atomic_min" => {
+            (!matches!(t, U32 | I32 | U64 | I64)).then_some("u32, i32, u64 and i64")
+        }
+        _ => (t == Bool || t.size() == 2).then_some("32- and 64-bit types"),
+    }
+}
+
+/// Largest thread-local (register) array, as the emitter lowers it.
+const MAX_REG_ARRAY: i64 = 4096;
 
 fn err(rule: &'static str, span: Span, msg: impl Into<String>) -> Diagnostic {
     Diagnostic::new(rule, span, msg)
@@ -411,6 +434,8 @@ impl<'a> Cx<'a> {
             shared: Vec::new(),
             own_smem: 0,
             callee_smem: 0,
+            first_alloc: None,
+            first_smem_call: None,
         };
         for (i, c) in f.const_params.iter().enumerate() {
             let value = vals.as_ref().and_then(|v| v.get(i).copied());
@@ -557,6 +582,33 @@ impl<'a> Cx<'a> {
                     ));
                 }
             }
+            // Paper 000 §3.4.2: thread-shared data gets a narrower perspective only from a shared allocation
+            // (block[1]), `partition` (T-PARTITION: y at π/c) or `claim` (T-CLAIM). A kernel's pointer
+            // arguments come from the host, the same address for every thread: a `*mut` one declared
+            // narrower than the kernel would let every unit write "its own" copy of the same memory.
+            if let (FnKind::Kernel, Type::Ptr { mutable: true, .. }, Some(a)) =
+                (f.kind, &p.ty, &p.at)
+            {
+                if a.perspective != self.facts.top {
+                    self.errors.push(
+                        err(
+                            "PARAM-MUT",
+                            a.span,
+                            format!(
+                                "`*mut` kernel parameter `{}` is declared at {}, narrower than the kernel's {}: \
+                                 the host passes the same pointer to every {}, so their writes through it would race",
+                                p.name, a.perspective, self.facts.top, a.perspective
+                            ),
+                        )
+                        .note(p.name.span, format!("`{}` is one address for the whole launch", p.name))
+                        .help(format!(
+                            "declare it at {} (or drop `#[at]`) and narrow it with `partition({}, {}, |i| .., |{}_part| ..)` \
+                             (paper 000 §3.4.2, T-PARTITION)",
+                            self.facts.top, p.name, a.perspective, p.name
+                        )),
+                    );
+                }
+            }
             if f.kind == FnKind::Kernel && matches!(p.ty, Type::ArrayRef { .. }) {
                 self.errors.push(
                     err("TYPE", p.span, "kernels cannot take array references")
@@ -666,17 +718,27 @@ impl<'a> Cx<'a> {
                 }
             }
         } else if self.f.kind == FnKind::Device && total > 0 {
-            // Device functions announce their shared memory so callers can account for it.
+            // Device functions announce their shared memory so callers can account for it. The error points
+            // at the first allocation (or the call of a callee that needs shared memory).
+            let (at, what) = match (self.first_alloc, self.first_smem_call) {
+                (Some(a), _) => (a, "this allocation"),
+                (None, Some(c)) => (c, "this call (the callee's `smem`)"),
+                (None, None) => (self.f.name.span, "its body"),
+            };
             self.errors.push(
                 err(
                     "SMEM-LIMIT",
-                    self.f.name.span,
+                    at,
                     format!(
-                        "`{}` allocates {total} bytes of shared memory but declares no `smem`",
+                        "`{}` allocates {total} bytes of shared memory ({what}) but declares no `smem`",
                         self.f.name
                     ),
                 )
-                .help(format!("add `smem = {total}` to the attribute")),
+                .note(
+                    self.f.name.span,
+                    format!("`{}` is declared here without `smem = ..`", self.f.name),
+                )
+                .help(format!("add `smem = {total}` to the attribute, so that callers can budget it")),
             );
         }
         if total > DEVICE_SMEM_LIMIT {
@@ -879,10 +941,16 @@ impl<'a> Cx<'a> {
             ),
         )
         .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
-        .help(format!(
-            "only variables at {} or broader can flow there",
-            sink.p
-        ));
+        .help(if sink.rule == "T-PARTITION" {
+            format!(
+                "the index closure runs at {p} (READ-UP into {p}): it may read only variables at {p} or broader, \
+                 which every thread of a {p} unit shares; per-thread offsets belong in the indices of the uses \
+                 (`y[i]`), or partition further down to the threads that own the value",
+                p = sink.p
+            )
+        } else {
+            format!("only variables at {} or broader can flow there", sink.p)
+        });
         self.errors.push(d);
     }
 
@@ -947,7 +1015,24 @@ impl<'a> Cx<'a> {
                 end,
                 step,
                 body,
-            } => self.t_for(var, start, end, step.as_ref(), body, code),
+            } => {
+                // `step_by(0)` panics in Rust; a constant step must be positive.
+                if let Some(st) = step {
+                    if let Ok(v) = self.eval(st) {
+                        if v <= 0 {
+                            self.errors.push(
+                                err(
+                                    "LOOP",
+                                    st.span,
+                                    format!("`step_by({v})`: the step of a loop must be positive"),
+                                )
+                                .help("Rust's `step_by` panics on 0; use a step of 1 or more"),
+                            );
+                        }
+                    }
+                }
+                self.t_for(var, start, end, step.as_ref(), body, code)
+            }
             StmtKind::Break | StmtKind::Continue => {
                 if self.loop_depth == 0 {
                     let what = if matches!(s.kind, StmtKind::Break) {
@@ -1155,6 +1240,7 @@ impl<'a> Cx<'a> {
                 ));
             } else {
                 let bytes = (n as u64).saturating_mul(elem.size() as u64);
+                self.first_alloc.get_or_insert(s.span);
                 let offset = align16(self.own_smem);
                 self.own_smem = offset.saturating_add(bytes);
                 let start = s.span.start();
@@ -1617,10 +1703,14 @@ impl<'a> Cx<'a> {
         for ip in &index.params {
             self.declare(ip, p, Ty::IntLit, false);
         }
+        // T-PARTITION: the closure maps each P unit to its part of `x`, so it reads at P (READ-UP into P).
         let sink = Sink {
             p,
-            rule: "READ-UP",
-            what: format!("the index function of a partition into {p}"),
+            rule: "T-PARTITION",
+            what: format!(
+                "the index closure of `partition({}, {p}, ..)`, which computes one offset per {p} unit",
+                target.name
+            ),
             id_target: None,
         };
         let ity = self.expr(&index.body, &sink, code);
@@ -1825,6 +1915,16 @@ impl<'a> Cx<'a> {
                 };
                 let t = self.expr(value, &sink2, code);
                 let n = self.eval_opt(len, "an array length");
+                if let Some(v) = n.filter(|v| !(0..=MAX_REG_ARRAY).contains(v)) {
+                    self.errors.push(
+                        err(
+                            "REG-ARRAY",
+                            len.span,
+                            format!("a register array of {v} elements: thread-local arrays live in registers, at most {MAX_REG_ARRAY} elements"),
+                        )
+                        .help("keep large data in shared or global memory"),
+                    );
+                }
                 match scalar_of(&t) {
                     Some(s) => Ty::Array { elem: s, len: n },
                     None => {
@@ -2138,9 +2238,11 @@ impl<'a> Cx<'a> {
                     BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
                 );
                 let ok = match &t {
-                    Ty::Scalar(ScalarType::Bool) => {
-                        cmp || matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
-                    }
+                    // PTX compares predicates only for (in)equality: `false < true` is not lowered.
+                    Ty::Scalar(ScalarType::Bool) => matches!(
+                        op,
+                        BinOp::Eq | BinOp::Ne | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor
+                    ),
                     Ty::Scalar(s) if s.is_float() => {
                         !matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
                     }
@@ -2292,10 +2394,13 @@ impl<'a> Cx<'a> {
                 )),
             }
         }
+        // The approximate transcendental instructions (`ex2`, `lg2`, `sin`, `cos`) exist for f32 only.
+        let f32_only = matches!(method.name.as_str(), "exp2" | "log2" | "sin" | "cos");
         let ok = match &ty {
             Ty::Err => true,
             Ty::FloatLit => true,
-            Ty::Scalar(ScalarType::F32 | ScalarType::F64) => true,
+            Ty::Scalar(ScalarType::F32) => true,
+            Ty::Scalar(ScalarType::F64) => !f32_only,
             Ty::Scalar(s) if s.is_int() => !float_only,
             Ty::IntLit => !float_only,
             _ => false,
@@ -2308,6 +2413,11 @@ impl<'a> Cx<'a> {
             );
             if matches!(ty, Ty::Scalar(ScalarType::F16 | ScalarType::BF16)) {
                 d = d.help("convert to f32 first: `(x as f32).sqrt()`");
+            } else if f32_only && ty == Ty::Scalar(ScalarType::F64) {
+                d = d.help(format!(
+                    "PTX has `{}` for f32 only: `(x as f32).{}()`",
+                    method.name, method.name
+                ));
             }
             self.errors.push(d);
             return Ty::Err;
@@ -2495,6 +2605,9 @@ impl<'a> Cx<'a> {
         // Shared memory of the callee (T-Function-Call: m' ≤ m).
         if let Some(bytes) = fn_smem(callee, &callee_consts, self.deps, 0) {
             self.callee_smem = self.callee_smem.max(bytes);
+            if bytes > 0 {
+                self.first_smem_call.get_or_insert(name.span);
+            }
         }
         if args.len() != callee.params.len() {
             self.errors.push(err(
@@ -2887,6 +3000,18 @@ impl<'a> Cx<'a> {
                     return Ty::Err;
                 }
                 let elem = self.ptr_arg(name, &args[0], true, None, code);
+                if let Some(el) = elem {
+                    if let Some(ok) = atomic_types(n, el) {
+                        self.errors.push(
+                            err(
+                                "INTRINSIC",
+                                args[0].span,
+                                format!("`{n}` is not available on {el} memory (PTX has no such `atom`)"),
+                            )
+                            .help(format!("`{n}` works on {ok}")),
+                        );
+                    }
+                }
                 let i = self.expr(&args[1], &at(t1, "the index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 for v in &args[2..] {
@@ -2973,6 +3098,7 @@ impl<'a> Cx<'a> {
                         None
                     }
                 };
+                self.vector_access(n, k, elem, args[0].span);
                 let isink = Sink {
                     id_target: None,
                     ..sink.clone()
@@ -2991,6 +3117,7 @@ impl<'a> Cx<'a> {
                 }
                 let k = if n == "store4" { 4 } else { 2 };
                 let elem = self.ptr_arg(name, &args[0], true, None, code);
+                self.vector_access(n, k, elem, args[0].span);
                 let i = self.expr(&args[1], &at(t1, "the index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 let v = self.expr(&args[2], &at(t1, "the value"), code);
@@ -3024,8 +3151,42 @@ impl<'a> Cx<'a> {
                                         .help(format!("wrap it: `async_({}, |{}_async| {{ {n}({}_async, ..) }})`", v.name, v.name, v.name)),
                                 );
                             }
-                            if let Ty::Ptr { elem, .. } = v.ty {
+                            if let Ty::Ptr { elem, space, .. } = v.ty {
                                 dst_elem = Some(elem);
+                                if n == "cp_async_bulk"
+                                    && space == Space::Shared
+                                    && v.at != Perspective::block(1)
+                                {
+                                    self.errors.push(
+                                        err(
+                                            "ASYNC-BULK",
+                                            id.span,
+                                            format!(
+                                                "`cp_async_bulk` needs its `async_` target at block[1], `{}` is at {}",
+                                                v.name, v.at
+                                            ),
+                                        )
+                                        .help(
+                                            "copy into a shared allocation seen at block[1] (`async_(s, ..)` on `let s: Shared<[T; N]>;` itself): \
+                                             its copies complete on one mbarrier that every thread of the block waits on",
+                                        ),
+                                    );
+                                }
+                                if space != Space::Shared {
+                                    self.errors.push(
+                                        err(
+                                            "INTRINSIC",
+                                            id.span,
+                                            format!(
+                                                "`{n}` copies from global into shared memory, but its destination `{}` is global memory",
+                                                v.name
+                                            ),
+                                        )
+                                        .help(format!(
+                                            "copy into a shared allocation (`let s: Shared<[T; N]>;` then `async_(s, |s_async| {{ {n}(s_async, ..) }})`), or read the source with plain loads"
+                                        )),
+                                    );
+                                }
                             }
                         }
                     }
@@ -3038,6 +3199,27 @@ impl<'a> Cx<'a> {
                 let i = self.expr(&args[1], &at(t1, "the destination index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 let src_elem = self.ptr_arg(name, &args[2], false, None, code);
+                if let ExprKind::Var(id) = &args[2].kind {
+                    if let Some(v) = self.lookup(&id.name).map(|i| &self.vars[i]) {
+                        if let Ty::Ptr {
+                            space: Space::Shared,
+                            ..
+                        } = v.ty
+                        {
+                            self.errors.push(
+                                err(
+                                    "INTRINSIC",
+                                    id.span,
+                                    format!(
+                                        "`{n}` copies from global into shared memory, but its source `{}` is shared memory",
+                                        v.name
+                                    ),
+                                )
+                                .help("copy between shared allocations with plain loads and stores"),
+                            );
+                        }
+                    }
+                }
                 if let (Some(a), Some(b)) = (dst_elem, src_elem) {
                     if a != b {
                         self.errors.push(err(
@@ -3052,7 +3234,7 @@ impl<'a> Cx<'a> {
                 let bytes = self.eval(&args[4]).ok();
                 let ok = match (n, bytes) {
                     ("cp_async", Some(4 | 8 | 16)) => true,
-                    ("cp_async_bulk", Some(b)) => b > 0 && b % 16 == 0,
+                    ("cp_async_bulk", Some(b)) => b > 0 && b % 16 == 0 && b < 1 << 20,
                     _ => false,
                 };
                 if !ok {
@@ -3062,13 +3244,44 @@ impl<'a> Cx<'a> {
                         if n == "cp_async" {
                             "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string()
                         } else {
-                            "`cp_async_bulk` copies a constant multiple of 16 bytes".to_string()
+                            "`cp_async_bulk` copies a constant multiple of 16 bytes below 1 MiB"
+                                .to_string()
                         },
                     ));
                 }
                 Ty::Unit
             }
             _ => Ty::Err,
+        }
+    }
+
+    /// [INTRINSIC] `load2/4`, `store2/4`: PTX vector accesses (`ld.v2/v4`, `st.v2/v4`) of at most 16 bytes
+    /// (sm_90), not of predicates.
+    fn vector_access(&mut self, n: &str, k: i64, elem: Option<ScalarType>, span: Span) {
+        let Some(el) = elem else {
+            return;
+        };
+        if el == ScalarType::Bool {
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    span,
+                    format!("`{n}` has no form for bool memory"),
+                )
+                .help("access the elements one by one: `p[i]`"),
+            );
+        } else if el.size() as i64 * k > 16 {
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    span,
+                    format!(
+                        "`{n}` of {el} moves {} bytes; vector accesses are at most 16 bytes on sm_90",
+                        el.size() as i64 * k
+                    ),
+                )
+                .help(format!("use `{}2` twice", &n[..n.len() - 1])),
+            );
         }
     }
 

@@ -20,9 +20,9 @@ use std::rc::Rc;
 type R<T> = Result<T, Diagnostic>;
 
 /// Largest trip count a loop is unrolled to.
-const MAX_UNROLL: i64 = 4096;
+const MAX_UNROLL: i128 = 4096;
 /// Loops with at most this many iterations are always unrolled.
-const SMALL_TRIP: i64 = 16;
+const SMALL_TRIP: i128 = 16;
 /// Deepest chain of inlined device-function calls.
 const MAX_INLINE_DEPTH: u32 = 64;
 
@@ -1459,12 +1459,23 @@ impl<'a> Em<'a> {
             self.const_i64(end),
             step.map(|s| self.const_i64(s)).transpose(),
         );
+        // The increment of a run-time loop with constant bounds would wrap past the type's maximum (e.g.
+        // `(0..u32::MAX).step_by(16)`): then the loop exits before adding instead of after.
+        let mut guard_wrap = false;
         if let (Ok(a), Ok(b), Ok(st)) = consts {
-            let st = st.unwrap_or(1);
+            // Trip counts in i128: bounds and steps anywhere in i64 (and u32/u64 types) cannot overflow.
+            let (a, b, st) = (a as i128, b as i128, st.unwrap_or(1) as i128);
             if st <= 0 {
                 return Err(err("EMIT-LOOP", span, "`step_by` must be positive"));
             }
             let trips = if b > a { (b - a + st - 1) / st } else { 0 };
+            let max = match self.loop_ty(start, end) {
+                Some(ScalarType::U32) | None => u32::MAX as i128,
+                Some(ScalarType::I32) => i32::MAX as i128,
+                Some(ScalarType::U64) => u64::MAX as i128,
+                _ => i64::MAX as i128,
+            };
+            guard_wrap = trips > 0 && a + (trips - 1) * st + st > max;
             let indexes = indexes_reg_array(body, &var.name, &self.array_names(body));
             if trips <= SMALL_TRIP || (indexes && trips <= MAX_UNROLL) {
                 // Unrolled: the variable is a constant in each copy (register arrays stay in registers).
@@ -1477,7 +1488,7 @@ impl<'a> Em<'a> {
                     self.bind(
                         &var.name,
                         Binding::Scalar {
-                            val: Val::Imm(Imm::Int(i as i128), ty),
+                            val: Val::Imm(Imm::Int(i), ty),
                             persp: Perspective::grid(1),
                         },
                     );
@@ -1516,7 +1527,11 @@ impl<'a> Em<'a> {
         let st = match step {
             Some(s) => {
                 let v = self.scalar(s)?;
-                let v = self.coerce(v, t, s.span)?;
+                // `step_by` takes its own integer type (usize in Rust): convert it to the loop's.
+                let v = match v.ty() {
+                    Some(vt) if vt != t => self.cast(v, t, s.span)?,
+                    _ => self.coerce(v, t, s.span)?,
+                };
                 match v {
                     Val::Imm(..) => v,
                     v => {
@@ -1563,6 +1578,15 @@ impl<'a> Em<'a> {
         r?;
         self.put_label(&cont);
         let so = self.op(&st, t);
+        if guard_wrap {
+            // i < end here: leave when end - i <= step, before i + step can wrap.
+            let rem = self.fresh(t);
+            let q = self.fresh(ScalarType::Bool);
+            self.line(format!("sub.{} {rem}, {eo}, {i};", ptx_ty(t)));
+            let ut = if t.size() == 8 { "u64" } else { "u32" };
+            self.line(format!("setp.le.{ut} {q}, {rem}, {so};"));
+            self.line(format!("@{q} {bra} {end_l};"));
+        }
         self.line(format!("add.{} {i}, {i}, {so};", ptx_ty(t)));
         self.line(format!("bra.uni {head};"));
         self.put_label(&end_l);
@@ -1983,7 +2007,7 @@ impl<'a> Em<'a> {
                 indices[0].span,
                 format!("thread-local array `{}` is indexed with a run-time value; it lives in registers, so every index must be a constant after loop unrolling", id.name),
             )
-            .help("index with constants or with the variable of a `for` loop with constant bounds (such loops are unrolled), or keep the data in shared memory")),
+            .help("index with constants or with the variable of a `for` loop with constant bounds (such loops are unrolled, up to 4096 iterations when they index a register array), or keep the data in shared memory")),
         }
     }
 
@@ -2037,6 +2061,15 @@ impl<'a> Em<'a> {
                     (&a, &b),
                     (Val::Imm(Imm::Float(_), _), _) | (_, Val::Imm(Imm::Float(_), _))
                 ) {
+                    // Two untyped float constants: fold in f64 and stay untyped (a literal), so that the
+                    // result adopts the type of what it meets, as the checker types it.
+                    if let (Val::Imm(x, _), Val::Imm(y, _)) = (&a, &b) {
+                        if let Some(Val::Imm(i @ Imm::Float(_), _)) =
+                            fold(op, *x, *y, ScalarType::F64)
+                        {
+                            return Ok(Val::Imm(i, None));
+                        }
+                    }
                     ScalarType::F64
                 } else {
                     return fold_untyped(op, &a, &b, span);
@@ -3246,7 +3279,7 @@ fn fold(op: BinOp, x: Imm, y: Imm, t: ScalarType) -> Option<Val> {
                 BitAnd => a & c,
                 BitOr => a | c,
                 BitXor => a ^ c,
-                Shl if (0..(t.size() as i128 * 8)).contains(&c) => a << c,
+                Shl if (0..(t.size() as i128 * 8)).contains(&c) => ((a as u128) << c) as i128,
                 Shr if (0..(t.size() as i128 * 8)).contains(&c) => a >> c,
                 Shl | Shr => return None,
                 Eq => return b(a == c),

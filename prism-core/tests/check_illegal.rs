@@ -371,3 +371,77 @@ fn errors_per_instance() {
     assert_eq!(e.len(), 1);
     assert!(e[0].message.contains("8192") && e[0].message.contains("4096"));
 }
+
+// ---- misuses that only the emitter used to find (EMIT-*) are checker errors now, at the offending token
+
+fn kern(params: &str, body: &str) -> String {
+    format!(
+        "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k({params}) {{\n{body}\n}}\n"
+    )
+}
+
+#[test]
+fn emitter_only_misuses_are_checker_errors() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "x: *const f32, y: *mut f32",
+            "    #[at(thread[1])]\n    let t: u32 = id();\n    partition(y, thread[1], |j| t + j, |y_t| {\n        async_(y_t, |y_async| {\n            group(thread[1], || {\n                cp_async(/*@*/y_async, 0, x, t, 4);\n            });\n        });\n    });",
+            "INTRINSIC",
+            &["cp_async", "global memory"],
+        ),
+        (
+            "m: *mut f32",
+            "    group(thread[1], || {\n        atomic_max(/*@*/m, 0, 1.0f32);\n    });",
+            "INTRINSIC",
+            &["atomic_max", "f32"],
+        ),
+        (
+            "m: *mut f16",
+            "    group(thread[1], || {\n        atomic_add(/*@*/m, 0, 1.0 as f16);\n    });",
+            "INTRINSIC",
+            &["atomic_add", "f16"],
+        ),
+        (
+            "x: *const f64",
+            "    #[at(thread[1])]\n    let v = load4(/*@*/x, 0);",
+            "INTRINSIC",
+            &["load4", "32 bytes"],
+        ),
+        (
+            "x: *const bool",
+            "    #[at(thread[1])]\n    let v = load2(/*@*/x, 0);",
+            "INTRINSIC",
+            &["load2", "bool"],
+        ),
+        (
+            "n: u32",
+            "    for i in (0..n).step_by(/*@*/0) { }",
+            "LOOP",
+            &["step_by(0)"],
+        ),
+        (
+            "n: u32",
+            "    #[at(thread[1])]\n    let x: f64 = 5.0;\n    #[at(thread[1])]\n    let y: f64 = x./*@*/sin();",
+            "TYPE",
+            &["sin", "f64"],
+        ),
+    ];
+    for (params, body, rule, needles) in cases {
+        expect(&kern(params, body), rule, needles);
+    }
+}
+
+#[test]
+fn param_mut_narrower_than_the_kernel() {
+    let src = "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(#[at(/*@*/block[1])] c: *mut f32) {}\n";
+    let d = expect(src, "PARAM-MUT", &["`c`", "block[1]", "grid[1]"]);
+    assert!(d.help.as_deref().is_some_and(|h| h.contains("T-PARTITION")));
+    // Device functions receive narrower `*mut` pointers from their callers' partitions (CALL-ARG: exactly
+    // equal), and `*const` kernel parameters are only read: both stay legal.
+    let ok = "#[prism_device(requires(thread[32]))]\nfn d(#[at(thread[32])] c: *mut f32) {}\n#[prism_kernel(requires(grid[1], block[1], thread[32]))]\nfn k(#[at(block[1])] x: *const f32) {}\n";
+    let fs = parse_source(ok).expect("parse");
+    for f in &fs {
+        check_function(f, &fs)
+            .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| d.text()).collect::<Vec<_>>()));
+    }
+}

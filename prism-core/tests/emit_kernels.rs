@@ -976,7 +976,34 @@ pub fn bulk_global(x: *const f32, y: *mut f32) {
     });
 }
 "#;
+    // The checker finds it now (it used to surface only in the emitter): a global destination.
     let d = emit_errors(src);
+    assert!(
+        d.iter().any(|d| d.rule == "INTRINSIC"
+            && d.message.contains("global memory")
+            && d.help.is_some()),
+        "{}",
+        texts(&d)
+    );
+    // A shared allocation claimed by a warp: not at block[1] (ASYNC-BULK, also from the checker).
+    let warp = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64, smem = 256)]
+pub fn bulk_warp(x: *const f32) {
+    group(block[1], || {
+        let s: Shared<[f32; 64]>;
+        claim(s, thread[32], |s_w| match split(warp) {
+            1 => {
+                async_(s_w, |s_async| {
+                    group(thread[1], || {
+                        cp_async_bulk(s_async, 0, x, 0, 16);
+                    });
+                });
+            }
+        });
+    });
+}
+"#;
+    let d = emit_errors(warp);
     assert!(
         d.iter()
             .any(|d| d.rule == "ASYNC-BULK" && d.message.contains("block[1]") && d.help.is_some()),

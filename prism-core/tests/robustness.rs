@@ -358,6 +358,42 @@ fn generated_programs_never_panic() {
     });
 }
 
+/// Type-extreme constants, loop bounds and steps (limits of u32/i32/u64/i64, ±1, wider than 64 bits), in
+/// constant arithmetic, casts, loops and perspective sizes: never a panic (debug builds check arithmetic),
+/// never an unbounded unroll; overflow is a `CONST-OVERFLOW` diagnostic.
+#[test]
+fn extreme_constants_never_panic() {
+    with_big_stack(|| {
+        let cases = env_u64("PRISM_FUZZ_CASES", 1500) / 2;
+        let seed = env_u64("PRISM_FUZZ_SEED", 0x5eed) ^ 0xe7;
+        let t = run_cases("extreme", cases, common::generate_extreme, seed);
+        println!(
+            "{cases} kernels with extreme constants: {} parsed, {} accepted and emitted, {} rejected; no panic",
+            t.parsed, t.emitted, t.rejected
+        );
+        // Perspective and split-arm sizes past u32 are SYNTAX errors of the parser (a diagnostic, as it
+        // should be); enough of the rest parses to reach the checker and the emitter.
+        assert!(
+            t.parsed as u64 >= cases / 5,
+            "too few extreme programs parse"
+        );
+        assert!(t.emitted > 0 && t.rejected > 0);
+    });
+    // The cases of the issue, each a diagnostic, not a wrapped value or a panic.
+    for body in [
+        "let x: i32 = 2147483647 * 2;",
+        "let x: i64 = -9223372036854775808i64 / -1;",
+        "for i in (0u64..18446744073709551615u64).step_by(18446744073709551615) { }",
+        "for i in -9223372036854775808i64..9223372036854775807i64 { }",
+    ] {
+        let src = format!(
+            "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(n: u32) {{ {body} }}"
+        );
+        let mut tally = Tally::default();
+        run_pipeline(&src, &mut tally).unwrap_or_else(|p| panic!("{body}: panic {p}"));
+    }
+}
+
 #[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     with_big_stack(|| {

@@ -3,7 +3,9 @@
 //! collective operation with the wrong threads — no barrier divergence, no collective misuse, no deadlock.
 //!
 //! The generator (tests/common) nests `group`, `split`, `if`, `for`, `partition` and collectives (`sync_threads`,
-//! `sync_warp`, `shfl_xor`, `mma`) at random perspectives; about a quarter of its programs are well-typed.
+//! `sync_warp`, `shfl_xor`, `mma`) at random perspectives, and atomics whose total is then read plainly and
+//! branched on around a barrier (block level: the inferred barrier makes the branch uniform; across blocks or
+//! in the atomics' own thread group: rejected, SYNC-ATOMIC); about a quarter of its programs are well-typed.
 //! Data races are not part of the guarantee (paper §3.4.2: Prism does not prevent them) and are not checked.
 //! `PRISM_SOUNDNESS_CASES` sets the number of generated programs (default 600).
 
@@ -32,7 +34,7 @@ fn block_size(multiple_of: u32, exact: Option<u32>) -> u32 {
 #[test]
 fn well_typed_programs_never_misuse_collectives() {
     let mut rng = Rng(0x500d_ae55);
-    let (mut accepted, mut ran) = (0u64, 0u64);
+    let (mut accepted, mut ran, mut with_atomics) = (0u64, 0u64, 0u64);
     for case in 0..cases() {
         let src = generate(&mut rng);
         let Ok(functions) = parse::parse_source(&src) else {
@@ -43,6 +45,9 @@ fn well_typed_programs_never_misuse_collectives() {
                 continue;
             };
             accepted += 1;
+            if src.contains("atomic_add(cnt") {
+                with_atomics += 1;
+            }
             for k in kernels {
                 let module = Module::parse(&k.ptx).unwrap_or_else(|e| {
                     panic!(
@@ -103,8 +108,13 @@ fn well_typed_programs_never_misuse_collectives() {
         }
     }
     println!(
-        "{} generated programs, {accepted} well-typed, {ran} launches: no collective misuse",
+        "{} generated programs, {accepted} well-typed ({with_atomics} read a total accumulated with atomics), \
+         {ran} launches: no collective misuse",
         cases()
+    );
+    assert!(
+        with_atomics > 0 || cases() < 100,
+        "the generator must produce accepted programs that branch on a total accumulated with atomics"
     );
     assert!(
         accepted >= cases() / 10,

@@ -83,7 +83,16 @@ pub(crate) fn insert_inferred(
             continue;
         };
         if let Some(b) = block_at(&mut out.body, path) {
-            let span = b.stmts.get(idx).map(|s| s.span).unwrap_or(b.span);
+            // The barrier's span (for diagnostics of its lowering) is the access it orders: a `let`'s
+            // initializer rather than its `#[at(..)]`.
+            let span = b
+                .stmts
+                .get(idx)
+                .map(|s| match &s.kind {
+                    StmtKind::Let { init: Some(e), .. } => e.span,
+                    _ => s.span,
+                })
+                .unwrap_or(b.span);
             let at = idx.min(b.stmts.len());
             b.stmts.insert(
                 at,
@@ -206,7 +215,7 @@ fn stmt_exprs(s: &Stmt) -> Vec<&Expr> {
     }
 }
 
-fn sub_exprs(e: &Expr) -> Vec<&Expr> {
+pub(crate) fn sub_exprs(e: &Expr) -> Vec<&Expr> {
     match &e.kind {
         ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
         ExprKind::Asm { operands, .. } => operands.iter().map(|o| &o.expr).collect(),
@@ -290,6 +299,8 @@ struct Pend {
     aw: bool,
     /// The scope node (index into `Infer::nodes`) whose accesses these are, when they come from one.
     src: Option<usize>,
+    /// The first pending atomic (index into `Infer::atomics`), for the note of `SYNC-ATOMIC`.
+    asrc: Option<usize>,
 }
 
 impl Pend {
@@ -320,6 +331,9 @@ impl Pend {
         if self.src.is_none() {
             self.src = o.src;
         }
+        if self.asrc.is_none() {
+            self.asrc = o.asrc;
+        }
     }
     fn reason(&self, a: Acc) -> &'static str {
         match a {
@@ -329,8 +343,10 @@ impl Pend {
             _ => "ATOMIC",
         }
     }
-    /// The conflict involves an atomic (the access is one, or the only pending writes are atomics): atomics
-    /// are explicitly concurrent, so an unplaceable/grid-level wait for them is not an error.
+    /// The conflict involves an atomic (the access is one, or the only pending writes are atomics). Atomics
+    /// are concurrent with each other only: a plain read after atomics (the total they accumulate), a plain
+    /// write after them, or an atomic after plain accesses races like any write, and is reported as
+    /// `SYNC-ATOMIC` where no barrier can order it.
     fn atomic_involved(&self, a: Acc) -> bool {
         let plain_writes = self.w || self.aw;
         a == Acc::Atomic || (self.a && !plain_writes)
@@ -413,7 +429,8 @@ struct Need {
     at: Perspective,
     wait_async: bool,
     reason: String,
-    atomic_only: bool,
+    /// The conflict involves atomics: (level, the access, the pending accesses), for `SYNC-ATOMIC`.
+    atomic: Option<(usize, Acc, Pend)>,
 }
 
 struct Infer<'a> {
@@ -436,6 +453,9 @@ struct Infer<'a> {
     dry: u32,
     diags: Vec<Diagnostic>,
     scratch: usize,
+    /// Statements that made atomic accesses (keyed by position), for the notes of `SYNC-ATOMIC`.
+    atomic_spans: Vec<Span>,
+    atomic_keys: HashMap<Vec<usize>, usize>,
 }
 
 impl<'a> Infer<'a> {
@@ -458,6 +478,8 @@ impl<'a> Infer<'a> {
             dry: 0,
             diags: Vec::new(),
             scratch: 0,
+            atomic_spans: Vec::new(),
+            atomic_keys: HashMap::new(),
         }
     }
 
@@ -802,15 +824,19 @@ impl<'a> Infer<'a> {
                             at,
                             wait_async: true,
                             reason,
-                            atomic_only: false,
+                            atomic: None,
                         });
                     }
                     continue;
                 }
                 if unsynchronizable(at) {
                     let same_node = p.src.is_some() && p.src == self.active.get(&lv).copied();
-                    if !p.atomic_involved(a) && !same_node && self.dry == 0 {
-                        self.grid_error(lv, &p, span);
+                    if !same_node && self.dry == 0 {
+                        if p.atomic_involved(a) {
+                            self.atomic_error(lv, a, &p, span, None);
+                        } else {
+                            self.grid_error(lv, &p, span);
+                        }
                     }
                     continue;
                 }
@@ -818,7 +844,7 @@ impl<'a> Infer<'a> {
                     at,
                     wait_async: p.aw,
                     reason,
-                    atomic_only: p.atomic_involved(a),
+                    atomic: p.atomic_involved(a).then_some((lv, a, p)),
                 });
             }
         }
@@ -853,6 +879,60 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// `SYNC-ATOMIC`: a plain access after atomics (or an atomic after plain accesses) on `lv` that no barrier
+    /// can order: the level spans several blocks (`code` = None), or the wait would have to sit in code at
+    /// `code`, narrower than the level's threads.
+    fn atomic_error(&mut self, lv: usize, a: Acc, p: &Pend, span: Span, code: Option<Perspective>) {
+        let l = &self.levels[lv];
+        let what = match a {
+            Acc::Read => "read with a plain load after `atomic_*` updates",
+            Acc::Write | Acc::AsyncWrite => "written with a plain store after `atomic_*` updates",
+            Acc::Atomic => "updated by an `atomic_*` after plain reads/writes",
+        };
+        let (why, help) = match code {
+            None => (
+                format!(
+                    "which no barrier can order: its threads span more than one block, so other blocks' {} \
+                     may not have happened yet (the value differs between threads and runs)",
+                    if a == Acc::Atomic {
+                        "plain reads/writes"
+                    } else {
+                        "atomics"
+                    }
+                ),
+                "use the value the atomic returns (`let old = atomic_add(..);`), keep combining with \
+                 atomics, or read the result in a second kernel"
+                    .to_string(),
+            ),
+            Some(c) => (
+                format!(
+                    "but the code here runs at {c}, narrower than {}: the barrier that orders them cannot \
+                     go here",
+                    l.at
+                ),
+                format!(
+                    "move the access out of the narrower group/split arm into code at {} (the barrier goes \
+                     before it), or use the value the atomic returns",
+                    l.at
+                ),
+            ),
+        };
+        let mut d = Diagnostic::new(
+            "SYNC-ATOMIC",
+            span,
+            format!("`{}` (at perspective {}) is {what}, {why}", l.name, l.at),
+        )
+        .help(help);
+        if let Some(s) = p.asrc.and_then(|i| self.atomic_spans.get(i)) {
+            d = d.note(*s, format!("the atomic update of `{}` is here", l.name));
+        } else if let Some(n) = p.src.and_then(|n| self.nodes.get(n)) {
+            d = d.note(*n, format!("`{}` was accessed in this scope", l.name));
+        }
+        if !self.diags.iter().any(|x| x.message == d.message) {
+            self.diags.push(d);
+        }
+    }
+
     /// Places barriers for `needs` before the current statement (when `placeable` allows) and clears what
     /// they cover. Returns the needs it could not place.
     fn place(&mut self, st: &mut State, mut needs: Vec<Need>, span: Span) {
@@ -867,7 +947,12 @@ impl<'a> Infer<'a> {
             needs = rest;
             let wait_async = covered.iter().any(|n| n.wait_async);
             if !covers(self.code, at) {
-                if !covered.iter().all(|n| n.atomic_only) && self.dry == 0 {
+                if self.dry > 0 {
+                    continue;
+                }
+                if let Some((lv, a, p)) = covered.iter().find_map(|n| n.atomic) {
+                    self.atomic_error(lv, a, &p, span, Some(self.code));
+                } else {
                     let reasons: Vec<&str> = covered.iter().map(|n| n.reason.as_str()).collect();
                     self.diags.push(
                         Diagnostic::new(
@@ -899,12 +984,30 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn mark(&self, st: &mut State, accs: &[(usize, Acc)]) {
+    fn mark(&mut self, st: &mut State, accs: &[(usize, Acc)], span: Span) {
+        let mut asrc = None;
+        if accs.iter().any(|(_, a)| *a == Acc::Atomic) {
+            let key = self.pos();
+            let next = self.atomic_spans.len();
+            let i = *self.atomic_keys.entry(key).or_insert(next);
+            if i == next {
+                self.atomic_spans.push(span);
+            }
+            asrc = Some(i);
+        }
         for &(l, a) in accs {
-            st.pend.entry(l).or_default().mark(a);
+            let p = st.pend.entry(l).or_default();
+            p.mark(a);
+            if a == Acc::Atomic && p.asrc.is_none() {
+                p.asrc = asrc;
+            }
             let mut c = self.levels.get(l).and_then(|x| x.parent);
             while let Some(p) = c {
-                st.inner.entry(p).or_default().mark(a);
+                let q = st.inner.entry(p).or_default();
+                q.mark(a);
+                if a == Acc::Atomic && q.asrc.is_none() {
+                    q.asrc = asrc;
+                }
                 c = self.levels.get(p).and_then(|x| x.parent);
             }
         }
@@ -914,7 +1017,7 @@ impl<'a> Infer<'a> {
     fn simple(&mut self, accs: Vec<(usize, Acc)>, mut st: State, span: Span) -> State {
         let needs = self.needs(&st, &accs, span);
         self.place(&mut st, needs, span);
-        self.mark(&mut st, &accs);
+        self.mark(&mut st, &accs, span);
         st
     }
 
@@ -1007,7 +1110,9 @@ impl<'a> Infer<'a> {
                     Some(e) => self.accs_of(&[e]),
                     None => Vec::new(),
                 };
-                let st = self.simple(accs, st, s.span);
+                // Diagnostics point at the initializer (the access), not at `#[at(..)] let`.
+                let sp = init.as_ref().map(|e| e.span).unwrap_or(s.span);
+                let st = self.simple(accs, st, sp);
                 let l = match ty {
                     Some(Type::Shared { .. }) => {
                         // Keyed by position: the same allocation on every loop iteration.
@@ -1204,7 +1309,7 @@ impl<'a> Infer<'a> {
             let accs = self.accs_of(&[c]);
             cond_need = self.needs(&st, &accs, c.span);
             self.place(&mut st, cond_need.clone(), c.span);
-            self.mark(&mut st, &accs);
+            self.mark(&mut st, &accs, c.span);
         }
         let after_cond = st.clone();
         self.loops.push(LoopCtx {

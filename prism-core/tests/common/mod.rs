@@ -24,6 +24,13 @@ impl Rng {
     }
 }
 
+/// Block level: the threads add to a shared counter, then the block reads the total plainly and branches on it
+/// around a barrier. The read needs a barrier after the atomics (inferred), or threads of the block read
+/// different totals and some skip the barrier.
+const ATOMIC_TOTAL: &str =
+    "let cnt: Shared<[u32; 4]>;\ngroup(thread[1], || {\natomic_add(cnt, 0, 1u32);\n});\n\
+                            let tot: u32 = cnt[0];\nif tot > 3u32 {\nsync_threads();\n}\n";
+
 /// A random kernel from Prism's grammar: mostly well-formed, sometimes ill-typed on purpose.
 pub fn generate(rng: &mut Rng) -> String {
     let threads = *rng.pick(&[1u32, 2, 4, 32, 64, 128]);
@@ -48,7 +55,19 @@ fn gen_stmt(rng: &mut Rng, out: &mut String, depth: usize, level: &str, threads:
         0 => out.push_str("#[at(thread[1])] let t: u32 = id();\n"),
         1 => out.push_str(&format!("let v: u32 = n * {};\n", rng.below(7))),
         2 => match level {
-            "block" => out.push_str(rng.pick::<&str>(&["sync_threads();\n", "let s: Shared<[f32; 64]>;\n"])),
+            "block" => out.push_str(rng.pick::<&str>(&[
+                "sync_threads();\n",
+                "let s: Shared<[f32; 64]>;\n",
+                // Atomics, then a plain read of their total that guards a barrier: the read needs a barrier
+                // after the atomics (inferred), or threads of the block read different totals.
+                ATOMIC_TOTAL,
+                // The same across blocks: no barrier can order it (rejected, SYNC-ATOMIC).
+                "match split(thread) {\n1 => {\natomic_add(c, 0, 1.0f32);\n}\n}\nlet r: f32 = c[0];\nif r > 2.0 {\nsync_threads();\n}\n",
+            ])),
+            "thread" if rng.below(4) == 0 => out.push_str(
+                // A thread reads what other threads still add to (rejected, SYNC-ATOMIC).
+                "atomic_add(c, 0, 1.0f32);\nlet r: f32 = c[0];\n",
+            ),
             "warp" => out.push_str(rng.pick::<&str>(&[
                 "sync_warp();\n",
                 "#[at(thread[1])] let x: f32 = shfl_xor(1.0f32, 1);\n",
@@ -58,6 +77,9 @@ fn gen_stmt(rng: &mut Rng, out: &mut String, depth: usize, level: &str, threads:
         },
         3 => {
             out.push_str("group(block[1], || {\n");
+            if rng.below(3) == 0 {
+                out.push_str(ATOMIC_TOTAL);
+            }
             gen_block(rng, out, depth + 1, "block", threads);
             out.push_str("});\n");
         }
@@ -99,4 +121,106 @@ fn gen_stmt(rng: &mut Rng, out: &mut String, depth: usize, level: &str, threads:
             out.push_str("}\n");
         }
     }
+}
+
+/// Type-extreme values as Prism source: the limits of u32/i32/u64/i64 and their neighbours, with and without
+/// suffixes (robustness: constants, loop bounds and steps near the limits must never panic the compiler).
+pub fn extreme(rng: &mut Rng) -> String {
+    let v: &str = rng.pick::<&str>(&[
+        "0",
+        "1",
+        "2",
+        "31",
+        "32",
+        "63",
+        "64",
+        "2147483647",
+        "2147483648",
+        "4294967295",
+        "4294967296",
+        "9223372036854775807",
+        "9223372036854775808",
+        "18446744073709551615",
+        "18446744073709551616",
+        "340282366920938463463374607431768211455",
+    ]);
+    let neg = rng.below(4) == 0;
+    let sfx: &str = rng.pick::<&str>(&["", "", "u32", "i32", "u64", "i64"]);
+    format!("{}{v}{sfx}", if neg { "-" } else { "" })
+}
+
+/// A statement with type-extreme constants: loops with extreme bounds and steps, constant arithmetic that may
+/// overflow its type, casts, perspective sizes.
+pub fn gen_extreme_stmt(rng: &mut Rng) -> String {
+    let ty: &str = rng.pick::<&str>(&["u32", "i32", "u64", "i64"]);
+    let op: &str = rng.pick::<&str>(&["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"]);
+    match rng.below(12) {
+        0 => format!(
+            "for i in ({}..{}).step_by({}) {{\nlet w: u32 = 1;\n}}\n",
+            extreme(rng),
+            extreme(rng),
+            extreme(rng)
+        ),
+        1 => format!(
+            "for i in {}..{} {{\nif n > 3 {{\nbreak;\n}}\n}}\n",
+            extreme(rng),
+            extreme(rng)
+        ),
+        2 => format!("let k: {ty} = {} {op} {};\n", extreme(rng), extreme(rng)),
+        3 => format!(
+            "let k: {ty} = ({} {op} {}) as {ty};\n",
+            extreme(rng),
+            extreme(rng)
+        ),
+        4 => format!("let k: {ty} = -({} {op} {});\n", extreme(rng), extreme(rng)),
+        5..=7 => format!("let k: {ty} = {};\n", extreme(rng)),
+        8 => format!(
+            "match split(thread) {{\n{} => {{}}\n{} => {{}}\n}}\n",
+            extreme(rng),
+            extreme(rng)
+        ),
+        9 => format!(
+            "#[at(thread[1])] let arr = [0u32; {}];\n#[at(thread[1])] let el: u32 = arr[{}];\n",
+            extreme(rng),
+            extreme(rng)
+        ),
+        10 => format!(
+            "#[at(thread[1])] let pi: u32 = id();\npartition(c, thread[{}], |q| pi * {} + q, |cp| {{}});\n",
+            extreme(rng),
+            extreme(rng)
+        ),
+        _ => format!(
+            "group(thread[{}], || {{\nlet w: u32 = 1;\n}});\n",
+            extreme(rng)
+        ),
+    }
+}
+
+/// A generated kernel (as [`generate`]) with type-extreme statements inserted between its statements.
+pub fn generate_extreme(rng: &mut Rng) -> String {
+    let mut src = generate(rng);
+    // Sometimes extreme launch facts too: `threads`, `smem`, perspective sizes in `requires`.
+    match rng.below(4) {
+        0 => src = src.replacen("smem = 4096", &format!("smem = {}", extreme(rng)), 1),
+        1 => {
+            src = src.replacen(
+                "smem = 4096",
+                &format!("smem = 4096, threads = {}", extreme(rng)),
+                1,
+            )
+        }
+        2 => src = src.replacen("block[1]", &format!("block[{}]", extreme(rng)), 1),
+        _ => {}
+    }
+    let mut out = String::new();
+    for line in src.lines() {
+        out.push_str(line);
+        out.push('\n');
+        let opens_stmts =
+            line.ends_with(';') || (line.ends_with('{') && !line.starts_with("match"));
+        if opens_stmts && !line.starts_with("#[") && rng.below(3) == 0 {
+            out.push_str(&gen_extreme_stmt(rng));
+        }
+    }
+    out
 }
