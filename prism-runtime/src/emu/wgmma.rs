@@ -93,6 +93,10 @@ struct PerWarp {
     issued: usize,
     uncommitted: Vec<usize>,
     committed: VecDeque<Vec<usize>>,
+    /// The last op this warp issued and its accumulator registers, while it is not retired: a following
+    /// wgmma into the same registers accumulates onto its result (PTX §9.7.15.7.1: back-to-back wgmmas of
+    /// one shape into the same accumulators are ordered without a fence).
+    last: Option<(usize, Vec<u32>)>,
 }
 
 struct WgOp {
@@ -110,6 +114,8 @@ struct WgOp {
     /// Accumulator inputs, `[thread][register]`.
     c: Vec<u64>,
     arrived: u8,
+    /// The earlier op whose result is this op's accumulator input (same registers, not yet retired).
+    chain: Option<usize>,
     /// Accumulator outputs, `[thread][register]`, once all four warps have issued.
     d: Option<Vec<u64>>,
 }
@@ -403,8 +409,16 @@ impl L<'_> {
                 c_part.push(lane_val(self, d, lane));
             }
         }
+        let mut dst_regs = Vec::new();
+        reg_indices(&args[0], &mut dst_regs);
         let state = b.wg.groups.entry(g).or_default();
         let idx = state.warps[q].issued;
+        let chain = match &state.warps[q].last {
+            Some((prev, regs)) if *regs == dst_regs && state.ops[*prev].shape == shape => {
+                Some(*prev)
+            }
+            _ => None,
+        };
         if idx == state.ops.len() {
             state.ops.push(WgOp {
                 pc,
@@ -419,11 +433,17 @@ impl L<'_> {
                 a: vec![[0; 4]; if shape.a_regs { 128 } else { 0 }],
                 c: vec![0; 128 * nregs],
                 arrived: 0,
+                chain,
                 d: None,
             });
         }
         let op = &mut state.ops[idx];
-        if op.pc != pc || op.desc_a != desc_a || op.desc_b != desc_b || op.scale_d != scale_d {
+        if op.pc != pc
+            || op.desc_a != desc_a
+            || op.desc_b != desc_b
+            || op.scale_d != scale_d
+            || op.chain != chain
+        {
             let other = op.pc;
             let msg = format!(
                 "wgmma.mma_async is .aligned over the warpgroup: warp {} issued a different instruction or different descriptors than its warpgroup's op #{} (PTX line of the first: {})",
@@ -446,11 +466,13 @@ impl L<'_> {
         let state_w = &mut state.warps[q];
         state_w.issued += 1;
         state_w.uncommitted.push(idx);
+        state_w.last = Some((idx, dst_regs));
         b.wg.mark(wi, &owned_regs(args, shape.a_regs));
         let state = b.wg.groups.entry(g).or_default();
         if state.ops[idx].arrived == 0xF {
             self.mma_ops += 1;
-            match compute(&state.ops[idx], &b.shared) {
+            let chained = state.ops[idx].chain.and_then(|p| state.ops[p].d.as_deref());
+            match compute(&state.ops[idx], chained, &b.shared) {
                 Ok(d) => {
                     b.wg.groups
                         .get_mut(&g)
@@ -514,6 +536,11 @@ impl L<'_> {
                 return Some(false);
             }
             state.warps[q].committed.pop_front();
+            if let Some((last, _)) = state.warps[q].last {
+                if group.contains(&last) {
+                    state.warps[q].last = None;
+                }
+            }
             let mut released = Vec::new();
             for &i in &group {
                 let op = &state.ops[i];
@@ -554,7 +581,7 @@ fn read16(shared: &[u8], desc: u64, mn_major: bool, r: u64, k: u64) -> Result<u1
 }
 
 /// D = A·B (+ C): 64×N, K = 16, accumulated in f32 in k order.
-fn compute(op: &WgOp, shared: &[u8]) -> Result<Vec<u64>, String> {
+fn compute(op: &WgOp, chained: Option<&[u64]>, shared: &[u8]) -> Result<Vec<u64>, String> {
     let n = op.shape.n as usize;
     let it = op.shape.itype;
     let f32acc = op.shape.dtype == PtxType::F32;
@@ -597,7 +624,10 @@ fn compute(op: &WgOp, shared: &[u8]) -> Result<Vec<u64>, String> {
     let mut out = vec![0u64; 128 * nregs];
     for t in 0..128 {
         for r in 0..nregs {
-            let word = op.c[t * nregs + r];
+            let word = match chained {
+                Some(c) => c[t * nregs + r],
+                None => op.c[t * nregs + r],
+            };
             let mut res = 0u64;
             let elems = if f32acc { 1 } else { 2 };
             for h in 0..elems {
