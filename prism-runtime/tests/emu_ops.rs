@@ -174,3 +174,88 @@ fn integer_bit_float_and_warp_ops() {
         }
     }
 }
+
+/// `WARP_SZ` (what nvcc emits for `warpSize`) and `bmsk` (CUB's radix sort on sm_90) run; an unknown
+/// special register makes only its own instruction unsupported: the module loads, the other kernel runs, and
+/// the unknown name is a fault when (and only when) executed.
+#[test]
+fn warp_sz_bmsk_and_unknown_names() {
+    let src = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry ok_kernel(.param .u64 out, .param .u32 pos, .param .u32 width)
+{
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	ld.param.u32 %r2, [pos];
+	ld.param.u32 %r3, [width];
+	mov.u32 %r1, WARP_SZ;
+	st.global.u32 [%rd1], %r1;
+	bmsk.wrap.b32 %r4, %r2, %r3;
+	st.global.u32 [%rd1+4], %r4;
+	bmsk.clamp.b32 %r5, %r2, %r3;
+	st.global.u32 [%rd1+8], %r5;
+	ret;
+}
+.visible .entry uses_unknown(.param .u64 out)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %reserved_smem_offset_begin;
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+"#;
+    let m = Module::parse(src).expect("an unknown special register must not reject the module");
+    // (pos, width) -> (wrap, clamp), per the PTX ISA's bmsk definition.
+    for (pos, width, wrap, clamp) in [
+        (4u32, 8u32, 0xff0u32, 0xff0u32),
+        (28, 8, 0xf000_0000, 0xf000_0000),
+        (0, 32, 0, 0xffff_ffff),
+        (33, 4, 0x1e, 0),
+        (3, 40, 0x7f8, 0xffff_fff8),
+    ] {
+        let mut e = Emulator::new(EmuConfig::default());
+        let out = e.alloc(12);
+        e.launch(
+            &m,
+            "ok_kernel",
+            [1, 1, 1],
+            [1, 1, 1],
+            0,
+            &[
+                ParamValue::Ptr(out),
+                ParamValue::U32(pos),
+                ParamValue::U32(width),
+            ],
+        )
+        .unwrap();
+        let v: Vec<u32> = e
+            .read(out, 12)
+            .unwrap()
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(v, vec![32, wrap, clamp], "bmsk({pos}, {width})");
+    }
+    let mut e = Emulator::new(EmuConfig::default());
+    let out = e.alloc(4);
+    match e.launch(
+        &m,
+        "uses_unknown",
+        [1, 1, 1],
+        [1, 1, 1],
+        0,
+        &[ParamValue::Ptr(out)],
+    ) {
+        Err(EmuError::Faulted { faults, .. }) => assert!(
+            faults.iter().any(|f| f.kind == FaultKind::Unsupported
+                && f.message.contains("%reserved_smem_offset_begin")),
+            "{faults:#?}"
+        ),
+        other => panic!("expected an Unsupported fault, got {other:?}"),
+    }
+}

@@ -3188,6 +3188,20 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
         AluOp::Popc => (a & mk).count_ones() as i128,
         AluOp::Clz => ((a & mk).leading_zeros() - (64 - bits)) as i128,
         AluOp::Brev => ((a & mk).reverse_bits() >> (64 - bits)) as i128,
+        AluOp::Bmsk => {
+            // PTX ISA bmsk: `.wrap` takes position and width mod 32; `.clamp` clamps both to 32.
+            let (pos, width) = if m.clamp {
+                ((a as u32).min(32), (b as u32).min(32))
+            } else {
+                ((a as u32) & 31, (b as u32) & 31)
+            };
+            let mask = if width >= 32 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            ((mask << pos) & 0xffff_ffff) as i128
+        }
         AluOp::Bfe => {
             let pos = (b & 0xff) as u32;
             let len = (c & 0xff) as u32;

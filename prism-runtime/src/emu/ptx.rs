@@ -278,6 +278,8 @@ pub(crate) enum AluOp {
     Clz,
     Brev,
     Bfe,
+    /// `bmsk.{clamp,wrap}.b32 d, a, b`: a mask of `b` ones starting at bit `a`.
+    Bmsk,
     Bfi,
     Bfind,
     /// `bfind.shiftamt`: the left shift that moves the most significant (non-sign) bit to the top.
@@ -1649,6 +1651,9 @@ impl Parser {
                             Operand::Func(f as u32)
                         } else if n.starts_with("%envreg") || n.starts_with("%pm") {
                             Operand::Sreg(Sreg::Zero)
+                        } else if n == "WARP_SZ" {
+                            // The PTX predefined constant nvcc emits for `warpSize`.
+                            Operand::Imm(32)
                         } else {
                             return perr(line, format!("unknown name '{}'", n));
                         }
@@ -1768,6 +1773,7 @@ impl Parser {
             "clz" => alu(AluOp::Clz),
             "brev" => alu(AluOp::Brev),
             "bfe" => alu(AluOp::Bfe),
+            "bmsk" => alu(AluOp::Bmsk),
             "bfi" => alu(AluOp::Bfi),
             "bfind" if has("shiftamt") => alu(AluOp::BfindShiftAmt),
             "bfind" => alu(AluOp::Bfind),
@@ -2194,7 +2200,21 @@ impl Parser {
                 Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } => PtxType::S32,
                 _ => imm_ty,
             };
-            args.push(self.operand(p, a, t, labels)?);
+            match self.operand(p, a, t, labels) {
+                Ok(o) => args.push(o),
+                // An unknown name (a special register, a constant) makes this one instruction unsupported,
+                // not the module: it faults only if executed, naming what it did not know.
+                Err(e) if e.message.starts_with("unknown name") => {
+                    return Ok(Instr {
+                        kind: Kind::Unsupported(format!("{} ({})", p.opcode, e.message)),
+                        guard: None,
+                        args: vec![],
+                        line: line as u32,
+                        is_cond_branch: false,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
         }
         let guard = match &p.guard {
             None => None,
