@@ -259,3 +259,95 @@ fn warp_sz_bmsk_and_unknown_names() {
         other => panic!("expected an Unsupported fault, got {other:?}"),
     }
 }
+
+/// Disjoint lane groups executing one collective with their own membermasks (what cooperative groups'
+/// `labeled_partition` and warp-aggregated atomics compile to): per the PTX ISA each lane waits for its own
+/// mask only, so this is legal, under every schedule; a lane that is in another lane's mask but passes a
+/// different one is still a misuse.
+#[test]
+fn collectives_in_disjoint_membermask_groups() {
+    let src = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry groups(.param .u64 out, .param .u32 bad)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	ld.param.u32 %r10, [bad];
+	mov.u32 %r1, %laneid;
+	and.b32 %r2, %r1, 1;
+	setp.eq.u32 %p1, %r2, 0;
+	selp.b32 %r3, 0x55555555, 0xAAAAAAAA, %p1;
+	// bad = 1: lane 2 claims the odd lanes' mask while being in the even lanes' mask
+	setp.eq.u32 %p2, %r1, 2;
+	and.pred %p2, %p2, %p2;
+	setp.ne.u32 %p1, %r10, 0;
+	and.pred %p2, %p2, %p1;
+	@%p2 mov.u32 %r3, 0xAAAAAAAB;
+	mul.lo.u32 %r4, %r1, 100;
+	shfl.sync.idx.b32 %r5, %r4, %r2, 31, %r3;
+	setp.ne.u32 %p1, %r1, 99;
+	vote.sync.ballot.b32 %r6, %p1, %r3;
+	mul.wide.u32 %rd2, %r1, 8;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r5;
+	st.global.u32 [%rd3+4], %r6;
+	ret;
+}
+"#;
+    let m = Module::parse(src).unwrap();
+    let mut cfgs = vec![EmuConfig::default()];
+    for seed in [1, 2, 3, 4] {
+        for warp_mode in [WarpMode::Independent, WarpMode::Lockstep] {
+            cfgs.push(EmuConfig {
+                schedule: Schedule::Random { seed },
+                warp_mode,
+                ..EmuConfig::default()
+            });
+        }
+    }
+    for cfg in cfgs {
+        let mut e = Emulator::new(cfg.clone());
+        let out = e.alloc(32 * 8);
+        e.launch(
+            &m,
+            "groups",
+            [1, 1, 1],
+            [32, 1, 1],
+            0,
+            &[ParamValue::Ptr(out), ParamValue::U32(0)],
+        )
+        .unwrap_or_else(|err| panic!("{:?} {:?}: {err}", cfg.schedule, cfg.warp_mode));
+        let v: Vec<u32> = e
+            .read(out, 256)
+            .unwrap()
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        for l in 0..32u32 {
+            // shfl.idx with source lane (l & 1) within the group; the ballot is the group's mask.
+            assert_eq!(v[2 * l as usize], (l & 1) * 100, "lane {l} shfl");
+            let mask = if l & 1 == 0 { 0x5555_5555 } else { 0xAAAA_AAAA };
+            assert_eq!(v[2 * l as usize + 1], mask, "lane {l} ballot");
+        }
+    }
+    let mut e = Emulator::new(EmuConfig::default());
+    let out = e.alloc(32 * 8);
+    match e.launch(
+        &m,
+        "groups",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::U32(1)],
+    ) {
+        Err(EmuError::Faulted { faults, .. }) => assert!(
+            faults.iter().any(|f| f.kind == FaultKind::CollectiveMisuse),
+            "{faults:#?}"
+        ),
+        other => panic!("expected CollectiveMisuse, got {other:?}"),
+    }
+}

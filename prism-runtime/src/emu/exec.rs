@@ -2189,24 +2189,53 @@ impl L<'_> {
                 _ => &args[0],
             };
             let mv = self.val(b, w, wi, mop, first) as u32;
+            // Lanes may execute the same collective in disjoint groups, each with its own membermask
+            // (cooperative groups' labeled_partition, coalesced_threads): the PTX ISA makes each thread wait
+            // for the lanes of its own mask only. This step runs the first lane's group; lanes with another
+            // mask stay at this instruction for a later step. A lane that is in this group's mask but passes
+            // a different one is a misuse.
+            let mut other = 0u32;
             let mut mm = exec;
             while mm != 0 {
                 let l = mm.trailing_zeros() as usize;
                 mm &= mm - 1;
                 if self.val(b, w, wi, mop, l) as u32 != mv {
-                    self.fault(
-                        b,
-                        wi,
-                        Some(l as u32),
-                        pc,
-                        FaultKind::CollectiveMisuse,
-                        format!(
-                            "lanes of the warp pass different membermasks to {}",
-                            self.opname(pc)
-                        ),
+                    if mv & (1 << l) != 0 {
+                        self.fault(
+                            b,
+                            wi,
+                            Some(l as u32),
+                            pc,
+                            FaultKind::CollectiveMisuse,
+                            format!(
+                                "lane {} is in the membermask 0x{:08x} of {} but passes a different one",
+                                l,
+                                mv,
+                                self.opname(pc)
+                            ),
+                        );
+                        return Step::Stop;
+                    }
+                    other |= 1 << l;
+                }
+            }
+            if other != 0 {
+                // Lanes of this group's mask whose guard is false: the same misuse the full check reports.
+                let skipped = mask & !exec & mv;
+                if skipped != 0 {
+                    let l = skipped.trailing_zeros();
+                    let msg = format!(
+                        "lane {} is named in the membermask 0x{:08x} of {} but its guard predicate is false",
+                        l,
+                        mv,
+                        self.opname(pc)
                     );
+                    self.fault(b, wi, Some(l), pc, FaultKind::CollectiveMisuse, msg);
                     return Step::Stop;
                 }
+                // Guarded-off lanes were advanced above; run this group alone, the others stay here.
+                let group = exec & !other;
+                return self.exec_collective(b, wi, w, pc, group, group);
             }
             mv
         };
