@@ -360,3 +360,43 @@ fn tensor_map_arguments() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--cluster X[,Y,Z]`: the probe's cluster-id kernel in 2×2 clusters of a 4×4 grid writes what the H100 wrote.
+#[test]
+fn cluster_launch_from_the_cli() {
+    let p = fixture("hopper/probe.ptx");
+    let dir = tmpdir("cluster");
+    let ds = dir.to_str().unwrap();
+    let (code, _, err) = run(&[
+        &p,
+        "_Z11cluster_idsPj",
+        "--grid",
+        "4,4",
+        "--block",
+        "32",
+        "--cluster",
+        "2,2",
+        "buf:u32:192:zero",
+        "--dump",
+        ds,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("arg0.bin")).unwrap(),
+        std::fs::read(fixture("hopper/h100/cluster_2x2_grid_4x4.ids.bin")).unwrap()
+    );
+    let (code, _, err) = run(&[
+        &p,
+        "_Z11cluster_idsPj",
+        "--grid",
+        "3,4",
+        "--block",
+        "32",
+        "--cluster",
+        "2,2",
+        "buf:u32:192:zero",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a multiple of the cluster"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

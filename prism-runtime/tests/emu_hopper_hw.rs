@@ -466,3 +466,41 @@ fn reading_accumulators_before_the_wait_is_a_fault() {
         other => panic!("expected an InFlight fault, got {other:?}"),
     }
 }
+
+// ---- Clusters ----
+
+/// Grid 4×4 in clusters of 2×2: every block's cluster ids (`%cluster_ctarank`, `%cluster_ctaid`,
+/// `%clusterid`, ...) equal the H100's.
+#[test]
+fn cluster_special_registers_match_h100() {
+    let m = module();
+    let mut e = Emulator::new(EmuConfig::default());
+    let out = upload(&mut e, &[0u8; 16 * 12 * 4]);
+    e.launch_cluster(
+        &m,
+        "_Z11cluster_idsPj",
+        [4, 4, 1],
+        [32, 1, 1],
+        Some([2, 2, 1]),
+        0,
+        &[ParamValue::Ptr(out)],
+    )
+    .unwrap();
+    assert_eq!(
+        e.read(out, 16 * 12 * 4).unwrap(),
+        hw("cluster_2x2_grid_4x4.ids.bin")
+    );
+    // A grid that is not a multiple of the cluster, or a cluster of more than 16 blocks, is refused.
+    for (grid, cl) in [([3, 4, 1], [2, 2, 1]), ([32, 1, 1], [32, 1, 1])] {
+        let r = e.launch_cluster(
+            &m,
+            "_Z11cluster_idsPj",
+            grid,
+            [32, 1, 1],
+            Some(cl),
+            0,
+            &[ParamValue::Ptr(out)],
+        );
+        assert!(matches!(r, Err(EmuError::BadLaunch(_))), "{r:?}");
+    }
+}

@@ -1,7 +1,7 @@
 //! Command-line front end of the emulator (used by `examples/emulate.rs`).
 //!
 //! ```text
-//! emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json]
+//! emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json]
 //!         [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...
 //! ```
 //!
@@ -26,7 +26,7 @@
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only)";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -218,6 +218,8 @@ pub struct Invocation {
     pub grid: [u32; 3],
     /// Block dimensions.
     pub block: [u32; 3],
+    /// `--cluster`: thread-block cluster dimensions (`None`: the kernel's `.reqnctapercluster`, or 1).
+    pub cluster: Option<[u32; 3]>,
     /// Dynamic shared memory (bytes).
     pub smem: u32,
     /// `--seed`: the seed of `rand` buffers, and on the emulator of the random schedule.
@@ -431,6 +433,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
     let mut pos: Vec<String> = Vec::new();
     let mut grid = None;
     let mut block = None;
+    let mut cluster = None;
     let mut smem = 0u32;
     let mut seed: Option<u64> = None;
     let mut dump: Option<String> = None;
@@ -451,6 +454,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
         match a.as_str() {
             "--grid" => grid = Some(parse_dims(&value(&mut i, "--grid")?)?),
             "--block" => block = Some(parse_dims(&value(&mut i, "--block")?)?),
+            "--cluster" => cluster = Some(parse_dims(&value(&mut i, "--cluster")?)?),
             "--smem" => {
                 smem = value(&mut i, "--smem")?
                     .parse()
@@ -504,6 +508,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
         kernel,
         grid,
         block,
+        cluster,
         smem,
         seed,
         dump,
@@ -666,7 +671,15 @@ fn run_emulator(
         });
     }
     let t0 = std::time::Instant::now();
-    let result = emu.launch(module, &inv.kernel, inv.grid, inv.block, inv.smem, &params);
+    let result = emu.launch_cluster(
+        module,
+        &inv.kernel,
+        inv.grid,
+        inv.block,
+        inv.cluster,
+        inv.smem,
+        &params,
+    );
     let elapsed = t0.elapsed();
     let (faults, report) = match result {
         Ok(r) => (Vec::new(), r),

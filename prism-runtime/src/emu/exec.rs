@@ -131,6 +131,13 @@ struct Block {
     wg: wgmma::WgState,
     /// The warp after the one that ran last (round-robin among the block's warps).
     rr: usize,
+    /// Rank in its cluster (`%cluster_ctarank`) and the cluster's linear index.
+    crank: u32,
+    cid: u32,
+    /// Per thread: the cluster-barrier phase it arrived in, or `u32::MAX` when it has not arrived.
+    carrive: Vec<u32>,
+    /// Every thread has exited (the block stays live until its whole cluster has finished).
+    done: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -146,6 +153,8 @@ enum Loc {
     Shared(usize),
     Local(usize),
     Param(usize),
+    /// Shared memory of another block of the cluster: (rank, offset).
+    Remote(usize, usize),
 }
 
 struct L<'a> {
@@ -176,6 +185,15 @@ struct L<'a> {
     mma_ops: u64,
     clock: u64,
     printf: Vec<String>,
+    /// Cluster shape (blocks per cluster in x, y, z).
+    cluster: [u32; 3],
+    /// While a block of a cluster runs: the shared memory of each other block of its cluster, by rank
+    /// (distributed shared memory).
+    remote: Vec<Option<Vec<u8>>>,
+    /// Likewise their mbarriers (multicast copies and remote arrives complete on them).
+    remote_mbar: Vec<Option<HashMap<u32, Mbar>>>,
+    /// Cluster barriers (`barrier.cluster`), by cluster: (arrived threads, completed phases).
+    cbar: HashMap<u32, (u32, u32)>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -209,10 +227,12 @@ pub(crate) fn run_launch(
     fi: usize,
     grid: [u32; 3],
     block: [u32; 3],
+    cluster: [u32; 3],
     dyn_bytes: u32,
     params: Vec<u8>,
     gaddrs: Vec<u64>,
 ) -> Result<LaunchReport, EmuError> {
+    let csize = (cluster[0] * cluster[1] * cluster[2]) as usize;
     let nthreads = block[0] * block[1] * block[2];
     let seed = match e.cfg.schedule {
         Schedule::RoundRobin => 0x1234_5678,
@@ -256,6 +276,10 @@ pub(crate) fn run_launch(
         mma_ops: 0,
         clock: 0,
         printf: Vec::new(),
+        cluster,
+        remote: vec![None; csize],
+        remote_mbar: vec![None; csize],
+        cbar: HashMap::new(),
     };
     let entry_pc = m.funcs[fi].start;
     let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
@@ -272,33 +296,64 @@ pub(crate) fn run_launch(
     .min()
     .unwrap_or(1)
     .max(1);
-    let window = (132 * per_sm).min(total) as usize;
+    // Clusters are the unit of residency: all blocks of a cluster are live together.
+    let clusters = total / csize as u64;
+    let window = ((132 * per_sm) / csize as u64).clamp(1, clusters.max(1)) as usize;
     let random = matches!(l.cfg.schedule, Schedule::Random { .. });
-    let mut live: Vec<Block> = Vec::with_capacity(window);
+    let mut live: Vec<Vec<Block>> = Vec::with_capacity(window);
     let mut next = 0u64;
     let mut rr = 0usize;
     let mut blocks = 0u64;
     loop {
-        while live.len() < window && next < total {
-            live.push(l.new_block(next, entry_pc));
+        while live.len() < window && next < clusters {
+            live.push(
+                (0..csize as u32)
+                    .map(|r| l.new_block(next as u32, r, entry_pc))
+                    .collect(),
+            );
             next += 1;
         }
         if live.is_empty() {
             break;
         }
-        let bi = if random {
-            (l.rand() % live.len() as u64) as usize
+        // One slot per block of the live clusters, in order.
+        let slots = live.len() * csize;
+        let slot = if random {
+            (l.rand() % slots as u64) as usize
         } else {
-            rr % live.len()
+            rr % slots
         };
-        let finished = l.run_slice(&mut live[bi]);
-        if finished {
-            // `remove` keeps the rotation in block order.
-            live.remove(bi);
-            blocks += 1;
-            rr = bi;
+        let (ci, bi) = (slot / csize, slot % csize);
+        rr = slot + 1;
+        if live[ci][bi].done {
+            continue;
+        }
+        let finished = if csize == 1 {
+            l.run_slice(&mut live[ci][0])
         } else {
-            rr = bi + 1;
+            // Lend the other blocks' shared memory and mbarriers to this block's slice.
+            for (r, other) in live[ci].iter_mut().enumerate() {
+                if r != bi {
+                    l.remote[r] = Some(std::mem::take(&mut other.shared));
+                    l.remote_mbar[r] = Some(std::mem::take(&mut other.mbar));
+                }
+            }
+            let f = l.run_slice(&mut live[ci][bi]);
+            for (r, other) in live[ci].iter_mut().enumerate() {
+                if r != bi {
+                    other.shared = l.remote[r].take().unwrap_or_default();
+                    other.mbar = l.remote_mbar[r].take().unwrap_or_default();
+                }
+            }
+            f
+        };
+        if finished {
+            live[ci][bi].done = true;
+            blocks += 1;
+            if live[ci].iter().all(|b| b.done) {
+                live.remove(ci);
+                rr = ci * csize;
+            }
         }
         if l.abort {
             break;
@@ -366,11 +421,20 @@ impl L<'_> {
         }
     }
 
-    /// A new block with linear index `lin` (x fastest), every thread at `entry_pc`.
-    fn new_block(&self, lin: u64, entry_pc: u32) -> Block {
+    /// Block `rank` of cluster `cid` (clusters in grid order, x fastest; ranks x fastest within a cluster,
+    /// as measured on an H100), every thread at `entry_pc`.
+    fn new_block(&self, cid: u32, rank: u32, entry_pc: u32) -> Block {
         let [gx, gy, _] = self.grid;
-        let lin32 = lin as u32;
-        let ctaid = [lin32 % gx, (lin32 / gx) % gy, lin32 / (gx * gy)];
+        let c = self.cluster;
+        let (ncx, ncy) = (gx / c[0], gy / c[1]);
+        let cc = [cid % ncx, (cid / ncx) % ncy, cid / (ncx * ncy)];
+        let rr = [rank % c[0], (rank / c[0]) % c[1], rank / (c[0] * c[1])];
+        let ctaid = [
+            cc[0] * c[0] + rr[0],
+            cc[1] * c[1] + rr[1],
+            cc[2] * c[2] + rr[2],
+        ];
+        let lin32 = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2]);
         let nthreads = self.nthreads;
         let nwarps = nthreads.div_ceil(32);
         let nregs = self.m.nregs as usize;
@@ -416,6 +480,10 @@ impl L<'_> {
             rel: HashMap::new(),
             wg: wgmma::WgState::default(),
             rr: 0,
+            crank: rank,
+            cid,
+            carrive: vec![u32::MAX; nthreads as usize],
+            done: false,
         }
     }
 
@@ -641,11 +709,12 @@ impl L<'_> {
             Sreg::Nsmid => 132,
             Sreg::DynSmem => self.dyn_bytes as u64,
             Sreg::TotalSmem => self.smem_size as u64,
-            // Clusters of one block (clusters are not modelled yet).
-            Sreg::ClusterCtaid(_) | Sreg::ClusterCtarank => 0,
-            Sreg::ClusterNctaid(_) | Sreg::ClusterNctarank => 1,
-            Sreg::Clusterid(d) => b.ctaid[d as usize] as u64,
-            Sreg::Nclusterid(d) => self.grid[d as usize] as u64,
+            Sreg::ClusterCtaid(d) => (b.ctaid[d as usize] % self.cluster[d as usize]) as u64,
+            Sreg::ClusterNctaid(d) => self.cluster[d as usize] as u64,
+            Sreg::Clusterid(d) => (b.ctaid[d as usize] / self.cluster[d as usize]) as u64,
+            Sreg::Nclusterid(d) => (self.grid[d as usize] / self.cluster[d as usize]) as u64,
+            Sreg::ClusterCtarank => b.crank as u64,
+            Sreg::ClusterNctarank => (self.cluster[0] * self.cluster[1] * self.cluster[2]) as u64,
             Sreg::Zero => 0,
         }
     }
@@ -771,6 +840,25 @@ impl L<'_> {
         }
         match sp {
             Space::Shared => {
+                // A shared::cluster address made by `mapa` carries the target block's rank + 1 in bits
+                // 24..29; rank + 1 = 0 (or this block's own rank) is this block's shared memory.
+                let tag = ((a >> 24) & 0x3F) as u32;
+                let a = a & 0xFF_FFFF;
+                let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
+                if tag != 0 && tag - 1 != b.crank {
+                    let r = tag - 1;
+                    if r >= csize {
+                        let msg = format!("shared::cluster address names block rank {r}, but the cluster has {csize} blocks");
+                        self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
+                        return None;
+                    }
+                    if a as usize + size > self.smem_size {
+                        let msg = format!("shared::cluster access of {size} bytes at offset 0x{a:x} of block rank {r}, outside its {} bytes", self.smem_size);
+                        self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
+                        return None;
+                    }
+                    return Some(Loc::Remote(r as usize, a as usize));
+                }
                 if a as usize + size <= self.smem_size {
                     Some(Loc::Shared(a as usize))
                 } else {
@@ -1001,6 +1089,10 @@ impl L<'_> {
         match loc {
             Loc::Global(i, o) => &mut self.allocs[i].data[o..],
             Loc::Shared(o) => &mut b.shared[o..],
+            Loc::Remote(r, o) => match self.remote.get_mut(r).and_then(|m| m.as_mut()) {
+                Some(m) => &mut m[o..],
+                None => &mut [],
+            },
             Loc::Local(o) => &mut b.local[o..],
             Loc::Param(o) => &mut self.params[o..],
         }
@@ -1933,6 +2025,110 @@ impl L<'_> {
             Kind::Wgmma(op) => {
                 return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
             }
+            Kind::Mapa(generic) => {
+                // mapa d, a, rank: the same shared variable in block `rank` of the cluster.
+                let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
+                let mut ok = true;
+                lanes!(l, {
+                    let a = self.val(b, w, wi, &args[1], l);
+                    let r = self.val(b, w, wi, &args[2], l) as u32;
+                    let off = if *generic {
+                        if !(SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+                            let msg =
+                                format!("mapa of {a:#x}, which is not a shared-memory address");
+                            self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+                            ok = false;
+                            break;
+                        }
+                        a - SHARED_WINDOW
+                    } else {
+                        a
+                    };
+                    if r >= csize {
+                        let msg =
+                            format!("mapa to block rank {r}, but the cluster has {csize} blocks");
+                        self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+                        ok = false;
+                        break;
+                    }
+                    let tagged = (off & 0xFF_FFFF) | (((r + 1) as u64) << 24);
+                    let v = if *generic {
+                        SHARED_WINDOW + tagged
+                    } else {
+                        tagged
+                    };
+                    Self::set(w, &args[0], l, v);
+                });
+                if !ok {
+                    return Step::Stop;
+                }
+                Self::advance(w, mask);
+            }
+            Kind::ClusterBar(arrive) => {
+                // barrier.cluster.arrive / .wait over every thread of every block of the cluster.
+                let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
+                let expected = csize * self.nthreads;
+                let (arrived, phase) = self.cbar.get(&b.cid).copied().unwrap_or((0, 0));
+                if *arrive {
+                    let mut n = 0;
+                    lanes!(l, {
+                        let t = self.tid_of(wi, l) as usize;
+                        if b.carrive[t] != u32::MAX {
+                            let msg = "barrier.cluster.arrive twice without a barrier.cluster.wait in between".to_string();
+                            self.fault(
+                                b,
+                                wi,
+                                Some(l as u32),
+                                pc,
+                                FaultKind::BarrierDivergence,
+                                msg,
+                            );
+                            return Step::Stop;
+                        }
+                        b.carrive[t] = phase;
+                        n += 1;
+                    });
+                    let now = arrived + n;
+                    let v = if now >= expected {
+                        (0, phase + 1)
+                    } else {
+                        (now, phase)
+                    };
+                    self.cbar.insert(b.cid, v);
+                    Self::advance(w, mask);
+                } else {
+                    let mut ready = true;
+                    lanes!(l, {
+                        let t = self.tid_of(wi, l) as usize;
+                        if b.carrive[t] == u32::MAX {
+                            let msg =
+                                "barrier.cluster.wait without a preceding barrier.cluster.arrive"
+                                    .to_string();
+                            self.fault(
+                                b,
+                                wi,
+                                Some(l as u32),
+                                pc,
+                                FaultKind::BarrierDivergence,
+                                msg,
+                            );
+                            return Step::Stop;
+                        }
+                        if b.carrive[t] >= phase {
+                            ready = false;
+                        }
+                    });
+                    if !ready {
+                        // The cluster's other threads have not all arrived: try again later.
+                        return Step::Stop;
+                    }
+                    lanes!(l, {
+                        let t = self.tid_of(wi, l) as usize;
+                        b.carrive[t] = u32::MAX;
+                    });
+                    Self::advance(w, mask);
+                }
+            }
             Kind::Setmaxnreg(inc) => {
                 return self.exec_setmaxnreg(b, wi, w, pc, mask, exec, *inc);
             }
@@ -2587,7 +2783,12 @@ impl L<'_> {
         };
         match self.resolve(b, wi, lane, Space::Shared, a, 8, pc) {
             Some(Loc::Shared(o)) => Some(o as u32),
-            _ => None,
+            Some(_) => {
+                let msg = format!("mbarrier operation on another block's mbarrier at {a:#x}: only multicast copies complete on remote mbarriers so far");
+                self.fault(b, wi, Some(lane as u32), pc, FaultKind::Unsupported, msg);
+                None
+            }
+            None => None,
         }
     }
 
@@ -2812,6 +3013,7 @@ fn offset_loc(l: Loc, k: usize) -> Loc {
         Loc::Shared(o) => Loc::Shared(o + k),
         Loc::Local(o) => Loc::Local(o + k),
         Loc::Param(o) => Loc::Param(o + k),
+        Loc::Remote(r, o) => Loc::Remote(r, o + k),
     }
 }
 

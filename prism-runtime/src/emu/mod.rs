@@ -459,13 +459,33 @@ impl Emulator {
         v
     }
 
-    /// Launches `entry` of `module` on a grid; see the module docs.
+    /// Launches `entry` of `module` on a grid; see the module docs. A kernel declared with
+    /// `.reqnctapercluster` runs in clusters of that shape; otherwise clusters have one block
+    /// ([`Emulator::launch_cluster`] chooses).
     pub fn launch(
         &mut self,
         module: &Module,
         entry: &str,
         grid: [u32; 3],
         block: [u32; 3],
+        dynamic_smem_bytes: u32,
+        params: &[ParamValue],
+    ) -> Result<LaunchReport, EmuError> {
+        self.launch_cluster(module, entry, grid, block, None, dynamic_smem_bytes, params)
+    }
+
+    /// [`Emulator::launch`] with a thread-block cluster shape (what `cuLaunchKernelEx` takes as the cluster
+    /// dimension): every grid dimension must be a multiple of it, at most 16 blocks per cluster, and a
+    /// kernel declared with `.reqnctapercluster` must be launched with that shape (`None`: the declared
+    /// one, or 1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_cluster(
+        &mut self,
+        module: &Module,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        cluster: Option<[u32; 3]>,
         dynamic_smem_bytes: u32,
         params: &[ParamValue],
     ) -> Result<LaunchReport, EmuError> {
@@ -539,6 +559,28 @@ impl Emulator {
                 smem_total
             )));
         }
+        let declared = module.funcs[fi].cluster;
+        let cluster = match (cluster, declared) {
+            (Some(c), Some(d)) if c != d => {
+                return Err(EmuError::BadLaunch(format!(
+                    "{entry} requires .reqnctapercluster {d:?}, launched with clusters of {c:?}"
+                )))
+            }
+            (Some(c), _) => c,
+            (None, Some(d)) => d,
+            (None, None) => [1, 1, 1],
+        };
+        let csize = cluster[0] as u64 * cluster[1] as u64 * cluster[2] as u64;
+        if cluster.contains(&0) || csize > 16 {
+            return Err(EmuError::BadLaunch(format!(
+                "cluster {cluster:?}: 1 to 16 blocks per cluster"
+            )));
+        }
+        if (0..3).any(|d| !grid[d].is_multiple_of(cluster[d])) {
+            return Err(EmuError::BadLaunch(format!(
+                "grid {grid:?} is not a multiple of the cluster {cluster:?}"
+            )));
+        }
         let gaddrs = self.module_addrs(module);
         self.launches += 1;
         exec::run_launch(
@@ -547,6 +589,7 @@ impl Emulator {
             fi,
             grid,
             block,
+            cluster,
             dynamic_smem_bytes,
             pbuf,
             gaddrs,

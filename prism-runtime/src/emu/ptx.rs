@@ -430,6 +430,11 @@ pub(crate) enum Kind {
     Stmatrix(u8, bool),
     /// `elect.sync d|p, membermask`: the lowest member lane is the leader.
     Elect,
+    /// `barrier.cluster.arrive` (`true`) or `barrier.cluster.wait` (`false`).
+    ClusterBar(bool),
+    /// `mapa(.shared::cluster).{u32,u64} d, a, rank`: the address of the same variable in block `rank`
+    /// of the cluster (`true`: the generic form).
+    Mapa(bool),
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N` (`true` = inc): warpgroup-collective register reallocation.
     Setmaxnreg(bool),
     Unsupported(String),
@@ -498,6 +503,8 @@ pub(crate) struct Function {
     pub defined: bool,
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,
+    /// `.reqnctapercluster X, Y, Z`: the cluster shape the kernel requires.
+    pub cluster: Option<[u32; 3]>,
     /// Static shared memory of this function (module-level plus its own `.shared` variables).
     pub smem: u32,
 }
@@ -1140,6 +1147,7 @@ impl Parser {
         }
         let mut reqntid = None;
         let mut maxntid = None;
+        let mut cluster = None;
         // performance directives
         while let Some(Tok::Ident(s)) = self.peek().cloned() {
             if !s.starts_with('.') {
@@ -1164,6 +1172,8 @@ impl Parser {
                 reqntid = Some(d);
             } else if s == ".maxntid" {
                 maxntid = Some(d);
+            } else if s == ".reqnctapercluster" {
+                cluster = Some(d);
             }
         }
         // Register the function name at module level (for calls, possibly before definition).
@@ -1182,6 +1192,7 @@ impl Parser {
                     defined: false,
                     reqntid,
                     maxntid,
+                    cluster,
                     smem: 0,
                 });
                 self.funcs.len() - 1
@@ -1898,6 +1909,8 @@ impl Parser {
             "ret" => Kind::Ret,
             "exit" => Kind::Exit,
             "trap" => Kind::Trap,
+            "barrier" if has("cluster") => Kind::ClusterBar(has("arrive")),
+            "mapa" => Kind::Mapa(!has("shared::cluster")),
             "bar" | "barrier" => {
                 if has("warp") {
                     Kind::BarWarpSync
@@ -1911,9 +1924,6 @@ impl Parser {
                     } else {
                         Kind::Bar(BarMode::RedOr)
                     }
-                } else if has("cluster") {
-                    // single-CTA clusters: barrier.cluster is a block barrier
-                    Kind::Bar(BarMode::Sync)
                 } else {
                     Kind::Bar(BarMode::Sync)
                 }
@@ -2195,6 +2205,7 @@ impl Parser {
                 | Kind::Activemask
                 | Kind::BarWarpSync
                 | Kind::Elect
+                | Kind::Mapa(_)
                 | Kind::Setmaxnreg(_)
                 | Kind::Bar(_) => PtxType::U32,
                 Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } => PtxType::S32,

@@ -164,19 +164,25 @@ impl L<'_> {
             Some(x) => x,
             None => return false,
         };
-        // Multicast (clusters of one block): bit 0 is this block; any other bit names a block that does not exist.
-        let mut deliver = true;
-        if load && args.len() > 3 {
-            let mask = self.val(b, w, wi, &args[3], l) as u16;
-            if mask & !1 != 0 {
+        // Multicast: the box lands at the same offset in every block of the mask (bit r = rank r), and each
+        // of them gets complete_tx on its mbarrier at the same offset.
+        let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
+        let targets: u32 = if load && args.len() > 3 {
+            let mask = self.val(b, w, wi, &args[3], l) as u32 & 0xFFFF;
+            if mask >> csize != 0 {
                 let msg = format!(
-                    "cp.async.bulk.tensor multicast to CTA mask {mask:#06x}, but the cluster has one block (clusters are not modelled yet)"
+                    "cp.async.bulk.tensor multicast to CTA mask {mask:#06x}, but the cluster has {csize} block(s)"
                 );
-                self.fault(b, wi, Some(l as u32), pc, FaultKind::Unsupported, msg);
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
                 return false;
             }
-            deliver = mask & 1 != 0;
-        }
+            mask
+        } else {
+            1 << b.crank
+        };
+        let deliver = targets & (1 << b.crank) != 0;
+        // The bytes the load writes (offset in the region, value): applied to each destination block.
+        let mut writes: Vec<(usize, u8)> = Vec::new();
         self.track(
             b,
             wi,
@@ -233,17 +239,66 @@ impl L<'_> {
                     self.mem_slice(b, gloc)[..len].copy_from_slice(&buf[at..at + len]);
                 }
             }
-            if load && deliver {
-                let s = self.mem_slice(b, sloc);
+            if load {
                 for (k, v) in buf.iter().enumerate() {
                     let lin = (row as usize * pitch + k) as u64;
-                    s[(swizzle(smem + lin, mode) - smem) as usize] = *v;
+                    writes.push(((swizzle(smem + lin, mode) - smem) as usize, *v));
                 }
             }
         }
-        if load && deliver {
-            let mb = self.operand_addr(b, w, wi, &args[2], l, false);
-            return self.mbar_complete_tx(b, wi, l, pc, mb as u32, map.box_bytes() as i64);
+        if !load {
+            return true;
+        }
+        if deliver {
+            let s = self.mem_slice(b, sloc);
+            for &(o, v) in &writes {
+                s[o] = v;
+            }
+        }
+        let mb = self.operand_addr(b, w, wi, &args[2], l, false) as u32 & 0xFF_FFFF;
+        let smem_off = (smem & 0xFF_FFFF) as usize;
+        for r in 0..csize {
+            if targets & (1 << r) == 0 || r == b.crank {
+                continue;
+            }
+            // Another block of the cluster: the same bytes, and complete_tx on its mbarrier.
+            let ok = match self.remote.get_mut(r as usize).and_then(|m| m.as_mut()) {
+                Some(m) if smem_off + region <= m.len() => {
+                    for &(o, v) in &writes {
+                        m[smem_off + o] = v;
+                    }
+                    true
+                }
+                _ => false,
+            };
+            let bytes = map.box_bytes() as i64;
+            let tx_ok = ok
+                && match self
+                    .remote_mbar
+                    .get_mut(r as usize)
+                    .and_then(|m| m.as_mut())
+                    .and_then(|m| m.get_mut(&mb))
+                {
+                    Some(m) => {
+                        m.tx -= bytes;
+                        if m.pending == 0 && m.tx == 0 {
+                            m.phase += 1;
+                            m.pending = m.expected;
+                        }
+                        true
+                    }
+                    None => false,
+                };
+            if !tx_ok {
+                let msg = format!(
+                    "multicast to block rank {r}: its shared memory or its mbarrier at offset {mb:#x} is not there (initialised?)"
+                );
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+                return false;
+            }
+        }
+        if deliver {
+            return self.mbar_complete_tx(b, wi, l, pc, mb, map.box_bytes() as i64);
         }
         true
     }
