@@ -267,3 +267,69 @@ fn declared_cluster_shape() {
     );
     assert!(matches!(r, Err(EmuError::BadLaunch(_))), "{r:?}");
 }
+
+/// Block 1 of each cluster arrives on block 0's mbarrier through a `mapa` address (how a consumer in one
+/// block releases a stage to the producer in another); block 0 waits for that phase, then records it.
+#[test]
+fn remote_mbarrier_arrive() {
+    let src = r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry remote_arrive(.param .u64 out)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<10>;
+	.reg .b64 %rd<6>;
+	.shared .align 8 .b64 bar;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, %cluster_ctarank;
+	mov.u32 %r3, bar;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 mbarrier.init.shared::cta.b64 [%r3], 1;
+	barrier.cluster.arrive;
+	barrier.cluster.wait;
+	setp.eq.u32 %p2, %r2, 1;
+	and.pred %p3, %p1, %p2;
+	mapa.shared::cluster.u32 %r4, %r3, 0;
+	@%p3 mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r4];
+	setp.eq.u32 %p2, %r2, 0;
+	and.pred %p3, %p1, %p2;
+	@!%p3 bra DONE;
+WAIT:
+	mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r3], 0;
+	@!%p1 bra WAIT;
+	mov.u32 %r5, %ctaid.x;
+	mul.wide.u32 %rd2, %r5, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], 99;
+DONE:
+	barrier.cluster.arrive;
+	barrier.cluster.wait;
+	ret;
+}
+"#;
+    let m = Module::parse(src).unwrap();
+    for cfg in configs() {
+        let mut e = Emulator::new(cfg.clone());
+        let out = e.alloc(4 * 4);
+        e.write(out, &[0u8; 16]).unwrap();
+        e.launch_cluster(
+            &m,
+            "remote_arrive",
+            [4, 1, 1],
+            [32, 1, 1],
+            Some([2, 1, 1]),
+            0,
+            &[ParamValue::Ptr(out)],
+        )
+        .unwrap_or_else(|err| panic!("{:?}: {err}", cfg.schedule));
+        assert_eq!(
+            read_u32(&e, out, 4),
+            vec![99, 0, 99, 0],
+            "{:?}",
+            cfg.schedule
+        );
+    }
+}

@@ -2876,11 +2876,63 @@ impl L<'_> {
                 Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
                 o => self.val(b, w, wi, o, l),
             };
+            let extra = args.get(ai + 1).map(|o| self.val(b, w, wi, o, l));
+            // An arrive on another block's mbarrier (an address from `mapa`): e.g. a consumer in one block
+            // of a cluster releasing a stage the producer of another block refills.
+            let sa = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+                a - SHARED_WINDOW
+            } else {
+                a
+            };
+            let tag = ((sa >> 24) & 0x3F) as u32;
+            if tag != 0
+                && tag - 1 != b.crank
+                && matches!(op, MbarOp::Arrive | MbarOp::ArriveExpectTx)
+            {
+                let (r, roff) = ((tag - 1) as usize, (sa & 0xFF_FFFF) as u32);
+                let cnt = if op == MbarOp::Arrive {
+                    extra.unwrap_or(1) as u32
+                } else {
+                    1
+                };
+                let tx = if op == MbarOp::ArriveExpectTx {
+                    extra.unwrap_or(0) as i64
+                } else {
+                    0
+                };
+                let res = match self
+                    .remote_mbar
+                    .get_mut(r)
+                    .and_then(|mm| mm.as_mut())
+                    .and_then(|mm| mm.get_mut(&roff))
+                {
+                    None => Err(format!(
+                        "mbarrier arrive on block rank {r}'s mbarrier at shared offset 0x{roff:x}, which is not initialised (or the rank is outside the cluster)"
+                    )),
+                    Some(mb) if mb.pending < cnt => Err(format!(
+                        "remote mbarrier arrive: {cnt} arrivals but only {} pending in this phase",
+                        mb.pending
+                    )),
+                    Some(mb) => {
+                        mb.pending -= cnt;
+                        mb.tx += tx;
+                        if mb.pending == 0 && mb.tx == 0 {
+                            mb.phase += 1;
+                            mb.pending = mb.expected;
+                        }
+                        Ok(())
+                    }
+                };
+                if let Err(msg) = res {
+                    self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+                    return Step::Stop;
+                }
+                continue;
+            }
             let off = match self.mbar_loc(b, wi, l, pc, a) {
                 Some(o) => o,
                 None => return Step::Stop,
             };
-            let extra = args.get(ai + 1).map(|o| self.val(b, w, wi, o, l));
             if op == MbarOp::Init {
                 let cnt = extra.unwrap_or(1) as u32;
                 if cnt == 0 {
@@ -2943,6 +2995,20 @@ impl L<'_> {
                     return Step::Stop;
                 }
             };
+            // The transaction count lives in [-(2^20 - 1), 2^20 - 1] (PTX ISA, mbarrier): beyond it is an error.
+            let tx_add = match op {
+                MbarOp::ArriveExpectTx | MbarOp::ExpectTx => extra.unwrap_or(0) as i64,
+                _ => 0,
+            };
+            if (mb.tx + tx_add).abs() >= 1 << 20 {
+                let msg = format!(
+                    "mbarrier transaction count {} (expected {} more bytes) outside its range of ±(2^20 - 1)",
+                    mb.tx + tx_add,
+                    tx_add
+                );
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+                return Step::Stop;
+            }
             match op {
                 MbarOp::Arrive | MbarOp::ArriveExpectTx => {
                     let mut cnt = 1u32;
