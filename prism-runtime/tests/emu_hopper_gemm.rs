@@ -9,6 +9,8 @@ use prism_runtime::emu::*;
 
 const PTX: &str = include_str!("fixtures/hopper/gemm.ptx");
 const ENTRY: &str = "_Z7gemm_ws14CUtensorMap_stS_S_iii";
+/// The 2-block-cluster variant: B tile halves multicast to both blocks (`.reqnctapercluster 2, 1, 1`).
+const ENTRY_CLUSTER: &str = "_Z15gemm_ws_cluster14CUtensorMap_stS_S_iii";
 /// gemm.cu: STAGES·(A + B stage) + 2 epilogue halves + 1024 alignment slack.
 const SMEM: u32 = 3 * (16384 + 32768) + 2 * 32768 + 1024;
 
@@ -20,6 +22,7 @@ fn bf16(x: f32) -> u16 {
 #[allow(clippy::too_many_arguments)]
 fn run(
     cfg: EmuConfig,
+    clustered: bool,
     grid_cap: usize,
     m: usize,
     n: usize,
@@ -52,14 +55,27 @@ fn run(
     let tiles = m.div_ceil(128) * n.div_ceil(256);
     let params = [
         map(pa, k, m, 64, 128, TensorSwizzle::B128),
-        map(pb, k, n, 64, 256, TensorSwizzle::B128),
+        map(
+            pb,
+            k,
+            n,
+            64,
+            if clustered { 128 } else { 256 },
+            TensorSwizzle::B128,
+        ),
         map(pd, n, m, 256, 64, TensorSwizzle::None),
         ParamValue::I32(m as i32),
         ParamValue::I32(n as i32),
         ParamValue::I32(k as i32),
     ];
-    let grid = tiles.min(grid_cap) as u32;
-    e.launch(&module, ENTRY, [grid, 1, 1], [384, 1, 1], SMEM, &params)
+    let (entry, grid) = if clustered {
+        // One cluster per pair of vertically adjacent tiles.
+        let pairs = m.div_ceil(128).div_ceil(2) * n.div_ceil(256);
+        (ENTRY_CLUSTER, 2 * pairs.min(grid_cap / 2).max(1) as u32)
+    } else {
+        (ENTRY, tiles.min(grid_cap) as u32)
+    };
+    e.launch(&module, entry, [grid, 1, 1], [384, 1, 1], SMEM, &params)
         .map_err(|err| match err {
             EmuError::Faulted { faults, .. } => format!("{faults:#?}"),
             other => other.to_string(),
@@ -73,6 +89,7 @@ fn run(
 
 fn check(
     cfg: EmuConfig,
+    clustered: bool,
     grid_cap: usize,
     m: usize,
     n: usize,
@@ -92,7 +109,8 @@ fn check(
     let a: Vec<u16> = a32.iter().map(|&x| bf16(x)).collect();
     let b: Vec<u16> = b32.iter().map(|&x| bf16(x)).collect();
     let t0 = std::time::Instant::now();
-    let d = run(cfg, grid_cap, m, n, k, &a, &b).unwrap_or_else(|f| panic!("{m}x{n}x{k}: {f}"));
+    let d = run(cfg, clustered, grid_cap, m, n, k, &a, &b)
+        .unwrap_or_else(|f| panic!("{m}x{n}x{k}: {f}"));
     let elapsed = t0.elapsed();
     for i in 0..m {
         for j in 0..n {
@@ -111,13 +129,13 @@ fn check(
 #[test]
 fn warp_specialized_gemm_tile_multiple() {
     // 2 × 2 output tiles (one per block), 4 k-steps: the ring wraps around its 3 stages.
-    check(EmuConfig::default(), 132, 256, 512, 256, 1);
+    check(EmuConfig::default(), false, 132, 256, 512, 256, 1);
 }
 
 #[test]
 fn warp_specialized_gemm_ragged() {
     // Partial tiles in M and N, a partial last k-tile: TMA zero fill and clipped stores.
-    check(EmuConfig::default(), 132, 200, 328, 136, 2);
+    check(EmuConfig::default(), false, 132, 200, 328, 136, 2);
 }
 
 #[test]
@@ -129,6 +147,7 @@ fn warp_specialized_gemm_persistent_random_schedule() {
             schedule: Schedule::Random { seed: 5 },
             ..EmuConfig::default()
         },
+        false,
         2,
         256,
         768,
@@ -141,9 +160,30 @@ fn warp_specialized_gemm_persistent_random_schedule() {
 /// as a test; docs/EMULATOR.md records the figure).
 #[test]
 fn warp_specialized_gemm_512_cubed() {
-    let t = check(EmuConfig::default(), 132, 512, 512, 512, 4);
+    let t = check(EmuConfig::default(), false, 132, 512, 512, 512, 4);
     println!(
         "emulator: 512x512x512 warp-specialized bf16 GEMM in {:.2} s",
         t.as_secs_f64()
+    );
+}
+
+/// 2-block clusters: each block loads half of the shared B tile and multicasts it to both; consumers
+/// release a stage in both blocks (a remote mbarrier arrive). At a tile multiple, ragged, and with one
+/// persistent cluster over several tile pairs under a random schedule.
+#[test]
+fn cluster_multicast_gemm() {
+    check(EmuConfig::default(), true, 132, 256, 512, 256, 5);
+    check(EmuConfig::default(), true, 132, 200, 328, 136, 6);
+    check(
+        EmuConfig {
+            schedule: Schedule::Random { seed: 9 },
+            ..EmuConfig::default()
+        },
+        true,
+        2,
+        512,
+        512,
+        128,
+        7,
     );
 }
