@@ -187,3 +187,57 @@ fn cluster_multicast_gemm() {
         7,
     );
 }
+
+/// Without `cp.async.bulk.wait_group.read`, a persistent block rewrites its epilogue tile for the next output
+/// tile while the TMA store of the previous one may still be reading it: reported.
+#[test]
+fn epilogue_rewritten_while_its_tma_store_reads_it() {
+    let src = PTX.replacen("cp.async.bulk.wait_group.read 0;", "", 1);
+    assert_ne!(src, PTX);
+    let module = Module::parse(&src).unwrap();
+    let (m, n, k) = (128usize, 768usize, 64usize);
+    let mut e = Emulator::new(EmuConfig::default());
+    let up = |e: &mut Emulator, len: usize| {
+        let p = e.alloc(len);
+        e.write(p, &vec![0x3Fu8; len]).unwrap();
+        p
+    };
+    let (pa, pb, pd) = (
+        up(&mut e, m * k * 2),
+        up(&mut e, n * k * 2),
+        up(&mut e, m * n * 2),
+    );
+    let map = |addr: u64, inner: usize, outer: usize, b0: u32, b1: u32, sw| {
+        ParamValue::Bytes(
+            TensorMap::tiled(
+                TensorDataType::Bf16,
+                addr,
+                &[inner as u64, outer as u64],
+                &[inner as u64 * 2],
+                &[b0, b1],
+                sw,
+            )
+            .unwrap()
+            .encode()
+            .to_vec(),
+        )
+    };
+    let params = [
+        map(pa, k, m, 64, 128, TensorSwizzle::B128),
+        map(pb, k, n, 64, 256, TensorSwizzle::B128),
+        map(pd, n, m, 256, 64, TensorSwizzle::None),
+        ParamValue::I32(m as i32),
+        ParamValue::I32(n as i32),
+        ParamValue::I32(k as i32),
+    ];
+    // One persistent block walks all three output tiles.
+    match e.launch(&module, ENTRY, [1, 1, 1], [384, 1, 1], SMEM, &params) {
+        Err(EmuError::Faulted { faults, .. }) => assert!(
+            faults
+                .iter()
+                .any(|f| f.kind == FaultKind::DataRace && f.message.contains("TMA store")),
+            "{faults:#?}"
+        ),
+        other => panic!("expected a DataRace fault, got {other:?}"),
+    }
+}

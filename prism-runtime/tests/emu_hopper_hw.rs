@@ -504,3 +504,77 @@ fn cluster_special_registers_match_h100() {
         assert!(matches!(r, Err(EmuError::BadLaunch(_))), "{r:?}");
     }
 }
+
+// ---- The async proxy ----
+
+/// `src` with the first `line` removed from the body of `entry` (which must contain it).
+fn without(src: &str, entry: &str, line: &str) -> String {
+    let start = src.find(&format!(".visible .entry {entry}(")).unwrap();
+    let end = src[start + 1..]
+        .find(".visible .entry")
+        .map(|e| start + 1 + e)
+        .unwrap_or(src.len());
+    let body = src[start..end].replacen(line, "", 1);
+    assert_ne!(body, src[start..end], "{entry} has no `{line}`");
+    format!("{}{}{}", &src[..start], body, &src[end..])
+}
+
+fn expect_race(r: Result<LaunchReport, EmuError>, needle: &str) {
+    match r {
+        Err(EmuError::Faulted { faults, .. }) => assert!(
+            faults
+                .iter()
+                .any(|f| f.kind == FaultKind::DataRace && f.message.contains(needle)),
+            "{faults:#?}"
+        ),
+        other => panic!("expected a DataRace fault mentioning `{needle}`, got {other:?}"),
+    }
+}
+
+/// Operands written with `st.shared` and read by wgmma (async proxy) need `fence.proxy.async` in between;
+/// without it the emulator reports the race, with race detection off it runs.
+#[test]
+fn wgmma_operands_written_without_proxy_fence() {
+    let src = std::fs::read_to_string(format!("{DIR}/probe.ptx")).unwrap();
+    let entry = "_Z12wgmma_ss_nodPKtS0_PKfPfi";
+    let m = Module::parse(&without(&src, entry, "fence.proxy.async.shared::cta;")).unwrap();
+    let run = |cfg: EmuConfig| {
+        let mut e = Emulator::new(cfg);
+        let buf = upload(&mut e, &vec![0u8; 128 * 32 * 4]);
+        let p = [
+            ParamValue::Ptr(buf),
+            ParamValue::Ptr(buf),
+            ParamValue::Ptr(buf),
+            ParamValue::Ptr(buf),
+            ParamValue::I32(1),
+        ];
+        e.launch(&m, entry, [1, 1, 1], [128, 1, 1], SMEM_DYN, &p)
+    };
+    expect_race(run(EmuConfig::default()), "fence.proxy.async");
+    run(EmuConfig {
+        check_races: false,
+        ..EmuConfig::default()
+    })
+    .unwrap();
+}
+
+/// The epilogue tile of a TMA store written with `st.shared` needs `fence.proxy.async` before the store.
+#[test]
+fn tma_store_source_written_without_proxy_fence() {
+    let src = std::fs::read_to_string(format!("{DIR}/probe.ptx")).unwrap();
+    let entry = "_Z9tma_store14CUtensorMap_stiiii";
+    let m = Module::parse(&without(&src, entry, "fence.proxy.async.shared::cta;")).unwrap();
+    let mut e = Emulator::new(EmuConfig::default());
+    let g = upload(&mut e, &vec![0u8; (GW * GH * 2) as usize]);
+    let p = [
+        tmap(g, 64, 8, TensorSwizzle::None),
+        ParamValue::I32(0),
+        ParamValue::I32(0),
+        ParamValue::I32(512),
+        ParamValue::I32(0),
+    ];
+    expect_race(
+        e.launch(&m, entry, [1, 1, 1], [128, 1, 1], 2048, &p),
+        "fence.proxy.async",
+    );
+}

@@ -15,6 +15,9 @@ mod wgmma;
 // TMA tensor copies and stmatrix (sm_90).
 #[path = "tma.rs"]
 mod tma;
+// The async proxy's ordering rules, checked with the race detector.
+#[path = "proxy.rs"]
+mod proxy;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -138,6 +141,8 @@ struct Block {
     carrive: Vec<u32>,
     /// Every thread has exited (the block stays live until its whole cluster has finished).
     done: bool,
+    /// Async-proxy state (generic writers, fences, in-flight async reads).
+    proxy: proxy::ProxyState,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -194,6 +199,8 @@ struct L<'a> {
     remote_mbar: Vec<Option<HashMap<u32, Mbar>>>,
     /// Cluster barriers (`barrier.cluster`), by cluster: (arrived threads, completed phases).
     cbar: HashMap<u32, (u32, u32)>,
+    /// Set while a TMA load writes shared memory (an async-proxy write, not a generic one).
+    async_write: bool,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -280,6 +287,7 @@ pub(crate) fn run_launch(
         remote: vec![None; csize],
         remote_mbar: vec![None; csize],
         cbar: HashMap::new(),
+        async_write: false,
     };
     let entry_pc = m.funcs[fi].start;
     let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
@@ -484,6 +492,7 @@ impl L<'_> {
             cid,
             carrive: vec![u32::MAX; nthreads as usize],
             done: false,
+            proxy: proxy::ProxyState::default(),
         }
     }
 
@@ -1141,6 +1150,9 @@ impl L<'_> {
                 self.acc_s.push((o as u32, size as u32));
                 if self.cfg.check_races {
                     self.race(b, wi, lane, None, o, size, acc, pc, o as u64);
+                    if acc != Acc::Read && !self.async_write {
+                        self.proxy_write(b, wi, lane, pc, o, size, true);
+                    }
                 }
             }
             _ => {}
@@ -2024,6 +2036,30 @@ impl L<'_> {
             }
             Kind::Wgmma(op) => {
                 return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
+            }
+            Kind::FenceProxyAsync => {
+                let nt = self.nthreads as usize;
+                lanes!(l, {
+                    let t = self.tid_of(wi, l) as usize;
+                    b.proxy.fence(t, nt);
+                });
+                Self::advance(w, mask);
+            }
+            Kind::BulkGroup(wait) => {
+                let nt = self.nthreads as usize;
+                let n = match args.first() {
+                    Some(Operand::Imm(v)) => *v as u32,
+                    _ => 0,
+                };
+                lanes!(l, {
+                    let t = self.tid_of(wi, l) as usize;
+                    if *wait {
+                        b.proxy.wait(t, n, nt);
+                    } else {
+                        b.proxy.commit(t, nt);
+                    }
+                });
+                Self::advance(w, mask);
             }
             Kind::Mapa(generic) => {
                 // mapa d, a, rank: the same shared variable in block `rank` of the cluster.

@@ -430,6 +430,11 @@ pub(crate) enum Kind {
     Stmatrix(u8, bool),
     /// `elect.sync d|p, membermask`: the lowest member lane is the leader.
     Elect,
+    /// `fence.proxy.async(.shared::cta|...)`: orders this thread's generic-proxy accesses before later
+    /// async-proxy ones.
+    FenceProxyAsync,
+    /// `cp.async.bulk.commit_group` (`false`) / `cp.async.bulk.wait_group(.read) N` (`true`).
+    BulkGroup(bool),
     /// `barrier.cluster.arrive` (`true`) or `barrier.cluster.wait` (`false`).
     ClusterBar(bool),
     /// `mapa(.shared::cluster).{u32,u64} d, a, rank`: the address of the same variable in block `rank`
@@ -1928,6 +1933,7 @@ impl Parser {
                     Kind::Bar(BarMode::Sync)
                 }
             }
+            "fence" if has("proxy") && has("async") => Kind::FenceProxyAsync,
             "membar" | "fence" | "prefetch" | "prefetchu" | "nanosleep" | "pmevent"
             | "griddepcontrol" | "discard" | "applypriority" | "createpolicy" => {
                 if base == "createpolicy" {
@@ -2038,8 +2044,9 @@ impl Parser {
             }
             "cp" => {
                 if has("async") && has("bulk") && (has("commit_group") || has("wait_group")) {
-                    // Bulk async-groups: every bulk copy completes when issued, so there is nothing to wait for.
-                    Kind::Nop
+                    // Bulk async-groups: every bulk copy completes when issued; the groups only matter to the
+                    // async-proxy checks (a TMA store's source stays held until its wait).
+                    Kind::BulkGroup(has("wait_group"))
                 } else if has("async")
                     && has("bulk")
                     && mods.iter().any(|x| x.starts_with("tensor"))
@@ -2205,6 +2212,7 @@ impl Parser {
                 | Kind::Activemask
                 | Kind::BarWarpSync
                 | Kind::Elect
+                | Kind::BulkGroup(_)
                 | Kind::Mapa(_)
                 | Kind::Setmaxnreg(_)
                 | Kind::Bar(_) => PtxType::U32,

@@ -183,16 +183,31 @@ impl L<'_> {
         let deliver = targets & (1 << b.crank) != 0;
         // The bytes the load writes (offset in the region, value): applied to each destination block.
         let mut writes: Vec<(usize, u8)> = Vec::new();
-        self.track(
-            b,
-            wi,
-            l,
-            sloc,
-            region,
-            if load { Acc::Write } else { Acc::Read },
-            pc,
-            smem,
-        );
+        let soff = match sloc {
+            super::Loc::Shared(o) => o,
+            _ => 0,
+        };
+        if load {
+            // An async-proxy write: not a generic write for the proxy checks, but it must not overwrite
+            // bytes an async read still holds.
+            self.async_write = true;
+            self.track(b, wi, l, sloc, region, Acc::Write, pc, smem);
+            self.async_write = false;
+            if !self.proxy_write(b, wi, l, pc, soff, region, false) {
+                return !self.abort;
+            }
+        } else {
+            self.track(b, wi, l, sloc, region, Acc::Read, pc, smem);
+            let tid = self.tid_of(wi, l) as usize;
+            let group = b.proxy.store_group(tid, self.nthreads as usize);
+            let holder = super::proxy::Holder::Store {
+                tid: tid as u32,
+                group,
+            };
+            if !self.proxy_async_read(b, wi, l, pc, soff, soff + region, holder, "a TMA store") {
+                return !self.abort;
+            }
+        }
         let fill = if map.oob_nan { nan_bytes(es) } else { [0u8; 8] };
         for row in 0..rows {
             // Box coordinates of this row (dims 1..), dim 1 fastest.

@@ -471,6 +471,17 @@ impl L<'_> {
         let state = b.wg.groups.entry(g).or_default();
         if state.ops[idx].arrived == 0xF {
             self.mma_ops += 1;
+            // The async proxy reads the shared operands now and holds them until the op is retired.
+            let op = &state.ops[idx];
+            let mut ranges = vec![desc_range(op.desc_b, op.trans_b, op.shape.n as u64)];
+            if !op.shape.a_regs {
+                ranges.push(desc_range(op.desc_a, op.trans_a, 64));
+            }
+            for (lo, hi) in ranges {
+                let holder = super::proxy::Holder::Wgmma { g, op: idx as u32 };
+                self.proxy_async_read(b, wi, 0, pc, lo, hi, holder, "a wgmma");
+            }
+            let state = b.wg.groups.entry(g).or_default();
             let chained = state.ops[idx].chain.and_then(|p| state.ops[p].d.as_deref());
             match compute(&state.ops[idx], chained, &b.shared) {
                 Ok(d) => {
@@ -547,6 +558,7 @@ impl L<'_> {
                 released.extend(owned_regs(&m.code[op.pc as usize].args, op.shape.a_regs));
             }
             for i in group {
+                b.proxy.retire_wgmma(g, i as u32);
                 let state = b.wg.groups.entry(g).or_default();
                 let op = &state.ops[i];
                 let d = op.d.as_ref().expect("checked above");
@@ -562,6 +574,23 @@ impl L<'_> {
             b.wg.unmark(wi, &released);
         }
     }
+}
+
+/// The shared bytes `[lo, hi)` a descriptor operand of `rows` × 16 elements spans.
+fn desc_range(desc: u64, mn_major: bool, rows: u64) -> (usize, usize) {
+    let start = (desc & 0x3FFF) << 4;
+    let lbo = ((desc >> 16) & 0x3FFF) << 4;
+    let sbo = ((desc >> 32) & 0x3FFF) << 4;
+    let mode = (desc >> 62) & 3;
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for r in 0..rows {
+        for k in 0..16 {
+            let a = swizzle(operand_addr(start, lbo, sbo, mode, mn_major, r, k), mode);
+            lo = lo.min(a);
+            hi = hi.max(a + 2);
+        }
+    }
+    (lo as usize, hi as usize)
 }
 
 /// Reads one 16-bit element of a descriptor operand.
