@@ -241,3 +241,61 @@ fn epilogue_rewritten_while_its_tma_store_reads_it() {
         other => panic!("expected a DataRace fault, got {other:?}"),
     }
 }
+
+/// setmaxnreg with a count that is not a multiple of 8, or counts that take the block past the SM's 64 K
+/// registers (40·128 + 240·256 > 65536), are faults; the fixture's 40 / 232 are fine (the tests above).
+#[test]
+fn setmaxnreg_counts_are_checked() {
+    for (count, needle) in [("236", "multiple of 8"), ("240", "65536")] {
+        let src = PTX.replace(
+            "setmaxnreg.inc.sync.aligned.u32 232;",
+            &format!("setmaxnreg.inc.sync.aligned.u32 {count};"),
+        );
+        let faults = match run_src(&src) {
+            Err(f) => f,
+            Ok(()) => panic!("setmaxnreg {count}: expected a fault"),
+        };
+        assert!(faults.contains(needle), "setmaxnreg {count}: {faults}");
+    }
+}
+
+/// Runs the fixture's first kernel at 128×256×64 from `src`; the faults as text, or Ok.
+fn run_src(src: &str) -> Result<(), String> {
+    let module = Module::parse(src).map_err(|e| e.to_string())?;
+    let (m, n, k) = (128usize, 256usize, 64usize);
+    let mut e = Emulator::new(EmuConfig::default());
+    let mut up = |len: usize| {
+        let p = e.alloc(len);
+        e.write(p, &vec![0x3Fu8; len]).unwrap();
+        p
+    };
+    let (pa, pb, pd) = (up(m * k * 2), up(n * k * 2), up(m * n * 2));
+    let map = |addr: u64, inner: usize, outer: usize, b0: u32, b1: u32, sw| {
+        ParamValue::Bytes(
+            TensorMap::tiled(
+                TensorDataType::Bf16,
+                addr,
+                &[inner as u64, outer as u64],
+                &[inner as u64 * 2],
+                &[b0, b1],
+                sw,
+            )
+            .unwrap()
+            .encode()
+            .to_vec(),
+        )
+    };
+    let params = [
+        map(pa, k, m, 64, 128, TensorSwizzle::B128),
+        map(pb, k, n, 64, 256, TensorSwizzle::B128),
+        map(pd, n, m, 256, 64, TensorSwizzle::None),
+        ParamValue::I32(m as i32),
+        ParamValue::I32(n as i32),
+        ParamValue::I32(k as i32),
+    ];
+    match e.launch(&module, ENTRY, [1, 1, 1], [384, 1, 1], SMEM, &params) {
+        Ok(_) => Ok(()),
+        Err(EmuError::Faulted { faults, .. }) => Err(format!("{faults:?}")),
+        Err(other) => Err(other.to_string()),
+    }
+}

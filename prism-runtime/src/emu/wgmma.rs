@@ -471,6 +471,17 @@ impl L<'_> {
         let state = b.wg.groups.entry(g).or_default();
         if state.ops[idx].arrived == 0xF {
             self.mma_ops += 1;
+            let op = &state.ops[idx];
+            let bad = desc_misaligned(op.desc_b).or_else(|| {
+                (!op.shape.a_regs)
+                    .then(|| desc_misaligned(op.desc_a))
+                    .flatten()
+            });
+            if let Some(msg) = bad {
+                self.fault(b, wi, Some(0), pc, FaultKind::Misaligned, msg);
+                return false;
+            }
+            let state = b.wg.groups.entry(g).or_default();
             // The async proxy reads the shared operands now and holds them until the op is retired.
             let op = &state.ops[idx];
             let mut ranges = vec![desc_range(op.desc_b, op.trans_b, op.shape.n as u64)];
@@ -593,6 +604,32 @@ fn desc_range(desc: u64, mn_major: bool, rows: u64) -> (usize, usize) {
     (lo as usize, hi as usize)
 }
 
+/// Why a descriptor cannot be read as the emulator models it: a swizzled operand must start inside the first
+/// 128-byte row of its swizzle atom (the atom 1024, 512 or 256 bytes aligned, plus a k offset), since the
+/// descriptor's base-offset field for misaligned atoms is not modelled.
+fn desc_misaligned(desc: u64) -> Option<String> {
+    let start = (desc & 0x3FFF) << 4;
+    let mode = (desc >> 62) & 3;
+    let base_offset = (desc >> 49) & 7;
+    let atom = match mode {
+        1 => 1024,
+        2 => 512,
+        3 => 256,
+        _ => return None,
+    };
+    if base_offset != 0 {
+        return Some(format!(
+            "wgmma matrix descriptor {desc:#018x} has base offset {base_offset}: misaligned swizzle atoms are not modelled; align the tile to {atom} bytes"
+        ));
+    }
+    if start % atom >= 128 {
+        return Some(format!(
+            "wgmma matrix descriptor {desc:#018x}: the swizzled operand starts at shared byte {start:#x}, not within the first row of a {atom}-byte swizzle atom; align the tile to {atom} bytes"
+        ));
+    }
+    None
+}
+
 /// Reads one 16-bit element of a descriptor operand.
 fn read16(shared: &[u8], desc: u64, mn_major: bool, r: u64, k: u64) -> Result<u16, String> {
     let start = (desc & 0x3FFF) << 4;
@@ -704,5 +741,33 @@ pub(super) fn name(op: &WgmmaOp) -> String {
                 "f16"
             }
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::desc_misaligned;
+
+    fn desc(start: u64, mode: u64, base: u64) -> u64 {
+        (start >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (base << 49) | (mode << 62)
+    }
+
+    #[test]
+    fn swizzled_descriptors_must_start_in_an_atoms_first_row() {
+        // 128B: a 1024-aligned tile plus the k offsets 0, 32, 64, 96 is fine; 512 bytes in is not.
+        for k in [0, 32, 64, 96] {
+            assert_eq!(desc_misaligned(desc(2048 + k, 1, 0)), None);
+        }
+        assert!(desc_misaligned(desc(2048 + 512, 1, 0))
+            .unwrap()
+            .contains("1024"));
+        // 32B atoms are 256 bytes: 256-aligned is fine.
+        assert_eq!(desc_misaligned(desc(256, 3, 0)), None);
+        // No swizzle: any 16-byte aligned start.
+        assert_eq!(desc_misaligned(desc(48, 0, 0)), None);
+        // A base offset is not modelled.
+        assert!(desc_misaligned(desc(1024, 1, 3))
+            .unwrap()
+            .contains("base offset"));
     }
 }
