@@ -746,7 +746,17 @@ pub(super) fn name(op: &WgmmaOp) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::desc_misaligned;
+    use super::{desc_misaligned, read16};
+
+    #[test]
+    fn descriptors_outside_shared_memory_are_errors() {
+        let shared = vec![0u8; 4096];
+        let inside = (1024u64 >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62);
+        assert!(read16(&shared, inside, false, 7, 15).is_ok());
+        let outside = (8192u64 >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62);
+        let e = read16(&shared, outside, false, 0, 0).unwrap_err();
+        assert!(e.contains("outside the block's 4096 bytes"), "{e}");
+    }
 
     fn desc(start: u64, mode: u64, base: u64) -> u64 {
         (start >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (base << 49) | (mode << 62)
