@@ -38,6 +38,10 @@ const FIXTURES: &[(&str, &str)] = &[
         "extra.ptx",
         include_str!("../prism-runtime/tests/fixtures/extra.ptx"),
     ),
+    (
+        "wmma.ptx",
+        include_str!("../prism-runtime/tests/fixtures/wmma.ptx"),
+    ),
 ];
 
 /// How far apart two float elements may be: within `ulp` units in the last place or within `abs`.

@@ -15,6 +15,9 @@ mod wgmma;
 // TMA tensor copies and stmatrix (sm_90).
 #[path = "tma.rs"]
 mod tma;
+// nvcuda::wmma (opaque fragments).
+#[path = "wmma.rs"]
+mod wmma;
 // The async proxy's ordering rules, checked with the race detector.
 #[path = "proxy.rs"]
 mod proxy;
@@ -633,6 +636,7 @@ impl L<'_> {
             Kind::Mma(_) => "mma.sync.aligned".into(),
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
             Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
+            Kind::Wmma(_) => "wmma.sync.aligned".into(),
             Kind::Elect => "elect.sync".into(),
             Kind::Setmaxnreg(inc) => format!(
                 "setmaxnreg.{}.sync.aligned.u32",
@@ -1932,6 +1936,7 @@ impl L<'_> {
             | Kind::Mma(_)
             | Kind::Ldmatrix(..)
             | Kind::Stmatrix(..)
+            | Kind::Wmma(_)
             | Kind::Elect => {
                 return self.exec_collective(b, wi, w, pc, mask, exec);
             }
@@ -2401,7 +2406,7 @@ impl L<'_> {
         let args = &ins.args;
         let aligned = matches!(
             ins.kind,
-            Kind::Mma(_) | Kind::Ldmatrix(..) | Kind::Stmatrix(..)
+            Kind::Mma(_) | Kind::Ldmatrix(..) | Kind::Stmatrix(..) | Kind::Wmma(_)
         );
         // lanes whose guard is false skip it
         Self::advance(w, mask & !exec);
@@ -2724,6 +2729,9 @@ impl L<'_> {
                 return Step::Stop;
             }
             Kind::Stmatrix(n, trans) if !self.exec_stmatrix(b, wi, w, pc, *n as usize, *trans) => {
+                return Step::Stop;
+            }
+            Kind::Wmma(op) if !self.exec_wmma(b, wi, w, pc, *op) => {
                 return Step::Stop;
             }
             Kind::Elect => {

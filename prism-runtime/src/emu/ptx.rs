@@ -430,6 +430,8 @@ pub(crate) enum Kind {
     Stmatrix(u8, bool),
     /// `elect.sync d|p, membermask`: the lowest member lane is the leader.
     Elect,
+    /// `wmma.load` / `wmma.store` / `wmma.mma` (warp-collective, opaque fragments).
+    Wmma(WmmaOp),
     /// `fence.proxy.async(.shared::cta|...)`: orders this thread's generic-proxy accesses before later
     /// async-proxy ones.
     FenceProxyAsync,
@@ -443,6 +445,36 @@ pub(crate) enum Kind {
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N` (`true` = inc): warpgroup-collective register reallocation.
     Setmaxnreg(bool),
     Unsupported(String),
+}
+
+/// Which matrix a `wmma` fragment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WmmaFrag {
+    A,
+    B,
+    C,
+    D,
+}
+
+/// A decoded `wmma` instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WmmaOp {
+    /// `wmma.mma` (else a load or a store).
+    pub mma: bool,
+    /// `wmma.store.d`.
+    pub store: bool,
+    pub frag: WmmaFrag,
+    pub m: u8,
+    pub n: u8,
+    pub k: u8,
+    /// Row-major memory layout (loads and stores).
+    pub row: bool,
+    /// Element type of a loaded/stored fragment; the A/B type of an mma.
+    pub ty: PtxType,
+    /// D and C types of an mma.
+    pub dtype: PtxType,
+    pub ctype: PtxType,
+    pub space: Space,
 }
 
 /// A `wgmma` instruction (PTX §9.7.15).
@@ -2107,6 +2139,109 @@ impl Parser {
             }
             "elect" if has("sync") => Kind::Elect,
             "setmaxnreg" if has("inc") || has("dec") => Kind::Setmaxnreg(has("inc")),
+            "wmma" => {
+                let shape = mods.iter().find_map(|m| {
+                    let r = m.strip_prefix('m')?;
+                    let (mm, r) = r.split_once('n')?;
+                    let (nn, kk) = r.split_once('k')?;
+                    Some((
+                        mm.parse::<u8>().ok()?,
+                        nn.parse::<u8>().ok()?,
+                        kk.parse::<u8>().ok()?,
+                    ))
+                });
+                let frag = if has("a") {
+                    Some(WmmaFrag::A)
+                } else if has("b") {
+                    Some(WmmaFrag::B)
+                } else if has("c") {
+                    Some(WmmaFrag::C)
+                } else if has("d") {
+                    Some(WmmaFrag::D)
+                } else {
+                    None
+                };
+                let shape_ok = |s: (u8, u8, u8), t: PtxType| match t {
+                    PtxType::TF32 => s == (16, 16, 8),
+                    _ => matches!(s, (16, 16, 16) | (32, 8, 16) | (8, 32, 16)),
+                };
+                let float = |t: &PtxType| {
+                    matches!(
+                        t,
+                        PtxType::F16 | PtxType::BF16 | PtxType::TF32 | PtxType::F32
+                    )
+                };
+                let op = match (has("mma"), shape, types.as_slice()) {
+                    (true, Some(sh), [d, c])
+                        if matches!(d, PtxType::F16 | PtxType::F32)
+                            && matches!(c, PtxType::F16 | PtxType::F32)
+                            && shape_ok(sh, PtxType::F16) =>
+                    {
+                        Some(WmmaOp {
+                            mma: true,
+                            store: false,
+                            frag: WmmaFrag::D,
+                            m: sh.0,
+                            n: sh.1,
+                            k: sh.2,
+                            row: true,
+                            ty: PtxType::F16,
+                            dtype: *d,
+                            ctype: *c,
+                            space,
+                        })
+                    }
+                    (true, Some(sh), [d, a, b2, c])
+                        if a == b2
+                            && matches!(a, PtxType::BF16 | PtxType::TF32 | PtxType::F16)
+                            && *d == PtxType::F32
+                            && *c == PtxType::F32
+                            && shape_ok(sh, *a) =>
+                    {
+                        Some(WmmaOp {
+                            mma: true,
+                            store: false,
+                            frag: WmmaFrag::D,
+                            m: sh.0,
+                            n: sh.1,
+                            k: sh.2,
+                            row: true,
+                            ty: *a,
+                            dtype: *d,
+                            ctype: *c,
+                            space,
+                        })
+                    }
+                    (false, Some(sh), [t])
+                        if (has("load") || has("store")) && float(t) && frag.is_some() =>
+                    {
+                        let frag = frag.unwrap_or(WmmaFrag::A);
+                        let ok = if matches!(frag, WmmaFrag::A | WmmaFrag::B) {
+                            shape_ok(sh, *t)
+                        } else {
+                            shape_ok(sh, PtxType::F16) || shape_ok(sh, PtxType::TF32)
+                        };
+                        ok.then_some(WmmaOp {
+                            mma: false,
+                            store: has("store"),
+                            frag,
+                            m: sh.0,
+                            n: sh.1,
+                            k: sh.2,
+                            row: has("row"),
+                            ty: *t,
+                            dtype: *t,
+                            ctype: *t,
+                            space,
+                        })
+                    }
+                    _ => None,
+                };
+                match op {
+                    Some(op) => Kind::Wmma(op),
+                    None => Kind::Unsupported(p.opcode.clone()),
+                }
+            }
             "stmatrix" => {
                 let n = if has("x4") {
                     4
