@@ -21,6 +21,7 @@ fn bf16(x: f32) -> u16 {
 /// Runs D = A·Bᵀ (A: M×K, B: N×K, D: M×N, bf16) on the emulator; returns D.
 #[allow(clippy::too_many_arguments)]
 fn run(
+    src: &str,
     cfg: EmuConfig,
     clustered: bool,
     grid_cap: usize,
@@ -30,7 +31,7 @@ fn run(
     a: &[u16],
     b: &[u16],
 ) -> Result<Vec<u16>, String> {
-    let module = Module::parse(PTX).map_err(|e| e.to_string())?;
+    let module = Module::parse(src).map_err(|e| e.to_string())?;
     let mut e = Emulator::new(cfg);
     let up = |e: &mut Emulator, v: &[u16]| {
         let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -109,7 +110,7 @@ fn check(
     let a: Vec<u16> = a32.iter().map(|&x| bf16(x)).collect();
     let b: Vec<u16> = b32.iter().map(|&x| bf16(x)).collect();
     let t0 = std::time::Instant::now();
-    let d = run(cfg, clustered, grid_cap, m, n, k, &a, &b)
+    let d = run(PTX, cfg, clustered, grid_cap, m, n, k, &a, &b)
         .unwrap_or_else(|f| panic!("{m}x{n}x{k}: {f}"));
     let elapsed = t0.elapsed();
     for i in 0..m {
@@ -188,114 +189,39 @@ fn cluster_multicast_gemm() {
     );
 }
 
+/// Inputs of `m` × `k` and `n` × `k` ones (bf16 1.0) for the fault tests, where only the faults matter.
+fn ones(m: usize, n: usize, k: usize) -> (Vec<u16>, Vec<u16>) {
+    (vec![bf16(1.0); m * k], vec![bf16(1.0); n * k])
+}
+
 /// Without `cp.async.bulk.wait_group.read`, a persistent block rewrites its epilogue tile for the next output
 /// tile while the TMA store of the previous one may still be reading it: reported.
 #[test]
 fn epilogue_rewritten_while_its_tma_store_reads_it() {
     let src = PTX.replacen("cp.async.bulk.wait_group.read 0;", "", 1);
     assert_ne!(src, PTX);
-    let module = Module::parse(&src).unwrap();
-    let (m, n, k) = (128usize, 768usize, 64usize);
-    let mut e = Emulator::new(EmuConfig::default());
-    let up = |e: &mut Emulator, len: usize| {
-        let p = e.alloc(len);
-        e.write(p, &vec![0x3Fu8; len]).unwrap();
-        p
-    };
-    let (pa, pb, pd) = (
-        up(&mut e, m * k * 2),
-        up(&mut e, n * k * 2),
-        up(&mut e, m * n * 2),
-    );
-    let map = |addr: u64, inner: usize, outer: usize, b0: u32, b1: u32, sw| {
-        ParamValue::Bytes(
-            TensorMap::tiled(
-                TensorDataType::Bf16,
-                addr,
-                &[inner as u64, outer as u64],
-                &[inner as u64 * 2],
-                &[b0, b1],
-                sw,
-            )
-            .unwrap()
-            .encode()
-            .to_vec(),
-        )
-    };
-    let params = [
-        map(pa, k, m, 64, 128, TensorSwizzle::B128),
-        map(pb, k, n, 64, 256, TensorSwizzle::B128),
-        map(pd, n, m, 256, 64, TensorSwizzle::None),
-        ParamValue::I32(m as i32),
-        ParamValue::I32(n as i32),
-        ParamValue::I32(k as i32),
-    ];
+    let (a, b) = ones(128, 768, 64);
     // One persistent block walks all three output tiles.
-    match e.launch(&module, ENTRY, [1, 1, 1], [384, 1, 1], SMEM, &params) {
-        Err(EmuError::Faulted { faults, .. }) => assert!(
-            faults
-                .iter()
-                .any(|f| f.kind == FaultKind::DataRace && f.message.contains("TMA store")),
-            "{faults:#?}"
-        ),
-        other => panic!("expected a DataRace fault, got {other:?}"),
-    }
+    let faults = run(&src, EmuConfig::default(), false, 1, 128, 768, 64, &a, &b)
+        .expect_err("the rewrite must be reported");
+    assert!(
+        faults.contains("DataRace") && faults.contains("TMA store"),
+        "{faults}"
+    );
 }
 
 /// setmaxnreg with a count that is not a multiple of 8, or counts that take the block past the SM's 64 K
 /// registers (40·128 + 240·256 > 65536), are faults; the fixture's 40 / 232 are fine (the tests above).
 #[test]
 fn setmaxnreg_counts_are_checked() {
+    let (a, b) = ones(128, 256, 64);
     for (count, needle) in [("236", "multiple of 8"), ("240", "65536")] {
         let src = PTX.replace(
             "setmaxnreg.inc.sync.aligned.u32 232;",
             &format!("setmaxnreg.inc.sync.aligned.u32 {count};"),
         );
-        let faults = match run_src(&src) {
-            Err(f) => f,
-            Ok(()) => panic!("setmaxnreg {count}: expected a fault"),
-        };
+        let faults = run(&src, EmuConfig::default(), false, 132, 128, 256, 64, &a, &b)
+            .expect_err("the count must be refused");
         assert!(faults.contains(needle), "setmaxnreg {count}: {faults}");
-    }
-}
-
-/// Runs the fixture's first kernel at 128×256×64 from `src`; the faults as text, or Ok.
-fn run_src(src: &str) -> Result<(), String> {
-    let module = Module::parse(src).map_err(|e| e.to_string())?;
-    let (m, n, k) = (128usize, 256usize, 64usize);
-    let mut e = Emulator::new(EmuConfig::default());
-    let mut up = |len: usize| {
-        let p = e.alloc(len);
-        e.write(p, &vec![0x3Fu8; len]).unwrap();
-        p
-    };
-    let (pa, pb, pd) = (up(m * k * 2), up(n * k * 2), up(m * n * 2));
-    let map = |addr: u64, inner: usize, outer: usize, b0: u32, b1: u32, sw| {
-        ParamValue::Bytes(
-            TensorMap::tiled(
-                TensorDataType::Bf16,
-                addr,
-                &[inner as u64, outer as u64],
-                &[inner as u64 * 2],
-                &[b0, b1],
-                sw,
-            )
-            .unwrap()
-            .encode()
-            .to_vec(),
-        )
-    };
-    let params = [
-        map(pa, k, m, 64, 128, TensorSwizzle::B128),
-        map(pb, k, n, 64, 256, TensorSwizzle::B128),
-        map(pd, n, m, 256, 64, TensorSwizzle::None),
-        ParamValue::I32(m as i32),
-        ParamValue::I32(n as i32),
-        ParamValue::I32(k as i32),
-    ];
-    match e.launch(&module, ENTRY, [1, 1, 1], [384, 1, 1], SMEM, &params) {
-        Ok(_) => Ok(()),
-        Err(EmuError::Faulted { faults, .. }) => Err(format!("{faults:?}")),
-        Err(other) => Err(other.to_string()),
     }
 }

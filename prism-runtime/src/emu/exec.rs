@@ -18,6 +18,12 @@ mod tma;
 // nvcuda::wmma (opaque fragments).
 #[path = "wmma.rs"]
 mod wmma;
+// Clusters: mapa, barrier.cluster, other blocks' mbarriers.
+#[path = "cluster.rs"]
+mod cluster;
+// Which blocks are live and which runs next.
+#[path = "sched.rs"]
+mod sched;
 // The async proxy's ordering rules, checked with the race detector.
 #[path = "proxy.rs"]
 mod proxy;
@@ -293,83 +299,7 @@ pub(crate) fn run_launch(
         async_write: false,
     };
     let entry_pc = m.funcs[fi].start;
-    let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
-    // Blocks that would be resident at once on an H100 (132 SMs; per SM at most 32 blocks, 2048 threads and
-    // 228 KiB of shared memory) run interleaved, so a block that spins on another block's progress (a
-    // decoupled look-back, a persistent kernel's tile counter, a grid-wide flag) sees it happen. Later
-    // blocks start as earlier ones finish, in block order.
-    let per_sm = [
-        32u64,
-        2048 / (nthreads.max(1) as u64),
-        (228 * 1024) / (l.smem_size.max(1) as u64),
-    ]
-    .into_iter()
-    .min()
-    .unwrap_or(1)
-    .max(1);
-    // Clusters are the unit of residency: all blocks of a cluster are live together.
-    let clusters = total / csize as u64;
-    let window = ((132 * per_sm) / csize as u64).clamp(1, clusters.max(1)) as usize;
-    let random = matches!(l.cfg.schedule, Schedule::Random { .. });
-    let mut live: Vec<Vec<Block>> = Vec::with_capacity(window);
-    let mut next = 0u64;
-    let mut rr = 0usize;
-    let mut blocks = 0u64;
-    loop {
-        while live.len() < window && next < clusters {
-            live.push(
-                (0..csize as u32)
-                    .map(|r| l.new_block(next as u32, r, entry_pc))
-                    .collect(),
-            );
-            next += 1;
-        }
-        if live.is_empty() {
-            break;
-        }
-        // One slot per block of the live clusters, in order.
-        let slots = live.len() * csize;
-        let slot = if random {
-            (l.rand() % slots as u64) as usize
-        } else {
-            rr % slots
-        };
-        let (ci, bi) = (slot / csize, slot % csize);
-        rr = slot + 1;
-        if live[ci][bi].done {
-            continue;
-        }
-        let finished = if csize == 1 {
-            l.run_slice(&mut live[ci][0])
-        } else {
-            // Lend the other blocks' shared memory and mbarriers to this block's slice.
-            for (r, other) in live[ci].iter_mut().enumerate() {
-                if r != bi {
-                    l.remote[r] = Some(std::mem::take(&mut other.shared));
-                    l.remote_mbar[r] = Some(std::mem::take(&mut other.mbar));
-                }
-            }
-            let f = l.run_slice(&mut live[ci][bi]);
-            for (r, other) in live[ci].iter_mut().enumerate() {
-                if r != bi {
-                    other.shared = l.remote[r].take().unwrap_or_default();
-                    other.mbar = l.remote_mbar[r].take().unwrap_or_default();
-                }
-            }
-            f
-        };
-        if finished {
-            live[ci][bi].done = true;
-            blocks += 1;
-            if live[ci].iter().all(|b| b.done) {
-                live.remove(ci);
-                rr = ci * csize;
-            }
-        }
-        if l.abort {
-            break;
-        }
-    }
+    let blocks = l.run_blocks(entry_pc);
     let mut counters = Counters::default();
     for p in &l.pic {
         counters.add(p);
@@ -430,135 +360,6 @@ impl L<'_> {
         if kind != FaultKind::DataRace {
             self.abort = true;
         }
-    }
-
-    /// Block `rank` of cluster `cid` (clusters in grid order, x fastest; ranks x fastest within a cluster,
-    /// as measured on an H100), every thread at `entry_pc`.
-    fn new_block(&self, cid: u32, rank: u32, entry_pc: u32) -> Block {
-        let [gx, gy, _] = self.grid;
-        let c = self.cluster;
-        let (ncx, ncy) = (gx / c[0], gy / c[1]);
-        let cc = [cid % ncx, (cid / ncx) % ncy, cid / (ncx * ncy)];
-        let rr = [rank % c[0], (rank / c[0]) % c[1], rank / (c[0] * c[1])];
-        let ctaid = [
-            cc[0] * c[0] + rr[0],
-            cc[1] * c[1] + rr[1],
-            cc[2] * c[2] + rr[2],
-        ];
-        let lin32 = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2]);
-        let nthreads = self.nthreads;
-        let nwarps = nthreads.div_ceil(32);
-        let nregs = self.m.nregs as usize;
-        let mut warps = Vec::with_capacity(nwarps as usize);
-        for w in 0..nwarps {
-            let mut st = [Ls::Absent; 32];
-            let mut exist = 0u32;
-            for (ln, s) in st.iter_mut().enumerate() {
-                if w * 32 + (ln as u32) < nthreads {
-                    *s = Ls::Run;
-                    exist |= 1 << ln;
-                }
-            }
-            warps.push(Warp {
-                regs: vec![0; nregs * 32],
-                pc: [entry_pc; 32],
-                st,
-                last_run: [0; 32],
-                stack: Vec::new(),
-                steps: 0,
-                exist,
-                coll_member: 0,
-            });
-        }
-        Block {
-            ctaid,
-            lin: lin32,
-            warps,
-            shared: vec![0; self.smem_size],
-            sh_shadow: if self.cfg.check_races {
-                vec![Shadow::default(); self.smem_size]
-            } else {
-                Vec::new()
-            },
-            local: vec![0; self.local_size * nthreads as usize],
-            bars: vec![Bar::default(); 16],
-            inst: Vec::new(),
-            thr_inst: vec![Vec::new(); nthreads as usize],
-            exited: 0,
-            gen: 0,
-            exit_gen: vec![u32::MAX; nthreads as usize],
-            mbar: HashMap::new(),
-            rel: HashMap::new(),
-            wg: wgmma::WgState::default(),
-            rr: 0,
-            crank: rank,
-            cid,
-            carrive: vec![u32::MAX; nthreads as usize],
-            done: false,
-            proxy: proxy::ProxyState::default(),
-        }
-    }
-
-    /// Runs block `b` for a slice (up to 16 warp quanta); true when the block has finished (every thread
-    /// exited, or no thread can make progress: the stall is diagnosed as a fault).
-    fn run_slice(&mut self, b: &mut Block) -> bool {
-        let nw = b.warps.len();
-        let random = matches!(self.cfg.schedule, Schedule::Random { .. });
-        for _ in 0..16 {
-            if b.exited == self.nthreads {
-                return true;
-            }
-            // pick a warp with runnable lanes, round-robin from the one after the last that ran
-            let mut chosen = None;
-            let start = if random {
-                (self.rand() % nw as u64) as usize
-            } else {
-                b.rr
-            };
-            for k in 0..nw {
-                let w = (start + k) % nw;
-                if b.warps[w].run_mask() != 0 {
-                    chosen = Some(w);
-                    break;
-                }
-            }
-            let wi = match chosen {
-                Some(w) => w,
-                None => {
-                    self.diagnose_stall(b);
-                    return true;
-                }
-            };
-            b.rr = wi + 1;
-            let quantum = if random { 1 + self.rand() % 24 } else { 64 };
-            let mut warp = std::mem::replace(
-                &mut b.warps[wi],
-                Warp {
-                    regs: Vec::new(),
-                    pc: [0; 32],
-                    st: [Ls::Absent; 32],
-                    last_run: [0; 32],
-                    stack: Vec::new(),
-                    steps: 0,
-                    exist: 0,
-                    coll_member: 0,
-                },
-            );
-            for _ in 0..quantum {
-                match self.step(b, wi, &mut warp) {
-                    Step::Continue => {}
-                    Step::Stop => break,
-                }
-                if self.abort {
-                    break;
-                }
-            }
-            b.warps[wi] = warp;
-            if self.abort {
-                return true;
-            }
-        }
-        b.exited == self.nthreads
     }
 
     fn diagnose_stall(&mut self, b: &Block) {
@@ -857,7 +658,7 @@ impl L<'_> {
                 // 24..29; rank + 1 = 0 (or this block's own rank) is this block's shared memory.
                 let tag = ((a >> 24) & 0x3F) as u32;
                 let a = a & 0xFF_FFFF;
-                let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
+                let csize = self.cluster_size();
                 if tag != 0 && tag - 1 != b.crank {
                     let r = tag - 1;
                     if r >= csize {
@@ -2066,109 +1867,9 @@ impl L<'_> {
                 });
                 Self::advance(w, mask);
             }
-            Kind::Mapa(generic) => {
-                // mapa d, a, rank: the same shared variable in block `rank` of the cluster.
-                let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
-                let mut ok = true;
-                lanes!(l, {
-                    let a = self.val(b, w, wi, &args[1], l);
-                    let r = self.val(b, w, wi, &args[2], l) as u32;
-                    let off = if *generic {
-                        if !(SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
-                            let msg =
-                                format!("mapa of {a:#x}, which is not a shared-memory address");
-                            self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
-                            ok = false;
-                            break;
-                        }
-                        a - SHARED_WINDOW
-                    } else {
-                        a
-                    };
-                    if r >= csize {
-                        let msg =
-                            format!("mapa to block rank {r}, but the cluster has {csize} blocks");
-                        self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
-                        ok = false;
-                        break;
-                    }
-                    let tagged = (off & 0xFF_FFFF) | (((r + 1) as u64) << 24);
-                    let v = if *generic {
-                        SHARED_WINDOW + tagged
-                    } else {
-                        tagged
-                    };
-                    Self::set(w, &args[0], l, v);
-                });
-                if !ok {
-                    return Step::Stop;
-                }
-                Self::advance(w, mask);
-            }
+            Kind::Mapa(generic) => return self.exec_mapa(b, wi, w, pc, mask, exec, *generic),
             Kind::ClusterBar(arrive) => {
-                // barrier.cluster.arrive / .wait over every thread of every block of the cluster.
-                let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
-                let expected = csize * self.nthreads;
-                let (arrived, phase) = self.cbar.get(&b.cid).copied().unwrap_or((0, 0));
-                if *arrive {
-                    let mut n = 0;
-                    lanes!(l, {
-                        let t = self.tid_of(wi, l) as usize;
-                        if b.carrive[t] != u32::MAX {
-                            let msg = "barrier.cluster.arrive twice without a barrier.cluster.wait in between".to_string();
-                            self.fault(
-                                b,
-                                wi,
-                                Some(l as u32),
-                                pc,
-                                FaultKind::BarrierDivergence,
-                                msg,
-                            );
-                            return Step::Stop;
-                        }
-                        b.carrive[t] = phase;
-                        n += 1;
-                    });
-                    let now = arrived + n;
-                    let v = if now >= expected {
-                        (0, phase + 1)
-                    } else {
-                        (now, phase)
-                    };
-                    self.cbar.insert(b.cid, v);
-                    Self::advance(w, mask);
-                } else {
-                    let mut ready = true;
-                    lanes!(l, {
-                        let t = self.tid_of(wi, l) as usize;
-                        if b.carrive[t] == u32::MAX {
-                            let msg =
-                                "barrier.cluster.wait without a preceding barrier.cluster.arrive"
-                                    .to_string();
-                            self.fault(
-                                b,
-                                wi,
-                                Some(l as u32),
-                                pc,
-                                FaultKind::BarrierDivergence,
-                                msg,
-                            );
-                            return Step::Stop;
-                        }
-                        if b.carrive[t] >= phase {
-                            ready = false;
-                        }
-                    });
-                    if !ready {
-                        // The cluster's other threads have not all arrived: try again later.
-                        return Step::Stop;
-                    }
-                    lanes!(l, {
-                        let t = self.tid_of(wi, l) as usize;
-                        b.carrive[t] = u32::MAX;
-                    });
-                    Self::advance(w, mask);
-                }
+                return self.exec_cluster_bar(b, wi, w, pc, mask, exec, *arrive)
             }
             Kind::Setmaxnreg(inc) => {
                 return self.exec_setmaxnreg(b, wi, w, pc, mask, exec, *inc);
@@ -2801,10 +2502,7 @@ impl L<'_> {
             // one shared wavefront per 8x8 matrix
             self.finish_access(pc);
         }
-        let dsts: Vec<Operand> = match &args[0] {
-            Operand::Vec(v) => v.clone(),
-            o => vec![o.clone()],
-        };
+        let dsts = args[0].elements();
         for l in 0..32usize {
             let (g, t) = (l >> 2, l & 3);
             for (i, d) in dsts.iter().enumerate().take(n) {
@@ -2921,57 +2619,13 @@ impl L<'_> {
                 o => self.val(b, w, wi, o, l),
             };
             let extra = args.get(ai + 1).map(|o| self.val(b, w, wi, o, l));
-            // An arrive on another block's mbarrier (an address from `mapa`): e.g. a consumer in one block
-            // of a cluster releasing a stage the producer of another block refills.
-            let sa = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
-                a - SHARED_WINDOW
-            } else {
-                a
-            };
-            let tag = ((sa >> 24) & 0x3F) as u32;
-            if tag != 0
-                && tag - 1 != b.crank
-                && matches!(op, MbarOp::Arrive | MbarOp::ArriveExpectTx)
-            {
-                let (r, roff) = ((tag - 1) as usize, (sa & 0xFF_FFFF) as u32);
-                let cnt = if op == MbarOp::Arrive {
-                    extra.unwrap_or(1) as u32
-                } else {
-                    1
-                };
-                let tx = if op == MbarOp::ArriveExpectTx {
-                    extra.unwrap_or(0) as i64
-                } else {
-                    0
-                };
-                let res = match self
-                    .remote_mbar
-                    .get_mut(r)
-                    .and_then(|mm| mm.as_mut())
-                    .and_then(|mm| mm.get_mut(&roff))
-                {
-                    None => Err(format!(
-                        "mbarrier arrive on block rank {r}'s mbarrier at shared offset 0x{roff:x}, which is not initialised (or the rank is outside the cluster)"
-                    )),
-                    Some(mb) if mb.pending < cnt => Err(format!(
-                        "remote mbarrier arrive: {cnt} arrivals but only {} pending in this phase",
-                        mb.pending
-                    )),
-                    Some(mb) => {
-                        mb.pending -= cnt;
-                        mb.tx += tx;
-                        if mb.pending == 0 && mb.tx == 0 {
-                            mb.phase += 1;
-                            mb.pending = mb.expected;
-                        }
-                        Ok(())
-                    }
-                };
-                if let Err(msg) = res {
-                    self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
-                    return Step::Stop;
+            // An arrive on another block's mbarrier (an address from `mapa`).
+            if matches!(op, MbarOp::Arrive | MbarOp::ArriveExpectTx) {
+                match self.remote_mbar_arrive(b, wi, l, pc, a, op, extra) {
+                    Some(true) => continue,
+                    Some(false) => {}
+                    None => return Step::Stop,
                 }
-                continue;
             }
             let off = match self.mbar_loc(b, wi, l, pc, a) {
                 Some(o) => o,
@@ -3883,12 +3537,7 @@ fn tf32(x: u32) -> f32 {
 }
 
 fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, args: &[Operand]) {
-    let regs = |op: &Operand| -> Vec<Operand> {
-        match op {
-            Operand::Vec(v) => v.clone(),
-            o => vec![o.clone()],
-        }
-    };
+    let regs = Operand::elements;
     let (d, a, bb, c) = (
         regs(&args[0]),
         regs(&args[1]),

@@ -21,6 +21,23 @@ fn nan_bytes(size: usize) -> [u8; 8] {
     }
 }
 
+/// One lane's tensor copy, decoded: the map, the box's start coordinates and element counts, and its
+/// layout in shared memory (rows of `pitch` bytes, `region` bytes in all, swizzled with descriptor code
+/// `mode`) at shared address `smem` (`sloc`).
+struct BoxCopy {
+    map: TensorMap,
+    c: Vec<i64>,
+    n: Vec<u64>,
+    es: usize,
+    inner: usize,
+    pitch: usize,
+    rows: u64,
+    region: usize,
+    mode: u64,
+    smem: u64,
+    sloc: super::Loc,
+}
+
 impl L<'_> {
     fn operand_addr(
         &self,
@@ -92,9 +109,10 @@ impl L<'_> {
         }
     }
 
-    /// One lane's `cp.async.bulk.tensor`; false when it faulted.
+    /// Decodes one lane's `cp.async.bulk.tensor` operands: the map, the box's coordinates and its layout
+    /// in shared memory (checked: rank, 128-byte alignment, non-negative store coordinates, bounds).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn exec_tensor_copy(
+    fn tensor_copy_operands(
         &mut self,
         b: &mut Block,
         wi: usize,
@@ -103,7 +121,7 @@ impl L<'_> {
         l: usize,
         rank: usize,
         load: bool,
-    ) -> bool {
+    ) -> Option<BoxCopy> {
         let m = self.m;
         let args = &m.code[pc as usize].args;
         let (tm_op, smem_op) = if load {
@@ -112,21 +130,15 @@ impl L<'_> {
             (&args[0], &args[1])
         };
         let (map_op, coords) = match tm_op {
-            Operand::List(v) if v.len() == 2 => match &v[1] {
-                Operand::Vec(c) => (&v[0], c.clone()),
-                c => (&v[0], vec![c.clone()]),
-            },
+            Operand::List(v) if v.len() == 2 => (&v[0], v[1].elements()),
             _ => {
                 let msg = "cp.async.bulk.tensor: expected [tensorMap, {coordinates}]".to_string();
                 self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
-                return false;
+                return None;
             }
         };
         let map_addr = self.operand_addr(b, w, wi, map_op, l, true);
-        let map = match self.read_tensor_map(b, wi, l, pc, map_addr) {
-            Some(m) => m,
-            None => return false,
-        };
+        let map = self.read_tensor_map(b, wi, l, pc, map_addr)?;
         if map.rank() != rank || coords.len() != rank {
             let msg = format!(
                 "cp.async.bulk.tensor.{rank}d with {} coordinates through a rank-{} tensor map",
@@ -134,7 +146,7 @@ impl L<'_> {
                 map.rank()
             );
             self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
-            return false;
+            return None;
         }
         let c: Vec<i64> = coords
             .iter()
@@ -147,26 +159,55 @@ impl L<'_> {
         let pitch = if span > 0 { inner.max(span) } else { inner };
         let rows: u64 = n[1..].iter().product();
         let region = rows as usize * pitch;
-        let mode = map.swizzle.descriptor_code();
         let smem = self.operand_addr(b, w, wi, smem_op, l, false);
         if !smem.is_multiple_of(128) {
             let msg =
                 format!("cp.async.bulk.tensor: shared address {smem:#x} is not 128-byte aligned");
             self.fault(b, wi, Some(l as u32), pc, FaultKind::Misaligned, msg);
-            return false;
+            return None;
         }
         if !load && c.iter().any(|&x| x < 0) {
             let msg = format!("cp.async.bulk.tensor store at coordinates {c:?}: a store's coordinates must not be negative");
             self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
-            return false;
+            return None;
         }
-        let sloc = match self.resolve(b, wi, l, Space::Shared, smem, region.max(1), pc) {
+        let sloc = self.resolve(b, wi, l, Space::Shared, smem, region.max(1), pc)?;
+        let mode = map.swizzle.descriptor_code();
+        Some(BoxCopy {
+            map,
+            c,
+            n,
+            es,
+            inner,
+            pitch,
+            rows,
+            region,
+            mode,
+            smem,
+            sloc,
+        })
+    }
+
+    /// One lane's `cp.async.bulk.tensor`; false when it faulted.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_tensor_copy(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &Warp,
+        pc: u32,
+        l: usize,
+        rank: usize,
+        load: bool,
+    ) -> bool {
+        let bx = match self.tensor_copy_operands(b, wi, w, pc, l, rank, load) {
             Some(x) => x,
             None => return false,
         };
+        let args = &self.m.code[pc as usize].args;
         // Multicast: the box lands at the same offset in every block of the mask (bit r = rank r), and each
         // of them gets complete_tx on its mbarrier at the same offset.
-        let csize = self.cluster[0] * self.cluster[1] * self.cluster[2];
+        let csize = self.cluster_size();
         let targets: u32 = if load && args.len() > 3 {
             let mask = self.val(b, w, wi, &args[3], l) as u32 & 0xFFFF;
             if mask >> csize != 0 {
@@ -180,10 +221,7 @@ impl L<'_> {
         } else {
             1 << b.crank
         };
-        let deliver = targets & (1 << b.crank) != 0;
-        // The bytes the load writes (offset in the region, value): applied to each destination block.
-        let mut writes: Vec<(usize, u8)> = Vec::new();
-        let soff = match sloc {
+        let soff = match bx.sloc {
             super::Loc::Shared(o) => o,
             _ => 0,
         };
@@ -191,30 +229,55 @@ impl L<'_> {
             // An async-proxy write: not a generic write for the proxy checks, but it must not overwrite
             // bytes an async read still holds.
             self.async_write = true;
-            self.track(b, wi, l, sloc, region, Acc::Write, pc, smem);
+            self.track(b, wi, l, bx.sloc, bx.region, Acc::Write, pc, bx.smem);
             self.async_write = false;
-            if !self.proxy_write(b, wi, l, pc, soff, region, false) {
+            if !self.proxy_write(b, wi, l, pc, soff, bx.region, false) {
                 return !self.abort;
             }
         } else {
-            self.track(b, wi, l, sloc, region, Acc::Read, pc, smem);
+            self.track(b, wi, l, bx.sloc, bx.region, Acc::Read, pc, bx.smem);
             let tid = self.tid_of(wi, l) as usize;
             let group = b.proxy.store_group(tid, self.nthreads as usize);
             let holder = super::proxy::Holder::Store {
                 tid: tid as u32,
                 group,
             };
-            if !self.proxy_async_read(b, wi, l, pc, soff, soff + region, holder, "a TMA store") {
+            let (lo, hi) = (soff, soff + bx.region);
+            if !self.proxy_async_read(b, wi, l, pc, lo, hi, holder, "a TMA store") {
                 return !self.abort;
             }
         }
+        let writes = match self.copy_box_rows(b, wi, l, pc, &bx, load) {
+            Some(w) => w,
+            None => return false,
+        };
+        if !load {
+            return true;
+        }
+        let mb = self.operand_addr(b, w, wi, &args[2], l, false) as u32 & 0xFF_FFFF;
+        self.deliver_box(b, wi, l, pc, &bx, targets, mb, &writes)
+    }
+
+    /// Copies the box row by row: a load returns the bytes it writes into shared memory (offset in the
+    /// region, value; out-of-bounds elements filled), a store writes global memory and returns nothing.
+    fn copy_box_rows(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        bx: &BoxCopy,
+        load: bool,
+    ) -> Option<Vec<(usize, u8)>> {
+        let (map, c, n, es, smem, mode) = (&bx.map, &bx.c, &bx.n, bx.es, bx.smem, bx.mode);
+        let mut writes: Vec<(usize, u8)> = Vec::new();
         let fill = if map.oob_nan { nan_bytes(es) } else { [0u8; 8] };
-        for row in 0..rows {
+        for row in 0..bx.rows {
             // Box coordinates of this row (dims 1..), dim 1 fastest.
             let mut rem = row;
             let mut off: i64 = 0;
             let mut inb = true;
-            for i in 1..rank {
+            for i in 1..map.rank() {
                 let j = (rem % n[i]) as i64;
                 rem /= n[i];
                 let g = c[i] + j * map.element_strides[i] as i64;
@@ -227,7 +290,7 @@ impl L<'_> {
             let x0 = c[0];
             let lo = x0.max(0);
             let hi = (x0 + n[0] as i64).min(map.dims[0] as i64);
-            let mut buf = vec![0u8; inner];
+            let mut buf = vec![0u8; bx.inner];
             if load {
                 for e in 0..n[0] as usize {
                     buf[e * es..(e + 1) * es].copy_from_slice(&fill[..es]);
@@ -236,18 +299,15 @@ impl L<'_> {
             if inb && lo < hi {
                 let ga = (map.global_address as i64 + off + lo * es as i64) as u64;
                 let len = (hi - lo) as usize * es;
-                let gloc = match self.resolve_run(b, wi, l, pc, ga, len, es) {
-                    Some(x) => x,
-                    None => return false,
-                };
+                let gloc = self.resolve_run(b, wi, l, pc, ga, len, es)?;
                 let at = (lo - x0) as usize * es;
                 if load {
                     self.track(b, wi, l, gloc, len, Acc::Read, pc, ga);
                     buf[at..at + len].copy_from_slice(&self.mem_slice(b, gloc)[..len]);
                 } else {
-                    let s = self.mem_slice(b, sloc);
+                    let s = self.mem_slice(b, bx.sloc);
                     for (k, v) in buf[at..at + len].iter_mut().enumerate() {
-                        let lin = (row as usize * pitch + at + k) as u64;
+                        let lin = (row as usize * bx.pitch + at + k) as u64;
                         *v = s[(swizzle(smem + lin, mode) - smem) as usize];
                     }
                     self.track(b, wi, l, gloc, len, Acc::Write, pc, ga);
@@ -256,54 +316,55 @@ impl L<'_> {
             }
             if load {
                 for (k, v) in buf.iter().enumerate() {
-                    let lin = (row as usize * pitch + k) as u64;
+                    let lin = (row as usize * bx.pitch + k) as u64;
                     writes.push(((swizzle(smem + lin, mode) - smem) as usize, *v));
                 }
             }
         }
-        if !load {
-            return true;
-        }
+        Some(writes)
+    }
+
+    /// A loaded box's bytes into every block of `targets` (this one and, for a multicast, the others of the
+    /// cluster), each followed by `complete_tx` of the box's bytes on its mbarrier at offset `mb`.
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_box(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        bx: &BoxCopy,
+        targets: u32,
+        mb: u32,
+        writes: &[(usize, u8)],
+    ) -> bool {
+        let bytes = bx.map.box_bytes() as i64;
+        let smem_off = (bx.smem & 0xFF_FFFF) as usize;
+        let deliver = targets & (1 << b.crank) != 0;
         if deliver {
-            let s = self.mem_slice(b, sloc);
-            for &(o, v) in &writes {
+            let s = self.mem_slice(b, bx.sloc);
+            for &(o, v) in writes {
                 s[o] = v;
             }
         }
-        let mb = self.operand_addr(b, w, wi, &args[2], l, false) as u32 & 0xFF_FFFF;
-        let smem_off = (smem & 0xFF_FFFF) as usize;
-        for r in 0..csize {
+        for r in 0..self.cluster_size() {
             if targets & (1 << r) == 0 || r == b.crank {
                 continue;
             }
             // Another block of the cluster: the same bytes, and complete_tx on its mbarrier.
             let ok = match self.remote.get_mut(r as usize).and_then(|m| m.as_mut()) {
-                Some(m) if smem_off + region <= m.len() => {
-                    for &(o, v) in &writes {
+                Some(m) if smem_off + bx.region <= m.len() => {
+                    for &(o, v) in writes {
                         m[smem_off + o] = v;
                     }
                     true
                 }
                 _ => false,
             };
-            let bytes = map.box_bytes() as i64;
             let tx_ok = ok
-                && match self
-                    .remote_mbar
-                    .get_mut(r as usize)
-                    .and_then(|m| m.as_mut())
-                    .and_then(|m| m.get_mut(&mb))
-                {
-                    Some(m) => {
-                        m.tx -= bytes;
-                        if m.pending == 0 && m.tx == 0 {
-                            m.phase += 1;
-                            m.pending = m.expected;
-                        }
-                        true
-                    }
-                    None => false,
-                };
+                && self
+                    .remote_mbar_mut(r as usize, mb)
+                    .is_some_and(|m| m.remote_update(0, -bytes).is_ok());
             if !tx_ok {
                 let msg = format!(
                     "multicast to block rank {r}: its shared memory or its mbarrier at offset {mb:#x} is not there (initialised?)"
@@ -313,7 +374,7 @@ impl L<'_> {
             }
         }
         if deliver {
-            return self.mbar_complete_tx(b, wi, l, pc, mb, map.box_bytes() as i64);
+            return self.mbar_complete_tx(b, wi, l, pc, mb, bytes);
         }
         true
     }
@@ -332,10 +393,7 @@ impl L<'_> {
     ) -> bool {
         let m = self.m;
         let args = &m.code[pc as usize].args;
-        let srcs: Vec<Operand> = match &args[1] {
-            Operand::Vec(v) => v.clone(),
-            o => vec![o.clone()],
-        };
+        let srcs = args[1].elements();
         let mut rows = [[[0u16; 8]; 8]; 4];
         for l in 0..32usize {
             let (g, t) = (l >> 2, l & 3);

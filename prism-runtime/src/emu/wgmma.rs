@@ -167,13 +167,6 @@ fn to_f32(ty: PtxType, bits: u16) -> f32 {
     }
 }
 
-fn regs_of(op: &Operand) -> Vec<Operand> {
-    match op {
-        Operand::Vec(v) => v.clone(),
-        o => vec![o.clone()],
-    }
-}
-
 impl L<'_> {
     /// Executes a `wgmma` instruction for warp `wi` (every lane of the warp must execute it).
     #[allow(clippy::too_many_arguments)]
@@ -332,7 +325,7 @@ impl L<'_> {
         } else {
             shape.n as usize / 4
         };
-        let dregs = regs_of(&args[0]);
+        let dregs = args[0].elements();
         let imm = |i: usize| match args.get(i) {
             Some(Operand::Imm(v)) => Some(*v as i64 as i32),
             _ => None,
@@ -388,7 +381,7 @@ impl L<'_> {
             }
         }
         let aregs = if shape.a_regs {
-            regs_of(&args[1])
+            args[1].elements()
         } else {
             Vec::new()
         };
@@ -468,46 +461,49 @@ impl L<'_> {
         state_w.uncommitted.push(idx);
         state_w.last = Some((idx, dst_regs));
         b.wg.mark(wi, &owned_regs(args, shape.a_regs));
-        let state = b.wg.groups.entry(g).or_default();
-        if state.ops[idx].arrived == 0xF {
-            self.mma_ops += 1;
-            let op = &state.ops[idx];
-            let bad = desc_misaligned(op.desc_b).or_else(|| {
-                (!op.shape.a_regs)
-                    .then(|| desc_misaligned(op.desc_a))
-                    .flatten()
-            });
-            if let Some(msg) = bad {
-                self.fault(b, wi, Some(0), pc, FaultKind::Misaligned, msg);
-                return false;
-            }
-            let state = b.wg.groups.entry(g).or_default();
-            // The async proxy reads the shared operands now and holds them until the op is retired.
-            let op = &state.ops[idx];
-            let mut ranges = vec![desc_range(op.desc_b, op.trans_b, op.shape.n as u64)];
-            if !op.shape.a_regs {
-                ranges.push(desc_range(op.desc_a, op.trans_a, 64));
-            }
-            for (lo, hi) in ranges {
-                let holder = super::proxy::Holder::Wgmma { g, op: idx as u32 };
-                self.proxy_async_read(b, wi, 0, pc, lo, hi, holder, "a wgmma");
-            }
-            let state = b.wg.groups.entry(g).or_default();
-            let chained = state.ops[idx].chain.and_then(|p| state.ops[p].d.as_deref());
-            match compute(&state.ops[idx], chained, &b.shared) {
-                Ok(d) => {
-                    b.wg.groups
-                        .get_mut(&g)
-                        .map(|s| s.ops[idx].d = Some(d))
-                        .unwrap_or(())
-                }
-                Err(msg) => {
-                    self.fault(b, wi, Some(0), pc, FaultKind::OutOfBounds, msg);
-                    return false;
-                }
-            }
+        if b.wg.groups.entry(g).or_default().ops[idx].arrived == 0xF {
+            return self.wgmma_complete(b, wi, pc, g, idx);
         }
         true
+    }
+
+    /// The fourth warp of warpgroup `g` has issued op `idx`: check its descriptors, hold its shared
+    /// operands for the async proxy until it is retired, and compute it. False when it faulted.
+    fn wgmma_complete(&mut self, b: &mut Block, wi: usize, pc: u32, g: u32, idx: usize) -> bool {
+        self.mma_ops += 1;
+        let op = &b.wg.groups.entry(g).or_default().ops[idx];
+        let bad = desc_misaligned(op.desc_b).or_else(|| {
+            (!op.shape.a_regs)
+                .then(|| desc_misaligned(op.desc_a))
+                .flatten()
+        });
+        let mut ranges = vec![desc_range(op.desc_b, op.trans_b, op.shape.n as u64)];
+        if !op.shape.a_regs {
+            ranges.push(desc_range(op.desc_a, op.trans_a, 64));
+        }
+        if let Some(msg) = bad {
+            self.fault(b, wi, Some(0), pc, FaultKind::Misaligned, msg);
+            return false;
+        }
+        // The async proxy reads the shared operands now and holds them until the op is retired.
+        for (lo, hi) in ranges {
+            let holder = super::proxy::Holder::Wgmma { g, op: idx as u32 };
+            self.proxy_async_read(b, wi, 0, pc, lo, hi, holder, "a wgmma");
+        }
+        let state = b.wg.groups.entry(g).or_default();
+        let chained = state.ops[idx].chain.and_then(|p| state.ops[p].d.as_deref());
+        match compute(&state.ops[idx], chained, &b.shared) {
+            Ok(d) => {
+                if let Some(s) = b.wg.groups.get_mut(&g) {
+                    s.ops[idx].d = Some(d);
+                }
+                true
+            }
+            Err(msg) => {
+                self.fault(b, wi, Some(0), pc, FaultKind::OutOfBounds, msg);
+                false
+            }
+        }
     }
 
     /// `Some(true)`: done (results written); `Some(false)`: an op of a group to retire is not complete yet;
@@ -574,7 +570,7 @@ impl L<'_> {
                 let op = &state.ops[i];
                 let d = op.d.as_ref().expect("checked above");
                 let nregs = d.len() / 128;
-                let dregs = regs_of(&m.code[op.pc as usize].args[0]);
+                let dregs = m.code[op.pc as usize].args[0].elements();
                 for lane in 0..32 {
                     let t = 32 * q + lane;
                     for (r, reg) in dregs.iter().enumerate().take(nregs) {

@@ -12,13 +12,6 @@
 use super::{Block, FaultKind, Operand, Space, Warp, L};
 use crate::emu::ptx::{PtxType, WmmaFrag, WmmaOp};
 
-fn regs(op: &Operand) -> Vec<Operand> {
-    match op {
-        Operand::Vec(v) => v.clone(),
-        o => vec![o.clone()],
-    }
-}
-
 fn elem_bits(ty: PtxType) -> usize {
     match ty {
         PtxType::F16 | PtxType::BF16 => 16,
@@ -55,7 +48,7 @@ fn from_f32(ty: PtxType, v: f32) -> u32 {
 
 /// The fragment of one warp as element values (bit patterns), `[lane][i]`.
 fn unpack(l: &L<'_>, b: &Block, w: &Warp, wi: usize, op: &Operand, ty: PtxType) -> Vec<Vec<u32>> {
-    let rs = regs(op);
+    let rs = op.elements();
     let per = 32 / elem_bits(ty);
     (0..32)
         .map(|lane| {
@@ -75,7 +68,7 @@ fn unpack(l: &L<'_>, b: &Block, w: &Warp, wi: usize, op: &Operand, ty: PtxType) 
 }
 
 fn pack(w: &mut Warp, op: &Operand, ty: PtxType, vals: &[Vec<u32>]) {
-    let rs = regs(op);
+    let rs = op.elements();
     let per = 32 / elem_bits(ty);
     for (lane, v) in vals.iter().enumerate() {
         for (j, r) in rs.iter().enumerate() {
@@ -130,7 +123,7 @@ impl L<'_> {
                         d[i * nn + j] = acc;
                     }
                 }
-                let nd = regs(&args[0]).len() * (32 / elem_bits(op.dtype));
+                let nd = args[0].elements().len() * (32 / elem_bits(op.dtype));
                 let vals: Vec<Vec<u32>> = (0..32)
                     .map(|lane| {
                         (0..nd)
@@ -162,7 +155,7 @@ impl L<'_> {
                     .map(|s| self.val(b, w, wi, s, 0) as usize)
                     .unwrap_or(if op.row { c } else { r });
                 let es = elem_bits(op.ty) / 8;
-                let nslots = regs(fop).len() * (32 / elem_bits(op.ty));
+                let nslots = fop.elements().len() * (32 / elem_bits(op.ty));
                 let addr_of = |row: usize, col: usize| -> u64 {
                     let e = if op.row {
                         row * stride + col

@@ -1,0 +1,196 @@
+//! Thread-block clusters: `mapa`, `barrier.cluster`, and operations on another block's mbarrier.
+//!
+//! While a block of a cluster runs, the scheduler lends it the other blocks' shared memory and mbarriers
+//! (`L::remote`, `L::remote_mbar`, by rank). A shared::cluster address made by `mapa` carries the target
+//! block's rank + 1 in bits 24..29 (`resolve` turns it into `Loc::Remote`).
+
+use super::*;
+
+impl Mbar {
+    /// `arrivals` arrive and `tx` bytes are expected (negative: completed) on a barrier owned by another block
+    /// of the cluster; the phase completes when both counts reach zero. (The owner's race-detector
+    /// bookkeeping is not updated: accesses to another block's memory are not race-checked.)
+    pub(super) fn remote_update(&mut self, arrivals: u32, tx: i64) -> Result<(), String> {
+        if self.pending < arrivals {
+            return Err(format!(
+                "remote mbarrier arrive: {arrivals} arrivals but only {} pending in this phase",
+                self.pending
+            ));
+        }
+        self.pending -= arrivals;
+        self.tx += tx;
+        if self.pending == 0 && self.tx == 0 {
+            self.phase += 1;
+            self.pending = self.expected;
+        }
+        Ok(())
+    }
+}
+
+impl L<'_> {
+    /// Blocks per cluster.
+    pub(super) fn cluster_size(&self) -> u32 {
+        self.cluster[0] * self.cluster[1] * self.cluster[2]
+    }
+
+    /// The mbarrier at shared offset `off` of block rank `r` of the cluster (lent to the running block).
+    pub(super) fn remote_mbar_mut(&mut self, r: usize, off: u32) -> Option<&mut Mbar> {
+        self.remote_mbar
+            .get_mut(r)
+            .and_then(|m| m.as_mut())
+            .and_then(|m| m.get_mut(&off))
+    }
+
+    /// `mbarrier.arrive(.expect_tx)` at address `a` if it names another block's mbarrier: `Some(true)` done,
+    /// `Some(false)` not remote (the caller handles it), `None` faulted.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn remote_mbar_arrive(
+        &mut self,
+        b: &Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        a: u64,
+        op: MbarOp,
+        extra: Option<u64>,
+    ) -> Option<bool> {
+        let sa = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+            a - SHARED_WINDOW
+        } else {
+            a
+        };
+        let tag = ((sa >> 24) & 0x3F) as u32;
+        if tag == 0 || tag - 1 == b.crank {
+            return Some(false);
+        }
+        let (r, roff) = ((tag - 1) as usize, (sa & 0xFF_FFFF) as u32);
+        let (cnt, tx) = if op == MbarOp::Arrive {
+            (extra.unwrap_or(1) as u32, 0)
+        } else {
+            (1, extra.unwrap_or(0) as i64)
+        };
+        let res = match self.remote_mbar_mut(r, roff) {
+            None => Err(format!(
+                "mbarrier arrive on block rank {r}'s mbarrier at shared offset 0x{roff:x}, which is not initialised (or the rank is outside the cluster)"
+            )),
+            Some(mb) => mb.remote_update(cnt, tx),
+        };
+        match res {
+            Ok(()) => Some(true),
+            Err(msg) => {
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+                None
+            }
+        }
+    }
+
+    /// `mapa(.shared::cluster) d, a, rank`: the same shared variable in block `rank` of the cluster.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_mapa(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        generic: bool,
+    ) -> Step {
+        let args = &self.m.code[pc as usize].args;
+        let csize = self.cluster_size();
+        let mut mm = exec;
+        while mm != 0 {
+            let l = mm.trailing_zeros() as usize;
+            mm &= mm - 1;
+            let a = self.val(b, w, wi, &args[1], l);
+            let r = self.val(b, w, wi, &args[2], l) as u32;
+            let problem = if generic && !(SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+                Some(format!(
+                    "mapa of {a:#x}, which is not a shared-memory address"
+                ))
+            } else if r >= csize {
+                Some(format!(
+                    "mapa to block rank {r}, but the cluster has {csize} blocks"
+                ))
+            } else {
+                None
+            };
+            if let Some(msg) = problem {
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+                return Step::Stop;
+            }
+            let off = if generic { a - SHARED_WINDOW } else { a };
+            let tagged = (off & 0xFF_FFFF) | (((r + 1) as u64) << 24);
+            let v = if generic {
+                SHARED_WINDOW + tagged
+            } else {
+                tagged
+            };
+            Self::set(w, &args[0], l, v);
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    /// `barrier.cluster.arrive` (`arrive`) / `.wait` over every thread of every block of the cluster. A wait
+    /// whose phase has not completed leaves the lanes where they are (they retry).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_cluster_bar(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        arrive: bool,
+    ) -> Step {
+        let expected = self.cluster_size() * self.nthreads;
+        let (arrived, phase) = self.cbar.get(&b.cid).copied().unwrap_or((0, 0));
+        let lanes: Vec<usize> = (0..32).filter(|l| exec & (1 << l) != 0).collect();
+        for &l in &lanes {
+            let t = self.tid_of(wi, l) as usize;
+            let misuse = match (arrive, b.carrive[t] != u32::MAX) {
+                (true, true) => {
+                    Some("barrier.cluster.arrive twice without a barrier.cluster.wait in between")
+                }
+                (false, false) => {
+                    Some("barrier.cluster.wait without a preceding barrier.cluster.arrive")
+                }
+                _ => None,
+            };
+            if let Some(msg) = misuse {
+                let msg = msg.to_string();
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
+                return Step::Stop;
+            }
+        }
+        if arrive {
+            for &l in &lanes {
+                let t = self.tid_of(wi, l) as usize;
+                b.carrive[t] = phase;
+            }
+            let now = arrived + lanes.len() as u32;
+            let v = if now >= expected {
+                (0, phase + 1)
+            } else {
+                (now, phase)
+            };
+            self.cbar.insert(b.cid, v);
+        } else {
+            if lanes
+                .iter()
+                .any(|&l| b.carrive[self.tid_of(wi, l) as usize] >= phase)
+            {
+                // The cluster's other threads have not all arrived: try again later.
+                return Step::Stop;
+            }
+            for &l in &lanes {
+                let t = self.tid_of(wi, l) as usize;
+                b.carrive[t] = u32::MAX;
+            }
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+}

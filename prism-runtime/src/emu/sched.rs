@@ -1,0 +1,219 @@
+//! The launch's scheduler: which blocks are resident, which one runs next, and a block's slice of warps.
+
+use super::*;
+
+impl L<'_> {
+    /// Runs every block of the grid; returns how many finished.
+    ///
+    /// Blocks that would be resident at once on an H100 (132 SMs; per SM at most 32 blocks, 2048 threads and
+    /// 228 KiB of shared memory) run interleaved, so a block that spins on another block's progress (a
+    /// decoupled look-back, a persistent kernel's tile counter, a grid-wide flag) sees it happen. Later
+    /// blocks start as earlier ones finish, in block order. Clusters are the unit of residency.
+    pub(super) fn run_blocks(&mut self, entry_pc: u32) -> u64 {
+        let nthreads = self.nthreads;
+        let csize = self.cluster_size() as usize;
+        let grid = self.grid;
+        let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
+        let per_sm = [
+            32u64,
+            2048 / (nthreads.max(1) as u64),
+            (228 * 1024) / (self.smem_size.max(1) as u64),
+        ]
+        .into_iter()
+        .min()
+        .unwrap_or(1)
+        .max(1);
+        let clusters = total / csize as u64;
+        let window = ((132 * per_sm) / csize as u64).clamp(1, clusters.max(1)) as usize;
+        let random = matches!(self.cfg.schedule, Schedule::Random { .. });
+        let mut live: Vec<Vec<Block>> = Vec::with_capacity(window);
+        let mut next = 0u64;
+        let mut rr = 0usize;
+        let mut blocks = 0u64;
+        loop {
+            while live.len() < window && next < clusters {
+                live.push(
+                    (0..csize as u32)
+                        .map(|r| self.new_block(next as u32, r, entry_pc))
+                        .collect(),
+                );
+                next += 1;
+            }
+            if live.is_empty() {
+                break;
+            }
+            // One slot per block of the live clusters, in order.
+            let slots = live.len() * csize;
+            let slot = if random {
+                (self.rand() % slots as u64) as usize
+            } else {
+                rr % slots
+            };
+            let (ci, bi) = (slot / csize, slot % csize);
+            rr = slot + 1;
+            if live[ci][bi].done {
+                continue;
+            }
+            let finished = if csize == 1 {
+                self.run_slice(&mut live[ci][0])
+            } else {
+                // Lend the other blocks' shared memory and mbarriers to this block's slice.
+                for (r, other) in live[ci].iter_mut().enumerate() {
+                    if r != bi {
+                        self.remote[r] = Some(std::mem::take(&mut other.shared));
+                        self.remote_mbar[r] = Some(std::mem::take(&mut other.mbar));
+                    }
+                }
+                let f = self.run_slice(&mut live[ci][bi]);
+                for (r, other) in live[ci].iter_mut().enumerate() {
+                    if r != bi {
+                        other.shared = self.remote[r].take().unwrap_or_default();
+                        other.mbar = self.remote_mbar[r].take().unwrap_or_default();
+                    }
+                }
+                f
+            };
+            if finished {
+                live[ci][bi].done = true;
+                blocks += 1;
+                if live[ci].iter().all(|b| b.done) {
+                    live.remove(ci);
+                    rr = ci * csize;
+                }
+            }
+            if self.abort {
+                break;
+            }
+        }
+        blocks
+    }
+
+    /// Block `rank` of cluster `cid` (clusters in grid order, x fastest; ranks x fastest within a cluster,
+    /// as measured on an H100), every thread at `entry_pc`.
+    fn new_block(&self, cid: u32, rank: u32, entry_pc: u32) -> Block {
+        let [gx, gy, _] = self.grid;
+        let c = self.cluster;
+        let (ncx, ncy) = (gx / c[0], gy / c[1]);
+        let cc = [cid % ncx, (cid / ncx) % ncy, cid / (ncx * ncy)];
+        let rr = [rank % c[0], (rank / c[0]) % c[1], rank / (c[0] * c[1])];
+        let ctaid = [
+            cc[0] * c[0] + rr[0],
+            cc[1] * c[1] + rr[1],
+            cc[2] * c[2] + rr[2],
+        ];
+        let lin32 = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2]);
+        let nthreads = self.nthreads;
+        let nwarps = nthreads.div_ceil(32);
+        let nregs = self.m.nregs as usize;
+        let mut warps = Vec::with_capacity(nwarps as usize);
+        for w in 0..nwarps {
+            let mut st = [Ls::Absent; 32];
+            let mut exist = 0u32;
+            for (ln, s) in st.iter_mut().enumerate() {
+                if w * 32 + (ln as u32) < nthreads {
+                    *s = Ls::Run;
+                    exist |= 1 << ln;
+                }
+            }
+            warps.push(Warp {
+                regs: vec![0; nregs * 32],
+                pc: [entry_pc; 32],
+                st,
+                last_run: [0; 32],
+                stack: Vec::new(),
+                steps: 0,
+                exist,
+                coll_member: 0,
+            });
+        }
+        Block {
+            ctaid,
+            lin: lin32,
+            warps,
+            shared: vec![0; self.smem_size],
+            sh_shadow: if self.cfg.check_races {
+                vec![Shadow::default(); self.smem_size]
+            } else {
+                Vec::new()
+            },
+            local: vec![0; self.local_size * nthreads as usize],
+            bars: vec![Bar::default(); 16],
+            inst: Vec::new(),
+            thr_inst: vec![Vec::new(); nthreads as usize],
+            exited: 0,
+            gen: 0,
+            exit_gen: vec![u32::MAX; nthreads as usize],
+            mbar: HashMap::new(),
+            rel: HashMap::new(),
+            wg: wgmma::WgState::default(),
+            rr: 0,
+            crank: rank,
+            cid,
+            carrive: vec![u32::MAX; nthreads as usize],
+            done: false,
+            proxy: proxy::ProxyState::default(),
+        }
+    }
+
+    /// Runs block `b` for a slice (up to 16 warp quanta); true when the block has finished (every thread
+    /// exited, or no thread can make progress: the stall is diagnosed as a fault).
+    fn run_slice(&mut self, b: &mut Block) -> bool {
+        let nw = b.warps.len();
+        let random = matches!(self.cfg.schedule, Schedule::Random { .. });
+        for _ in 0..16 {
+            if b.exited == self.nthreads {
+                return true;
+            }
+            // pick a warp with runnable lanes, round-robin from the one after the last that ran
+            let mut chosen = None;
+            let start = if random {
+                (self.rand() % nw as u64) as usize
+            } else {
+                b.rr
+            };
+            for k in 0..nw {
+                let w = (start + k) % nw;
+                if b.warps[w].run_mask() != 0 {
+                    chosen = Some(w);
+                    break;
+                }
+            }
+            let wi = match chosen {
+                Some(w) => w,
+                None => {
+                    self.diagnose_stall(b);
+                    return true;
+                }
+            };
+            b.rr = wi + 1;
+            let quantum = if random { 1 + self.rand() % 24 } else { 64 };
+            let mut warp = std::mem::replace(
+                &mut b.warps[wi],
+                Warp {
+                    regs: Vec::new(),
+                    pc: [0; 32],
+                    st: [Ls::Absent; 32],
+                    last_run: [0; 32],
+                    stack: Vec::new(),
+                    steps: 0,
+                    exist: 0,
+                    coll_member: 0,
+                },
+            );
+            for _ in 0..quantum {
+                match self.step(b, wi, &mut warp) {
+                    Step::Continue => {}
+                    Step::Stop => break,
+                }
+                if self.abort {
+                    break;
+                }
+            }
+            b.warps[wi] = warp;
+            if self.abort {
+                return true;
+            }
+        }
+        b.exited == self.nthreads
+    }
+}
