@@ -166,11 +166,83 @@ pub enum Type {
         len: Box<Expr>,
         mutable: bool,
     },
-    /// `Shared<[T; N]>`: a static shared-memory allocation (only at `block[1]`).
+    /// `Shared<[T; N]>` or `Shared<[T; N], Swizzle128>`: a static shared-memory allocation (only at
+    /// `block[1]`), with the layout TMA writes and wgmma reads it in.
     Shared {
         elem: ScalarType,
         len: Box<Expr>,
+        layout: SmemLayout,
     },
+    /// `TensorMap<T, RANK>` (kernel parameter): a CUDA tensor map, passed by value (128 bytes, 64-byte
+    /// aligned), read only by `tma_load`.
+    TensorMap {
+        elem: ScalarType,
+        rank: u32,
+    },
+}
+
+/// How a shared allocation is laid out (`Shared<[T; N], L>`): plain, or in rows of the swizzle span with the
+/// 16-byte chunks of row `r` XOR-permuted by `r % (span / 16)` (PTX ISA §5.5.7; `../shared/HOPPER.md` §3). A
+/// swizzled allocation is K-major: each row of `span` bytes holds consecutive K elements of one M (or N) row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SmemLayout {
+    #[default]
+    Linear,
+    Swizzle32,
+    Swizzle64,
+    Swizzle128,
+}
+
+impl SmemLayout {
+    /// Parses the Rust spelling (`Swizzle128`, ...).
+    pub fn from_name(s: &str) -> Option<SmemLayout> {
+        match s {
+            "Linear" => Some(SmemLayout::Linear),
+            "Swizzle32" => Some(SmemLayout::Swizzle32),
+            "Swizzle64" => Some(SmemLayout::Swizzle64),
+            "Swizzle128" => Some(SmemLayout::Swizzle128),
+            _ => None,
+        }
+    }
+
+    /// Bytes per swizzled row (0 for `Linear`).
+    pub fn span(self) -> u32 {
+        match self {
+            SmemLayout::Linear => 0,
+            SmemLayout::Swizzle32 => 32,
+            SmemLayout::Swizzle64 => 64,
+            SmemLayout::Swizzle128 => 128,
+        }
+    }
+
+    /// Alignment the allocation needs so the swizzle pattern starts at its first byte (8 rows of the span):
+    /// then wgmma descriptors carry base offset 0 (HOPPER.md §2.6).
+    pub fn align(self) -> u32 {
+        match self {
+            SmemLayout::Linear => 16,
+            l => 8 * l.span(),
+        }
+    }
+}
+
+impl SmemLayout {
+    /// Where an allocation with this layout starts when the previous ones end at byte `end` (one rule for
+    /// the checker's budget and the emitter's layout).
+    pub fn place(self, end: u64) -> u64 {
+        let a = self.align() as u64;
+        end.div_ceil(a) * a
+    }
+}
+
+impl fmt::Display for SmemLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SmemLayout::Linear => "Linear",
+            SmemLayout::Swizzle32 => "Swizzle32",
+            SmemLayout::Swizzle64 => "Swizzle64",
+            SmemLayout::Swizzle128 => "Swizzle128",
+        })
+    }
 }
 
 /// Kernel (`#[prism_kernel]`, a PTX `.entry`) or device function (`#[prism_device]`, inlined at calls).

@@ -43,6 +43,8 @@ pub struct CheckedInstance {
     pub blocks_exact: Option<u32>,
 }
 
+mod hopper;
+
 /// A function that passed every rule. The emitter only accepts these.
 #[derive(Clone, Debug)]
 pub struct Checked {
@@ -82,6 +84,10 @@ pub const INTRINSICS: &[&str] = &[
     "fence",
     "block_dim",
     "grid_dim",
+    "tma_load",
+    "wgmma_bf16",
+    "wgmma_f16",
+    "set_max_regs",
 ];
 
 /// Checks `f` against the rules of paper 000; `deps` are the device functions it may call.
@@ -289,6 +295,11 @@ enum Ty {
         mutable: bool,
         space: Space,
     },
+    /// A `TensorMap<T, RANK>` kernel parameter.
+    TensorMap {
+        elem: ScalarType,
+        rank: u32,
+    },
     Unit,
     /// After an error: suppresses follow-up errors.
     Err,
@@ -313,6 +324,7 @@ impl std::fmt::Display for Ty {
                 space: Space::Global,
             } => write!(f, "*const {elem}"),
             Ty::Ptr { elem, .. } => write!(f, "Shared<[{elem}; _]>"),
+            Ty::TensorMap { elem, rank } => write!(f, "TensorMap<{elem}, {rank}>"),
             Ty::Unit => f.write_str("()"),
             Ty::Err => f.write_str("{error}"),
         }
@@ -383,6 +395,9 @@ struct Cx<'a> {
     unsafe_depth: u32,
     shared: Vec<SharedAlloc>,
     own_smem: u64,
+    /// Largest alignment a shared allocation needs (swizzled layouts): the dynamic window is rounded up to
+    /// it at run time, which costs `align - 16` bytes.
+    smem_align: u64,
     callee_smem: u64,
     /// The first shared allocation and the first call of a callee with shared memory (SMEM-LIMIT spans).
     first_alloc: Option<Span>,
@@ -433,6 +448,7 @@ impl<'a> Cx<'a> {
             unsafe_depth: 0,
             shared: Vec::new(),
             own_smem: 0,
+            smem_align: 16,
             callee_smem: 0,
             first_alloc: None,
             first_smem_call: None,
@@ -629,6 +645,22 @@ impl<'a> Cx<'a> {
                     let len = self.eval_opt(len, "an array length");
                     (Ty::Array { elem: *elem, len }, *mutable)
                 }
+                Type::TensorMap { elem, rank } => {
+                    if f.kind != FnKind::Kernel {
+                        self.errors.push(
+                            err("TYPE", p.span, "tensor maps are kernel parameters").help(
+                                "take the `TensorMap` in the kernel and call `tma_load` there",
+                            ),
+                        );
+                    }
+                    (
+                        Ty::TensorMap {
+                            elem: *elem,
+                            rank: *rank,
+                        },
+                        false,
+                    )
+                }
                 Type::Array { .. } | Type::Shared { .. } => (Ty::Err, false),
             };
             self.declare(&p.name, at, ty, mutable);
@@ -685,7 +717,8 @@ impl<'a> Cx<'a> {
         let own = align16(self.own_smem);
         CheckedInstance {
             values,
-            smem_bytes: (own + self.callee_smem).min(u32::MAX as u64) as u32,
+            smem_bytes: (own + self.callee_smem + (self.smem_align - 16)).min(u32::MAX as u64)
+                as u32,
             callee_smem_base: own.min(u32::MAX as u64) as u32,
             shared: self.shared.clone(),
             threads_multiple_of: self.facts.t_mult,
@@ -697,7 +730,7 @@ impl<'a> Cx<'a> {
 
     /// [SMEM-LIMIT] own allocations plus the largest callee's fit the declared `smem` and the device.
     fn smem_limit(&mut self) {
-        let total = align16(self.own_smem) + self.callee_smem;
+        let total = align16(self.own_smem) + self.callee_smem + (self.smem_align - 16);
         let span = self
             .f
             .smem
@@ -1112,8 +1145,8 @@ impl<'a> Cx<'a> {
         code: Perspective,
     ) {
         // Shared allocations: T-ALLOC-SHARED.
-        if let Some(Type::Shared { elem, len }) = ty {
-            self.t_alloc_shared(s, name, *elem, len, at, init, code);
+        if let Some(Type::Shared { elem, len, layout }) = ty {
+            self.t_alloc_shared(s, name, (*elem, *layout), len, at, init, code);
             return;
         }
         let p = at.map(|a| a.perspective).unwrap_or(code);
@@ -1196,7 +1229,7 @@ impl<'a> Cx<'a> {
         &mut self,
         s: &Stmt,
         name: &Ident,
-        elem: ScalarType,
+        (elem, layout): (ScalarType, SmemLayout),
         len: &Expr,
         at: Option<SpannedPerspective>,
         init: Option<&Expr>,
@@ -1241,7 +1274,8 @@ impl<'a> Cx<'a> {
             } else {
                 let bytes = (n as u64).saturating_mul(elem.size() as u64);
                 self.first_alloc.get_or_insert(s.span);
-                let offset = align16(self.own_smem);
+                let offset = layout.place(self.own_smem);
+                self.smem_align = self.smem_align.max(layout.align() as u64);
                 self.own_smem = offset.saturating_add(bytes);
                 let start = s.span.start();
                 self.shared.push(SharedAlloc {
@@ -2857,7 +2891,31 @@ impl<'a> Cx<'a> {
                     ));
                 }
             }
-            Type::Array { .. } | Type::Shared { .. } => {}
+            Type::Array { .. } | Type::Shared { .. } | Type::TensorMap { .. } => {}
+        }
+    }
+
+    /// [INTRINSIC] the intrinsic `name` requires perspective `p` to divide the code perspective.
+    fn need_perspective(&mut self, name: &Ident, p: Perspective, code: Perspective) {
+        if !self.le(p, code) {
+            let why = if p.level > code.level || (p.level == code.level && p.n > code.n) {
+                format!("{code} has fewer threads than {p}")
+            } else {
+                format!("{p} does not divide {code} ({})", self.t_desc())
+            };
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    name.span,
+                    format!(
+                        "`{}` requires {p} but is called from {code}: {why}",
+                        name.name
+                    ),
+                )
+                .help(format!(
+                    "call it inside `group({p}, || {{ .. }})` or a split arm of {p}"
+                )),
+            );
         }
     }
 
@@ -2874,25 +2932,10 @@ impl<'a> Cx<'a> {
         let n = name.name.as_str();
         let t1 = Perspective::thread(1);
         let w = Perspective::thread(32);
-        let need = |cx: &mut Self, p: Perspective| {
-            if !cx.le(p, code) {
-                let why = if p.level > code.level || (p.level == code.level && p.n > code.n) {
-                    format!("{code} has fewer threads than {p}")
-                } else {
-                    format!("{p} does not divide {code} ({})", cx.t_desc())
-                };
-                cx.errors.push(
-                    err(
-                        "INTRINSIC",
-                        name.span,
-                        format!("`{n}` requires {p} but is called from {code}: {why}"),
-                    )
-                    .help(format!(
-                        "call it inside `group({p}, || {{ .. }})` or a split arm of {p}"
-                    )),
-                );
-            }
-        };
+        let need = |cx: &mut Self, p: Perspective| cx.need_perspective(name, p, code);
+        if let Some(t) = self.hopper_intrinsic(name, args, code) {
+            return t;
+        }
         let arity = |cx: &mut Self, k: usize| -> bool {
             if args.len() != k {
                 cx.errors.push(err(
@@ -3140,62 +3183,7 @@ impl<'a> Cx<'a> {
                     return Ty::Err;
                 }
                 // Destination: an `async_` name (the only place it may appear).
-                let mut dst_elem = None;
-                match &args[0].kind {
-                    ExprKind::Var(id) => {
-                        if let Some(vi) = self.use_var(id) {
-                            let v = self.vars[vi].clone();
-                            if !v.is_async {
-                                self.errors.push(
-                                    err("ASYNC-ONLY", id.span, format!("the destination of `{n}` must be an `async_` name, `{}` is not", v.name))
-                                        .help(format!("wrap it: `async_({}, |{}_async| {{ {n}({}_async, ..) }})`", v.name, v.name, v.name)),
-                                );
-                            }
-                            if let Ty::Ptr { elem, space, .. } = v.ty {
-                                dst_elem = Some(elem);
-                                if n == "cp_async_bulk"
-                                    && space == Space::Shared
-                                    && v.at != Perspective::block(1)
-                                {
-                                    self.errors.push(
-                                        err(
-                                            "ASYNC-BULK",
-                                            id.span,
-                                            format!(
-                                                "`cp_async_bulk` needs its `async_` target at block[1], `{}` is at {}",
-                                                v.name, v.at
-                                            ),
-                                        )
-                                        .help(
-                                            "copy into a shared allocation seen at block[1] (`async_(s, ..)` on `let s: Shared<[T; N]>;` itself): \
-                                             its copies complete on one mbarrier that every thread of the block waits on",
-                                        ),
-                                    );
-                                }
-                                if space != Space::Shared {
-                                    self.errors.push(
-                                        err(
-                                            "INTRINSIC",
-                                            id.span,
-                                            format!(
-                                                "`{n}` copies from global into shared memory, but its destination `{}` is global memory",
-                                                v.name
-                                            ),
-                                        )
-                                        .help(format!(
-                                            "copy into a shared allocation (`let s: Shared<[T; N]>;` then `async_(s, |s_async| {{ {n}(s_async, ..) }})`), or read the source with plain loads"
-                                        )),
-                                    );
-                                }
-                            }
-                        }
-                    }
-                    _ => self.errors.push(err(
-                        "ASYNC-ONLY",
-                        args[0].span,
-                        format!("the destination of `{n}` must be an `async_` name"),
-                    )),
-                }
+                let dst_elem = self.async_dst(n, &args[0], n == "cp_async_bulk");
                 let i = self.expr(&args[1], &at(t1, "the destination index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 let src_elem = self.ptr_arg(name, &args[2], false, None, code);
@@ -3253,6 +3241,67 @@ impl<'a> Cx<'a> {
             }
             _ => Ty::Err,
         }
+    }
+
+    /// The destination of an async copy (`cp_async`, `cp_async_bulk`, `tma_load`): an `async_` name (ASYNC-ONLY)
+    /// of shared memory; bulk copies complete on a block-wide mbarrier, so their target is at block[1]
+    /// (ASYNC-BULK). Returns the element type.
+    fn async_dst(&mut self, n: &str, a: &Expr, bulk: bool) -> Option<ScalarType> {
+        let args = std::slice::from_ref(a);
+        let mut dst_elem = None;
+        match &args[0].kind {
+            ExprKind::Var(id) => {
+                if let Some(vi) = self.use_var(id) {
+                    let v = self.vars[vi].clone();
+                    if !v.is_async {
+                        self.errors.push(
+                            err("ASYNC-ONLY", id.span, format!("the destination of `{n}` must be an `async_` name, `{}` is not", v.name))
+                                .help(format!("wrap it: `async_({}, |{}_async| {{ {n}({}_async, ..) }})`", v.name, v.name, v.name)),
+                        );
+                    }
+                    if let Ty::Ptr { elem, space, .. } = v.ty {
+                        dst_elem = Some(elem);
+                        if bulk && space == Space::Shared && v.at != Perspective::block(1) {
+                            self.errors.push(
+                                err(
+                                    "ASYNC-BULK",
+                                    id.span,
+                                    format!(
+                                        "`{n}` needs its `async_` target at block[1], `{}` is at {}",
+                                        v.name, v.at
+                                    ),
+                                )
+                                .help(
+                                    "copy into a shared allocation seen at block[1] (`async_(s, ..)` on `let s: Shared<[T; N]>;` itself): \
+                                     its copies complete on one mbarrier that every thread of the block waits on",
+                                ),
+                            );
+                        }
+                        if space != Space::Shared {
+                            self.errors.push(
+                                err(
+                                    "INTRINSIC",
+                                    id.span,
+                                    format!(
+                                        "`{n}` copies from global into shared memory, but its destination `{}` is global memory",
+                                        v.name
+                                    ),
+                                )
+                                .help(format!(
+                                    "copy into a shared allocation (`let s: Shared<[T; N]>;` then `async_(s, |s_async| {{ {n}(s_async, ..) }})`), or read the source with plain loads"
+                                )),
+                            );
+                        }
+                    }
+                }
+            }
+            _ => self.errors.push(err(
+                "ASYNC-ONLY",
+                args[0].span,
+                format!("the destination of `{n}` must be an `async_` name"),
+            )),
+        }
+        dst_elem
     }
 
     /// [INTRINSIC] `load2/4`, `store2/4`: PTX vector accesses (`ld.v2/v4`, `st.v2/v4`) of at most 16 bytes
@@ -3465,12 +3514,12 @@ fn fn_smem(
     let mut callee = 0u64;
     walk_block(&f.body, &mut |s| {
         if let StmtKind::Let {
-            ty: Some(Type::Shared { elem, len }),
+            ty: Some(Type::Shared { elem, len, layout }),
             ..
         } = &s.kind
         {
             if let Ok(n) = eval_const(len, consts) {
-                own = align16(own) + (n.max(0) as u64) * elem.size() as u64;
+                own = layout.place(own) + (n.max(0) as u64) * elem.size() as u64;
             }
         }
     });

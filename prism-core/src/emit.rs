@@ -17,6 +17,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
+mod hopper;
+
 type R<T> = Result<T, Diagnostic>;
 
 /// Largest trip count a loop is unrolled to.
@@ -134,6 +136,7 @@ fn emit_instance(
     }
     let threads = f.threads.as_ref().map(|e| em.const_u32(e)).transpose()?;
     let blocks = f.blocks.as_ref().map(|e| em.const_u32(e)).transpose()?;
+    em.threads = threads;
 
     // Special registers, read once at entry (ptxas drops the unused ones).
     let tid = em.fresh(ScalarType::U32);
@@ -173,6 +176,8 @@ fn emit_instance(
                     elem: *elem,
                     readonly: !*mutable,
                     maps: Vec::new(),
+                    layout: SmemLayout::Linear,
+                    len: 0,
                 };
                 em.bind(&p.name.name, Binding::Mem { view, persp });
                 params.push(ParamInfo {
@@ -205,6 +210,32 @@ fn emit_instance(
                     kind: ParamKind::Scalar(*t),
                 });
             }
+            Type::TensorMap { elem, rank } => {
+                // By value, as `cuLaunchKernel` copies it; TMA reads it through its generic address.
+                params_decl.push(format!("\t.param .align 64 .b8 {pname}[128]"));
+                let a = em.fresh(ScalarType::U64);
+                let g = em.fresh(ScalarType::U64);
+                em.line(format!("mov.b64 {a}, {pname};"));
+                em.line(format!("cvta.param.u64 {g}, {a};"));
+                em.bind(
+                    &p.name.name,
+                    Binding::TensorMap {
+                        param: i,
+                        addr: g,
+                        elem: *elem,
+                        rank: *rank,
+                    },
+                );
+                params.push(ParamInfo {
+                    name: p.name.name.clone(),
+                    kind: ParamKind::TensorMap {
+                        elem: *elem,
+                        rank: *rank,
+                        box_dims: Vec::new(),
+                        swizzle: SmemLayout::Linear,
+                    },
+                });
+            }
             _ => {
                 return Err(Diagnostic::new(
                     "EMIT-PARAM",
@@ -228,14 +259,28 @@ fn emit_instance(
     em.group_into(top)?;
     em.smem_callee_base = em.own_smem(&f.body)?;
     em.block(&f.body)?;
+    em.wgmma_retire();
     em.line("ret;".to_string());
+    for (i, p) in params.iter_mut().enumerate() {
+        if let (
+            ParamKind::TensorMap {
+                box_dims, swizzle, ..
+            },
+            Some(u),
+        ) = (&mut p.kind, em.tma_uses.get(&i))
+        {
+            box_dims.clone_from(&u.box_dims);
+            *swizzle = u.layout;
+        }
+    }
 
     let mut contract = Contract {
         threads_multiple_of: 1,
         threads_exact: threads,
         blocks_multiple_of: 1,
         blocks_exact: blocks,
-        smem_bytes: em.smem_top,
+        // Room to round the dynamic shared window up to the swizzle alignment at run time.
+        smem_bytes: em.smem_top + (em.smem_align - 16),
     };
     for r in &f.requires {
         match r.perspective.level {
@@ -318,6 +363,10 @@ struct View {
     /// Reads may use the non-coherent path: the root is a kernel `*const` parameter.
     readonly: bool,
     maps: Vec<Rc<IndexMap>>,
+    /// Layout of the root shared allocation (`Linear` for global memory).
+    layout: SmemLayout,
+    /// Elements of the root shared allocation (0 for global memory).
+    len: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -332,6 +381,13 @@ enum Binding {
     },
     /// A pointer into global or shared memory.
     Mem { view: View, persp: Perspective },
+    /// A `TensorMap` kernel parameter: its index and the generic address of the 128-byte parameter.
+    TensorMap {
+        param: usize,
+        addr: String,
+        elem: ScalarType,
+        rank: u32,
+    },
     /// The original name inside a `partition`/`claim`/`async_` scope.
     Hidden,
 }
@@ -536,6 +592,22 @@ struct Em<'a> {
     mbars: u32,
     /// A non-bulk `cp_async` was emitted: block-wide async waits also need `cp.async.wait_all`.
     uses_cp_async: bool,
+    /// wgmmas have been issued since the last `wgmma.wait_group` (see `hopper`).
+    wgmma_open: bool,
+    /// A `wgmma.fence` precedes the next wgmma on every path to it.
+    wgmma_fenced: bool,
+    /// The `true` predicate wgmma's scale-d operand reads.
+    wgmma_pred: Option<String>,
+    /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
+    sm90a: bool,
+    /// The box and layout each `TensorMap` parameter is loaded with.
+    tma_uses: HashMap<usize, hopper::TmaUse>,
+    /// `set_max_regs` values and where.
+    set_max_regs_used: Vec<(u32, Span)>,
+    /// `threads = N`, when given.
+    threads: Option<u32>,
+    /// Alignment of the first shared allocation's address (swizzled layouts need up to 1024 bytes).
+    smem_align: u32,
 }
 
 /// An `async_` scope being emitted: where its `cp_async_bulk` copies complete.
@@ -582,6 +654,14 @@ impl<'a> Em<'a> {
             async_scopes: Vec::new(),
             mbars: 0,
             uses_cp_async: false,
+            wgmma_open: false,
+            wgmma_fenced: false,
+            wgmma_pred: None,
+            sm90a: false,
+            tma_uses: HashMap::new(),
+            set_max_regs_used: Vec::new(),
+            threads: None,
+            smem_align: 16,
         }
     }
 
@@ -589,10 +669,20 @@ impl<'a> Em<'a> {
         let mut s = String::new();
         s.push_str("//\n// Generated by prism-core (Prism for Rust). Do not edit.\n//\n\n");
         // mbarrier transaction counts and bulk copies need sm_90.
-        let target = if self.mbars > 0 { "sm_90" } else { "sm_80" };
+        let target = if self.sm90a {
+            "sm_90a"
+        } else if self.mbars > 0 {
+            "sm_90"
+        } else {
+            "sm_80"
+        };
         let _ = write!(s, ".version 8.0\n.target {target}\n.address_size 64\n\n");
         if self.uses_smem {
-            s.push_str(".extern .shared .align 16 .b8 __prism_smem[];\n\n");
+            let _ = write!(
+                s,
+                ".extern .shared .align {} .b8 __prism_smem[];\n\n",
+                self.smem_align
+            );
         }
         // Static, apart from the dynamic `__prism_smem`, so the checker's layout and the contract's
         // `smem_bytes` do not change (8 bytes per bulk `async_` scope).
@@ -614,11 +704,26 @@ impl<'a> Em<'a> {
         if let Some(t) = threads {
             let _ = writeln!(s, ".reqntid {t}");
         }
+        if !self.set_max_regs_used.is_empty() {
+            // setmaxnreg needs a known register count at entry (HOPPER.md §7).
+            let _ = writeln!(s, ".maxnreg {}", self.maxnreg_entry());
+        }
         s.push_str("{\n");
-        let smem_line = self
-            .smem_reg
-            .as_ref()
-            .map(|r| format!("\tmov.u32 {r}, __prism_smem;\n"));
+        let align = self.smem_align;
+        let smem_line = self.smem_reg.as_ref().map(|r| {
+            let mut l = format!("\tmov.u32 {r}, __prism_smem;\n");
+            if align > 16 {
+                // The window's start is only 16-byte aligned on every device: round up (the contract
+                // requests the extra bytes).
+                let _ = write!(
+                    l,
+                    "\tadd.u32 {r}, {r}, {};\n\tand.b32 {r}, {r}, {};\n",
+                    align - 1,
+                    !(align - 1) as i32
+                );
+            }
+            l
+        });
         for (i, (ty, prefix)) in REG_CLASSES.iter().enumerate() {
             if self.nregs[i] > 0 {
                 let _ = writeln!(s, "\t.reg .{ty} {prefix}<{}>;", self.nregs[i] + 1);
@@ -704,6 +809,9 @@ impl<'a> Em<'a> {
     // ----- small helpers
 
     fn line(&mut self, l: String) {
+        if self.wgmma_open && ends_wgmma_run(&l) {
+            self.wgmma_retire();
+        }
         self.body.push('\t');
         self.body.push_str(&l);
         self.body.push('\n');
@@ -715,6 +823,11 @@ impl<'a> Em<'a> {
     }
 
     fn put_label(&mut self, l: &str) {
+        // A join point of a forward branch: that path retired its wgmmas before branching, but may have
+        // touched the accumulators since, so the next wgmma fences again.
+        if self.wgmma_open && self.body.contains(&format!("{l};")) {
+            self.wgmma_fenced = false;
+        }
         self.body.push_str(l);
         self.body.push_str(":\n");
     }
@@ -1009,6 +1122,9 @@ impl<'a> Em<'a> {
     }
 
     fn stmt(&mut self, s: &Stmt) -> R<()> {
+        if !is_wgmma_stmt(s) {
+            self.wgmma_retire();
+        }
         match &s.kind {
             StmtKind::Let {
                 name,
@@ -1201,12 +1317,13 @@ impl<'a> Em<'a> {
         fn walk(em: &Em, b: &Block, acc: &mut u32) -> R<()> {
             for s in &b.stmts {
                 if let StmtKind::Let {
-                    ty: Some(Type::Shared { elem, len }),
+                    ty: Some(Type::Shared { elem, len, layout }),
                     ..
                 } = &s.kind
                 {
                     let n = em.const_u32(len)?;
-                    *acc = acc.div_ceil(16) * 16 + n.saturating_mul(elem.size());
+                    *acc = (layout.place(*acc as u64).min(u32::MAX as u64) as u32)
+                        .saturating_add(n.saturating_mul(elem.size()));
                 } else {
                     let mut r = Ok(());
                     for_each_block(s, &mut |inner| {
@@ -1234,12 +1351,15 @@ impl<'a> Em<'a> {
         span: Span,
     ) -> R<()> {
         let persp = at.map(|a| a.perspective).unwrap_or(self.ctx.persp);
-        if let Some(Type::Shared { elem, len }) = ty {
+        if let Some(Type::Shared { elem, len, layout }) = ty {
             let n = self.const_u32(len)?;
             let bytes = n
                 .checked_mul(elem.size())
                 .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
-            let off = self.smem_next.div_ceil(16) * 16;
+            let off = layout.place(self.smem_next as u64);
+            let off =
+                u32::try_from(off).map_err(|_| err("SMEM", span, "shared allocation too large"))?;
+            self.smem_align = self.smem_align.max(layout.align());
             self.smem_next = off
                 .checked_add(bytes)
                 .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
@@ -1250,6 +1370,8 @@ impl<'a> Em<'a> {
                 elem: *elem,
                 readonly: false,
                 maps: Vec::new(),
+                layout: *layout,
+                len: n,
             };
             self.bind(
                 &name.name,
@@ -1264,7 +1386,7 @@ impl<'a> Em<'a> {
             Some(Type::Scalar(t)) => Some((*t, None)),
             Some(Type::Array { elem, len }) => Some((*elem, Some(self.const_u32(len)?))),
             Some(Type::ArrayRef { .. }) | Some(Type::Ptr { .. }) => None,
-            Some(Type::Shared { .. }) | None => None,
+            Some(Type::Shared { .. }) | Some(Type::TensorMap { .. }) | None => None,
         };
         let value = match init {
             Some(e) => Some(self.with_target(persp, |s| s.expr(e))?),
@@ -1844,6 +1966,16 @@ impl<'a> Em<'a> {
                     Value::Arr(regs.into_iter().map(|r| Val::Reg(r, elem)).collect(), elem)
                 }
                 Binding::Mem { view, .. } => Value::Mem(view),
+                Binding::TensorMap { .. } => {
+                    return Err(err(
+                        "TYPE",
+                        id.span,
+                        format!(
+                            "the tensor map `{}` is only an argument of `tma_load`",
+                            id.name
+                        ),
+                    ))
+                }
                 Binding::Hidden => return Err(err("T-PARTITION", id.span, "hidden name")),
             }),
             ExprKind::Index { base, indices } => {
@@ -2603,6 +2735,9 @@ impl<'a> Em<'a> {
                 ))
             }
         };
+        if let Some(r) = self.hopper_call(&name, args, span) {
+            return r;
+        }
         // Device functions shadow nothing: intrinsic names are reserved (docs/SYNTAX.md).
         match name.as_str() {
             "id" => {
@@ -3042,6 +3177,9 @@ impl<'a> Em<'a> {
                     view: self.mem_arg(a)?,
                     persp,
                 },
+                Type::TensorMap { .. } => {
+                    return Err(err("TYPE", a.span, "tensor maps are kernel parameters"))
+                }
                 Type::ArrayRef { elem, .. } => match self.expr(a)? {
                     // `&mut a` aliases the caller's registers.
                     Value::Arr(vals, _) => {
@@ -3427,8 +3565,16 @@ fn indexes_reg_array(body: &Block, var: &str, arrays: &[String]) -> bool {
             | ExprKind::Cast { expr: x, .. }
             | ExprKind::Ref { expr: x, .. } => expr(x, var, arrays),
             ExprKind::Binary { lhs, rhs, .. } => expr(lhs, var, arrays) || expr(rhs, var, arrays),
-            ExprKind::Call { args, generics, .. } => {
-                args.iter().any(|a| expr(a, var, arrays))
+            ExprKind::Call {
+                path,
+                args,
+                generics,
+            } => {
+                // wgmma offsets must be constants: unroll loops that step through the operands.
+                let wgmma = path.last().is_some_and(|p| p.name.starts_with("wgmma_"))
+                    && args.iter().any(|a| mentions(a, var));
+                wgmma
+                    || args.iter().any(|a| expr(a, var, arrays))
                     || generics.iter().any(|g| mentions(g, var))
             }
             ExprKind::MethodCall { recv, args, .. } => {
@@ -3504,4 +3650,26 @@ fn mentions(e: &Expr, var: &str) -> bool {
         } => mentions(cond, var) || mentions(then_value, var) || mentions(else_value, var),
         ExprKind::Asm { operands, .. } => operands.iter().any(|o| mentions(&o.expr, var)),
     }
+}
+
+/// A statement that is a call of a wgmma intrinsic: consecutive ones form one run (one commit group).
+fn is_wgmma_stmt(s: &Stmt) -> bool {
+    matches!(&s.kind, StmtKind::Expr(Expr { kind: ExprKind::Call { path, .. }, .. })
+        if path.last().is_some_and(|p| p.name.starts_with("wgmma_")))
+}
+
+/// Lines before which in-flight wgmmas must have retired: control flow (another path may touch the
+/// accumulators), barriers and mbarrier operations (they publish the operand slots to other threads).
+fn ends_wgmma_run(l: &str) -> bool {
+    let l = l.trim_start();
+    l.starts_with('@')
+        || l.starts_with("bra")
+        || l.starts_with("ret")
+        || l.starts_with("exit")
+        || l.starts_with("bar")
+        || l.starts_with("mbarrier")
+        || l.starts_with("cp.async")
+        || l.starts_with("st.")
+        || l.starts_with("ld.")
+        || l.contains(ASYNC_WAIT_MARK)
 }

@@ -27,6 +27,15 @@ pub enum ParamKind {
         elem: ScalarType,
         mutable: bool,
     },
+    /// A `TensorMap<elem, rank>`; the launcher takes a host tensor map whose box and swizzle must be
+    /// `box_dims` (innermost first) and `swizzle`, as the kernel's `tma_load`s fill their allocations
+    /// (empty `box_dims`: the map is never loaded from).
+    TensorMap {
+        elem: ScalarType,
+        rank: u32,
+        box_dims: Vec<u32>,
+        swizzle: ast::SmemLayout,
+    },
 }
 
 /// A kernel parameter: its Rust name and kind.

@@ -214,7 +214,22 @@ fn scalar_from_name(s: &str) -> Option<ScalarType> {
 
 const TYPES_HELP: &str =
     "supported types: u32 i32 u64 i64 f32 f64 bool f16 bf16, *const T, *mut T, [T; N], \
-                          &[T; N], &mut [T; N], Shared<[T; N]>";
+                          &[T; N], &mut [T; N], Shared<[T; N]>, Shared<[T; N], Swizzle128>, TensorMap<T, RANK>";
+
+/// The layout argument of `Shared<[T; N], L>`.
+fn smem_layout(g: &syn::GenericArgument) -> PResult<SmemLayout> {
+    if let syn::GenericArgument::Type(syn::Type::Path(p)) = g {
+        if let Some(l) = p
+            .path
+            .get_ident()
+            .and_then(|i| SmemLayout::from_name(&i.to_string()))
+        {
+            return Ok(l);
+        }
+    }
+    Err(syntax(g.span(), "unknown shared-memory layout")
+        .help("one of `Linear`, `Swizzle32`, `Swizzle64`, `Swizzle128` (K-major rows of 32/64/128 bytes, as TMA writes and wgmma reads them)"))
+}
 
 /// What a construct call (`group`, `partition`, ..) in statement position is.
 fn construct_name(e: &syn::Expr) -> Option<String> {
@@ -612,6 +627,33 @@ impl Cx {
         }
     }
 
+    /// `TensorMap<T, RANK>`: element type and a literal rank 1..=5.
+    fn tensor_map(&mut self, seg: &syn::PathSegment) -> PResult<Type> {
+        const WANT: &str = "expected `TensorMap<T, RANK>` with a scalar type and a rank 1..=5";
+        let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
+            return Err(syntax(seg.span(), WANT));
+        };
+        let mut it = ab.args.iter();
+        let (Some(syn::GenericArgument::Type(t)), Some(r), None) =
+            (it.next(), it.next(), it.next())
+        else {
+            return Err(syntax(seg.span(), WANT));
+        };
+        let elem = self.scalar(t)?;
+        let rank = match r {
+            syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            })) => i.base10_parse::<u32>().ok(),
+            _ => None,
+        };
+        match rank {
+            Some(rank @ 1..=5) => Ok(Type::TensorMap { elem, rank }),
+            _ => Err(syntax(r.span(), WANT)
+                .help("TMA tensors have 1 to 5 dimensions: `TensorMap<bf16, 2>`")),
+        }
+    }
+
     fn ty(&mut self, t: &syn::Type, cx: TyCtx) -> PResult<Type> {
         match t {
             syn::Type::Group(g) => self.ty(&g.elem, cx),
@@ -667,15 +709,29 @@ impl Cx {
                                     .help("declare shared memory with `let s: Shared<[T; N]>;` at block[1]"));
                             }
                             if let syn::PathArguments::AngleBracketed(ab) = &seg.arguments {
-                                if ab.args.len() == 1 {
-                                    if let Some(syn::GenericArgument::Type(inner)) = ab.args.first()
-                                    {
-                                        let (elem, len) = self.array(inner)?;
-                                        return Ok(Type::Shared { elem, len });
-                                    }
+                                let mut it = ab.args.iter();
+                                if let (Some(syn::GenericArgument::Type(inner)), l, None) =
+                                    (it.next(), it.next(), it.next())
+                                {
+                                    let (elem, len) = self.array(inner)?;
+                                    let layout = match l {
+                                        None => SmemLayout::Linear,
+                                        Some(g) => smem_layout(g)?,
+                                    };
+                                    return Ok(Type::Shared { elem, len, layout });
                                 }
                             }
-                            return Err(syntax(t.span(), "expected `Shared<[T; N]>`"));
+                            return Err(syntax(
+                                t.span(),
+                                "expected `Shared<[T; N]>` or `Shared<[T; N], Swizzle128>`",
+                            ));
+                        }
+                        if seg.ident == "TensorMap" {
+                            if cx != TyCtx::Param {
+                                return Err(syntax(t.span(), "`TensorMap<T, RANK>` is only allowed as a kernel parameter")
+                                    .help("take the tensor map as a parameter `a: TensorMap<bf16, 2>`; the host builds it with `prism_runtime::TensorMap`"));
+                            }
+                            return self.tensor_map(seg);
                         }
                     }
                 }

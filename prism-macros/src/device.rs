@@ -29,6 +29,7 @@ fn type_text(t: &Type) -> String {
             ..
         } => format!("&[{elem}; _]"),
         Type::Shared { elem, .. } => format!("Shared<[{elem}; _]>"),
+        Type::TensorMap { elem, rank } => format!("TensorMap<{elem}, {rank}>"),
     }
 }
 

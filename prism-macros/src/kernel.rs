@@ -580,6 +580,11 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
                 doc: format!("`{pname}: {t}`"),
             })
         }
+        ParamKind::TensorMap { .. } => Err(Diagnostic::new(
+            "LAUNCH",
+            span,
+            format!("kernel parameter `{pname}`: tensor-map launch arguments are not wired yet"),
+        )),
         ParamKind::Ptr { elem, mutable } => {
             let Some((ty, variant)) = elem_tokens(*elem) else {
                 return Err(Diagnostic::new(

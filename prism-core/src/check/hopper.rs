@@ -1,0 +1,220 @@
+//! The perspective rules of the Hopper intrinsics (docs/SYNTAX.md "Hopper"; facts in `../shared/HOPPER.md`).
+//!
+//! * `tma_load(dst_async, map, c0, ..)`: one thread issues a TMA tensor copy of a whole box into an `async_`
+//!   name of a shared allocation at block[1] (like `cp_async_bulk`, ASYNC-ONLY / ASYNC-BULK); the box and
+//!   swizzle that the allocation implies are checked by the emitter against every other use of the map and
+//!   recorded for the launch check (rule TMA).
+//! * `wgmma_bf16(&mut d, a, a_off, b, b_off)` / `wgmma_f16`: a warpgroup collective (`thread[128]`, aligned:
+//!   paper 000 §6.2 needs no new perspective); `d` is each thread's f32 accumulator fragment of N/2
+//!   registers for an m64nNk16 product, `a`/`b` shared allocations read through descriptors the compiler
+//!   builds (rule WGMMA for shapes and offsets).
+//! * `set_max_regs(n)`: `setmaxnreg` for the executing warpgroup (rule SETMAXNREG: 24..=256, a multiple of 8).
+
+use super::{err, Cx, Sink, Space, Ty};
+use crate::ast::{Expr, ExprKind, Ident, Perspective, ScalarType};
+
+impl Cx<'_> {
+    /// Checks a Hopper intrinsic call; `None` when `name` is not one.
+    pub(super) fn hopper_intrinsic(
+        &mut self,
+        name: &Ident,
+        args: &[Expr],
+        code: Perspective,
+    ) -> Option<Ty> {
+        let n = name.name.as_str();
+        let t1 = Perspective::thread(1);
+        let wg = Perspective::thread(128);
+        let at = |p: Perspective, what: &str| Sink {
+            p,
+            rule: "CALL-ARG",
+            what: format!("{what} of `{n}` ({p})"),
+            id_target: None,
+        };
+        match n {
+            "tma_load" => {
+                self.need_perspective(name, t1, code);
+                if args.len() < 3 {
+                    self.arity_error(name, "2 + the map's rank", args.len());
+                    return Some(Ty::Err);
+                }
+                self.async_dst(n, &args[0], true);
+                let rank = self.tensor_map_arg(name, &args[1]);
+                if let Some(r) = rank {
+                    if args.len() != 2 + r as usize {
+                        self.arity_error(
+                            name,
+                            &format!("{} (the destination, the map and {r} coordinates)", 2 + r),
+                            args.len(),
+                        );
+                    }
+                }
+                for c in &args[2..] {
+                    let t = self.expr(c, &at(t1, "a coordinate"), code);
+                    self.expect_int(&t, c.span, "a coordinate");
+                }
+                Some(Ty::Unit)
+            }
+            "wgmma_bf16" | "wgmma_f16" => {
+                self.need_perspective(name, wg, code);
+                if args.len() != 5 {
+                    self.arity_error(name, "5", args.len());
+                    return Some(Ty::Err);
+                }
+                self.accumulator_arg(name, &args[0]);
+                let input = if n == "wgmma_bf16" {
+                    ScalarType::BF16
+                } else {
+                    ScalarType::F16
+                };
+                for (k, what) in [(1, "A"), (3, "B")] {
+                    if let Some(el) = self.ptr_arg(name, &args[k], false, Some(Space::Shared), code)
+                    {
+                        if el != input {
+                            self.errors.push(err(
+                                "TYPE",
+                                args[k].span,
+                                format!(
+                                    "operand {what} of `{n}` must be shared {input}, found {el}"
+                                ),
+                            ));
+                        }
+                    }
+                    // Offsets are uniform over the warpgroup: one descriptor for all of its warps.
+                    let t = self.expr(
+                        &args[k + 1],
+                        &at(wg, &format!("the offset into {what}")),
+                        code,
+                    );
+                    self.expect_int(&t, args[k + 1].span, "an element offset");
+                }
+                Some(Ty::Unit)
+            }
+            "set_max_regs" => {
+                self.need_perspective(name, wg, code);
+                if args.len() != 1 {
+                    self.arity_error(name, "1", args.len());
+                    return Some(Ty::Err);
+                }
+                match self.eval(&args[0]) {
+                    Ok(v) if (24..=256).contains(&v) && v % 8 == 0 => {}
+                    Ok(v) => self.errors.push(
+                        err(
+                            "SETMAXNREG",
+                            args[0].span,
+                            format!("`set_max_regs({v})`: a warpgroup's register count must be a multiple of 8 in 24..=256"),
+                        )
+                        .help("e.g. 40 for a TMA producer, 232 for wgmma consumers (PTX ISA §9.7.19.5)"),
+                    ),
+                    Err(_) => self.errors.push(err(
+                        "SETMAXNREG",
+                        args[0].span,
+                        "`set_max_regs` takes a constant register count",
+                    )),
+                }
+                Some(Ty::Unit)
+            }
+            _ => None,
+        }
+    }
+
+    fn arity_error(&mut self, name: &Ident, want: &str, found: usize) {
+        self.errors.push(err(
+            "TYPE",
+            name.span,
+            format!("`{}` takes {want} argument(s), found {found}", name.name),
+        ));
+    }
+
+    /// The rank of a `TensorMap` argument (a kernel parameter used by name).
+    fn tensor_map_arg(&mut self, name: &Ident, a: &Expr) -> Option<u32> {
+        let ExprKind::Var(id) = &a.kind else {
+            self.errors.push(err(
+                "TYPE",
+                a.span,
+                format!("`{}` takes a `TensorMap` parameter by name", name.name),
+            ));
+            return None;
+        };
+        let vi = self.use_var(id)?;
+        match self.vars[vi].ty {
+            Ty::TensorMap { rank, .. } => Some(rank),
+            Ty::Err => None,
+            ref other => {
+                let msg = format!(
+                    "`{}` takes a `TensorMap<T, RANK>` parameter, `{}` is {other}",
+                    name.name, id.name
+                );
+                self.errors.push(err("TYPE", id.span, msg));
+                None
+            }
+        }
+    }
+
+    /// `&mut d`: a thread-local f32 array of N/2 registers, N a multiple of 8 up to 256 (m64nNk16).
+    fn accumulator_arg(&mut self, name: &Ident, a: &Expr) {
+        let ExprKind::Ref {
+            mutable: true,
+            expr,
+        } = &a.kind
+        else {
+            self.errors.push(err(
+                "CALL-ARG",
+                a.span,
+                format!(
+                    "the accumulator of `{}` is written: pass `&mut d` with `d: [f32; N / 2]`",
+                    name.name
+                ),
+            ));
+            return;
+        };
+        let ExprKind::Var(id) = &expr.kind else {
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        match v.ty {
+            Ty::Array {
+                elem: ScalarType::F32,
+                len,
+            } => {
+                if let Some(l) = len {
+                    if !(4..=128).contains(&l) || l % 4 != 0 {
+                        self.errors.push(
+                            err(
+                                "WGMMA",
+                                id.span,
+                                format!("`{}` has {l} f32 registers: an m64nNk16 accumulator has N/2, N a multiple of 8 in 8..=256", v.name),
+                            )
+                            .help("declare `let mut d = [0.0f32; N / 2];` at thread[1], e.g. 64 registers for N = 128"),
+                        );
+                    }
+                }
+                if v.at != Perspective::thread(1) {
+                    self.errors.push(err(
+                        "WGMMA",
+                        id.span,
+                        format!(
+                            "the accumulator `{}` must be thread-local (thread[1]), it is at {}",
+                            v.name, v.at
+                        ),
+                    ));
+                }
+                if !v.mutable {
+                    self.errors.push(
+                        err("MUT", id.span, format!("`{}` is not mutable", v.name))
+                            .help(format!("declare it `let mut {}`", v.name)),
+                    );
+                }
+            }
+            Ty::Err => {}
+            ref other => self.errors.push(err(
+                "TYPE",
+                id.span,
+                format!(
+                    "the accumulator of `{}` must be `[f32; N / 2]`, `{}` is {other}",
+                    name.name, v.name
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Lowering of the Hopper intrinsics (sm_90a; facts and sources in `../shared/HOPPER.md`).
+//!
+//! * `tma_load` → `mbarrier.expect_tx` + `cp.async.bulk.tensor.Nd...mbarrier::complete_tx::bytes` on the
+//!   mbarrier of the destination's `async_` scope (the block-wide protocol of `cp_async_bulk`). The box is the
+//!   whole destination allocation: its swizzle span is the inner box extent and its size the box's bytes, so
+//!   the bytes the mbarrier expects are exactly the bytes TMA delivers (rule TMA). The box and swizzle are
+//!   recorded on the parameter, and the launch checks the host's tensor map against them.
+//! * `wgmma_bf16/f16` → `wgmma.fence` before the first of a run of wgmmas, the matrix descriptors built from the
+//!   operand's layout (K-major, SBO = 8 rows, LBO unused, base offset 0 because swizzled allocations are
+//!   placed at the pattern's alignment), and `wgmma.commit_group` + `wgmma.wait_group 0` where the run ends:
+//!   before any other statement, label, branch, barrier or mbarrier operation, so no code can touch the
+//!   accumulators or the operand slots while a wgmma is in flight.
+//! * `set_max_regs` → `setmaxnreg.inc/dec` relative to the entry budget the kernel declares with `.maxnreg`.
+
+use super::{err, Binding, Em, Space, Val, Value, R};
+use crate::ast::{Expr, ExprKind, ScalarType, SmemLayout};
+use proc_macro2::Span;
+
+/// What a `tma_load` needs of its tensor map, recorded per parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct TmaUse {
+    /// Box extents, innermost first (elements).
+    pub box_dims: Vec<u32>,
+    pub layout: SmemLayout,
+}
+
+impl Em<'_> {
+    /// Ends a run of wgmmas: commit them as one group and wait for it, so their accumulators and shared
+    /// operands are ordinary again.
+    pub(super) fn wgmma_retire(&mut self) {
+        if self.wgmma_open {
+            self.wgmma_open = false;
+            self.line("wgmma.commit_group.sync.aligned;".into());
+            self.line("wgmma.wait_group.sync.aligned 0;".into());
+        }
+    }
+
+    pub(super) fn hopper_call(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Option<R<Value>> {
+        let r = match name {
+            "tma_load" => self.tma_load(args, span),
+            "wgmma_bf16" => self.wgmma(args, ScalarType::BF16, span),
+            "wgmma_f16" => self.wgmma(args, ScalarType::F16, span),
+            "set_max_regs" => self.set_max_regs(args, span),
+            _ => return None,
+        };
+        Some(r.map(|()| Value::Unit))
+    }
+
+    fn tma_load(&mut self, args: &[Expr], span: Span) -> R<()> {
+        let mbar = self.bulk_mbarrier(&args[0])?;
+        let dst = self.mem_arg(&args[0])?;
+        let (param, map, elem, rank) = match &args[1].kind {
+            ExprKind::Var(id) => match self.lookup(id)? {
+                Binding::TensorMap {
+                    param,
+                    addr,
+                    elem,
+                    rank,
+                } => (param, addr, elem, rank),
+                _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
+            },
+            _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
+        };
+        if args.len() != 2 + rank as usize {
+            return Err(err(
+                "EMIT-CALL",
+                span,
+                format!(
+                    "`tma_load` with a rank-{rank} map takes {} coordinates",
+                    rank
+                ),
+            ));
+        }
+        if dst.space != Space::Shared || !dst.maps.is_empty() || dst.elem != elem {
+            return Err(err(
+                "TMA",
+                args[0].span,
+                format!(
+                    "`tma_load` fills a whole shared allocation of {elem} (the `async_` name of a `Shared<[{elem}; N], L>` itself)"
+                ),
+            ));
+        }
+        let box_dims = tma_box(dst.layout, dst.len, elem, rank).map_err(|m| {
+            err("TMA", args[0].span, m).help(
+                "a rank-2 box is one swizzle span wide (64 bf16 for `Swizzle128`) and as tall as the allocation \
+                 (at most 256 rows); a rank-1 box is a `Linear` allocation of at most 256 elements",
+            )
+        })?;
+        let want = TmaUse {
+            box_dims: box_dims.clone(),
+            layout: dst.layout,
+        };
+        match self.tma_uses.get(&param) {
+            Some(prev) if *prev != want => {
+                return Err(err(
+                    "TMA",
+                    args[0].span,
+                    format!(
+                        "this tensor map is loaded with box {:?} ({}) here but box {:?} ({}) elsewhere: one map has one box",
+                        want.box_dims, want.layout, prev.box_dims, prev.layout
+                    ),
+                )
+                .help("pass a second tensor map for the other tile shape"))
+            }
+            _ => {
+                self.tma_uses.insert(param, want);
+            }
+        }
+        let bytes = dst.len as u64 * elem.size() as u64;
+        let da = self.address(&dst, vec![Val::imm_u32(0)], args[0].span)?;
+        let mut coords = Vec::new();
+        for c in &args[2..] {
+            let v = self.scalar(c)?;
+            coords.push(self.reg(&v, v.ty().unwrap_or(ScalarType::U32)));
+        }
+        self.line(format!(
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [__prism_mbar_{mbar}], {bytes};"
+        ));
+        self.line(format!(
+            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{da}], [{map}, {{{}}}], [__prism_mbar_{mbar}];",
+            coords.join(", ")
+        ));
+        Ok(())
+    }
+
+    fn wgmma(&mut self, args: &[Expr], input: ScalarType, span: Span) -> R<()> {
+        let d = match self.expr(&args[0])? {
+            Value::Arr(v, ScalarType::F32) => v
+                .iter()
+                .map(|x| self.reg(x, ScalarType::F32))
+                .collect::<Vec<_>>(),
+            _ => {
+                return Err(err(
+                    "EMIT-TYPE",
+                    args[0].span,
+                    "expected `&mut d` with `d: [f32; N / 2]`",
+                ))
+            }
+        };
+        let n = 2 * d.len() as u32;
+        let desc_a = self.wgmma_descriptor(&args[1], &args[2], 64, "A")?;
+        let desc_b = self.wgmma_descriptor(&args[3], &args[4], n, "B")?;
+        if !self.wgmma_open || !self.wgmma_fenced {
+            self.line("wgmma.fence.sync.aligned;".into());
+            self.wgmma_open = true;
+            self.wgmma_fenced = true;
+        }
+        let scale_d = self.wgmma_scale_d();
+        let t = if input == ScalarType::BF16 {
+            "bf16"
+        } else {
+            "f16"
+        };
+        self.line(format!(
+            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{}}}, {desc_a}, {desc_b}, {scale_d}, 1, 1, 0, 0;",
+            d.join(", ")
+        ));
+        self.sm90a = true;
+        let _ = span;
+        Ok(())
+    }
+
+    /// A predicate register holding `true` (wgmma's scale-d: accumulate into `d`).
+    fn wgmma_scale_d(&mut self) -> String {
+        if let Some(p) = &self.wgmma_pred {
+            return p.clone();
+        }
+        let one = self.fresh(ScalarType::U32);
+        let p = self.fresh(ScalarType::Bool);
+        self.line(format!("mov.u32 {one}, 1;"));
+        self.line(format!("setp.ne.u32 {p}, {one}, 0;"));
+        self.wgmma_pred = Some(p.clone());
+        p
+    }
+
+    /// The 64-bit shared-memory matrix descriptor (PTX ISA §9.7.15.5.1.2.2; HOPPER.md §2) of the `rows`×16
+    /// operand that starts at element `off` of the allocation `mem`.
+    fn wgmma_descriptor(&mut self, mem: &Expr, off: &Expr, rows: u32, what: &str) -> R<String> {
+        let view = self.mem_arg(mem)?;
+        if view.space != Space::Shared || !view.maps.is_empty() {
+            return Err(err(
+                "WGMMA",
+                mem.span,
+                format!("wgmma operand {what} is read from a shared allocation itself"),
+            ));
+        }
+        let span_b = view.layout.span();
+        if span_b == 0 {
+            return Err(err(
+                "WGMMA",
+                mem.span,
+                format!("wgmma operand {what} must be a swizzled K-major tile"),
+            )
+            .help("declare it `Shared<[bf16; ROWS * 64], Swizzle128>` (or Swizzle64 / Swizzle32) and fill it with `tma_load`"));
+        }
+        let off_e = self.const_u32(off).map_err(|_| {
+            err(
+                "WGMMA",
+                off.span,
+                format!(
+                    "the offset into wgmma operand {what} must be a constant (after unrolling)"
+                ),
+            )
+            .help("use constants and the variables of `for` loops with constant bounds")
+        })?;
+        let byte = off_e as u64 * 2;
+        let (row, kb) = (byte / span_b as u64, byte % span_b as u64);
+        let end = (row + rows as u64) * span_b as u64;
+        if row % 8 != 0 || kb % 32 != 0 || end > view.len as u64 * 2 {
+            return Err(err(
+                "WGMMA",
+                off.span,
+                format!(
+                    "offset {off_e} into operand {what}: a {rows}×16 slice starts on a multiple of 8 rows and of 16 \
+                     elements within a {span_b}-byte row, and lies inside the allocation ({} rows)",
+                    view.len as u64 * 2 / span_b as u64
+                ),
+            ));
+        }
+        let addr = self.address(&view, vec![Val::imm_u32(off_e)], off.span)?;
+        let a64 = self.fresh(ScalarType::U64);
+        let desc = self.fresh(ScalarType::U64);
+        let mode: u64 = match view.layout {
+            SmemLayout::Swizzle128 => 1,
+            SmemLayout::Swizzle64 => 2,
+            _ => 3,
+        };
+        // LBO is unused for swizzled K-major operands (encoded 1); SBO = 8 rows.
+        let fixed = (1u64 << 16) | (((8 * span_b as u64) >> 4) << 32) | (mode << 62);
+        self.line(format!("cvt.u64.u32 {a64}, {addr};"));
+        self.line(format!("bfe.u64 {a64}, {a64}, 4, 14;"));
+        self.line(format!("or.b64 {desc}, {a64}, {fixed};"));
+        Ok(desc)
+    }
+
+    fn set_max_regs(&mut self, args: &[Expr], span: Span) -> R<()> {
+        let n = self.const_u32(&args[0])?;
+        let entry = self.maxnreg_entry();
+        self.set_max_regs_used.push((n, span));
+        self.sm90a = true;
+        match n.cmp(&entry) {
+            std::cmp::Ordering::Greater => {
+                self.line(format!("setmaxnreg.inc.sync.aligned.u32 {n};"))
+            }
+            std::cmp::Ordering::Less => self.line(format!("setmaxnreg.dec.sync.aligned.u32 {n};")),
+            std::cmp::Ordering::Equal => {}
+        }
+        Ok(())
+    }
+
+    /// Registers per thread at entry when the kernel uses `set_max_regs`: the block's share of the 64 K
+    /// register file, a multiple of 8, at most 256 (ptxas needs a known entry count, HOPPER.md §7).
+    pub(super) fn maxnreg_entry(&self) -> u32 {
+        let t = self.threads.unwrap_or(1024).max(1);
+        (65536 / t / 8 * 8).min(256)
+    }
+}
+
+/// The TMA box that fills an allocation of `len` elements with `layout` (innermost first).
+fn tma_box(layout: SmemLayout, len: u32, elem: ScalarType, rank: u32) -> Result<Vec<u32>, String> {
+    let bytes = len as u64 * elem.size() as u64;
+    match (layout, rank) {
+        (SmemLayout::Linear, 1) if len <= 256 && bytes % 16 == 0 => Ok(vec![len]),
+        (SmemLayout::Linear, _) => Err(format!(
+            "a `Linear` allocation of {len} {elem} is filled by a rank-1 box of at most 256 elements and a multiple of 16 bytes"
+        )),
+        (l, 2) => {
+            let span = l.span() as u64;
+            let inner = (span / elem.size() as u64) as u32;
+            let rows = bytes / span;
+            if bytes % span != 0 || rows == 0 || rows > 256 {
+                return Err(format!(
+                    "a `{l}` allocation of {len} {elem} is not 1..=256 rows of {span} bytes"
+                ));
+            }
+            Ok(vec![inner, rows as u32])
+        }
+        (l, r) => Err(format!("a `{l}` allocation is filled by a rank-2 box, not rank {r}")),
+    }
+}
