@@ -3667,7 +3667,7 @@ fn walk_block(b: &Block, f: &mut dyn FnMut(&Stmt)) {
     }
 }
 
-fn walk_calls(b: &Block, f: &mut dyn FnMut(&str, &Expr)) {
+pub(crate) fn walk_calls(b: &Block, f: &mut dyn FnMut(&str, &Expr)) {
     fn in_expr(e: &Expr, f: &mut dyn FnMut(&str, &Expr)) {
         if let ExprKind::Call { path, args, .. } = &e.kind {
             if let Some(n) = path.last() {

@@ -137,6 +137,11 @@ fn emit_instance(
     let threads = f.threads.as_ref().map(|e| em.const_u32(e)).transpose()?;
     let blocks = f.blocks.as_ref().map(|e| em.const_u32(e)).transpose()?;
     em.threads = threads;
+    em.proxy_fences = std::iter::once(f).chain(deps).any(|g| {
+        let mut hit = false;
+        crate::check::walk_calls(&g.body, &mut |name, _| hit |= name.starts_with("wgmma_"));
+        hit
+    });
 
     // Special registers, read once at entry (ptxas drops the unused ones).
     let tid = em.fresh(ScalarType::U32);
@@ -606,6 +611,8 @@ struct Em<'a> {
     set_max_regs_used: Vec<(u32, Span)>,
     /// `threads = N`, when given.
     threads: Option<u32>,
+    /// The kernel (or a callee) issues wgmma: barriers carry a proxy fence.
+    proxy_fences: bool,
     /// Alignment of the first shared allocation's address (swizzled layouts need up to 1024 bytes).
     smem_align: u32,
 }
@@ -661,6 +668,7 @@ impl<'a> Em<'a> {
             tma_uses: HashMap::new(),
             set_max_regs_used: Vec::new(),
             threads: None,
+            proxy_fences: false,
             smem_align: 16,
         }
     }
@@ -1807,6 +1815,11 @@ impl<'a> Em<'a> {
     }
 
     fn barrier(&mut self, b: Barrier, span: Span) -> R<()> {
+        if self.proxy_fences && !(b.at.level == Level::Thread && b.at.n == 1) {
+            // Generic-proxy writes to shared memory become visible to wgmma (async proxy) only after a
+            // proxy fence by the writers, before the barrier that publishes them (HOPPER.md §1.6, §5.6).
+            self.line("fence.proxy.async.shared::cta;".to_string());
+        }
         if b.wait_async {
             // Block-wide waits also cover bulk copies (their mbarriers count every thread of the block).
             let block_wide = match b.at.level {

@@ -86,7 +86,8 @@ fn launch(emu: &mut Emulator, k: &CompiledKernel, blocks: u32, params: &[ParamVa
     .unwrap_or_else(|e| panic!("launch of `{}` failed: {e:?}", k.entry));
 }
 
-/// D (m×n f32) = A (m×k, row-major) · Bᵀ (B stored n×k, row-major: K-major), one 64×BN tile per block.
+/// D (m×n f32) = A (m×k, row-major) · Bᵀ (B stored n×k, row-major: K-major), one 64×BN tile per block,
+/// k-tiles of BK = one swizzle span (`@L@`, `@BK@` are substituted per layout).
 const GEMM: &str = r#"
 #[prism_kernel(
     requires(grid[1], block[1], warpgroup),
@@ -102,15 +103,15 @@ pub fn gemm_tile<const BN: u32>(
     k: u32,
 ) {
     let tiles_n: u32 = (n + BN - 1) / BN;
-    let k_tiles: u32 = (k + 63) / 64;
+    let k_tiles: u32 = (k + @BK@ - 1) / @BK@;
     #[at(block[1])]
     let row0: u32 = (id() / tiles_n) * 64;
     #[at(block[1])]
     let col0: u32 = (id() % tiles_n) * BN;
     partition(d, block[1], |x| row0 * n + col0 + x, |d_blk| {
         group(block[1], || {
-            let sa: Shared<[bf16; 64 * 64], Swizzle128>;
-            let sb: Shared<[bf16; BN * 64], Swizzle128>;
+            let sa: Shared<[bf16; 64 * @BK@], @L@>;
+            let sb: Shared<[bf16; BN * @BK@], @L@>;
             #[at(thread[1])]
             let mut acc = [0.0f32; BN / 2];
             for kt in 0..k_tiles {
@@ -118,13 +119,13 @@ pub fn gemm_tile<const BN: u32>(
                     async_(sb, |sb_async| {
                         match split(thread) {
                             1 => {
-                                tma_load(sa_async, a, kt * 64, row0);
-                                tma_load(sb_async, b, kt * 64, col0);
+                                tma_load(sa_async, a, kt * @BK@, row0);
+                                tma_load(sb_async, b, kt * @BK@, col0);
                             }
                         }
                     });
                 });
-                for kk in 0..4 {
+                for kk in 0..@BK@ / 16 {
                     wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);
                 }
             }
@@ -193,9 +194,13 @@ fn run_gemm(k: &CompiledKernel, bn: u32, (m, n, kk): (u32, u32, u32), seed: u64)
     );
 }
 
+fn gemm_src(layout: &str, bk: u32) -> String {
+    GEMM.replace("@L@", layout).replace("@BK@", &bk.to_string())
+}
+
 #[test]
 fn tma_wgmma_gemm_tiles_on_the_emulator() {
-    let ks = compile_src(GEMM);
+    let ks = compile_src(&gemm_src("Swizzle128", 64));
     assemble_all(&ks);
     for k in &ks {
         let bn = k.instance[0] as u32;
@@ -215,4 +220,63 @@ fn tma_wgmma_gemm_tiles_on_the_emulator() {
         run_gemm(k, bn, (128, 2 * bn, 128), 7);
         run_gemm(k, bn, (72, bn + 40, 136), 11);
     }
+}
+
+/// One kernel per swizzle mode: the descriptors (SBO, mode) and the TMA box follow the allocation's layout.
+#[test]
+fn every_swizzle_mode() {
+    for (layout, bk) in [("Swizzle64", 32), ("Swizzle32", 16)] {
+        let ks = compile_src(&gemm_src(layout, bk));
+        assemble_all(&ks);
+        let k = &ks[0];
+        match &k.params[0].kind {
+            ParamKind::TensorMap { box_dims, .. } => assert_eq!(box_dims, &vec![bk, 64]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            k.ptx.matches("wgmma.mma_async").count() as u32,
+            bk / 16,
+            "{}",
+            k.ptx
+        );
+        run_gemm(k, 64, (64, 64, 4 * bk), 3);
+        run_gemm(k, 64, (100, 72, 3 * bk + 8), 5);
+    }
+}
+
+/// Without the inferred `wgmma.wait_group`, the epilogue reads accumulators of a wgmma still in flight:
+/// the emulator reports it (and without the compiler's TMA box, the tensor copy and the mbarrier disagree).
+#[test]
+fn dropping_the_inferred_wait_is_reported() {
+    let ks = compile_src(&gemm_src("Swizzle128", 64));
+    let k = &ks[0];
+    let mut broken = k.clone();
+    broken.ptx = k.ptx.replace("\twgmma.wait_group.sync.aligned 0;\n", "");
+    assert_ne!(broken.ptx, k.ptx);
+    let (ab, _) = matrix(64, 64, 1);
+    let (bb, _) = matrix(64, 64, 2);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let da = buf(&mut emu, &ab);
+    let db = buf(&mut emu, &bb);
+    let dd = buf(&mut emu, &[0u8; 64 * 64 * 4]);
+    let params = [
+        tmap(k, 0, da, 64, 64),
+        tmap(k, 1, db, 64, 64),
+        ParamValue::Ptr(dd),
+        ParamValue::U32(64),
+        ParamValue::U32(64),
+        ParamValue::U32(64),
+    ];
+    let module = Module::parse(&broken.ptx).expect("parse");
+    let e = emu
+        .launch(
+            &module,
+            &k.entry,
+            [1, 1, 1],
+            [128, 1, 1],
+            k.contract.smem_bytes,
+            &params,
+        )
+        .expect_err("a read of in-flight accumulators must fault");
+    assert!(format!("{e:?}").contains("InFlight"), "{e:?}");
 }

@@ -1,0 +1,19 @@
+// wgmma is a warpgroup collective (thread[128]): a warp's split arm cannot issue it.
+use prism_macros::prism_kernel;
+
+#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 128)]
+fn k() {
+    group(block[1], || {
+        let sa: Shared<[bf16; 64 * 64], Swizzle128>;
+        let sb: Shared<[bf16; 64 * 64], Swizzle128>;
+        #[at(thread[1])]
+        let mut acc = [0.0f32; 32];
+        match split(warp) {
+            1 => {
+                wgmma_bf16(&mut acc, sa, 0, sb, 0);
+            }
+        }
+    });
+}
+
+fn main() {}
