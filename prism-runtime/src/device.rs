@@ -278,9 +278,12 @@ impl Device {
     /// `contract.smem_bytes` of dynamic shared memory.
     ///
     /// GPU: the module is loaded once per PTX text and cached; over 48 KiB of dynamic shared memory sets
-    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first; the launch is asynchronous (use
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first; a contract with clusters
+    /// ([`crate::Contract::with_cluster`]) or a [`crate::TensorMap`] argument launches through
+    /// `cuLaunchKernelEx` (with the cluster dimension attribute); the launch is asynchronous (use
     /// [`Device::dtoh`] or [`Device::synchronize`]). Emulator: the module is parsed once and cached, the
-    /// launch runs to completion, and faults come back as `Err(RuntimeError::Emulator(..))`.
+    /// launch runs to completion (in clusters of the contract's size), and faults come back as
+    /// `Err(RuntimeError::Emulator(..))`.
     ///
     /// This is the raw, untyped launch. Kernels compiled by `#[prism_kernel]` are launched with their
     /// generated, safe `launch` functions (`my_kernel::launch(&dev, dims, &a, &mut b, n)`), which call this

@@ -335,7 +335,8 @@ impl KernelInfo {
     /// `ptx` must contain the `.entry` named `entry`, whose parameters are `params` in order, and the entry
     /// must be memory-safe (no out-of-bounds or racing accesses, no misused collectives, no deadlock) for every
     /// launch that satisfies `contract` with arguments that pass [`crate::Device::launch`]'s argument checks
-    /// (buffers of the declared element type and mutability, scalars of the declared type). For kernels
+    /// (buffers of the declared element type and mutability, scalars of the declared type, tensor maps of the
+    /// declared element type and rank whose tensor lies inside their buffer). For kernels
     /// compiled by Prism this is what the perspective checker proves, with the contract it derived.
     pub const unsafe fn new_unchecked(
         name: &'static str,
