@@ -178,3 +178,34 @@ impl GpuBackend {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The emulator's encoding uses the driver's numbering for data types and swizzles; the GPU path maps one
+    /// to the other variant by variant, so the codes must agree.
+    #[test]
+    fn driver_enums_match_the_emulator_numbering() {
+        use TensorDataType::*;
+        for t in [
+            U8, U16, U32, I32, U64, I64, F16, F32, F64, Bf16, F32Ftz, Tf32, Tf32Ftz,
+        ] {
+            assert_eq!(cu_data_type(t) as u32, t as u32, "{t:?}");
+        }
+        for s in [
+            TensorSwizzle::None,
+            TensorSwizzle::B32,
+            TensorSwizzle::B64,
+            TensorSwizzle::B128,
+        ] {
+            assert_eq!(cu_swizzle(s) as u32, s as u32, "{s:?}");
+        }
+        assert_eq!(
+            sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION as u32,
+            4
+        );
+        assert_eq!(std::mem::size_of::<sys::CUtensorMap>(), 128);
+        assert_eq!(std::mem::align_of::<TensorMapBytes>(), 64);
+    }
+}
