@@ -10,6 +10,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use crate::emu;
 use crate::error::RuntimeError;
 use crate::gpu::{GpuBackend, GpuSliceArg, GpuSliceConst, GpuSliceMut};
+use crate::tensor_map::TensorMapHandle;
 use crate::types::{Backend, DeviceProperties, ElemType, KernelInfo, LaunchDims, ParamType};
 use crate::validate::{check_args, validate_launch};
 
@@ -170,6 +171,15 @@ impl Device {
         }
     }
 
+    /// The 128 bytes of a validated tensor map on this device: the driver's `cuTensorMapEncodeTiled` on a
+    /// GPU, the emulator's own encoding there.
+    pub(crate) fn encode_tensor_map(&self, m: &emu::TensorMap) -> Result<[u8; 128], RuntimeError> {
+        match &self.inner.kind {
+            Kind::Gpu(g) => g.encode_tensor_map(m),
+            Kind::Emu(_) => Ok(m.encode()),
+        }
+    }
+
     /// Copies `data` to a new device buffer.
     pub fn htod<T: DeviceCopy>(&self, data: &[T]) -> Result<DeviceBuffer<T>, RuntimeError> {
         let store = match &self.inner.kind {
@@ -268,9 +278,12 @@ impl Device {
     /// `contract.smem_bytes` of dynamic shared memory.
     ///
     /// GPU: the module is loaded once per PTX text and cached; over 48 KiB of dynamic shared memory sets
-    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first; the launch is asynchronous (use
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first; a contract with clusters
+    /// ([`crate::Contract::with_cluster`]) or a [`crate::TensorMap`] argument launches through
+    /// `cuLaunchKernelEx` (with the cluster dimension attribute); the launch is asynchronous (use
     /// [`Device::dtoh`] or [`Device::synchronize`]). Emulator: the module is parsed once and cached, the
-    /// launch runs to completion, and faults come back as `Err(RuntimeError::Emulator(..))`.
+    /// launch runs to completion (in clusters of the contract's size), and faults come back as
+    /// `Err(RuntimeError::Emulator(..))`.
     ///
     /// This is the raw, untyped launch. Kernels compiled by `#[prism_kernel]` are launched with their
     /// generated, safe `launch` functions (`my_kernel::launch(&dev, dims, &a, &mut b, n)`), which call this
@@ -362,14 +375,20 @@ impl EmuBackend {
                     _ => emu::ParamValue::U32(*b as u32),
                 },
                 KernelArg::Buf { buf, .. } => emu::ParamValue::Ptr(buf.raw_ptr()),
+                KernelArg::TensorMap { map, .. } => emu::ParamValue::Bytes(map.bytes().to_vec()),
             })
             .collect();
+        // Cluster size 1 leaves the choice to the kernel (a `.reqnctapercluster` shape), as a plain
+        // cuLaunchKernel does on the GPU.
+        let cl = kernel.contract.cluster_blocks;
+        let cluster = (cl > 1).then_some([cl, 1, 1]);
         let mut m = lock(&self.emu);
-        Ok(m.launch(
+        Ok(m.launch_cluster(
             &module,
             kernel.entry,
             [dims.grid, 1, 1],
             [dims.block, 1, 1],
+            cluster,
             kernel.contract.smem_bytes,
             &params,
         )?)
@@ -489,19 +508,24 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
     /// Passes the buffer to a `*const T` parameter.
     pub fn as_arg(&self) -> KernelArg<'_> {
+        KernelArg::Buf {
+            elem: T::ELEM,
+            mutable: false,
+            buf: self.const_handle(),
+        }
+    }
+
+    /// A read-only handle to the buffer (what [`DeviceBuffer::as_arg`] and tensor maps pass).
+    pub(crate) fn const_handle(&self) -> BufHandle<'_> {
         let inner = match &self.store {
             Store::Gpu(s) => HandleInner::Gpu(Box::new(GpuSliceConst(s))),
             Store::Emu { addr } => HandleInner::Emu(*addr),
         };
-        KernelArg::Buf {
+        BufHandle {
+            device: &self.device,
             elem: T::ELEM,
             mutable: false,
-            buf: BufHandle {
-                device: &self.device,
-                elem: T::ELEM,
-                mutable: false,
-                inner,
-            },
+            inner,
         }
     }
 
@@ -614,6 +638,15 @@ pub enum KernelArg<'a> {
         /// The buffer.
         buf: BufHandle<'a>,
     },
+    /// A TMA tensor map for a `TensorMap<elem, rank>` parameter, from [`crate::TensorMap::as_arg`].
+    TensorMap {
+        /// Element type (must equal the handle's).
+        elem: ElemType,
+        /// Rank (must equal the handle's).
+        rank: u8,
+        /// The encoded map and the buffer it describes.
+        map: TensorMapHandle<'a>,
+    },
 }
 
 impl KernelArg<'_> {
@@ -634,6 +667,9 @@ impl KernelArg<'_> {
                     buf.elem
                 )
             }
+            KernelArg::TensorMap { map, .. } => {
+                format!("a TensorMap<{}, {}>", map.elem(), map.rank())
+            }
         }
     }
 
@@ -650,6 +686,10 @@ impl KernelArg<'_> {
             KernelArg::Buf { buf, .. } => ParamType::Ptr {
                 elem: buf.elem,
                 mutable: buf.mutable,
+            },
+            KernelArg::TensorMap { map, .. } => ParamType::TensorMap {
+                elem: map.elem(),
+                rank: map.rank(),
             },
         }
     }

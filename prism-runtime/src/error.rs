@@ -24,6 +24,9 @@ pub enum RuntimeError {
     WrongDevice,
     /// The kernel's PTX could not be loaded (parse error on the emulator, JIT error on the GPU).
     Ptx(String),
+    /// A [`crate::TensorMap`] was refused: the message names the rule of `cuTensorMapEncodeTiled` (or the
+    /// tensor-inside-the-buffer rule) it breaks.
+    TensorMap(String),
 }
 
 impl fmt::Display for RuntimeError {
@@ -36,6 +39,7 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Emulator(e) => write!(f, "emulator: {}", e),
             RuntimeError::WrongDevice => f.write_str("buffer belongs to a different device"),
             RuntimeError::Ptx(m) => write!(f, "PTX could not be loaded: {}", m),
+            RuntimeError::TensorMap(m) => write!(f, "invalid tensor map: {}", m),
         }
     }
 }

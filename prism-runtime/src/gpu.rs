@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchArgs,
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    LaunchArgs, SyncOnDrop,
 };
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
@@ -21,6 +22,11 @@ use crate::emu;
 use crate::error::RuntimeError;
 use crate::types::{Backend, DeviceProperties, KernelInfo, LaunchDims};
 use crate::validate::check_ptx_params;
+
+// Tensor-map encoding and cuLaunchKernelEx launches (clusters, tensor-map arguments); a child module so it
+// can use the private caches and function records.
+#[path = "gpu_ex.rs"]
+mod gpu_ex;
 
 /// Dynamic shared memory a kernel may use without opting in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
 const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
@@ -61,6 +67,9 @@ pub(crate) trait GpuSliceArg {
     fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>);
     /// The `CUdeviceptr`.
     fn raw_ptr(&self) -> u64;
+    /// The `CUdeviceptr` for a launch on `stream` that reads (const) or writes (mut) the slice: `stream`
+    /// waits for pending accesses, and the guard records this one when dropped after the launch.
+    fn ptr_guard<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>);
 }
 
 /// A slice passed to a `*const` parameter.
@@ -75,6 +84,9 @@ impl<T> GpuSliceArg for GpuSliceConst<'_, T> {
     fn raw_ptr(&self) -> u64 {
         raw_ptr(self.0)
     }
+    fn ptr_guard<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
+        self.0.device_ptr(stream)
+    }
 }
 
 impl<T> GpuSliceArg for GpuSliceMut<'_, T> {
@@ -83,6 +95,9 @@ impl<T> GpuSliceArg for GpuSliceMut<'_, T> {
     }
     fn raw_ptr(&self) -> u64 {
         raw_ptr(self.0)
+    }
+    fn ptr_guard<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
+        self.0.device_ptr_mut(stream)
     }
 }
 
@@ -370,6 +385,14 @@ impl GpuBackend {
                     ))?;
                 func.dyn_smem_limit.fetch_max(smem, Ordering::Relaxed);
             }
+            // Clusters need cuLaunchKernelEx; tensor maps are passed by value from 64-byte-aligned copies.
+            if kernel.contract.cluster_blocks > 1
+                || args
+                    .iter()
+                    .any(|a| matches!(a, KernelArg::TensorMap { .. }))
+            {
+                return self.launch_ex(&func, kernel, dims, args);
+            }
             // Bools go as 32-bit values: the driver copies as many bytes as the PTX parameter has, so a
             // `.u8` or `.u32` parameter both read 0/1 from a little-endian u32.
             let bools: Vec<u32> = args
@@ -393,6 +416,12 @@ impl GpuBackend {
                         }
                         HandleInner::Emu(_) => return Err(RuntimeError::WrongDevice),
                     },
+                    // Routed to `launch_ex` above.
+                    KernelArg::TensorMap { .. } => {
+                        return Err(RuntimeError::BadArgs(
+                            "internal: tensor map on the plain launch path".into(),
+                        ))
+                    }
                 };
             }
             let cfg = LaunchConfig {

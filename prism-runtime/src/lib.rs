@@ -27,18 +27,23 @@ mod device;
 pub mod emu;
 mod error;
 mod gpu;
+mod tensor_map;
 mod types;
 mod validate;
 
 pub use device::{
     BufHandle, Device, DeviceBuffer, DeviceCopy, KernelArg, LaunchReport, BACKEND_ENV,
 };
+pub use emu::{TensorDataType, TensorSwizzle};
 pub use error::RuntimeError;
+pub use tensor_map::{TensorMap, TensorMapHandle};
 pub use types::{
     registered_kernels, Backend, Contract, DeviceProperties, ElemType, KernelInfo, LaunchDims,
     ParamSpec, ParamType, RegisteredKernel,
 };
-pub use validate::{validate_launch, MAX_GRID_X, MAX_SMEM_BYTES, MAX_THREADS_PER_BLOCK};
+pub use validate::{
+    validate_launch, MAX_CLUSTER_BLOCKS, MAX_GRID_X, MAX_SMEM_BYTES, MAX_THREADS_PER_BLOCK,
+};
 
 /// The cudarc version the GPU backend is built on, for code that needs the driver API directly.
 pub use cudarc;

@@ -165,6 +165,14 @@ pub enum ParamType {
         /// `*mut` (the kernel may write through it) rather than `*const`.
         mutable: bool,
     },
+    /// A TMA tensor map (`TensorMap<elem, rank>`), passed by value as the 128-byte, 64-byte-aligned
+    /// parameter `.param .align 64 .b8 name[128]`; the argument is [`crate::TensorMap::as_arg`].
+    TensorMap {
+        /// Element type of the tensor.
+        elem: ElemType,
+        /// Rank of the tensor (1 to 5).
+        rank: u8,
+    },
 }
 
 impl fmt::Display for ParamType {
@@ -185,6 +193,7 @@ impl fmt::Display for ParamType {
                 elem,
                 mutable: false,
             } => write!(f, "*const {}", elem),
+            ParamType::TensorMap { elem, rank } => write!(f, "TensorMap<{}, {}>", elem, rank),
         }
     }
 }
@@ -214,6 +223,7 @@ pub struct Contract {
     pub(crate) blocks_multiple_of: u32,
     pub(crate) blocks_exact: Option<u32>,
     pub(crate) smem_bytes: u32,
+    pub(crate) cluster_blocks: u32,
 }
 
 impl Contract {
@@ -241,6 +251,31 @@ impl Contract {
             blocks_multiple_of,
             blocks_exact,
             smem_bytes,
+            cluster_blocks: 1,
+        }
+    }
+
+    /// This contract with thread-block clusters of `blocks` blocks along x (`cluster = n`; 1 means no
+    /// cluster): the launch groups consecutive blocks into clusters that are scheduled together and share
+    /// distributed shared memory, `barrier.cluster` and multicast TMA. [`crate::validate_launch`] requires
+    /// the grid to be a multiple of `blocks` and `blocks` ≤ 8 (the portable cluster size).
+    ///
+    /// ```
+    /// use prism_runtime::Contract;
+    /// // SAFETY (doc example): no kernel is launched with this contract.
+    /// let c = unsafe { Contract::new_unchecked(128, None, 2, None, 0).with_cluster(2) };
+    /// assert_eq!(c.cluster_blocks(), 2);
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// As [`Contract::new_unchecked`]: `blocks` must be the cluster size the kernel was checked for. A kernel
+    /// that addresses a sibling block's shared memory (`mapa`), multicasts or waits at a cluster barrier is
+    /// only correct when launched in clusters of the size it assumes.
+    pub const unsafe fn with_cluster(self, blocks: u32) -> Contract {
+        Contract {
+            cluster_blocks: blocks,
+            ..self
         }
     }
 
@@ -268,6 +303,12 @@ impl Contract {
     pub const fn smem_bytes(&self) -> u32 {
         self.smem_bytes
     }
+
+    /// Blocks per thread-block cluster along x (`cluster = n`); 1 when the kernel is launched without
+    /// clusters (the default of [`Contract::new_unchecked`]).
+    pub const fn cluster_blocks(&self) -> u32 {
+        self.cluster_blocks
+    }
 }
 
 /// Everything the runtime needs to launch one (instantiated) kernel; emitted by `#[prism_kernel]` as the
@@ -294,7 +335,8 @@ impl KernelInfo {
     /// `ptx` must contain the `.entry` named `entry`, whose parameters are `params` in order, and the entry
     /// must be memory-safe (no out-of-bounds or racing accesses, no misused collectives, no deadlock) for every
     /// launch that satisfies `contract` with arguments that pass [`crate::Device::launch`]'s argument checks
-    /// (buffers of the declared element type and mutability, scalars of the declared type). For kernels
+    /// (buffers of the declared element type and mutability, scalars of the declared type, tensor maps of the
+    /// declared element type and rank whose tensor lies inside their buffer). For kernels
     /// compiled by Prism this is what the perspective checker proves, with the contract it derived.
     pub const unsafe fn new_unchecked(
         name: &'static str,

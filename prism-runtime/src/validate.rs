@@ -15,6 +15,10 @@ pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 pub const MAX_GRID_X: u32 = i32::MAX as u32;
 /// Largest dynamic shared memory per block any supported GPU allows with opt-in (sm_90: 227 KiB).
 pub const MAX_SMEM_BYTES: u32 = 232_448;
+/// Largest portable thread-block cluster (CUDA Programming Guide, "Thread Block Clusters": 8 blocks). An
+/// H100 runs 16 only after the kernel opts in with `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`,
+/// which the runtime does not set, so larger contracts are refused.
+pub const MAX_CLUSTER_BLOCKS: u32 = 8;
 
 fn plural(n: u64, word: &str) -> String {
     if n == 1 {
@@ -28,7 +32,8 @@ fn plural(n: u64, word: &str) -> String {
 ///
 /// Rules, in order: block in `1..=1024`; block `== threads_exact`; block a multiple of
 /// `threads_multiple_of` (`thread[n]`); grid in `1..=2^31-1`; grid `== blocks_exact`; grid a multiple of
-/// `blocks_multiple_of` (`block[n]`); `smem_bytes <= 232448`. The first violated rule is reported as
+/// `blocks_multiple_of` (`block[n]`); cluster size in `1..=8` ([`MAX_CLUSTER_BLOCKS`]) and the grid a
+/// multiple of it; `smem_bytes <= 232448`. The first violated rule is reported as
 /// [`RuntimeError::BadLaunch`] with the kernel name, the rule and the numbers.
 pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), RuntimeError> {
     let c = &kernel.contract;
@@ -90,6 +95,22 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             g, c.blocks_multiple_of, c.blocks_multiple_of
         ));
     }
+    let cl = c.cluster_blocks;
+    if cl == 0 {
+        return bad("cluster of 0 blocks: a cluster needs at least 1 block".into());
+    }
+    if cl > MAX_CLUSTER_BLOCKS {
+        return bad(format!(
+            "cluster of {} blocks exceeds the portable limit of {} blocks per cluster",
+            cl, MAX_CLUSTER_BLOCKS
+        ));
+    }
+    if !g.is_multiple_of(cl) {
+        return bad(format!(
+            "grid of {} blocks is not a multiple of the cluster size {} (cluster = {})",
+            g, cl, cl
+        ));
+    }
     if c.smem_bytes > MAX_SMEM_BYTES {
         return bad(format!(
             "smem = {} bytes exceeds the limit of {} bytes (227 KiB) of shared memory per block",
@@ -140,6 +161,17 @@ pub(crate) fn check_args(
                 },
             ) => {
                 check_buf(device, &what, elem, mutable, *ae, *am, buf).or_else(bad)?;
+            }
+            (
+                ParamType::TensorMap { elem, rank },
+                KernelArg::TensorMap {
+                    elem: ae,
+                    rank: ar,
+                    map,
+                },
+            ) => {
+                crate::tensor_map::check_map_arg(device, &what, elem, rank, *ae, *ar, map)
+                    .or_else(bad)?;
             }
             (_, a) => return bad(format!("{} got {}", what, a.describe())),
         }
@@ -219,15 +251,23 @@ pub(crate) fn check_ptx_params(
             ParamType::U64 | ParamType::I64 | ParamType::F64 | ParamType::Ptr { .. } => d.size == 8,
             // Passed as a little-endian u32, of which the driver copies the declared width.
             ParamType::Bool => matches!(d.size, 1 | 2 | 4),
+            // `.param .align 64 .b8 name[128]`: the driver and TMA need the 64-byte alignment.
+            ParamType::TensorMap { .. } => {
+                d.size == 128 && d.align >= 64 && d.align.is_multiple_of(64)
+            }
         };
         if !ok {
+            let (want, have) = if matches!(p.ty, ParamType::TensorMap { .. }) {
+                (
+                    "128 bytes aligned to 64".to_string(),
+                    format!("{} bytes aligned to {}", d.size, d.align),
+                )
+            } else {
+                (format!("{} bytes", param_size(p.ty)), format!("{}", d.size))
+            };
             return bad(format!(
-                "`{}: {}` is passed as {} bytes, PTX parameter `{}` has {}",
-                p.name,
-                p.ty,
-                param_size(p.ty),
-                d.name,
-                d.size
+                "`{}: {}` is passed as {}, PTX parameter `{}` has {}",
+                p.name, p.ty, want, d.name, have
             ));
         }
     }
@@ -237,6 +277,7 @@ pub(crate) fn check_ptx_params(
 fn param_size(t: ParamType) -> usize {
     match t {
         ParamType::U32 | ParamType::I32 | ParamType::F32 | ParamType::Bool => 4,
+        ParamType::TensorMap { .. } => 128,
         _ => 8,
     }
 }

@@ -27,6 +27,7 @@ TARGETS=(
   "test|scan_reduce|-p prism --test scan_reduce|reduce/scan device functions and kernels vs CPU references"
   "test|runtime_api|-p prism-runtime --test runtime_api|runtime API: buffers, launches, argument checks, errors"
   "test|runtime_env|-p prism-runtime --test runtime_env|PRISM_BACKEND overrides Device::auto"
+  "test|runtime_tensor_map|-p prism-runtime --test runtime_tensor_map|tensor maps (cuTensorMapEncodeTiled, TMA box per swizzle vs CPU), cluster launches (cuLaunchKernelEx), 227 KiB dynamic smem"
   "test|emu_vs_gpu|-p prism --test emu_vs_gpu|differential check: nvcc fixtures and workspace kernels, emulator vs GPU, every output byte"
   "bench|sgemm|-p prism --bench sgemm|sgemm ladder and Fig. 6 TF32 vs cuBLAS SGEMM / TF32, 1024-4096"
   "bench|scan|-p prism --bench scan|decoupled look-back scan vs device-to-device copy, 2^20-2^28"

@@ -245,6 +245,21 @@ impl TensorMap {
         (0..self.rank()).map(|i| self.box_elems(i)).product::<u64>() * self.data_type.size()
     }
 
+    /// Bytes from the global address to the end of the last element of the tensor:
+    /// `dims[0]·size + Σ (dims[i] − 1)·strides[i − 1]`. A map whose tensor lies inside one allocation (this
+    /// many bytes from the global address) never makes a copy touch memory outside it: box elements outside
+    /// the tensor are filled on loads and skipped on stores.
+    pub fn extent_bytes(&self) -> u128 {
+        let inner = self.dims.first().copied().unwrap_or(0) as u128 * self.data_type.size() as u128;
+        self.dims
+            .iter()
+            .skip(1)
+            .zip(&self.strides)
+            .fold(inner, |acc, (&d, &s)| {
+                acc + (d.max(1) as u128 - 1) * s as u128
+            })
+    }
+
     /// Checks the driver's documented constraints (CUDA Driver API, `cuTensorMapEncodeTiled`).
     pub fn validate(&self) -> Result<(), TensorMapError> {
         let r = self.rank();
@@ -291,7 +306,8 @@ impl TensorMap {
                     i + 1
                 ));
             }
-            extent = s * self.dims[i + 1];
+            // Saturating: garbage from `decode` must give an error, not an overflow.
+            extent = s.saturating_mul(self.dims[i + 1]);
         }
         for (i, &b) in self.box_dims.iter().enumerate() {
             if !(1..=256).contains(&b) {

@@ -1,0 +1,314 @@
+//! Host-side TMA tensor maps: [`TensorMap`] describes a tensor in a [`DeviceBuffer`] and the box one
+//! `cp.async.bulk.tensor` moves, validated when it is made, and becomes a kernel argument with
+//! [`TensorMap::as_arg`].
+//!
+//! The rules are `cuTensorMapEncodeTiled`'s (checked once, by [`emu::TensorMap::validate`], for both
+//! backends) plus one of ours: the whole tensor lies inside the buffer, so that no TMA copy through the map
+//! can touch memory outside it (box elements outside the tensor are zero-filled on loads and skipped on
+//! stores). That makes a map from safe code as safe to pass as the buffer itself. On the GPU the 128 bytes
+//! come from the driver's `cuTensorMapEncodeTiled`; on the emulator from [`emu::TensorMap::encode`].
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use cudarc::driver::DeviceRepr;
+
+use crate::device::{BufHandle, Device, DeviceBuffer, DeviceCopy, KernelArg};
+use crate::emu::{self, TensorDataType, TensorSwizzle};
+use crate::error::RuntimeError;
+use crate::types::{Backend, ElemType};
+
+/// The 128 bytes of a `CUtensorMap`, 64-byte aligned as the driver and `cp.async.bulk.tensor` require
+/// (on the GPU a kernel parameter is passed as a pointer to its value, and the driver copies from there).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TensorMapBytes(pub(crate) [u8; 128]);
+
+// SAFETY: plain bytes with the size and alignment of the `.param .align 64 .b8 name[128]` they fill.
+unsafe impl DeviceRepr for TensorMapBytes {}
+
+/// The tensor-map data type of an element type (`CUtensorMapDataType`). Total: every [`DeviceCopy`] type
+/// has one.
+pub(crate) fn data_type(e: ElemType) -> TensorDataType {
+    match e {
+        ElemType::U8 => TensorDataType::U8,
+        ElemType::U32 => TensorDataType::U32,
+        ElemType::I32 => TensorDataType::I32,
+        ElemType::U64 => TensorDataType::U64,
+        ElemType::I64 => TensorDataType::I64,
+        ElemType::F32 => TensorDataType::F32,
+        ElemType::F64 => TensorDataType::F64,
+        ElemType::F16 => TensorDataType::F16,
+        ElemType::BF16 => TensorDataType::Bf16,
+    }
+}
+
+/// A tiled TMA tensor map over a [`DeviceBuffer<T>`]: a `RANK`-dimensional tensor (dimension 0 innermost
+/// and contiguous, like CUDA) and the box a `cp.async.bulk.tensor.{RANK}d` copy moves into or out of shared
+/// memory, with a shared-memory swizzle. Borrows the buffer for `'a`, so the buffer outlives every launch
+/// that uses the map; launching it on another device than the buffer's is refused
+/// ([`RuntimeError::BadArgs`]).
+///
+/// Pass it to a kernel parameter of type `TensorMap<T, RANK>` (PTX `.param .align 64 .b8 name[128]`) with
+/// [`TensorMap::as_arg`].
+///
+/// ```
+/// use prism_runtime::{Device, TensorMap, TensorSwizzle};
+/// let dev = Device::emulator();
+/// let a = dev.alloc_zeros::<half::bf16>(128 * 256)?; // 128 rows of 256 bf16
+/// // boxes of 64 rows × 64 columns: 128-byte box rows, the 128-byte swizzle wgmma reads
+/// let map = TensorMap::row_major_2d(&a, 128, 256, 64, 64, TensorSwizzle::B128)?;
+/// assert_eq!(map.box_bytes(), 64 * 64 * 2);
+/// // the box row is wider than the 32-byte swizzle span: refused
+/// assert!(TensorMap::row_major_2d(&a, 128, 256, 64, 64, TensorSwizzle::B32).is_err());
+/// # Ok::<(), prism_runtime::RuntimeError>(())
+/// ```
+pub struct TensorMap<'a, T: DeviceCopy, const RANK: usize> {
+    buf: &'a DeviceBuffer<T>,
+    desc: emu::TensorMap,
+    bytes: TensorMapBytes,
+    _t: PhantomData<T>,
+}
+
+impl<'a, T: DeviceCopy, const RANK: usize> TensorMap<'a, T, RANK> {
+    /// A tiled map over `buf`: `dims` elements per dimension (dimension 0 innermost), `strides_bytes` the
+    /// byte strides of dimensions 1..RANK (RANK − 1 values; dimension 0 is contiguous), boxes of `box_dims`
+    /// elements, element strides 1, out-of-bounds elements of a load filled with zeros.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::TensorMap`] naming the broken rule: RANK in 1..=5; RANK − 1 strides; the buffer
+    /// 16-byte aligned; each dim in 1..=2^32; each stride a multiple of 16, below 2^40 and at least the
+    /// bytes of the dimensions inside it; each box dim in 1..=256; the box's inner extent (`box_dims[0]` ×
+    /// element size) a multiple of 16 bytes and, with a swizzle, at most the swizzle span (32, 64 or 128
+    /// bytes); the tensor inside the buffer. On the GPU a refusal by `cuTensorMapEncodeTiled` itself is
+    /// [`RuntimeError::Driver`].
+    pub fn tiled(
+        buf: &'a DeviceBuffer<T>,
+        dims: [u64; RANK],
+        strides_bytes: &[u64],
+        box_dims: [u32; RANK],
+        swizzle: TensorSwizzle,
+    ) -> Result<Self, RuntimeError> {
+        let desc = emu::TensorMap::tiled(
+            data_type(T::ELEM),
+            buf.raw_ptr(),
+            &dims,
+            strides_bytes,
+            &box_dims,
+            swizzle,
+        )
+        .map_err(|e| RuntimeError::TensorMap(e.0))?;
+        let need = desc.extent_bytes();
+        let have = buf.len() as u128 * std::mem::size_of::<T>() as u128;
+        if need > have {
+            return Err(RuntimeError::TensorMap(format!(
+                "the tensor ({}, strides {:?} bytes) reaches {} bytes past its start, but the buffer has {} bytes \
+                 ({} elements of {})",
+                dims_text(&dims),
+                strides_bytes,
+                need,
+                have,
+                buf.len(),
+                T::ELEM
+            )));
+        }
+        let bytes = TensorMapBytes(buf.device().encode_tensor_map(&desc)?);
+        Ok(TensorMap {
+            buf,
+            desc,
+            bytes,
+            _t: PhantomData,
+        })
+    }
+
+    /// The tensor's dimensions (elements; dimension 0 innermost).
+    pub fn dims(&self) -> [u64; RANK] {
+        std::array::from_fn(|i| self.desc.dims[i])
+    }
+
+    /// The box's dimensions (elements; dimension 0 innermost).
+    pub fn box_dims(&self) -> [u32; RANK] {
+        std::array::from_fn(|i| self.desc.box_dims[i])
+    }
+
+    /// Byte strides of dimensions 1..RANK.
+    pub fn strides_bytes(&self) -> &[u64] {
+        &self.desc.strides
+    }
+
+    /// The shared-memory swizzle.
+    pub fn swizzle(&self) -> TensorSwizzle {
+        self.desc.swizzle
+    }
+
+    /// Bytes one box copy moves (the `expect_tx` count of a load), out-of-bounds elements included.
+    pub fn box_bytes(&self) -> u64 {
+        self.desc.box_bytes()
+    }
+
+    /// The validated description (with the buffer's device address), as the emulator encodes it.
+    pub fn description(&self) -> &emu::TensorMap {
+        &self.desc
+    }
+
+    /// The buffer the map describes.
+    pub fn buffer(&self) -> &'a DeviceBuffer<T> {
+        self.buf
+    }
+
+    /// The map as the argument of a `TensorMap<T, RANK>` kernel parameter.
+    pub fn as_arg(&self) -> KernelArg<'_> {
+        KernelArg::TensorMap {
+            elem: T::ELEM,
+            rank: RANK as u8,
+            map: TensorMapHandle {
+                buf: self.buf.const_handle(),
+                elem: T::ELEM,
+                rank: RANK as u8,
+                bytes: Box::new(self.bytes),
+            },
+        }
+    }
+}
+
+impl<'a, T: DeviceCopy> TensorMap<'a, T, 2> {
+    /// A map over a row-major `rows × cols` matrix that fills `buf` from its start (row stride
+    /// `cols × size_of::<T>()` bytes), with boxes of `box_rows × box_cols`. As [`TensorMap::tiled`] with
+    /// `dims = [cols, rows]`, `box_dims = [box_cols, box_rows]` (innermost first).
+    ///
+    /// # Errors
+    /// As [`TensorMap::tiled`]; the row stride must be a multiple of 16 bytes.
+    pub fn row_major_2d(
+        buf: &'a DeviceBuffer<T>,
+        rows: u64,
+        cols: u64,
+        box_rows: u32,
+        box_cols: u32,
+        swizzle: TensorSwizzle,
+    ) -> Result<Self, RuntimeError> {
+        let stride = cols
+            .checked_mul(std::mem::size_of::<T>() as u64)
+            .ok_or_else(|| RuntimeError::TensorMap(format!("{cols} columns overflow a stride")))?;
+        TensorMap::tiled(buf, [cols, rows], &[stride], [box_cols, box_rows], swizzle)
+    }
+}
+
+impl<T: DeviceCopy, const RANK: usize> fmt::Debug for TensorMap<'_, T, RANK> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TensorMap<{}, {}>(dims {}, box {}, {:?} swizzle, over {:?})",
+            T::ELEM,
+            RANK,
+            dims_text(&self.desc.dims),
+            dims_text(&self.desc.box_dims),
+            self.desc.swizzle,
+            self.buf
+        )
+    }
+}
+
+fn dims_text<D: fmt::Display>(d: &[D]) -> String {
+    d.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(" × ")
+}
+
+/// A tensor map borrowed for one launch, carried by [`KernelArg::TensorMap`]: the encoded 128 bytes, the
+/// element type and rank it was made with, and the buffer it describes (its device, and on the GPU its
+/// cudarc slice, so the launch is ordered after pending writes to it). Only [`TensorMap::as_arg`] makes
+/// one, so the bytes are always a validated map of that buffer.
+pub struct TensorMapHandle<'a> {
+    buf: BufHandle<'a>,
+    elem: ElemType,
+    rank: u8,
+    pub(crate) bytes: Box<TensorMapBytes>,
+}
+
+impl<'a> TensorMapHandle<'a> {
+    /// Element type of the map.
+    pub fn elem(&self) -> ElemType {
+        self.elem
+    }
+    /// Rank of the map.
+    pub fn rank(&self) -> u8 {
+        self.rank
+    }
+    /// The 128 encoded bytes.
+    pub fn bytes(&self) -> &[u8; 128] {
+        &self.bytes.0
+    }
+    /// The buffer the map describes.
+    pub fn buffer(&self) -> &BufHandle<'a> {
+        &self.buf
+    }
+    pub(crate) fn buffer_mut(&mut self) -> &mut BufHandle<'a> {
+        &mut self.buf
+    }
+}
+
+impl fmt::Debug for TensorMapHandle<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TensorMapHandle(TensorMap<{}, {}> over {:?})",
+            self.elem, self.rank, self.buf
+        )
+    }
+}
+
+/// The launch check of a [`KernelArg::TensorMap`] against a `TensorMap<elem, rank>` parameter: the
+/// argument's public fields agree with the handle, element type and rank match, the map's buffer belongs to
+/// the launching device; on the emulator the bytes also decode to a valid map of that buffer.
+pub(crate) fn check_map_arg(
+    device: &Device,
+    what: &str,
+    elem: ElemType,
+    rank: u8,
+    arg_elem: ElemType,
+    arg_rank: u8,
+    map: &TensorMapHandle<'_>,
+) -> Result<(), String> {
+    // The handle's own facts win over the public fields, which a caller could have edited.
+    if arg_elem != map.elem || arg_rank != map.rank {
+        return Err(format!(
+            "{what}: the argument says TensorMap<{arg_elem}, {arg_rank}>, but the handle is TensorMap<{}, {}>",
+            map.elem, map.rank
+        ));
+    }
+    if map.elem != elem || map.rank != rank {
+        return Err(format!(
+            "{what} got a TensorMap<{}, {}>",
+            map.elem, map.rank
+        ));
+    }
+    if map.buf.device_id() != device.id() {
+        return Err(format!(
+            "{} got a tensor map of a buffer of device #{} ({}), but the launch is on device #{} ({})",
+            what,
+            map.buf.device_id(),
+            map.buf.device_name(),
+            device.id(),
+            device.name()
+        ));
+    }
+    if device.backend() == Backend::Emulator {
+        let m = emu::TensorMap::decode(&map.bytes.0)
+            .map_err(|e| format!("{what}: the tensor map's bytes do not decode: {e}"))?;
+        if m.data_type != data_type(elem)
+            || m.rank() != rank as usize
+            || m.global_address != map.buf.raw_ptr()
+        {
+            return Err(format!(
+                "{what}: the tensor map's bytes describe a rank-{} {:?} tensor at {:#x}, not its buffer at {:#x}",
+                m.rank(),
+                m.data_type,
+                m.global_address,
+                map.buf.raw_ptr()
+            ));
+        }
+    }
+    Ok(())
+}
