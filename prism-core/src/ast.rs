@@ -300,6 +300,8 @@ pub struct Function {
     pub threads: Option<Box<Expr>>,
     /// `blocks = N` (kernels): the exact number of blocks in the grid (constant expression, per instance).
     pub blocks: Option<Box<Expr>>,
+    /// `cluster = N` (kernels): blocks per thread-block cluster (sm_90); an aligned `block[N]` is a cluster.
+    pub cluster: Option<Box<Expr>>,
     /// `returns = level[n]` (device functions): perspective of the result.
     pub returns: Option<SpannedPerspective>,
     /// `instances = [(..), ..]`: const-generic instantiations (required when `const_params` is not empty).

@@ -88,6 +88,7 @@ pub const INTRINSICS: &[&str] = &[
     "wgmma_bf16",
     "wgmma_f16",
     "set_max_regs",
+    "sync_cluster",
 ];
 
 /// Checks `f` against the rules of paper 000; `deps` are the device functions it may call.
@@ -711,6 +712,7 @@ impl<'a> Cx<'a> {
             }
         }
         self.smem_limit();
+        self.cluster_rule();
     }
 
     fn instance(&self, values: Vec<i64>) -> CheckedInstance {

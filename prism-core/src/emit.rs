@@ -137,6 +137,12 @@ fn emit_instance(
     let threads = f.threads.as_ref().map(|e| em.const_u32(e)).transpose()?;
     let blocks = f.blocks.as_ref().map(|e| em.const_u32(e)).transpose()?;
     em.threads = threads;
+    em.cluster = f
+        .cluster
+        .as_ref()
+        .map(|e| em.const_u32(e))
+        .transpose()?
+        .unwrap_or(1);
     em.proxy_fences = std::iter::once(f).chain(deps).any(|g| {
         let mut hit = false;
         crate::check::walk_calls(&g.body, &mut |name, _| hit |= name.starts_with("wgmma_"));
@@ -286,7 +292,9 @@ fn emit_instance(
         blocks_exact: blocks,
         // Room to round the dynamic shared window up to the swizzle alignment at run time.
         smem_bytes: em.smem_top + (em.smem_align - 16),
+        cluster: em.cluster,
     };
+    contract.blocks_multiple_of = lcm(contract.blocks_multiple_of, em.cluster);
     for r in &f.requires {
         match r.perspective.level {
             Level::Thread => {
@@ -611,6 +619,8 @@ struct Em<'a> {
     set_max_regs_used: Vec<(u32, Span)>,
     /// `threads = N`, when given.
     threads: Option<u32>,
+    /// `cluster = N` (1 without).
+    cluster: u32,
     /// The kernel (or a callee) issues wgmma: barriers carry a proxy fence.
     proxy_fences: bool,
     /// Alignment of the first shared allocation's address (swizzled layouts need up to 1024 bytes).
@@ -668,6 +678,7 @@ impl<'a> Em<'a> {
             tma_uses: HashMap::new(),
             set_max_regs_used: Vec::new(),
             threads: None,
+            cluster: 1,
             proxy_fences: false,
             smem_align: 16,
         }
@@ -679,7 +690,7 @@ impl<'a> Em<'a> {
         // mbarrier transaction counts and bulk copies need sm_90.
         let target = if self.sm90a {
             "sm_90a"
-        } else if self.mbars > 0 {
+        } else if self.mbars > 0 || self.cluster > 1 {
             "sm_90"
         } else {
             "sm_80"
@@ -711,6 +722,9 @@ impl<'a> Em<'a> {
         }
         if let Some(t) = threads {
             let _ = writeln!(s, ".reqntid {t}");
+        }
+        if self.cluster > 1 {
+            let _ = writeln!(s, ".reqnctapercluster {}, 1, 1", self.cluster);
         }
         if !self.set_max_regs_used.is_empty() {
             // setmaxnreg needs a known register count at entry (HOPPER.md §7).

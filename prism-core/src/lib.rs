@@ -58,6 +58,8 @@ pub struct Contract {
     pub blocks_exact: Option<u32>,
     /// Dynamic shared memory the kernel uses, in bytes (all its `Shared` allocations and its callees').
     pub smem_bytes: u32,
+    /// `cluster = N`: blocks per cluster (1: no clusters).
+    pub cluster: u32,
 }
 
 /// One PTX entry: a kernel, or one instance of a templated kernel.

@@ -281,6 +281,7 @@ impl Cx {
         let mut smem = None;
         let mut threads = None;
         let mut blocks = None;
+        let mut cluster = None;
         let mut returns = None;
         let mut instances = Vec::new();
         let attr_name = if kind == FnKind::Kernel {
@@ -310,7 +311,7 @@ impl Cx {
                         continue;
                     };
                     match key.to_string().as_str() {
-                        "smem" | "threads" | "blocks" => {
+                        "smem" | "threads" | "blocks" | "cluster" => {
                             let e = match self.expr(&asg.right) {
                                 Ok(e) => Box::new(e),
                                 Err(d) => {
@@ -321,6 +322,7 @@ impl Cx {
                             match key.to_string().as_str() {
                                 "smem" => smem = Some(e),
                                 "threads" => threads = Some(e),
+                                "cluster" => cluster = Some(e),
                                 _ => blocks = Some(e),
                             }
                         }
@@ -334,13 +336,13 @@ impl Cx {
                         },
                         other => self.err(
                             syntax(key.span(), format!("unknown `{attr_name}` argument `{other}`"))
-                                .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `returns = P` or `instances = [..]`"),
+                                .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
                         ),
                     }
                 }
                 other => self.err(
                     syntax(other.span(), format!("unexpected `{attr_name}` argument"))
-                        .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `returns = P` or `instances = [..]`"),
+                        .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
                 ),
             }
         }
@@ -455,6 +457,7 @@ impl Cx {
             smem,
             threads,
             blocks,
+            cluster,
             returns,
             instances,
             params,

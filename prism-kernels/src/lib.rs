@@ -198,6 +198,9 @@ pub fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u32) {
 // ---- The sgemm ladder of paper 000 §6.1.1 (and a host API for Fig. 6). ----
 pub mod sgemm;
 
+// ---- The Hopper bf16 GEMM ladder (TMA, wgmma): `gemm_bf16`. ----
+pub mod gemm;
+
 // ---- Reductions and scans (CUB-like thread/warp/block functions, decoupled look-back scan). ----
 // `macro_use`: the scan module calls the reduction module's device functions (textual macro scope).
 #[macro_use]

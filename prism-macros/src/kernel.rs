@@ -532,6 +532,8 @@ struct LaunchParam {
     arg: TokenStream,
     spec: TokenStream,
     doc: String,
+    /// Statements the typed launcher runs before launching (returning an error value).
+    check: TokenStream,
 }
 
 fn elem_tokens(t: ScalarType) -> Option<(TokenStream, TokenStream)> {
@@ -578,13 +580,15 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
                 arg: quote!(::prism_runtime::KernelArg::#variant(#name)),
                 spec: quote!(::prism_runtime::ParamSpec { name: #pname, ty: ::prism_runtime::ParamType::#variant }),
                 doc: format!("`{pname}: {t}`"),
+                check: TokenStream::new(),
             })
         }
-        ParamKind::TensorMap { .. } => Err(Diagnostic::new(
-            "LAUNCH",
-            span,
-            format!("kernel parameter `{pname}`: tensor-map launch arguments are not wired yet"),
-        )),
+        ParamKind::TensorMap {
+            elem,
+            rank,
+            box_dims,
+            swizzle,
+        } => tensor_map_param(name, pname, span, (*elem, *rank), box_dims, *swizzle),
         ParamKind::Ptr { elem, mutable } => {
             let Some((ty, variant)) = elem_tokens(*elem) else {
                 return Err(Diagnostic::new(
@@ -617,9 +621,65 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
                     ty: ::prism_runtime::ParamType::Ptr { elem: ::prism_runtime::ElemType::#variant, mutable: #mutable }
                 }),
                 doc,
+                check: TokenStream::new(),
             })
         }
     }
+}
+
+/// A `TensorMap<T, RANK>` parameter: the launcher takes `&prism_runtime::TensorMap<T, RANK>` and, when the
+/// kernel loads from it, refuses a map whose box or swizzle differs from what its `tma_load`s fill (the
+/// mbarrier expects exactly that many bytes; rule TMA, docs/SYNTAX.md).
+fn tensor_map_param(
+    name: Ident,
+    pname: &str,
+    span: Span,
+    (elem, rank): (ScalarType, u32),
+    box_dims: &[u32],
+    swizzle: prism_core::ast::SmemLayout,
+) -> Result<LaunchParam, Diagnostic> {
+    let Some((ty, variant)) = elem_tokens(elem) else {
+        return Err(Diagnostic::new(
+            "LAUNCH",
+            span,
+            format!("kernel parameter `{pname}`: tensor maps of bool are not supported"),
+        ));
+    };
+    let rank_lit = rank as usize;
+    let rank8 = rank as u8;
+    let check = if box_dims.is_empty() {
+        TokenStream::new()
+    } else {
+        let sw = match swizzle.span() {
+            128 => quote!(B128),
+            64 => quote!(B64),
+            32 => quote!(B32),
+            _ => quote!(None),
+        };
+        let want = format!("box {box_dims:?} with swizzle {swizzle}");
+        quote! {
+            if #name.box_dims()[..] != [#(#box_dims),*][..]
+                || #name.swizzle() != ::prism_runtime::TensorSwizzle::#sw
+            {
+                return ::core::result::Result::Err(::prism_runtime::RuntimeError::BadArgs(::std::format!(
+                    "tensor map `{}`: the kernel's tma_load fills {}, the map has box {:?} with swizzle {:?}",
+                    #pname, #want, #name.box_dims(), #name.swizzle()
+                )));
+            }
+        }
+    };
+    Ok(LaunchParam {
+        decl: quote!(#name: &::prism_runtime::TensorMap<'_, #ty, #rank_lit>),
+        arg: quote!(#name.as_arg()),
+        spec: quote!(::prism_runtime::ParamSpec {
+            name: #pname,
+            ty: ::prism_runtime::ParamType::TensorMap { elem: ::prism_runtime::ElemType::#variant, rank: #rank8 }
+        }),
+        doc: format!(
+            "`{pname}: TensorMap<{elem}, {rank}>` (`&prism_runtime::TensorMap<{elem}, {rank}>`)"
+        ),
+        check,
+    })
 }
 
 fn opt_u32(v: Option<u32>) -> TokenStream {
@@ -742,12 +802,14 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel], raw: &[String
         let contract_doc = contract_text(c);
         inst_docs.push(format!("* `{disp}`: entry `{}`; {contract_doc}", k.entry));
         let (tm, bm, smem) = (c.threads_multiple_of, c.blocks_multiple_of, c.smem_bytes);
+        let cluster = c.cluster;
         let (te, be) = (opt_u32(c.threads_exact), opt_u32(c.blocks_exact));
         let entry = &k.entry;
         let ptx = &k.ptx;
         let specs = params.iter().map(|p| &p.spec);
         let decls = params.iter().map(|p| &p.decl);
         let args = params.iter().map(|p| &p.arg);
+        let checks = params.iter().map(|p| &p.check);
         let param_docs = params
             .iter()
             .map(|p| format!("* {}", p.doc))
@@ -807,7 +869,7 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel], raw: &[String
                         #entry,
                         Self::PTX,
                         &[#(#specs),*],
-                        ::prism_runtime::Contract::new_unchecked(#tm, #te, #bm, #be, #smem),
+                        ::prism_runtime::Contract::new_unchecked(#tm, #te, #bm, #be, #smem).with_cluster(#cluster),
                     )
                 };
                 #[doc = #launch_doc]
@@ -817,6 +879,7 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel], raw: &[String
                     #dims: ::prism_runtime::LaunchDims,
                     #(#decls),*
                 ) -> ::core::result::Result<::prism_runtime::LaunchReport, ::prism_runtime::RuntimeError> {
+                    #(#checks)*
                     // SAFETY: `Self::INFO` is this kernel's checked PTX and contract, and the arguments have the
                     // types of its parameters (validated again by `Device::launch`).
                     unsafe { #dev.launch(&Self::INFO, #dims, &mut [#(#args),*]) }

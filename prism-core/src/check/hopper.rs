@@ -89,6 +89,20 @@ impl Cx<'_> {
                 }
                 Some(Ty::Unit)
             }
+            "sync_cluster" => {
+                let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
+                match c {
+                    Some(c @ 2..=8) => self.need_perspective(name, Perspective::block(c as u32), code),
+                    _ => self.errors.push(
+                        err("CLUSTER", name.span, "`sync_cluster()` needs a kernel declared with `cluster = N`, N in 2..=8")
+                            .help("add `cluster = 2` to the kernel attribute, and `block[2]` to `requires`"),
+                    ),
+                }
+                if !args.is_empty() {
+                    self.arity_error(name, "0", args.len());
+                }
+                Some(Ty::Unit)
+            }
             "set_max_regs" => {
                 self.need_perspective(name, wg, code);
                 if args.len() != 1 {
@@ -114,6 +128,31 @@ impl Cx<'_> {
                 Some(Ty::Unit)
             }
             _ => None,
+        }
+    }
+
+    /// [CLUSTER] `cluster = N`: a kernel's blocks form clusters of 1..=8 (the portable maximum).
+    pub(super) fn cluster_rule(&mut self) {
+        let Some(e) = &self.f.cluster else { return };
+        let span = e.span;
+        if self.f.kind != crate::ast::FnKind::Kernel {
+            self.errors
+                .push(err("CLUSTER", span, "`cluster = N` is a kernel attribute"));
+            return;
+        }
+        match self.eval(e) {
+            Ok(1..=8) => {}
+            Ok(v) => self.errors.push(
+                err(
+                    "CLUSTER",
+                    span,
+                    format!("`cluster = {v}`: a cluster has 1 to 8 blocks"),
+                )
+                .help("8 is the portable maximum on sm_90 (16 needs a non-portable opt-in)"),
+            ),
+            Err(_) => self
+                .errors
+                .push(err("CLUSTER", span, "`cluster` must be a constant")),
         }
     }
 

@@ -46,6 +46,13 @@ impl Em<'_> {
             "wgmma_bf16" => self.wgmma(args, ScalarType::BF16, span),
             "wgmma_f16" => self.wgmma(args, ScalarType::F16, span),
             "set_max_regs" => self.set_max_regs(args, span),
+            "sync_cluster" => {
+                // Arrive (release) and wait (acquire): every thread of the cluster, shared memory of every
+                // block of it ordered (PTX ISA §9.7.13.3.2).
+                self.line("barrier.cluster.arrive.release;".into());
+                self.line("barrier.cluster.wait.acquire;".into());
+                Ok(())
+            }
             _ => return None,
         };
         Some(r.map(|()| Value::Unit))

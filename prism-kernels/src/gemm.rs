@@ -1,0 +1,254 @@
+//! The Hopper bf16 GEMM ladder (paper 000 §6.2–6.3; issue "bf16 Hopper GEMM"): `C = alpha · A · Bᵀ + beta · C`
+//! with `A` row-major `m × k` bf16, `B` stored `n × k` row-major (K-major, i.e. the column-major `k × n`
+//! operand), `C` row-major `m × n` f32, written in Prism with the Hopper intrinsics of docs/SYNTAX.md
+//! (`TensorMap`, `tma_load`, `wgmma_bf16`).
+//!
+//! | rung | kernel | what it adds |
+//! |---|---|---|
+//! | 1 | [`gemm_bf16_tma_wgmma`] | one warpgroup per 64 × `BN` tile; per 64-wide k-tile, one thread loads the A and B tiles with TMA (128-byte swizzle) and the warpgroup multiplies them with four `wgmma.m64nBNk16` |
+//!
+//! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
+//! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
+//! Later rungs (a producer warpgroup with an mbarrier ring, setmaxnreg, persistent tiles, clusters with
+//! multicast, a TMA-store epilogue) need the language's pipeline rings: see docs/KERNELS.md.
+
+use prism_macros::prism_kernel;
+use prism_runtime::half::bf16;
+use prism_runtime::{
+    Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError, TensorMap, TensorSwizzle,
+};
+use std::fmt;
+
+/// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
+/// swizzle span of bf16). Launch `ceil(m / 64) · ceil(n / BN)` blocks of 128 threads; `a` maps `A` with box
+/// 64 × 64, `b` maps `B` (`n × k`) with box `BN × 64`, both with 128-byte swizzle (the launcher checks).
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 128,
+    instances = [64, 128]
+)]
+pub fn gemm_bf16_tma_wgmma<const BN: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *mut f32,
+) {
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let k_tiles: u32 = (k + 63) / 64;
+    #[at(block[1])]
+    let row0: u32 = (id() / tiles_n) * 64;
+    #[at(block[1])]
+    let col0: u32 = (id() % tiles_n) * BN;
+    partition(
+        c,
+        block[1],
+        |x| row0 * n + col0 + x,
+        |c_blk| {
+            group(block[1], || {
+                let sa: Shared<[bf16; 64 * 64], Swizzle128>;
+                let sb: Shared<[bf16; BN * 64], Swizzle128>;
+                #[at(thread[1])]
+                let mut acc = [0.0f32; BN / 2];
+                for kt in 0..k_tiles {
+                    async_(sa, |sa_async| {
+                        async_(sb, |sb_async| match split(thread) {
+                            1 => {
+                                tma_load(sa_async, a, kt * 64, row0);
+                                tma_load(sb_async, b, kt * 64, col0);
+                            }
+                        });
+                    });
+                    for kk in 0..4 {
+                        wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);
+                    }
+                }
+                // The m64nNk16 accumulator fragment (PTX ISA, wgmma D layout): register i of thread t holds
+                // row 16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2), column 8·(i / 4) + 2·(t % 4) + i % 2.
+                #[at(thread[1])]
+                let t: u32 = id();
+                #[at(thread[1])]
+                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                #[at(thread[1])]
+                let c0: u32 = 2 * (t % 4);
+                partition(
+                    c_blk,
+                    thread[1],
+                    |r, q| (r0 + r) * n + c0 + q,
+                    |c_t| {
+                        group(thread[1], || {
+                            for i in 0..BN / 2 {
+                                let dr: u32 = 8 * ((i / 2) % 2);
+                                let dc: u32 = 8 * (i / 4) + i % 2;
+                                if row0 + r0 + dr < m && col0 + c0 + dc < n {
+                                    c_t[(dr, dc)] = alpha * acc[i] + beta * c_t[(dr, dc)];
+                                }
+                            }
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
+
+// ---- Host API. ----
+
+/// One kernel instance of the bf16 GEMM ladder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmBf16Variant {
+    /// Rung 1, [`gemm_bf16_tma_wgmma`]`<64>`: 64 × 64 tiles.
+    TmaWgmma64,
+    /// Rung 1, [`gemm_bf16_tma_wgmma`]`<128>`: 64 × 128 tiles.
+    TmaWgmma128,
+}
+
+impl GemmBf16Variant {
+    /// Every variant, in ladder order.
+    pub const ALL: [GemmBf16Variant; 2] =
+        [GemmBf16Variant::TmaWgmma64, GemmBf16Variant::TmaWgmma128];
+    /// The variant [`gemm_bf16`] picks by default: the fastest rung measured so far (docs/KERNELS.md).
+    pub const BEST: GemmBf16Variant = GemmBf16Variant::TmaWgmma128;
+
+    /// Short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            GemmBf16Variant::TmaWgmma64 => "1 tma+wgmma 64x64",
+            GemmBf16Variant::TmaWgmma128 => "1 tma+wgmma 64x128",
+        }
+    }
+
+    /// The kernel instance this variant launches.
+    pub fn info(self) -> &'static prism_runtime::KernelInfo {
+        match self {
+            GemmBf16Variant::TmaWgmma64 => &gemm_bf16_tma_wgmma::<64>::INFO,
+            GemmBf16Variant::TmaWgmma128 => &gemm_bf16_tma_wgmma::<128>::INFO,
+        }
+    }
+
+    /// Tile of `C` per block: (rows, columns).
+    pub fn tile(self) -> (u32, u32) {
+        match self {
+            GemmBf16Variant::TmaWgmma64 => (64, 64),
+            GemmBf16Variant::TmaWgmma128 => (64, 128),
+        }
+    }
+}
+
+/// Why [`gemm_bf16`] refused to run.
+#[derive(Debug)]
+pub enum GemmError {
+    /// A buffer's length is not the matrix size.
+    Length {
+        /// `"a"`, `"b"` or `"c"`.
+        operand: &'static str,
+        /// Elements the sizes need.
+        want: u64,
+        /// Elements in the buffer.
+        got: usize,
+    },
+    /// `k` breaks TMA's rule that row strides are multiples of 16 bytes (8 bf16), or is 0.
+    K(u32),
+    /// The grid would need more blocks than a launch allows.
+    TooLarge(u32, u32),
+    /// The runtime refused (tensor maps, launch).
+    Runtime(RuntimeError),
+}
+
+impl fmt::Display for GemmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GemmError::Length { operand, want, got } => write!(
+                f,
+                "`{operand}` has {got} elements, the sizes need {want}"
+            ),
+            GemmError::K(k) => write!(
+                f,
+                "k = {k}: TMA needs rows of a multiple of 16 bytes, so k must be a positive multiple of 8"
+            ),
+            GemmError::TooLarge(m, n) => write!(f, "{m} × {n} needs more than 2^31 - 1 blocks"),
+            GemmError::Runtime(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for GemmError {}
+
+impl From<RuntimeError> for GemmError {
+    fn from(e: RuntimeError) -> Self {
+        GemmError::Runtime(e)
+    }
+}
+
+/// `C = alpha · A · Bᵀ + beta · C` on the GPU or the emulator: `a` is `m × k` row-major bf16, `b` is `n × k`
+/// row-major bf16 (each row of `b` is a column of the product's right operand), `c` is `m × n` row-major f32.
+/// Any `m`, `n` ≥ 1 and `k` a positive multiple of 8; sizes and lengths are checked before anything runs.
+///
+/// ```
+/// use prism_kernels::gemm::{gemm_bf16, GemmBf16Variant};
+/// use prism_runtime::{half::bf16, Device};
+/// let dev = Device::auto()?;
+/// let (m, n, k) = (70, 20, 24);
+/// let a: Vec<bf16> = (0..m * k).map(|i| bf16::from_f32((i % 7) as f32 - 3.0)).collect();
+/// let b: Vec<bf16> = (0..n * k).map(|i| bf16::from_f32((i % 5) as f32 * 0.5)).collect();
+/// let (da, db) = (dev.htod(&a)?, dev.htod(&b)?);
+/// let mut dc = dev.alloc_zeros::<f32>(m * n)?;
+/// gemm_bf16(&dev, GemmBf16Variant::BEST, m as u32, n as u32, k as u32, 1.0, &da, &db, 0.0, &mut dc)?;
+/// let c = dev.dtoh(&dc)?;
+/// let want: f32 = (0..k).map(|x| a[5 * k + x].to_f32() * b[3 * k + x].to_f32()).sum();
+/// assert_eq!(c[5 * n + 3], want);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16(
+    dev: &Device,
+    variant: GemmBf16Variant,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    beta: f32,
+    c: &mut DeviceBuffer<f32>,
+) -> Result<LaunchReport, GemmError> {
+    for (operand, rows, cols, got) in [
+        ("a", m, k, a.len()),
+        ("b", n, k, b.len()),
+        ("c", m, n, c.len()),
+    ] {
+        let want = rows as u64 * cols as u64;
+        if want != got as u64 {
+            return Err(GemmError::Length { operand, want, got });
+        }
+    }
+    if k == 0 || !k.is_multiple_of(8) {
+        return Err(GemmError::K(k));
+    }
+    if m == 0 || n == 0 {
+        return Ok(LaunchReport {
+            backend: dev.backend(),
+            emu: None,
+        });
+    }
+    let (tm, tn) = variant.tile();
+    let blocks = m.div_ceil(tm) as u64 * n.div_ceil(tn) as u64;
+    if blocks > i32::MAX as u64 {
+        return Err(GemmError::TooLarge(m, n));
+    }
+    let ma = TensorMap::row_major_2d(a, m as u64, k as u64, tm, 64, TensorSwizzle::B128)?;
+    let mb = TensorMap::row_major_2d(b, n as u64, k as u64, tn, 64, TensorSwizzle::B128)?;
+    let dims = LaunchDims::new(blocks as u32, 128);
+    let r = match variant {
+        GemmBf16Variant::TmaWgmma64 => {
+            gemm_bf16_tma_wgmma::<64>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+        GemmBf16Variant::TmaWgmma128 => {
+            gemm_bf16_tma_wgmma::<128>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+    }?;
+    Ok(r)
+}
