@@ -417,6 +417,24 @@ pub enum StmtKind {
         new_name: Ident,
         body: Block,
     },
+    /// `ring(S, (a, b), |r| { body })`: the shared allocations `a`, `b` become a ring of `S` slots (slot `i`
+    /// of each is its `i`-th `len / S` elements), filled and drained through `r` only (docs/SYNTAX.md "Rings").
+    Ring {
+        stages: Expr,
+        targets: Vec<Ident>,
+        name: Ident,
+        body: Block,
+    },
+    /// `fill(r, i, |a_s, b_s| { body })` (`fill == true`) or `drain(r, i, |a_s, b_s| { body })`: the slot of
+    /// step `i` (slot `i % S`), after it was drained (fill) or filled (drain); async names for `fill`,
+    /// read-only names for `drain`.
+    RingUse {
+        fill: bool,
+        ring: Ident,
+        index: Expr,
+        names: Vec<Ident>,
+        body: Block,
+    },
     /// `unsafe { .. }`: may contain `asm!`. Only in device functions.
     Unsafe {
         body: Block,

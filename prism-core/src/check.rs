@@ -296,6 +296,8 @@ enum Ty {
         mutable: bool,
         space: Space,
     },
+    /// The name a `ring(S, (a, b), |r| ..)` binds: the element types of its memories, in order.
+    Ring(Vec<ScalarType>),
     /// A `TensorMap<T, RANK>` kernel parameter.
     TensorMap {
         elem: ScalarType,
@@ -326,6 +328,7 @@ impl std::fmt::Display for Ty {
             } => write!(f, "*const {elem}"),
             Ty::Ptr { elem, .. } => write!(f, "Shared<[{elem}; _]>"),
             Ty::TensorMap { elem, rank } => write!(f, "TensorMap<{elem}, {rank}>"),
+            Ty::Ring(_) => f.write_str("a ring"),
             Ty::Unit => f.write_str("()"),
             Ty::Err => f.write_str("{error}"),
         }
@@ -337,6 +340,7 @@ enum Hidden {
     Partition(Span),
     Claim(Span),
     Async(Span),
+    Ring(Span),
 }
 
 #[derive(Clone, Debug)]
@@ -887,6 +891,12 @@ impl<'a> Cx<'a> {
                     format!("`{}` is in an `async_` scope: it cannot be used until the scope ends", id.name),
                 )
                 .note(s, "async scope begins here"),
+                Hidden::Ring(s) => err(
+                    "RING-HIDDEN",
+                    id.span,
+                    format!("`{}` is a ring here: inside the ring its slots are reached only through `fill` and `drain`", id.name),
+                )
+                .note(s, "ring begins here"),
             };
             self.errors.push(d);
             return None;
@@ -1110,6 +1120,19 @@ impl<'a> Cx<'a> {
                 self.unsafe_depth -= 1;
             }
             StmtKind::Barrier(_) => {}
+            StmtKind::Ring {
+                stages,
+                targets,
+                name,
+                body,
+            } => self.t_ring(s.span, stages, targets, name, body, code),
+            StmtKind::RingUse {
+                fill,
+                ring,
+                index,
+                names,
+                body,
+            } => self.t_ring_use(*fill, ring, index, names, body, code),
         }
     }
 
@@ -3662,6 +3685,8 @@ fn walk_block(b: &Block, f: &mut dyn FnMut(&Stmt)) {
             | StmtKind::Partition { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Ring { body, .. }
+            | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => walk_block(body, f),
             StmtKind::Split { arms, .. } => arms.iter().for_each(|a| walk_block(&a.body, f)),
             _ => {}

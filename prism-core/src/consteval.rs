@@ -495,6 +495,8 @@ impl Ov<'_> {
             StmtKind::Group { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Ring { body, .. }
+            | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => self.block(body),
             StmtKind::Split { arms, .. } => arms.iter().for_each(|a| self.block(&a.body)),
             StmtKind::Partition { index, body, .. } => {

@@ -394,6 +394,8 @@ enum Binding {
     },
     /// A pointer into global or shared memory.
     Mem { view: View, persp: Perspective },
+    /// A `ring` name: its index in `Em::rings` and the views of its whole memories.
+    Ring { id: usize, views: Vec<View> },
     /// A `TensorMap` kernel parameter: its index and the generic address of the 128-byte parameter.
     TensorMap {
         param: usize,
@@ -609,16 +611,20 @@ struct Em<'a> {
     wgmma_open: bool,
     /// A `wgmma.fence` precedes the next wgmma on every path to it.
     wgmma_fenced: bool,
-    /// The `true` predicate wgmma's scale-d operand reads.
-    wgmma_pred: Option<String>,
     /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
     sm90a: bool,
     /// The box and layout each `TensorMap` parameter is loaded with.
     tma_uses: HashMap<usize, hopper::TmaUse>,
     /// `set_max_regs` values and where.
     set_max_regs_used: Vec<(u32, Span)>,
+    /// Σ value × threads over the `set_max_regs` sites.
+    set_max_regs_budget: u64,
     /// `threads = N`, when given.
     threads: Option<u32>,
+    /// The kernel's rings (their mbarriers are declared and initialized by `finish`).
+    rings: Vec<hopper::RingInfo>,
+    /// `fill` names in scope and the address register of the full mbarrier of their slot.
+    fill_slots: Vec<(String, String)>,
     /// `cluster = N` (1 without).
     cluster: u32,
     /// The kernel (or a callee) issues wgmma: barriers carry a proxy fence.
@@ -673,11 +679,13 @@ impl<'a> Em<'a> {
             uses_cp_async: false,
             wgmma_open: false,
             wgmma_fenced: false,
-            wgmma_pred: None,
             sm90a: false,
             tma_uses: HashMap::new(),
             set_max_regs_used: Vec::new(),
+            set_max_regs_budget: 0,
             threads: None,
+            rings: Vec::new(),
+            fill_slots: Vec::new(),
             cluster: 1,
             proxy_fences: false,
             smem_align: 16,
@@ -690,7 +698,7 @@ impl<'a> Em<'a> {
         // mbarrier transaction counts and bulk copies need sm_90.
         let target = if self.sm90a {
             "sm_90a"
-        } else if self.mbars > 0 || self.cluster > 1 {
+        } else if self.mbars > 0 || self.cluster > 1 || !self.rings.is_empty() {
             "sm_90"
         } else {
             "sm_80"
@@ -708,7 +716,16 @@ impl<'a> Em<'a> {
         for k in 0..self.mbars {
             let _ = writeln!(s, ".shared .align 8 .b64 __prism_mbar_{k};");
         }
-        if self.mbars > 0 {
+        for (r, ring) in self.rings.iter().enumerate() {
+            for side in ["full", "empty"] {
+                let _ = writeln!(
+                    s,
+                    ".shared .align 8 .b64 __prism_ring{r}_{side}[{}];",
+                    ring.stages
+                );
+            }
+        }
+        if self.mbars > 0 || !self.rings.is_empty() {
             s.push('\n');
         }
         let (prologue, body) = self.expand_async_waits();
@@ -773,7 +790,7 @@ impl<'a> Em<'a> {
         let body = std::mem::take(&mut self.body);
         let mut pro = String::new();
         let mut phases = Vec::new();
-        if self.mbars > 0 {
+        if self.mbars > 0 || !self.rings.is_empty() {
             let tid = self.fresh(ScalarType::U32);
             let cnt = self.fresh(ScalarType::U32);
             let p = self.fresh(ScalarType::Bool);
@@ -787,6 +804,22 @@ impl<'a> Em<'a> {
                     pro,
                     "\tmbarrier.init.shared::cta.b64 [__prism_mbar_{k}], {cnt};"
                 );
+            }
+            for (r, ring) in self.rings.iter().enumerate() {
+                for i in 0..ring.stages {
+                    let _ = writeln!(
+                        pro,
+                        "\tmbarrier.init.shared::cta.b64 [__prism_ring{r}_full+{}], {};",
+                        8 * i,
+                        ring.full_count
+                    );
+                    let _ = writeln!(
+                        pro,
+                        "\tmbarrier.init.shared::cta.b64 [__prism_ring{r}_empty+{}], {};",
+                        8 * i,
+                        ring.empty_count
+                    );
+                }
             }
             let _ = writeln!(pro, "{skip}:");
             // The initialization must be visible to every thread before any arrives or waits.
@@ -1309,6 +1342,19 @@ impl<'a> Em<'a> {
                 r
             }
             StmtKind::Unsafe { body } => self.block(body).map(|_| ()),
+            StmtKind::Ring {
+                stages,
+                targets,
+                name,
+                body,
+            } => self.ring(stages, targets, name, body, s.span),
+            StmtKind::RingUse {
+                fill,
+                ring,
+                index,
+                names,
+                body,
+            } => self.ring_use(*fill, ring, index, names, body, s.span),
             StmtKind::Barrier(b) => self.barrier(*b, s.span),
         }
     }
@@ -2001,6 +2047,13 @@ impl<'a> Em<'a> {
                             "the tensor map `{}` is only an argument of `tma_load`",
                             id.name
                         ),
+                    ))
+                }
+                Binding::Ring { .. } => {
+                    return Err(err(
+                        "RING",
+                        id.span,
+                        format!("the ring `{}` is only used by `fill` and `drain`", id.name),
                     ))
                 }
                 Binding::Hidden => return Err(err("T-PARTITION", id.span, "hidden name")),
@@ -3573,6 +3626,8 @@ fn for_each_block(s: &Stmt, f: &mut dyn FnMut(&Block)) {
         | StmtKind::Partition { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Ring { body, .. }
+        | StmtKind::RingUse { body, .. }
         | StmtKind::Unsafe { body } => f(body),
         StmtKind::Split { arms, .. } => arms.iter().for_each(|a| f(&a.body)),
         _ => {}

@@ -238,7 +238,7 @@ fn construct_name(e: &syn::Expr) -> Option<String> {
             let n = i.to_string();
             if matches!(
                 n.as_str(),
-                "group" | "partition" | "claim" | "async_" | "split"
+                "group" | "partition" | "claim" | "async_" | "split" | "ring" | "fill" | "drain"
             ) {
                 return Some(n);
             }
@@ -1242,6 +1242,47 @@ impl Cx {
                     target,
                     new_name,
                     body: self.closure_block(body, "`async_`")?,
+                }
+            }
+            "ring" => {
+                arity(3, "ring(STAGES, (a, b), |r| { .. })")?;
+                let stages = self.expr(args[0])?;
+                let targets = match strip_paren(args[1]) {
+                    syn::Expr::Tuple(t) => t
+                        .elems
+                        .iter()
+                        .map(|e| self.target(e, "ring"))
+                        .collect::<PResult<Vec<_>>>()?,
+                    e => vec![self.target(e, "ring")?],
+                };
+                let (mut np, body) = self.closure(args[2], "the `ring` body", Some(1))?;
+                StmtKind::Ring {
+                    stages,
+                    targets,
+                    name: np.remove(0),
+                    body: self.closure_block(body, "`ring`")?,
+                }
+            }
+            "fill" | "drain" => {
+                arity(3, &format!("{name}(r, i, |a_slot, b_slot| {{ .. }})"))?;
+                let ring = self.target(args[0], &name)?;
+                let index = self.expr(args[1])?;
+                let what = format!("the `{name}` body");
+                let (names, body) = self.closure(args[2], &what, None)?;
+                if names.is_empty() {
+                    return Err(syntax(
+                        args[2].span(),
+                        format!(
+                            "`{name}` binds one name per memory of the ring: `|a_slot, b_slot| ..`"
+                        ),
+                    ));
+                }
+                StmtKind::RingUse {
+                    fill: name == "fill",
+                    ring,
+                    index,
+                    names,
+                    body: self.closure_block(body, &format!("`{name}`"))?,
                 }
             }
             _ => {

@@ -151,14 +151,19 @@ pub fn gemm_tile<const BN: u32>(
 }
 "#;
 
-fn run_gemm(k: &CompiledKernel, bn: u32, (m, n, kk): (u32, u32, u32), seed: u64) {
+fn run_gemm(k: &CompiledKernel, bn: u32, mnk: (u32, u32, u32), seed: u64) {
+    run_gemm_tile(k, (64, bn), mnk, seed)
+}
+
+/// Runs a GEMM kernel with `tm × tn` tiles on random inputs and checks every element of D.
+fn run_gemm_tile(k: &CompiledKernel, (tm, bn): (u32, u32), (m, n, kk): (u32, u32, u32), seed: u64) {
     let (ab, av) = matrix(m as usize, kk as usize, seed);
     let (bb, bv) = matrix(n as usize, kk as usize, seed + 1);
     let mut emu = Emulator::new(EmuConfig::default());
     let da = buf(&mut emu, &ab);
     let db = buf(&mut emu, &bb);
     let dd = buf(&mut emu, &f32::NAN.to_le_bytes().repeat((m * n) as usize));
-    let blocks = m.div_ceil(64) * n.div_ceil(bn);
+    let blocks = m.div_ceil(tm) * n.div_ceil(bn);
     let params = [
         tmap(k, 0, da, m as u64, kk as u64),
         tmap(k, 1, db, n as u64, kk as u64),
@@ -279,4 +284,140 @@ fn dropping_the_inferred_wait_is_reported() {
         )
         .expect_err("a read of in-flight accumulators must fault");
     assert!(format!("{e:?}").contains("InFlight"), "{e:?}");
+}
+
+/// Warp specialization with a ring: a producer warpgroup fills STAGES slots with TMA (waiting for each slot
+/// to be drained), two consumer warpgroups drain them with wgmma (64 rows each of a 128 × BN tile) and hand
+/// the slot back; registers move from the producer to the consumers with `set_max_regs`.
+const GEMM_WS: &str = r#"
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 384,
+    instances = [(128, 3)]
+)]
+pub fn gemm_ws<const BN: u32, const STAGES: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    d: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let k_tiles: u32 = (k + 63) / 64;
+    #[at(block[1])]
+    let row0: u32 = (id() / tiles_n) * 128;
+    #[at(block[1])]
+    let col0: u32 = (id() % tiles_n) * BN;
+    partition(d, block[1], |x| row0 * n + col0 + x, |d_blk| {
+        group(block[1], || {
+            let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+            let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+            // Warpgroup 0 produces; warpgroups 1 and 2 own rows 0..64 and 64..128 of the tile.
+            #[at(thread[128])]
+            let wg: u32 = id();
+            partition(d_blk, thread[128], |x| (wg - 1) * 64 * n + x, |d_wg| {
+                ring(STAGES, (sa, sb), |r| {
+                    match split(warpgroup) {
+                        1 => {
+                            set_max_regs(40);
+                            for kt in 0..k_tiles {
+                                fill(r, kt, |sa_s, sb_s| {
+                                    match split(thread) {
+                                        1 => {
+                                            tma_load(sa_s, a, kt * 64, row0);
+                                            tma_load(sb_s, b, kt * 64, col0);
+                                        }
+                                    }
+                                });
+                            }
+                        }
+                        1 => {
+                            set_max_regs(232);
+                            #[at(thread[1])]
+                            let mut acc = [0.0f32; BN / 2];
+                            for kt in 0..k_tiles {
+                                drain(r, kt, |sa_s, sb_s| {
+                                    for kk in 0..4 {
+                                        wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16);
+                                    }
+                                });
+                            }
+                            #[at(thread[1])]
+                            let t: u32 = id();
+                            #[at(thread[1])]
+                            let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                            #[at(thread[1])]
+                            let c0: u32 = 2 * (t % 4);
+                            partition(d_wg, thread[1], |q, c| (r0 + q) * n + c0 + c, |d_t| {
+                                group(thread[1], || {
+                                    for i in 0..BN / 2 {
+                                        let dr: u32 = 8 * ((i / 2) % 2);
+                                        let dc: u32 = 8 * (i / 4) + i % 2;
+                                        if row0 + 0 + r0 + dr < m && col0 + c0 + dc < n {
+                                            d_t[(dr, dc)] = acc[i];
+                                        }
+                                    }
+                                });
+                            });
+                        }
+                        1 => {
+                            set_max_regs(232);
+                            #[at(thread[1])]
+                            let mut acc = [0.0f32; BN / 2];
+                            for kt in 0..k_tiles {
+                                drain(r, kt, |sa_s, sb_s| {
+                                    for kk in 0..4 {
+                                        wgmma_bf16(&mut acc, sa_s, 64 * 64 + kk * 16, sb_s, kk * 16);
+                                    }
+                                });
+                            }
+                            #[at(thread[1])]
+                            let t: u32 = id();
+                            #[at(thread[1])]
+                            let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                            #[at(thread[1])]
+                            let c0: u32 = 2 * (t % 4);
+                            partition(d_wg, thread[1], |q, c| (r0 + q) * n + c0 + c, |d_t| {
+                                group(thread[1], || {
+                                    for i in 0..BN / 2 {
+                                        let dr: u32 = 8 * ((i / 2) % 2);
+                                        let dc: u32 = 8 * (i / 4) + i % 2;
+                                        if row0 + 64 + r0 + dr < m && col0 + c0 + dc < n {
+                                            d_t[(dr, dc)] = acc[i];
+                                        }
+                                    }
+                                });
+                            });
+                        }
+                    }
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn warp_specialized_ring_gemm() {
+    let ks = compile_src(GEMM_WS);
+    assemble_all(&ks);
+    let k = &ks[0];
+    assert!(
+        k.ptx.contains("setmaxnreg.dec.sync.aligned.u32 40"),
+        "{}",
+        k.ptx
+    );
+    assert!(k.ptx.contains("setmaxnreg.inc.sync.aligned.u32 232"));
+    assert!(k.ptx.contains(".maxnreg 168"));
+    // No block-wide barrier orders the slots: the ring's mbarriers do.
+    let body = k.ptx.split("bar.sync 0;").nth(1).unwrap_or("");
+    assert!(!body.contains("bar.sync"), "{}", k.ptx);
+    for (mnk, seed) in [
+        ((256, 256, 512), 1),
+        ((200, 328, 136), 2),
+        ((128, 128, 64), 3),
+    ] {
+        run_gemm_tile(k, (128, 128), mnk, seed);
+    }
 }

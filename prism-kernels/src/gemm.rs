@@ -6,11 +6,13 @@
 //! | rung | kernel | what it adds |
 //! |---|---|---|
 //! | 1 | [`gemm_bf16_tma_wgmma`] | one warpgroup per 64 × `BN` tile; per 64-wide k-tile, one thread loads the A and B tiles with TMA (128-byte swizzle) and the warpgroup multiplies them with four `wgmma.m64nBNk16` |
+//! | 3 | [`gemm_bf16_ws`]`<BN, STAGES, 0>` | 128 × `BN` tiles, warp specialization: a producer warpgroup fills a `ring` of `STAGES` slots with TMA while two consumer warpgroups (64 rows each) drain them with wgmma; full/empty mbarriers, slot and parity computed by the compiler |
+//! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
-//! Later rungs (a producer warpgroup with an mbarrier ring, setmaxnreg, persistent tiles, clusters with
-//! multicast, a TMA-store epilogue) need the language's pipeline rings: see docs/KERNELS.md.
+//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. Persistent tiles,
+//! clusters with multicast and a TMA-store epilogue (rungs 5–7) are not written yet: see docs/KERNELS.md.
 
 use prism_macros::prism_kernel;
 use prism_runtime::half::bf16;
@@ -95,6 +97,153 @@ pub fn gemm_bf16_tma_wgmma<const BN: u32>(
     );
 }
 
+/// Rungs 3 and 4: warp specialization over a `ring` of `STAGES` slots, a `128 × BN` tile of `C` per block of
+/// 384 threads. Warpgroup 0 produces (one thread issues the TMA loads of a slot after waiting for it to be
+/// drained), warpgroups 1 and 2 consume rows 0..64 and 64..128 (they wait for the slot to be filled, run four
+/// wgmmas, and hand it back). `REGS = 1` moves registers from the producer (40) to the consumers (232).
+/// Launch `ceil(m / 128) · ceil(n / BN)` blocks; `a` maps `A` with box 64 × 128, `b` maps `B` with box
+/// 64 × `BN`, both with 128-byte swizzle.
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 384,
+    instances = [(128, 4, 0), (256, 3, 1), (256, 4, 1)]
+)]
+pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *mut f32,
+) {
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let k_tiles: u32 = (k + 63) / 64;
+    #[at(block[1])]
+    let row0: u32 = (id() / tiles_n) * 128;
+    #[at(block[1])]
+    let col0: u32 = (id() % tiles_n) * BN;
+    partition(
+        c,
+        block[1],
+        |x| row0 * n + col0 + x,
+        |c_blk| {
+            group(block[1], || {
+                let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+                let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+                // Warpgroup 0 produces; warpgroups 1 and 2 own rows 0..64 and 64..128 of the tile.
+                #[at(thread[128])]
+                let wg: u32 = id();
+                partition(
+                    c_blk,
+                    thread[128],
+                    |x| (wg - 1) * 64 * n + x,
+                    |c_wg| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                if REGS == 1 {
+                                    set_max_regs(40);
+                                }
+                                for kt in 0..k_tiles {
+                                    fill(r, kt, |sa_s, sb_s| match split(thread) {
+                                        1 => {
+                                            tma_load(sa_s, a, kt * 64, row0);
+                                            tma_load(sb_s, b, kt * 64, col0);
+                                        }
+                                    });
+                                }
+                            }
+                            1 => {
+                                if REGS == 1 {
+                                    set_max_regs(232);
+                                }
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                for kt in 0..k_tiles {
+                                    drain(r, kt, |sa_s, sb_s| {
+                                        for kk in 0..4 {
+                                            wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16);
+                                        }
+                                    });
+                                }
+                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                partition(
+                                    c_wg,
+                                    thread[1],
+                                    |q, e| (r0 + q) * n + c0 + e,
+                                    |c_t| {
+                                        group(thread[1], || {
+                                            for i in 0..BN / 2 {
+                                                let dr: u32 = 8 * ((i / 2) % 2);
+                                                let dc: u32 = 8 * (i / 4) + i % 2;
+                                                if row0 + 0 + r0 + dr < m && col0 + c0 + dc < n {
+                                                    c_t[(dr, dc)] =
+                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
+                                                }
+                                            }
+                                        });
+                                    },
+                                );
+                            }
+                            1 => {
+                                if REGS == 1 {
+                                    set_max_regs(232);
+                                }
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                for kt in 0..k_tiles {
+                                    drain(r, kt, |sa_s, sb_s| {
+                                        for kk in 0..4 {
+                                            wgmma_bf16(
+                                                &mut acc,
+                                                sa_s,
+                                                64 * 64 + kk * 16,
+                                                sb_s,
+                                                kk * 16,
+                                            );
+                                        }
+                                    });
+                                }
+                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                partition(
+                                    c_wg,
+                                    thread[1],
+                                    |q, e| (r0 + q) * n + c0 + e,
+                                    |c_t| {
+                                        group(thread[1], || {
+                                            for i in 0..BN / 2 {
+                                                let dr: u32 = 8 * ((i / 2) % 2);
+                                                let dc: u32 = 8 * (i / 4) + i % 2;
+                                                if row0 + 64 + r0 + dr < m && col0 + c0 + dc < n {
+                                                    c_t[(dr, dc)] =
+                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
+                                                }
+                                            }
+                                        });
+                                    },
+                                );
+                            }
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
+
 // ---- Host API. ----
 
 /// One kernel instance of the bf16 GEMM ladder.
@@ -104,20 +253,35 @@ pub enum GemmBf16Variant {
     TmaWgmma64,
     /// Rung 1, [`gemm_bf16_tma_wgmma`]`<128>`: 64 × 128 tiles.
     TmaWgmma128,
+    /// Rung 3, [`gemm_bf16_ws`]`<128, 4, 0>`: warp-specialized, 128 × 128 tiles, a 4-slot ring.
+    WarpSpecialized128,
+    /// Rung 4, [`gemm_bf16_ws`]`<256, 3, 1>`: rung 3 with setmaxnreg, 128 × 256 tiles, a 3-slot ring.
+    SetMaxNReg256x3,
+    /// Rung 4, [`gemm_bf16_ws`]`<256, 4, 1>`: as above with a 4-slot ring.
+    SetMaxNReg256x4,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 2] =
-        [GemmBf16Variant::TmaWgmma64, GemmBf16Variant::TmaWgmma128];
-    /// The variant [`gemm_bf16`] picks by default: the fastest rung measured so far (docs/KERNELS.md).
-    pub const BEST: GemmBf16Variant = GemmBf16Variant::TmaWgmma128;
+    pub const ALL: [GemmBf16Variant; 5] = [
+        GemmBf16Variant::TmaWgmma64,
+        GemmBf16Variant::TmaWgmma128,
+        GemmBf16Variant::WarpSpecialized128,
+        GemmBf16Variant::SetMaxNReg256x3,
+        GemmBf16Variant::SetMaxNReg256x4,
+    ];
+    /// The variant [`gemm_bf16`] picks by default. No rung has been timed on a GPU yet (docs/KERNELS.md):
+    /// this is the highest rung, the one whose structure matches the fastest published Hopper kernels.
+    pub const BEST: GemmBf16Variant = GemmBf16Variant::SetMaxNReg256x4;
 
     /// Short name for tables.
     pub fn name(self) -> &'static str {
         match self {
             GemmBf16Variant::TmaWgmma64 => "1 tma+wgmma 64x64",
             GemmBf16Variant::TmaWgmma128 => "1 tma+wgmma 64x128",
+            GemmBf16Variant::WarpSpecialized128 => "3 ws ring 128x128 x4",
+            GemmBf16Variant::SetMaxNReg256x3 => "4 ws+setmaxnreg 128x256 x3",
+            GemmBf16Variant::SetMaxNReg256x4 => "4 ws+setmaxnreg 128x256 x4",
         }
     }
 
@@ -126,6 +290,9 @@ impl GemmBf16Variant {
         match self {
             GemmBf16Variant::TmaWgmma64 => &gemm_bf16_tma_wgmma::<64>::INFO,
             GemmBf16Variant::TmaWgmma128 => &gemm_bf16_tma_wgmma::<128>::INFO,
+            GemmBf16Variant::WarpSpecialized128 => &gemm_bf16_ws::<128, 4, 0>::INFO,
+            GemmBf16Variant::SetMaxNReg256x3 => &gemm_bf16_ws::<256, 3, 1>::INFO,
+            GemmBf16Variant::SetMaxNReg256x4 => &gemm_bf16_ws::<256, 4, 1>::INFO,
         }
     }
 
@@ -134,6 +301,16 @@ impl GemmBf16Variant {
         match self {
             GemmBf16Variant::TmaWgmma64 => (64, 64),
             GemmBf16Variant::TmaWgmma128 => (64, 128),
+            GemmBf16Variant::WarpSpecialized128 => (128, 128),
+            GemmBf16Variant::SetMaxNReg256x3 | GemmBf16Variant::SetMaxNReg256x4 => (128, 256),
+        }
+    }
+
+    /// Threads per block.
+    pub fn threads(self) -> u32 {
+        match self {
+            GemmBf16Variant::TmaWgmma64 | GemmBf16Variant::TmaWgmma128 => 128,
+            _ => 384,
         }
     }
 }
@@ -241,13 +418,22 @@ pub fn gemm_bf16(
     }
     let ma = TensorMap::row_major_2d(a, m as u64, k as u64, tm, 64, TensorSwizzle::B128)?;
     let mb = TensorMap::row_major_2d(b, n as u64, k as u64, tn, 64, TensorSwizzle::B128)?;
-    let dims = LaunchDims::new(blocks as u32, 128);
+    let dims = LaunchDims::new(blocks as u32, variant.threads());
     let r = match variant {
         GemmBf16Variant::TmaWgmma64 => {
             gemm_bf16_tma_wgmma::<64>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
         }
         GemmBf16Variant::TmaWgmma128 => {
             gemm_bf16_tma_wgmma::<128>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+        GemmBf16Variant::WarpSpecialized128 => {
+            gemm_bf16_ws::<128, 4, 0>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+        GemmBf16Variant::SetMaxNReg256x3 => {
+            gemm_bf16_ws::<256, 3, 1>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+        GemmBf16Variant::SetMaxNReg256x4 => {
+            gemm_bf16_ws::<256, 4, 1>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
         }
     }?;
     Ok(r)

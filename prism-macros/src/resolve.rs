@@ -108,6 +108,8 @@ fn visit_block(b: &mut Block, f: &mut dyn FnMut(&mut Vec<Ident>, Span)) {
             StmtKind::Group { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Ring { body, .. }
+            | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => visit_block(body, f),
             StmtKind::Split { arms, .. } => {
                 for a in arms {
@@ -222,6 +224,8 @@ pub fn has_unsafe(b: &Block) -> bool {
         | StmtKind::Group { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Ring { body, .. }
+        | StmtKind::RingUse { body, .. }
         | StmtKind::Partition { body, .. } => has_unsafe(body),
         StmtKind::Split { arms, .. } => arms.iter().any(|a| has_unsafe(&a.body)),
         _ => false,
@@ -352,6 +356,8 @@ fn block_flows(
             StmtKind::Group { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Ring { body, .. }
+            | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => block_flows(body, assigns, calls),
             StmtKind::Split { arms, .. } => {
                 for a in arms {

@@ -10,8 +10,9 @@
 //!   builds (rule WGMMA for shapes and offsets).
 //! * `set_max_regs(n)`: `setmaxnreg` for the executing warpgroup (rule SETMAXNREG: 24..=256, a multiple of 8).
 
-use super::{err, Cx, Sink, Space, Ty};
-use crate::ast::{Expr, ExprKind, Ident, Perspective, ScalarType};
+use super::{err, Cx, Hidden, Sink, Space, Ty};
+use crate::ast::{Block, Expr, ExprKind, Ident, Perspective, ScalarType};
+use proc_macro2::Span;
 
 impl Cx<'_> {
     /// Checks a Hopper intrinsic call; `None` when `name` is not one.
@@ -154,6 +155,128 @@ impl Cx<'_> {
                 .errors
                 .push(err("CLUSTER", span, "`cluster` must be a constant")),
         }
+    }
+
+    /// [RING] `ring(S, (a, b), |r| ..)`: at block[1], over shared allocations, `S` a constant in 1..=32; the
+    /// memories are hidden inside ([RING-HIDDEN]): only `fill`/`drain` reach their slots.
+    pub(super) fn t_ring(
+        &mut self,
+        span: Span,
+        stages: &Expr,
+        targets: &[Ident],
+        name: &Ident,
+        body: &Block,
+        code: Perspective,
+    ) {
+        if code != Perspective::block(1) {
+            self.errors.push(
+                err("RING", span, format!("a ring is declared at block[1], not {code}: its slots belong to the whole block"))
+                    .help("declare it right after the shared allocations, before `match split(..)`"),
+            );
+        }
+        match self.eval(stages) {
+            Ok(1..=32) => {}
+            Ok(v) => self.errors.push(err(
+                "RING",
+                stages.span,
+                format!("a ring has 1 to 32 slots, not {v}"),
+            )),
+            Err(_) => self.errors.push(err(
+                "RING",
+                stages.span,
+                "the number of slots must be a constant",
+            )),
+        }
+        let mut elems = Vec::new();
+        let mut hidden = Vec::new();
+        for t in targets {
+            let Some(vi) = self.use_var(t) else { continue };
+            match self.vars[vi].ty {
+                Ty::Ptr {
+                    elem,
+                    space: Space::Shared,
+                    ..
+                } => elems.push(elem),
+                Ty::Err => {}
+                ref other => {
+                    let msg = format!(
+                        "a ring's memories are shared allocations, `{}` is {other}",
+                        t.name
+                    );
+                    self.errors.push(err("RING", t.span, msg));
+                    continue;
+                }
+            }
+            let saved = self.vars[vi].hidden.replace(Hidden::Ring(span));
+            hidden.push((vi, saved));
+        }
+        let mark = self.vars.len();
+        self.declare(name, Perspective::block(1), Ty::Ring(elems), false);
+        self.block_in_scope(body, code);
+        self.vars.truncate(mark);
+        for (vi, saved) in hidden {
+            self.vars[vi].hidden = saved;
+        }
+    }
+
+    /// [RING] `fill(r, i, |a_s, ..| ..)` / `drain(r, i, |a_s, ..| ..)`: one name per memory of the ring; the
+    /// step `i` is uniform over the code perspective (its slot and phase are the same for every thread that
+    /// waits); fill names are `async_` names (only async copies write them: ASYNC-ONLY), drain names read-only.
+    pub(super) fn t_ring_use(
+        &mut self,
+        fill: bool,
+        ring: &Ident,
+        index: &Expr,
+        names: &[Ident],
+        body: &Block,
+        code: Perspective,
+    ) {
+        let what = if fill { "fill" } else { "drain" };
+        let elems = match self.use_var(ring).map(|vi| self.vars[vi].ty.clone()) {
+            Some(Ty::Ring(e)) => Some(e),
+            Some(Ty::Err) | None => None,
+            Some(other) => {
+                self.errors.push(err(
+                    "RING",
+                    ring.span,
+                    format!("`{what}` takes a ring, `{}` is {other}", ring.name),
+                ));
+                None
+            }
+        };
+        let sink = Sink {
+            p: code,
+            rule: "READ-UP",
+            what: format!("the step of `{what}` at code perspective {code}"),
+            id_target: None,
+        };
+        let t = self.expr(index, &sink, code);
+        self.expect_int(&t, index.span, "a step");
+        let mark = self.vars.len();
+        if let Some(elems) = &elems {
+            if elems.len() != names.len() {
+                self.errors.push(err(
+                    "RING",
+                    ring.span,
+                    format!(
+                        "the ring has {} memories, `{what}` binds {} names",
+                        elems.len(),
+                        names.len()
+                    ),
+                ));
+            }
+            for (n, el) in names.iter().zip(elems) {
+                let ty = Ty::Ptr {
+                    elem: *el,
+                    mutable: fill,
+                    space: Space::Shared,
+                };
+                let vi = self.declare(n, Perspective::block(1), ty, fill);
+                self.vars[vi].is_async = fill;
+            }
+        }
+        self.block_in_scope(body, code);
+        self.vars.truncate(mark);
     }
 
     fn arity_error(&mut self, name: &Ident, want: &str, found: usize) {

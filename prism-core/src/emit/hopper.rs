@@ -12,9 +12,17 @@
 //!   accumulators or the operand slots while a wgmma is in flight.
 //! * `set_max_regs` → `setmaxnreg.inc/dec` relative to the entry budget the kernel declares with `.maxnreg`.
 
-use super::{err, Binding, Em, Space, Val, Value, R};
-use crate::ast::{Expr, ExprKind, ScalarType, SmemLayout};
+use super::{err, Binding, Em, Space, Val, Value, View, R};
+use crate::ast::{Block, Expr, ExprKind, Ident, Level, ScalarType, SmemLayout};
 use proc_macro2::Span;
+
+/// A `ring`: its slots and the arrivals that complete a phase of its full / empty mbarriers (the threads of
+/// every `fill` / `drain` site: each thread arrives once per step).
+pub(super) struct RingInfo {
+    pub stages: u32,
+    pub full_count: u32,
+    pub empty_count: u32,
+}
 
 /// What a `tma_load` needs of its tensor map, recorded per parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +67,19 @@ impl Em<'_> {
     }
 
     fn tma_load(&mut self, args: &[Expr], span: Span) -> R<()> {
-        let mbar = self.bulk_mbarrier(&args[0])?;
+        let slot_mbar = match &args[0].kind {
+            ExprKind::Var(id) => self
+                .fill_slots
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == id.name)
+                .map(|(_, a)| a.clone()),
+            _ => None,
+        };
+        let mbar = match slot_mbar {
+            Some(a) => a,
+            None => format!("__prism_mbar_{}", self.bulk_mbarrier(&args[0])?),
+        };
         let dst = self.mem_arg(&args[0])?;
         let (param, map, elem, rank) = match &args[1].kind {
             ExprKind::Var(id) => match self.lookup(id)? {
@@ -126,10 +146,10 @@ impl Em<'_> {
             coords.push(self.reg(&v, v.ty().unwrap_or(ScalarType::U32)));
         }
         self.line(format!(
-            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [__prism_mbar_{mbar}], {bytes};"
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{mbar}], {bytes};"
         ));
         self.line(format!(
-            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{da}], [{map}, {{{}}}], [__prism_mbar_{mbar}];",
+            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{da}], [{map}, {{{}}}], [{mbar}];",
             coords.join(", ")
         ));
         Ok(())
@@ -172,16 +192,13 @@ impl Em<'_> {
         Ok(())
     }
 
-    /// A predicate register holding `true` (wgmma's scale-d: accumulate into `d`).
+    /// A predicate register holding `true` (wgmma's scale-d: accumulate into `d`), set right here: a register
+    /// set once could sit on a path (another split arm) that this wgmma's threads never ran.
     fn wgmma_scale_d(&mut self) -> String {
-        if let Some(p) = &self.wgmma_pred {
-            return p.clone();
-        }
         let one = self.fresh(ScalarType::U32);
         let p = self.fresh(ScalarType::Bool);
         self.line(format!("mov.u32 {one}, 1;"));
         self.line(format!("setp.ne.u32 {p}, {one}, 0;"));
-        self.wgmma_pred = Some(p.clone());
         p
     }
 
@@ -248,7 +265,26 @@ impl Em<'_> {
     fn set_max_regs(&mut self, args: &[Expr], span: Span) -> R<()> {
         let n = self.const_u32(&args[0])?;
         let entry = self.maxnreg_entry();
+        // The register file (64 K per SM, one block of these) must hold what every warpgroup asks for: each
+        // call site counts for the threads that run it (a second call in the same arm counts again, so the
+        // check errs on the safe side).
+        let threads = match self.ctx.persp.level {
+            Level::Thread => self.ctx.persp.n,
+            _ => self.threads.unwrap_or(1024),
+        };
         self.set_max_regs_used.push((n, span));
+        self.set_max_regs_budget += n as u64 * threads as u64;
+        if self.set_max_regs_budget > 65536 {
+            return Err(err(
+                "SETMAXNREG",
+                span,
+                format!(
+                    "`set_max_regs({n})` for {threads} threads brings the block's registers to {}, over the 65536 of an SM",
+                    self.set_max_regs_budget
+                ),
+            )
+            .help("e.g. 3 warpgroups: producer 40, two consumers 232 (40·128 + 2·232·128 = 64512)"));
+        }
         self.sm90a = true;
         match n.cmp(&entry) {
             std::cmp::Ordering::Greater => {
@@ -288,5 +324,183 @@ fn tma_box(layout: SmemLayout, len: u32, elem: ScalarType, rank: u32) -> Result<
             Ok(vec![inner, rows as u32])
         }
         (l, r) => Err(format!("a `{l}` allocation is filled by a rank-2 box, not rank {r}")),
+    }
+}
+
+impl Em<'_> {
+    /// `ring(S, (a, b), |r| ..)`: checks that every memory splits into `S` slots that keep its layout's
+    /// alignment, then emits the body with `r` bound.
+    pub(super) fn ring(
+        &mut self,
+        stages: &Expr,
+        targets: &[Ident],
+        name: &Ident,
+        body: &Block,
+        span: Span,
+    ) -> R<()> {
+        let n = self.const_u32(stages)?;
+        let mut views = Vec::new();
+        for t in targets {
+            let view = match self.lookup(t)? {
+                Binding::Mem { view, .. }
+                    if view.space == Space::Shared && view.maps.is_empty() =>
+                {
+                    view
+                }
+                _ => {
+                    return Err(err(
+                        "RING",
+                        t.span,
+                        "a ring's memories are shared allocations themselves",
+                    ))
+                }
+            };
+            let slot_bytes = view.len as u64 / n as u64 * view.elem.size() as u64;
+            if view.len % n != 0 || slot_bytes % view.layout.align() as u64 != 0 {
+                return Err(err(
+                    "RING",
+                    t.span,
+                    format!(
+                        "`{}` ({} elements) does not split into {n} slots of a multiple of {} bytes",
+                        t.name,
+                        view.len,
+                        view.layout.align()
+                    ),
+                )
+                .help("declare it as `Shared<[T; STAGES * SLOT], L>` with slots aligned for the layout (1024 bytes for Swizzle128)"));
+            }
+            views.push(view);
+        }
+        let id = self.rings.len();
+        self.rings.push(RingInfo {
+            stages: n,
+            full_count: 0,
+            empty_count: 0,
+        });
+        self.env.push(Default::default());
+        self.bind(&name.name, Binding::Ring { id, views });
+        let r = self.block_inner(body);
+        self.env.pop();
+        r?;
+        let ring = &self.rings[id];
+        if ring.full_count == 0 || ring.empty_count == 0 {
+            return Err(err(
+                "RING",
+                span,
+                "a ring is filled by one `fill` and emptied by `drain`s: both are needed",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `fill` / `drain` of step `i`: wait for the slot's empty (fill) or full (drain) phase, run the body on
+    /// the slot's views, then arrive on the other mbarrier. Slot `i % S`, phase parity `(i / S) % 2`; a fill
+    /// waits on the parity before it, which a fresh mbarrier reports complete (the slots start empty).
+    pub(super) fn ring_use(
+        &mut self,
+        fill: bool,
+        ring: &Ident,
+        index: &Expr,
+        names: &[Ident],
+        body: &Block,
+        span: Span,
+    ) -> R<()> {
+        let (id, views) = match self.lookup(ring)? {
+            Binding::Ring { id, views } => (id, views),
+            _ => return Err(err("RING", ring.span, "expected a ring")),
+        };
+        let stages = self.rings[id].stages;
+        let threads = match self.ctx.persp.level {
+            Level::Thread => self.ctx.persp.n,
+            Level::Block if self.ctx.persp.n == 1 => self.threads.ok_or_else(|| {
+                err(
+                    "RING",
+                    span,
+                    "a block-wide `fill`/`drain` needs `threads = N`",
+                )
+            })?,
+            _ => {
+                return Err(err(
+                    "RING",
+                    span,
+                    "`fill` and `drain` run in block or thread code",
+                ))
+            }
+        };
+        if fill {
+            self.rings[id].full_count += threads;
+        } else {
+            self.rings[id].empty_count += threads;
+        }
+        let step = self.scalar(index)?;
+        let step = self.coerce(step, ScalarType::U32, index.span)?;
+        let slot = self.u32_bin("rem", &step, &Val::imm_u32(stages));
+        let round = self.u32_bin("div", &step, &Val::imm_u32(stages));
+        let parity = self.u32_bin("rem", &round, &Val::imm_u32(2));
+        let parity = if fill {
+            self.u32_bin("sub", &Val::imm_u32(1), &parity)
+        } else {
+            parity
+        };
+        let (wait_side, arrive_side) = if fill {
+            ("empty", "full")
+        } else {
+            ("full", "empty")
+        };
+        let wait_addr = self.ring_mbar(id, wait_side, &slot);
+        let arrive_addr = self.ring_mbar(id, arrive_side, &slot);
+        let p = self.fresh(ScalarType::Bool);
+        let again = self.label();
+        let par = self.op(&parity, ScalarType::U32);
+        self.put_label(&again);
+        self.line(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{wait_addr}], {par};"
+        ));
+        self.line(format!("@!{p} bra {again};"));
+        self.env.push(Default::default());
+        for (n, v) in names.iter().zip(&views) {
+            let slot_bytes = v.len / stages * v.elem.size();
+            let off = self.u32_bin("mul", &slot, &Val::imm_u32(slot_bytes));
+            let base = self.u32_bin("add", &v.base, &off);
+            let view = View {
+                base,
+                readonly: !fill,
+                len: v.len / stages,
+                ..v.clone()
+            };
+            self.bind(
+                &n.name,
+                Binding::Mem {
+                    view,
+                    persp: crate::ast::Perspective::block(1),
+                },
+            );
+        }
+        let marks = self.fill_slots.len();
+        if fill {
+            // Copies into the slot complete on its full mbarrier (the one this fill arrives on).
+            for n in names {
+                self.fill_slots.push((n.name.clone(), arrive_addr.clone()));
+            }
+        }
+        let r = self.block_inner(body);
+        self.fill_slots.truncate(marks);
+        self.env.pop();
+        r?;
+        // The body's wgmmas retire before the slot is handed back (`mbarrier` lines end a wgmma run).
+        self.line(format!(
+            "mbarrier.arrive.shared::cta.b64 _, [{arrive_addr}];"
+        ));
+        Ok(())
+    }
+
+    /// The address of slot `slot`'s `side` mbarrier of ring `id`.
+    fn ring_mbar(&mut self, id: usize, side: &str, slot: &Val) -> String {
+        let base = self.fresh(ScalarType::U32);
+        self.line(format!("mov.u32 {base}, __prism_ring{id}_{side};"));
+        let a = self.fresh(ScalarType::U32);
+        let s = self.op(slot, ScalarType::U32);
+        self.line(format!("mad.lo.u32 {a}, {s}, 8, {base};"));
+        a
     }
 }

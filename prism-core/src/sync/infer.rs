@@ -166,6 +166,8 @@ fn block_at<'b>(b: &'b mut Block, path: &[usize]) -> Option<&'b mut Block> {
         | StmtKind::Partition { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Ring { body, .. }
+        | StmtKind::RingUse { body, .. }
         | StmtKind::Unsafe { body } => body,
         StmtKind::Split { arms, .. } => &mut arms.get_mut(ci)?.body,
         _ => return None,
@@ -190,6 +192,8 @@ fn child_blocks(s: &Stmt) -> Vec<&Block> {
         | StmtKind::Partition { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Ring { body, .. }
+        | StmtKind::RingUse { body, .. }
         | StmtKind::Unsafe { body } => vec![body],
         StmtKind::Split { arms, .. } => arms.iter().map(|a| &a.body).collect(),
         _ => Vec::new(),
@@ -1247,6 +1251,21 @@ impl<'a> Infer<'a> {
                 body,
             } => self.scope(s, target, None, true, new_name, body, st),
             StmtKind::Unsafe { body } => self.child(0, body, st, code, None),
+            // A ring orders its own slots with mbarriers (full/empty per slot): the slot names inside are
+            // untracked here. To everything around it, the ring is one node writing all its memories.
+            StmtKind::Ring { targets, body, .. } => {
+                let accs = targets
+                    .iter()
+                    .filter_map(|t| Self::lookup(&self.names, t).map(|l| (l, Acc::Write)))
+                    .collect();
+                let st = self.simple(accs, st, s.span);
+                self.child(0, body, st, code, None)
+            }
+            StmtKind::RingUse { index, body, .. } => {
+                let accs = self.accs_of(&[index]);
+                let st = self.simple(accs, st, s.span);
+                self.child(0, body, st, code, None)
+            }
         }
     }
 

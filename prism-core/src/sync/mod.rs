@@ -73,6 +73,8 @@ pub fn count_barriers(f: &Function) -> usize {
                 | StmtKind::Partition { body, .. }
                 | StmtKind::Claim { body, .. }
                 | StmtKind::Async { body, .. }
+                | StmtKind::Ring { body, .. }
+                | StmtKind::RingUse { body, .. }
                 | StmtKind::Unsafe { body } => block(body),
                 StmtKind::Split { arms, .. } => arms.iter().map(|a| block(&a.body)).sum(),
                 _ => 0,

@@ -224,6 +224,14 @@ impl Pass {
                 );
             }
             StmtKind::Unsafe { body } => self.block(body),
+            // Rings order their slots with mbarriers (emit); the naive policy adds nothing inside.
+            StmtKind::Ring { targets, body, .. } => {
+                for t in targets {
+                    self.use_name(t);
+                }
+                self.block(body)
+            }
+            StmtKind::RingUse { body, .. } => self.block(body),
         }
     }
 
