@@ -28,8 +28,10 @@ TARGETS=(
   "test|runtime_api|-p prism-runtime --test runtime_api|runtime API: buffers, launches, argument checks, errors"
   "test|runtime_env|-p prism-runtime --test runtime_env|PRISM_BACKEND overrides Device::auto"
   "test|runtime_tensor_map|-p prism-runtime --test runtime_tensor_map|tensor maps (cuTensorMapEncodeTiled, TMA box per swizzle vs CPU), cluster launches (cuLaunchKernelEx), 227 KiB dynamic smem"
+  "test|gemm_bf16|-p prism --test gemm_bf16|Hopper bf16 GEMM ladder (TMA, wgmma, rings, setmaxnreg) vs an f64 CPU reference, ragged sizes"
   "test|emu_vs_gpu|-p prism --test emu_vs_gpu|differential check: nvcc fixtures and workspace kernels, emulator vs GPU, every output byte"
   "bench|sgemm|-p prism --bench sgemm|sgemm ladder and Fig. 6 TF32 vs cuBLAS SGEMM / TF32, 1024-4096"
+  "bench|gemm_bf16|-p prism --bench gemm_bf16|bf16 GEMM ladder vs cuBLAS bf16 (cublasGemmEx), 2048-8192 and two LLM shapes"
   "bench|scan|-p prism --bench scan|decoupled look-back scan vs device-to-device copy, 2^20-2^28"
   "bench|reduce|-p prism --bench reduce|device-wide reduction vs device-to-device copy, 2^20-2^28"
 )
