@@ -9,7 +9,6 @@
 //! come from the driver's `cuTensorMapEncodeTiled`; on the emulator from [`emu::TensorMap::encode`].
 
 use std::fmt;
-use std::marker::PhantomData;
 
 use cudarc::driver::DeviceRepr;
 
@@ -67,7 +66,6 @@ pub struct TensorMap<'a, T: DeviceCopy, const RANK: usize> {
     buf: &'a DeviceBuffer<T>,
     desc: emu::TensorMap,
     bytes: TensorMapBytes,
-    _t: PhantomData<T>,
 }
 
 impl<'a, T: DeviceCopy, const RANK: usize> TensorMap<'a, T, RANK> {
@@ -114,12 +112,7 @@ impl<'a, T: DeviceCopy, const RANK: usize> TensorMap<'a, T, RANK> {
             )));
         }
         let bytes = TensorMapBytes(buf.device().encode_tensor_map(&desc)?);
-        Ok(TensorMap {
-            buf,
-            desc,
-            bytes,
-            _t: PhantomData,
-        })
+        Ok(TensorMap { buf, desc, bytes })
     }
 
     /// The tensor's dimensions (elements; dimension 0 innermost).
