@@ -421,3 +421,54 @@ fn warp_specialized_ring_gemm() {
         run_gemm_tile(k, (128, 128), mnk, seed);
     }
 }
+
+/// Without the ring's inferred full-barrier wait, consumers read a slot before (or while) TMA fills it;
+/// without its empty-barrier wait, the producer refills a slot the consumers still read. The emulator
+/// reports both instead of computing garbage.
+#[test]
+fn dropping_a_ring_wait_is_reported() {
+    let ks = compile_src(GEMM_WS);
+    let k = &ks[0];
+    let lines: Vec<&str> = k.ptx.lines().collect();
+    let waits: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("mbarrier.try_wait.parity"))
+        .collect();
+    // The producer's empty wait, then each consumer's full wait.
+    assert_eq!(waits.len(), 3, "{}", k.ptx);
+    for (which, &w) in waits.iter().enumerate() {
+        let mut broken = k.clone();
+        // Drop the wait and its retry branch: the thread goes on at once.
+        broken.ptx = lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != w && *i != w + 1)
+            .map(|(_, l)| *l)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let (m, n, kk) = (128u32, 128u32, 64 * 8);
+        let (ab, _) = matrix(m as usize, kk as usize, 9);
+        let (bb, _) = matrix(n as usize, kk as usize, 10);
+        let mut emu = Emulator::new(EmuConfig::default());
+        let da = buf(&mut emu, &ab);
+        let db = buf(&mut emu, &bb);
+        let dd = buf(&mut emu, &vec![0u8; (m * n * 4) as usize]);
+        let params = [
+            tmap(k, 0, da, m as u64, kk as u64),
+            tmap(k, 1, db, n as u64, kk as u64),
+            ParamValue::Ptr(dd),
+            ParamValue::U32(m),
+            ParamValue::U32(n),
+            ParamValue::U32(kk),
+        ];
+        let module = Module::parse(&broken.ptx).expect("parse");
+        let r = emu.launch(
+            &module,
+            &k.entry,
+            [1, 1, 1],
+            [384, 1, 1],
+            k.contract.smem_bytes,
+            &params,
+        );
+        assert!(r.is_err(), "dropping wait {which} went unnoticed");
+    }
+}

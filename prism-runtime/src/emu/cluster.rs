@@ -22,6 +22,7 @@ impl Mbar {
         if self.pending == 0 && self.tx == 0 {
             self.phase += 1;
             self.pending = self.expected;
+            self.remote_flips += 1;
         }
         Ok(())
     }

@@ -121,6 +121,9 @@ struct Mbar {
     phase: u32,
     inst: u32,
     prev: Option<u32>,
+    /// Phases completed by another block of the cluster (a multicast `complete_tx`, a remote arrive) whose
+    /// happens-before bookkeeping this block has not done yet (it cannot reach `inst` from there).
+    remote_flips: u32,
 }
 
 struct Block {
@@ -2548,6 +2551,7 @@ impl L<'_> {
             None => return false,
         };
         let t = self.tid_of(wi, lane) as usize;
+        self.mbar_sync_remote(b, off);
         match b.mbar.get_mut(&off) {
             None => {
                 self.fault(
@@ -2570,6 +2574,26 @@ impl L<'_> {
                 self.mbar_maybe_flip(b, off);
                 true
             }
+        }
+    }
+
+    /// Completes the happens-before bookkeeping of phases another block flipped (see `Mbar::remote_flips`):
+    /// whoever arrived or completed transactions in them is ordered before their waiters.
+    fn mbar_sync_remote(&mut self, b: &mut Block, off: u32) {
+        let nt = self.nthreads;
+        let Some(mb) = b.mbar.get_mut(&off) else {
+            return;
+        };
+        for _ in 0..std::mem::take(&mut mb.remote_flips) {
+            let old = mb.inst;
+            let ni = b.inst.len() as u32;
+            mb.inst = ni;
+            mb.prev = Some(old);
+            b.inst[old as usize].completed = true;
+            b.inst.push(Inst {
+                waiters: vec![0; nt.div_ceil(64) as usize],
+                completed: false,
+            });
         }
     }
 
@@ -2631,6 +2655,7 @@ impl L<'_> {
                 Some(o) => o,
                 None => return Step::Stop,
             };
+            self.mbar_sync_remote(b, off);
             if op == MbarOp::Init {
                 let cnt = extra.unwrap_or(1) as u32;
                 if cnt == 0 {
@@ -2658,6 +2683,7 @@ impl L<'_> {
                         phase: 0,
                         inst: i,
                         prev: None,
+                        remote_flips: 0,
                     },
                 );
                 self.track(

@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{Block, FaultKind, Operand, Step, Warp, L};
+use super::{Block, FaultKind, Operand, Step, Warp, L, TOPBIT};
 use crate::emu::ptx::{PtxType, WgmmaOp, WgmmaShape};
 
 /// The wgmma state of one block: one entry per warpgroup that issued anything.
@@ -489,6 +489,9 @@ impl L<'_> {
         for (lo, hi) in ranges {
             let holder = super::proxy::Holder::Wgmma { g, op: idx as u32 };
             self.proxy_async_read(b, wi, 0, pc, lo, hi, holder, "a wgmma");
+            if !self.wgmma_reads_ordered(b, wi, pc, lo, hi) {
+                return false;
+            }
         }
         let state = b.wg.groups.entry(g).or_default();
         let chained = state.ops[idx].chain.and_then(|p| state.ops[p].d.as_deref());
@@ -737,6 +740,59 @@ pub(super) fn name(op: &WgmmaOp) -> String {
                 "f16"
             }
         ),
+    }
+}
+
+impl L<'_> {
+    /// Read-after-write for wgmma's shared operands: every byte's last writer (a TMA load's issuing thread, a
+    /// `st.shared`) must be ordered before the issuing thread (an mbarrier wait on the copy's completion, a
+    /// barrier). Only checked, not recorded as a read: when the operands may be rewritten is the async proxy's
+    /// hold (`proxy.rs`), released when the wgmma retires.
+    fn wgmma_reads_ordered(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        pc: u32,
+        lo: usize,
+        hi: usize,
+    ) -> bool {
+        if !self.cfg.check_races {
+            return true;
+        }
+        let hi = hi.min(b.sh_shadow.len());
+        let t = b.lin * self.nthreads + self.tid_of(wi, 0);
+        let nt = self.nthreads;
+        let mut bad = None;
+        let mut last = None;
+        for i in lo.min(hi)..hi {
+            let s = b.sh_shadow[i];
+            if last == Some((s.w, s.w_ep)) {
+                continue;
+            }
+            last = Some((s.w, s.w_ep));
+            let w = s.w & !TOPBIT;
+            // A writer in another block is a multicast TMA load of the cluster: it completes on this block's
+            // own mbarrier, which the happens-before of threads does not model; not checked here.
+            let same_block = w != 0 && (w - 1) / nt == t / nt;
+            if same_block
+                && w - 1 != t
+                && !Self::ordered(&b.thr_inst, &b.inst, nt, w - 1, s.w_ep, t)
+            {
+                bad = Some((i, w - 1, s.w_pc));
+                break;
+            }
+        }
+        let Some((i, u, upc)) = bad else { return true };
+        if self.race_seen.insert(pc) {
+            let uline = self.m.code.get(upc as usize).map(|x| x.line).unwrap_or(0);
+            let msg = format!(
+                "data race on shared memory at offset {i:#x}: a wgmma issued by thread {} reads it, unordered after its write by thread {} at PTX line {uline} (no mbarrier wait or barrier between them)",
+                self.tid_of(wi, 0),
+                u % nt
+            );
+            self.fault(b, wi, Some(0), pc, FaultKind::DataRace, msg);
+        }
+        false
     }
 }
 
