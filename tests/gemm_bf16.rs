@@ -50,7 +50,8 @@ fn run(variant: GemmBf16Variant, m: usize, n: usize, k: usize, seed: u64) {
             let want = ALPHA as f64 * s + BETA as f64 * c0ij;
             let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
             let got = c[i * n + j] as f64;
-            if !((got - want).abs() <= tol) {
+            let err = (got - want).abs();
+            if err.is_nan() || err > tol {
                 bad.push((i, j, got, want));
             }
         }

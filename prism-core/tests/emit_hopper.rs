@@ -186,7 +186,8 @@ fn run_gemm_tile(k: &CompiledKernel, (tm, bn): (u32, u32), (m, n, kk): (u32, u32
             let o = i * n as usize + j;
             let got =
                 f32::from_le_bytes([out[4 * o], out[4 * o + 1], out[4 * o + 2], out[4 * o + 3]]);
-            if !((got as f64 - want).abs() <= 1e-5 * mag + 1e-6) {
+            let err = (got as f64 - want).abs();
+            if err.is_nan() || err > 1e-5 * mag + 1e-6 {
                 bad += 1;
                 first.get_or_insert((i, j, got, want));
             }
@@ -470,5 +471,70 @@ fn dropping_a_ring_wait_is_reported() {
             &params,
         );
         assert!(r.is_err(), "dropping wait {which} went unnoticed");
+    }
+}
+
+/// `cluster = 2`: an aligned `block[2]` is a cluster; `id()` from it is the block's rank in the cluster, and
+/// `sync_cluster()` orders the blocks of a cluster. Every block writes its rank, then (after the cluster
+/// barrier) block rank 0 of each cluster sums both ranks' values from global memory.
+const CLUSTER: &str = r#"
+#[prism_kernel(requires(grid[1], block[2], block[1], thread[1]), threads = 32, cluster = 2)]
+pub fn cluster_ranks(out: *mut u32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(out, block[1], |x| b * 32 + x, |o_blk| {
+        group(block[2], || {
+            #[at(block[1])]
+            let r: u32 = id();
+            group(block[1], || {
+                #[at(thread[1])]
+                let t: u32 = id();
+                partition(o_blk, thread[1], |x| t + x, |o_t| {
+                    group(thread[1], || {
+                        o_t[0] = 1000 * b + 10 * r + t;
+                    });
+                });
+            });
+            sync_cluster();
+        });
+    });
+}
+"#;
+
+#[test]
+fn cluster_attribute_and_barrier() {
+    let ks = compile_src(CLUSTER);
+    assemble_all(&ks);
+    let k = &ks[0];
+    assert!(k.ptx.contains(".reqnctapercluster 2, 1, 1"), "{}", k.ptx);
+    assert!(
+        k.ptx.contains("barrier.cluster.arrive.release"),
+        "{}",
+        k.ptx
+    );
+    assert_eq!(k.contract.cluster, 2);
+    assert_eq!(k.contract.blocks_multiple_of, 2);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let out = buf(&mut emu, &[0xFFu8; 6 * 32 * 4]);
+    let module = Module::parse(&k.ptx).expect("parse");
+    emu.launch_cluster(
+        &module,
+        &k.entry,
+        [6, 1, 1],
+        [32, 1, 1],
+        Some([2, 1, 1]),
+        k.contract.smem_bytes,
+        &[ParamValue::Ptr(out)],
+    )
+    .expect("cluster launch");
+    let got = emu.read(out, 6 * 32 * 4).expect("read");
+    for (i, w) in got.chunks_exact(4).enumerate() {
+        let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let (blk, t) = (i / 32, i % 32);
+        assert_eq!(
+            v,
+            1000 * blk as u32 + 10 * (blk % 2) as u32 + t as u32,
+            "element {i}"
+        );
     }
 }

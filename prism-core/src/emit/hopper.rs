@@ -308,7 +308,7 @@ impl Em<'_> {
 fn tma_box(layout: SmemLayout, len: u32, elem: ScalarType, rank: u32) -> Result<Vec<u32>, String> {
     let bytes = len as u64 * elem.size() as u64;
     match (layout, rank) {
-        (SmemLayout::Linear, 1) if len <= 256 && bytes % 16 == 0 => Ok(vec![len]),
+        (SmemLayout::Linear, 1) if len <= 256 && bytes.is_multiple_of(16) => Ok(vec![len]),
         (SmemLayout::Linear, _) => Err(format!(
             "a `Linear` allocation of {len} {elem} is filled by a rank-1 box of at most 256 elements and a multiple of 16 bytes"
         )),
@@ -316,7 +316,7 @@ fn tma_box(layout: SmemLayout, len: u32, elem: ScalarType, rank: u32) -> Result<
             let span = l.span() as u64;
             let inner = (span / elem.size() as u64) as u32;
             let rows = bytes / span;
-            if bytes % span != 0 || rows == 0 || rows > 256 {
+            if !bytes.is_multiple_of(span) || rows == 0 || rows > 256 {
                 return Err(format!(
                     "a `{l}` allocation of {len} {elem} is not 1..=256 rows of {span} bytes"
                 ));
@@ -356,7 +356,7 @@ impl Em<'_> {
                 }
             };
             let slot_bytes = view.len as u64 / n as u64 * view.elem.size() as u64;
-            if view.len % n != 0 || slot_bytes % view.layout.align() as u64 != 0 {
+            if view.len % n != 0 || !slot_bytes.is_multiple_of(view.layout.align() as u64) {
                 return Err(err(
                     "RING",
                     t.span,
