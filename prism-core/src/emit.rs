@@ -611,6 +611,10 @@ struct Em<'a> {
     wgmma_open: bool,
     /// A `wgmma.fence` precedes the next wgmma on every path to it.
     wgmma_fenced: bool,
+    /// A committed wgmma group may still be in flight (a drain kept it: `wait_group 1`).
+    wgmma_inflight: bool,
+    /// Inside a ring: the predicate "a drain's slot waits to be handed back" and that slot's empty mbarrier.
+    drain_deferred: Option<(String, String)>,
     /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
     sm90a: bool,
     /// The box and layout each `TensorMap` parameter is loaded with.
@@ -679,6 +683,8 @@ impl<'a> Em<'a> {
             uses_cp_async: false,
             wgmma_open: false,
             wgmma_fenced: false,
+            wgmma_inflight: false,
+            drain_deferred: None,
             sm90a: false,
             tma_uses: HashMap::new(),
             set_max_regs_used: Vec::new(),
@@ -864,6 +870,8 @@ impl<'a> Em<'a> {
     // ----- small helpers
 
     fn line(&mut self, l: String) {
+        // Issued, uncommitted wgmmas end at control flow and synchronization; a committed group a drain keeps
+        // in flight does not (the drain's own wait and the loop around it touch no accumulator).
         if self.wgmma_open && ends_wgmma_run(&l) {
             self.wgmma_retire();
         }
@@ -1177,7 +1185,10 @@ impl<'a> Em<'a> {
     }
 
     fn stmt(&mut self, s: &Stmt) -> R<()> {
-        if !is_wgmma_stmt(s) {
+        // A drain may start while the previous drain's wgmmas are in flight (it only issues more into the
+        // same accumulators): every other statement could touch them, so it waits.
+        let drain = matches!(&s.kind, StmtKind::RingUse { fill: false, .. });
+        if !is_wgmma_stmt(s) && !(drain && !self.wgmma_open) {
             self.wgmma_retire();
         }
         match &s.kind {

@@ -411,6 +411,12 @@ fn warp_specialized_ring_gemm() {
     );
     assert!(k.ptx.contains("setmaxnreg.inc.sync.aligned.u32 232"));
     assert!(k.ptx.contains(".maxnreg 168"));
+    // Each drain keeps its wgmma group in flight while the next step's are issued.
+    assert!(
+        k.ptx.contains("wgmma.wait_group.sync.aligned 1;"),
+        "{}",
+        k.ptx
+    );
     // No block-wide barrier orders the slots: the ring's mbarriers do.
     let body = k.ptx.split("bar.sync 0;").nth(1).unwrap_or("");
     assert!(!body.contains("bar.sync"), "{}", k.ptx);

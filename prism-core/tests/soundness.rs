@@ -3,7 +3,7 @@
 //! collective operation with the wrong threads — no barrier divergence, no collective misuse, no deadlock.
 //!
 //! The generator (tests/common) nests `group`, `split`, `if`, `for`, `partition` and collectives (`sync_threads`,
-//! `sync_warp`, `shfl_xor`, `mma`) at random perspectives, and atomics whose total is then read plainly and
+//! `sync_warp`, `shfl_xor`, `mma`, warpgroup `wgmma_bf16`, producer/consumer `ring` arms) at random perspectives, and atomics whose total is then read plainly and
 //! branched on around a barrier (block level: the inferred barrier makes the branch uniform; across blocks or
 //! in the atomics' own thread group: rejected, SYNC-ATOMIC); about a quarter of its programs are well-typed.
 //! Data races are not part of the guarantee (paper §3.4.2: Prism does not prevent them) and are not checked.
@@ -35,6 +35,7 @@ fn block_size(multiple_of: u32, exact: Option<u32>) -> u32 {
 fn well_typed_programs_never_misuse_collectives() {
     let mut rng = Rng(0x500d_ae55);
     let (mut accepted, mut ran, mut with_atomics) = (0u64, 0u64, 0u64);
+    let (mut with_wgmma, mut with_ring) = (0u64, 0u64);
     for case in 0..cases() {
         let src = generate(&mut rng);
         let Ok(functions) = parse::parse_source(&src) else {
@@ -48,6 +49,8 @@ fn well_typed_programs_never_misuse_collectives() {
             if src.contains("atomic_add(cnt") {
                 with_atomics += 1;
             }
+            with_wgmma += src.contains("wgmma_bf16") as u64;
+            with_ring += src.contains("ring(2") as u64;
             for k in kernels {
                 let module = Module::parse(&k.ptx).unwrap_or_else(|e| {
                     panic!(
@@ -108,13 +111,18 @@ fn well_typed_programs_never_misuse_collectives() {
         }
     }
     println!(
-        "{} generated programs, {accepted} well-typed ({with_atomics} read a total accumulated with atomics), \
-         {ran} launches: no collective misuse",
+        "{} generated programs, {accepted} well-typed ({with_atomics} read a total accumulated with atomics, \
+         {with_wgmma} issue wgmma in warpgroups, {with_ring} run a producer/consumer ring), {ran} launches: no \
+         collective misuse",
         cases()
     );
     assert!(
         with_atomics > 0 || cases() < 100,
         "the generator must produce accepted programs that branch on a total accumulated with atomics"
+    );
+    assert!(
+        (with_wgmma > 0 && with_ring > 0) || cases() < 300,
+        "the generator must produce accepted programs with warpgroup collectives and pipeline arms"
     );
     assert!(
         accepted >= cases() / 10,

@@ -33,14 +33,50 @@ pub(super) struct TmaUse {
 }
 
 impl Em<'_> {
-    /// Ends a run of wgmmas: commit them as one group and wait for it, so their accumulators and shared
-    /// operands are ordinary again.
+    /// Ends a run of wgmmas: commit them as one group and wait for every group, so accumulators and shared
+    /// operands are ordinary again; then hands back the slot of a drain whose group was still in flight.
     pub(super) fn wgmma_retire(&mut self) {
-        if self.wgmma_open {
-            self.wgmma_open = false;
-            self.line("wgmma.commit_group.sync.aligned;".into());
-            self.line("wgmma.wait_group.sync.aligned 0;".into());
+        if !self.wgmma_open && !self.wgmma_inflight {
+            return;
         }
+        if self.wgmma_open {
+            self.raw_line("wgmma.commit_group.sync.aligned;");
+        }
+        self.wgmma_open = false;
+        self.wgmma_inflight = false;
+        self.raw_line("wgmma.wait_group.sync.aligned 0;");
+        if let Some((pending, prev)) = self.drain_deferred.clone() {
+            self.raw_line(&format!(
+                "@{pending} mbarrier.arrive.shared::cta.b64 _, [{prev}];"
+            ));
+            self.raw_line(&format!("mov.pred {pending}, 0;"));
+        }
+    }
+
+    /// A line that never ends a wgmma run (the run's own bookkeeping).
+    fn raw_line(&mut self, l: &str) {
+        self.body.push('\t');
+        self.body.push_str(l);
+        self.body.push('\n');
+    }
+
+    /// The end of a `drain` whose body left wgmmas issued: commit them and keep them in flight while the next
+    /// step's are issued (`wait_group 1`, PTX ISA §9.7.15.7.3): the previous drain's group is then retired, so
+    /// its slot goes back to the producer now; this one's goes back at the next drain or when the run is
+    /// retired (`drain_deferred`: a predicate, false until a drain defers, and the slot's empty mbarrier).
+    fn drain_defer(&mut self, arrive_addr: &str) {
+        let Some((pending, prev)) = self.drain_deferred.clone() else {
+            return;
+        };
+        self.raw_line("wgmma.commit_group.sync.aligned;");
+        self.raw_line("wgmma.wait_group.sync.aligned 1;");
+        self.raw_line(&format!(
+            "@{pending} mbarrier.arrive.shared::cta.b64 _, [{prev}];"
+        ));
+        self.raw_line(&format!("mov.u32 {prev}, {arrive_addr};"));
+        self.raw_line(&format!("mov.pred {pending}, 1;"));
+        self.wgmma_open = false;
+        self.wgmma_inflight = true;
     }
 
     pub(super) fn hopper_call(
@@ -377,10 +413,17 @@ impl Em<'_> {
             full_count: 0,
             empty_count: 0,
         });
+        let pending = self.fresh(ScalarType::Bool);
+        let prev = self.fresh(ScalarType::U32);
+        self.line(format!("mov.pred {pending}, 0;"));
+        self.line(format!("mov.u32 {prev}, 0;"));
+        let outer = self.drain_deferred.replace((pending, prev));
         self.env.push(Default::default());
         self.bind(&name.name, Binding::Ring { id, views });
         let r = self.block_inner(body);
         self.env.pop();
+        self.wgmma_retire();
+        self.drain_deferred = outer;
         r?;
         let ring = &self.rings[id];
         if ring.full_count == 0 || ring.empty_count == 0 {
@@ -487,6 +530,11 @@ impl Em<'_> {
         self.fill_slots.truncate(marks);
         self.env.pop();
         r?;
+        if !fill && self.wgmma_open && self.drain_deferred.is_some() {
+            // The body ends in issued wgmmas: keep them in flight across the next step.
+            self.drain_defer(&arrive_addr);
+            return Ok(());
+        }
         // The body's wgmmas retire before the slot is handed back (`mbarrier` lines end a wgmma run).
         self.line(format!(
             "mbarrier.arrive.shared::cta.b64 _, [{arrive_addr}];"

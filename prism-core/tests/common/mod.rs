@@ -31,13 +31,27 @@ const ATOMIC_TOTAL: &str =
     "let cnt: Shared<[u32; 4]>;\ngroup(thread[1], || {\natomic_add(cnt, 0, 1u32);\n});\n\
                             let tot: u32 = cnt[0];\nif tot > 3u32 {\nsync_threads();\n}\n";
 
+/// Warpgroup collectives (Hopper): a wgmma on two swizzled tiles and a register reallocation in a
+/// `thread[128]` group (accepted only when the block size is a multiple of 128).
+const WARPGROUP: &str = "let wa: Shared<[bf16; 64 * 64], Swizzle128>;\nlet wb: Shared<[bf16; 64 * 64], Swizzle128>;\n\
+                         group(thread[128], || {\n#[at(thread[1])] let mut wacc = [0.0f32; 32];\n\
+                         wgmma_bf16(&mut wacc, wa, 0, wb, 16);\nwgmma_bf16(&mut wacc, wa, 16, wb, 0);\n\
+                         #[at(thread[1])] let ws: f32 = wacc[3];\n});\n";
+
+/// A pipeline: a producer and a consumer warpgroup step through a two-slot ring (accepted only when both
+/// arms fit the block: 256 threads).
+const RING: &str = "let rs: Shared<[f32; 2 * 128]>;\nring(2, rs, |rr| {\nmatch split(warpgroup) {\n\
+                    1 => {\nfor i in 0..3 {\nfill(rr, i, |rs_f| {});\n}\n}\n\
+                    1 => {\nfor i in 0..3 {\ndrain(rr, i, |rs_d| {\n#[at(thread[1])] let rv: f32 = rs_d[i];\n});\n}\n}\n\
+                    }\n});\n";
+
 /// A random kernel from Prism's grammar: mostly well-formed, sometimes ill-typed on purpose.
 pub fn generate(rng: &mut Rng) -> String {
-    let threads = *rng.pick(&[1u32, 2, 4, 32, 64, 128]);
+    let threads = *rng.pick(&[1u32, 2, 4, 32, 64, 128, 256]);
     let mut body = String::new();
     gen_block(rng, &mut body, 0, "grid", threads);
     format!(
-        "#[prism_kernel(requires(grid[1], block[1], thread[{threads}]), smem = 4096)]\n\
+        "#[prism_kernel(requires(grid[1], block[1], thread[{threads}]), smem = 65536)]\n\
          fn generated(a: *const f32, c: *mut f32, n: u32) {{\n{body}}}\n"
     )
 }
@@ -63,6 +77,8 @@ fn gen_stmt(rng: &mut Rng, out: &mut String, depth: usize, level: &str, threads:
                 ATOMIC_TOTAL,
                 // The same across blocks: no barrier can order it (rejected, SYNC-ATOMIC).
                 "match split(thread) {\n1 => {\natomic_add(c, 0, 1.0f32);\n}\n}\nlet r: f32 = c[0];\nif r > 2.0 {\nsync_threads();\n}\n",
+                WARPGROUP,
+                RING,
             ])),
             "thread" if rng.below(4) == 0 => out.push_str(
                 // A thread reads what other threads still add to (rejected, SYNC-ATOMIC).
