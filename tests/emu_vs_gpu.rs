@@ -42,6 +42,10 @@ const FIXTURES: &[(&str, &str)] = &[
         "wmma.ptx",
         include_str!("../prism-runtime/tests/fixtures/wmma.ptx"),
     ),
+    (
+        "cg.ptx",
+        include_str!("../prism-runtime/tests/fixtures/cg.ptx"),
+    ),
 ];
 
 /// How far apart two float elements may be: within `ulp` units in the last place or within `abs`.

@@ -27,6 +27,9 @@ mod sched;
 // The async proxy's ordering rules, checked with the race detector.
 #[path = "proxy.rs"]
 mod proxy;
+// Reserved shared memory and the smaller instructions (alu forms that need no block state).
+#[path = "exec_misc.rs"]
+mod misc;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -139,6 +142,11 @@ struct Block {
     mbar: HashMap<u32, Mbar>,
     /// Last release instance of each location used by `atom.cas`/`atom.exch` (lock words, flags).
     rel: HashMap<(bool, u64), u32>,
+    /// Release instances of each location used by `.release`/`.acq_rel` accesses: (thread, instance), the
+    /// latest per thread (`misc::release`).
+    relacq: HashMap<(bool, u64), Vec<(u32, u32)>>,
+    /// Instances each thread recently waited on through an acquire (`misc::collective_orders`).
+    acquired: HashMap<u32, Vec<u32>>,
     /// In-flight `wgmma` ops and groups, per warpgroup.
     wg: wgmma::WgState,
     /// The warp after the one that ran last (round-robin among the block's warps).
@@ -181,6 +189,8 @@ struct L<'a> {
     smem_size: usize,
     dyn_bytes: u32,
     dyn_off: u32,
+    /// Bytes of reserved shared memory before the kernel's own (`misc::reserved_bytes`).
+    reserved: u32,
     params: Vec<u8>,
     gaddrs: Vec<u64>,
     pic: Vec<InstrCounters>,
@@ -210,6 +220,8 @@ struct L<'a> {
     cbar: HashMap<u32, (u32, u32)>,
     /// Set while a TMA load writes shared memory (an async-proxy write, not a generic one).
     async_write: bool,
+    /// The (address, values) each lane of the current store issue wrote (`misc`, race detection only).
+    same_st: Vec<(u64, [u64; 4])>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -264,6 +276,7 @@ pub(crate) fn run_launch(
         .collect();
     let launch_id = e.launches;
     let cfg = e.cfg.clone();
+    let reserved = misc::reserved_bytes(m);
     let mut l = L {
         m,
         allocs: &mut e.allocs,
@@ -271,9 +284,10 @@ pub(crate) fn run_launch(
         grid,
         bdim: block,
         nthreads,
-        smem_size: m.dyn_offset(fi) as usize + dyn_bytes as usize,
-        dyn_off: m.dyn_offset(fi),
+        smem_size: (reserved + m.dyn_offset(fi)) as usize + dyn_bytes as usize,
+        dyn_off: reserved + m.dyn_offset(fi),
         dyn_bytes,
+        reserved,
         params,
         gaddrs,
         pic,
@@ -297,6 +311,7 @@ pub(crate) fn run_launch(
         remote_mbar: vec![None; csize],
         cbar: HashMap::new(),
         async_write: false,
+        same_st: Vec::with_capacity(32),
     };
     let entry_pc = m.funcs[fi].start;
     let blocks = l.run_blocks(entry_pc);
@@ -522,13 +537,14 @@ impl L<'_> {
             Sreg::Smid => (b.lin % 132) as u64,
             Sreg::Nsmid => 132,
             Sreg::DynSmem => self.dyn_bytes as u64,
-            Sreg::TotalSmem => self.smem_size as u64,
+            Sreg::TotalSmem => (self.smem_size - self.reserved as usize) as u64,
             Sreg::ClusterCtaid(d) => (b.ctaid[d as usize] % self.cluster[d as usize]) as u64,
             Sreg::ClusterNctaid(d) => self.cluster[d as usize] as u64,
             Sreg::Clusterid(d) => (b.ctaid[d as usize] / self.cluster[d as usize]) as u64,
             Sreg::Nclusterid(d) => (self.grid[d as usize] / self.cluster[d as usize]) as u64,
             Sreg::ClusterCtarank => b.crank as u64,
             Sreg::ClusterNctarank => (self.cluster[0] * self.cluster[1] * self.cluster[2]) as u64,
+            Sreg::Reserved(_) | Sreg::ClockHi | Sreg::ExplicitCluster => self.sreg_misc(s),
             Sreg::Zero => 0,
         }
     }
@@ -537,6 +553,7 @@ impl L<'_> {
         match s {
             SymRef::Global(i) => self.gaddrs[i as usize],
             SymRef::Shared(o) => {
+                let o = self.reserved + o;
                 if generic {
                     SHARED_WINDOW + o as u64
                 } else {
@@ -1466,6 +1483,9 @@ impl L<'_> {
                         }
                     };
                     self.track(b, wi, l, loc, total, Acc::Read, pc, a);
+                    if ins.order & ORDER_ACQUIRE != 0 {
+                        self.acquire(b, wi, l, loc);
+                    }
                     for k in 0..vw {
                         let lk = offset_loc(loc, k * es);
                         let v = if es <= 8 { self.load(b, lk, es) } else { 0 };
@@ -1507,13 +1527,26 @@ impl L<'_> {
                             break;
                         }
                     };
-                    self.track(b, wi, l, loc, total, Acc::Write, pc, a);
-                    for k in 0..vw {
+                    let mut vals = [0u64; 8];
+                    for (k, v) in vals.iter_mut().enumerate().take(vw) {
                         let src = match &args[1] {
                             Operand::Vec(ss) => ss.get(k),
                             s => Some(s),
                         };
-                        let v = src.map(|s| self.val(b, w, wi, s, l)).unwrap_or(0);
+                        *v = src.map(|s| self.val(b, w, wi, s, l)).unwrap_or(0);
+                    }
+                    if !self.same_store_as_earlier_lane(exec, l, a, &vals[..vw]) {
+                        let acc = if ins.order & ORDER_STRONG != 0 {
+                            Acc::Atomic
+                        } else {
+                            Acc::Write
+                        };
+                        self.track(b, wi, l, loc, total, acc, pc, a);
+                    }
+                    if ins.order & ORDER_RELEASE != 0 {
+                        self.release(b, wi, l, loc);
+                    }
+                    for (k, &v) in vals.iter().enumerate().take(vw) {
                         self.store(b, offset_loc(loc, k * es), es.min(8), v);
                     }
                 });
@@ -1544,6 +1577,12 @@ impl L<'_> {
                     self.track(b, wi, l, loc, es, Acc::Atomic, pc, a);
                     if self.cfg.check_races && matches!(op, AtomOp::Cas | AtomOp::Exch) {
                         self.sync_through_atomic(b, wi, l, loc);
+                    }
+                    if ins.order & ORDER_ACQUIRE != 0 {
+                        self.acquire(b, wi, l, loc);
+                    }
+                    if ins.order & ORDER_RELEASE != 0 {
+                        self.release(b, wi, l, loc);
                     }
                     let x = self.val(b, w, wi, &args[ai + 1], l);
                     let y = if op == AtomOp::Cas {
@@ -2266,6 +2305,12 @@ impl L<'_> {
         let m = self.m;
         let ins = &m.code[pc as usize];
         let args = &ins.args;
+        if matches!(
+            ins.kind,
+            Kind::Shfl(_) | Kind::Vote(_) | Kind::Match(..) | Kind::Redux(..)
+        ) {
+            self.collective_orders(b, wi, exec);
+        }
         match &ins.kind {
             Kind::BarWarpSync => {
                 let i = b.inst.len() as u32;

@@ -160,6 +160,13 @@ pub(crate) enum Sreg {
     /// `%cluster_ctarank` (0) and `%cluster_nctarank` (1) with clusters of one block.
     ClusterCtarank,
     ClusterNctarank,
+    /// `%reserved_smem_offset_{begin,end,cap,0,1}` (0..=4) and `%aggr_smem_size` (5): the block's reserved
+    /// shared memory (`emu/exec_misc.rs` documents the layout).
+    Reserved(u8),
+    /// `%clock_hi`, `%globaltimer_hi`: the upper 32 bits of the counter.
+    ClockHi,
+    /// `%is_explicit_cluster`: 1 when the launch names a cluster shape.
+    ExplicitCluster,
     Zero,
 }
 
@@ -470,7 +477,17 @@ pub(crate) struct Instr {
     pub args: Vec<Operand>,
     pub line: u32,
     pub is_cond_branch: bool,
+    /// Memory-order qualifiers of a load, store or atomic: [`ORDER_ACQUIRE`] | [`ORDER_RELEASE`].
+    pub order: u8,
 }
+
+/// `.acquire` (or `.acq_rel`) on a load or atomic.
+pub(crate) const ORDER_ACQUIRE: u8 = 1;
+/// `.release` (or `.acq_rel`) on a store or atomic.
+pub(crate) const ORDER_RELEASE: u8 = 2;
+/// A strong (`.relaxed`, `.acquire`, `.release`) load or store: such accesses do not race with each other
+/// (PTX ISA memory consistency model: morally strong operations).
+pub(crate) const ORDER_STRONG: u8 = 4;
 
 /// A `.param` declaration of an entry or function.
 #[derive(Debug, Clone, PartialEq)]
@@ -1228,6 +1245,7 @@ impl Parser {
             args: vec![],
             line: line as u32,
             is_cond_branch: false,
+            order: 0,
         });
         self.funcs[fidx].end = self.code.len() as u32;
         self.funcs[fidx].smem = self.smem_fn;
@@ -1516,6 +1534,7 @@ impl Parser {
             args: vec![],
             line: line as u32,
             is_cond_branch: false,
+            order: 0,
         });
         // Snapshot the current scope chain for name resolution after the body is parsed (once per change of
         // the chain, not once per instruction).
@@ -2149,6 +2168,7 @@ impl Parser {
                         args: vec![],
                         line: line as u32,
                         is_cond_branch: false,
+                        order: 0,
                     });
                 };
                 Kind::Mbarrier(op)
@@ -2193,6 +2213,7 @@ impl Parser {
                         args: vec![],
                         line: line as u32,
                         is_cond_branch: false,
+                        order: 0,
                     });
                 }
                 Err(e) => return Err(e),
@@ -2302,12 +2323,24 @@ impl Parser {
                 return perr(line, "bra target must be a label of the same function");
             }
         }
+        let order = if matches!(kind, Kind::Ld(..) | Kind::St(..) | Kind::Atom(..)) {
+            let p = &p.opcode;
+            let acq = p.contains(".acquire") || p.contains(".acq_rel");
+            let rel = p.contains(".release") || p.contains(".acq_rel");
+            let strong = acq || rel || p.contains(".relaxed");
+            (acq as u8 * ORDER_ACQUIRE)
+                | (rel as u8 * ORDER_RELEASE)
+                | (strong as u8 * ORDER_STRONG)
+        } else {
+            0
+        };
         Ok(Instr {
             kind,
             guard,
             args,
             line: line as u32,
             is_cond_branch,
+            order,
         })
     }
 }
@@ -2400,14 +2433,37 @@ fn special_reg(n: &str) -> Option<Sreg> {
         "%lanemask_ge" => Sreg::LanemaskGe,
         "%clock" => Sreg::Clock,
         "%clock64" => Sreg::Clock64,
-        "%globaltimer" | "%globaltimer_lo" | "%globaltimer_hi" => Sreg::Globaltimer,
+        "%globaltimer" | "%globaltimer_lo" => Sreg::Globaltimer,
+        "%clock_hi" | "%globaltimer_hi" => Sreg::ClockHi,
+        "%reserved_smem_offset_begin" => Sreg::Reserved(0),
+        "%reserved_smem_offset_end" => Sreg::Reserved(1),
+        "%reserved_smem_offset_cap" => Sreg::Reserved(2),
+        "%reserved_smem_offset_0" => Sreg::Reserved(3),
+        "%reserved_smem_offset_1" => Sreg::Reserved(4),
+        "%aggr_smem_size" => Sreg::Reserved(5),
         "%smid" => Sreg::Smid,
         "%nsmid" => Sreg::Nsmid,
         "%dynamic_smem_size" => Sreg::DynSmem,
         "%total_smem_size" => Sreg::TotalSmem,
         "%cluster_ctarank" => Sreg::ClusterCtarank,
         "%cluster_nctarank" => Sreg::ClusterNctarank,
-        "%is_explicit_cluster" | "%gridid" => Sreg::Zero,
+        "%is_explicit_cluster" => Sreg::ExplicitCluster,
+        // Driver-defined registers the CUDA runtime leaves zero outside graphs and profilers: `%envreg0..31`,
+        // the performance-monitor counters `%pm0..7` / `%pm0_64..7_64` (not counting here), the graph handle.
+        "%gridid" | "%current_graph_exec" => Sreg::Zero,
+        _ if driver_defined_zero(n) => Sreg::Zero,
         _ => return None,
     })
+}
+
+/// `%envreg0..31`, `%pm0..7`, `%pm0_64..7_64`.
+fn driver_defined_zero(n: &str) -> bool {
+    let idx = |s: &str, max: u32| s.parse::<u32>().is_ok_and(|i| i <= max);
+    if let Some(i) = n.strip_prefix("%envreg") {
+        return idx(i, 31);
+    }
+    match n.strip_prefix("%pm") {
+        Some(i) => idx(i.strip_suffix("_64").unwrap_or(i), 7),
+        None => false,
+    }
 }
