@@ -301,7 +301,7 @@ pub(crate) fn run_launch(
         acc_g: Vec::with_capacity(64),
         acc_s: Vec::with_capacity(64),
         scratch: Vec::with_capacity(256),
-        local_size: m.local_size as usize,
+        local_size: misc::local_bytes(m),
         atomics: 0,
         mma_ops: 0,
         clock: 0,
@@ -1928,6 +1928,7 @@ impl L<'_> {
                 }
                 Self::advance(w, mask);
             }
+            Kind::Misc(op) => return self.exec_misc(b, wi, w, pc, mask, exec, *op),
             Kind::Unsupported(name) => {
                 self.fault(
                     b,
@@ -2656,7 +2657,11 @@ impl L<'_> {
             mm &= mm - 1;
             let t = self.tid_of(wi, l) as usize;
             let (ai, has_dst) = match op {
-                MbarOp::Init | MbarOp::ExpectTx | MbarOp::Inval => (0, false),
+                MbarOp::Init
+                | MbarOp::ExpectTx
+                | MbarOp::Inval
+                | MbarOp::CompleteTx
+                | MbarOp::ArriveNoinc => (0, false),
                 _ => (1, true),
             };
             let a = match &args[ai] {
@@ -2741,6 +2746,7 @@ impl L<'_> {
             // The transaction count lives in [-(2^20 - 1), 2^20 - 1] (PTX ISA, mbarrier): beyond it is an error.
             let tx_add = match op {
                 MbarOp::ArriveExpectTx | MbarOp::ExpectTx => extra.unwrap_or(0) as i64,
+                MbarOp::CompleteTx => -(extra.unwrap_or(0) as i64),
                 _ => 0,
             };
             if (mb.tx + tx_add).abs() >= 1 << 20 {
@@ -2753,7 +2759,10 @@ impl L<'_> {
                 return Step::Stop;
             }
             match op {
-                MbarOp::Arrive | MbarOp::ArriveExpectTx => {
+                MbarOp::Arrive
+                | MbarOp::ArriveExpectTx
+                | MbarOp::ArriveDrop
+                | MbarOp::ArriveNoinc => {
                     let mut cnt = 1u32;
                     if op == MbarOp::ArriveExpectTx {
                         b.mbar.get_mut(&off).unwrap().tx += extra.unwrap_or(0) as i64;
@@ -2776,6 +2785,11 @@ impl L<'_> {
                     }
                     b.thr_inst[t].push(mb.inst);
                     b.mbar.get_mut(&off).unwrap().pending -= cnt;
+                    if op == MbarOp::ArriveDrop {
+                        // Later phases expect fewer arrivals (the pending count of this one already fell).
+                        let mb = b.mbar.get_mut(&off).unwrap();
+                        mb.expected = mb.expected.saturating_sub(cnt);
+                    }
                     if has_dst {
                         Self::set(w, &args[0], l, mb.phase as u64);
                     }
@@ -2783,6 +2797,11 @@ impl L<'_> {
                 }
                 MbarOp::ExpectTx => {
                     b.mbar.get_mut(&off).unwrap().tx += extra.unwrap_or(0) as i64;
+                }
+                MbarOp::CompleteTx => {
+                    b.mbar.get_mut(&off).unwrap().tx -= extra.unwrap_or(0) as i64;
+                    b.thr_inst[t].push(mb.inst);
+                    self.mbar_maybe_flip(b, off);
                 }
                 MbarOp::TestWait
                 | MbarOp::TryWait
@@ -3110,6 +3129,15 @@ fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// The high half of a `bits`-bit product (signed products of 64-bit values fit i128, unsigned ones u128).
+fn mul_hi(x: i128, y: i128, bits: u32, signed: bool) -> i128 {
+    if signed {
+        (x * y) >> bits
+    } else {
+        ((x as u128 * y as u128) >> bits) as i128
+    }
+}
+
 fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u64 {
     let bits = if ty == PtxType::Pred { 1 } else { ty.bits() };
     let signed = ty.is_signed();
@@ -3141,9 +3169,10 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             }
         }
         AluOp::Mul => {
-            let p = x * y;
+            // 64 x 64 unsigned products overflow i128: take them as u128 (the high half by a logical shift).
+            let p = x.wrapping_mul(y);
             if m.hi {
-                p >> bits
+                mul_hi(x, y, bits, signed)
             } else if m.wide {
                 return (p as u128 as u64) & wide_mk;
             } else {
@@ -3151,9 +3180,9 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             }
         }
         AluOp::Mad => {
-            let p = x * y;
+            let p = x.wrapping_mul(y);
             if m.hi {
-                (p >> bits) + z
+                mul_hi(x, y, bits, signed) + z
             } else if m.wide {
                 let cz = if signed {
                     sext(c, bits * 2) as i128
@@ -3288,6 +3317,9 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
                     pos
                 }
             }
+        }
+        AluOp::Szext | AluOp::Fns | AluOp::Dp4a(..) | AluOp::Dp2a(..) | AluOp::PrmtMode(_) => {
+            return misc::alu_misc(op, ty, m, a, b, c);
         }
         AluOp::Prmt => {
             let bytes = (a as u32 as u64) | ((b as u32 as u64) << 32);
@@ -3514,6 +3546,9 @@ pub(crate) fn atomic_op(op: AtomOp, ty: PtxType, old: u64, x: u64, y: u64) -> u6
                 AtomOp::Max => o.max(v).to_bits(),
                 _ => int_atomic(op, PtxType::B64, old, x, y),
             }
+        }
+        PtxType::F16 | PtxType::BF16 | PtxType::F16x2 | PtxType::BF16x2 => {
+            misc::atomic_half(op, ty, old, x)
         }
         _ => int_atomic(op, ty, old, x, y),
     }

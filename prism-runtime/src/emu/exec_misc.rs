@@ -204,3 +204,338 @@ fn remember(list: &mut Vec<u32>, new: &[u32]) {
         list.drain(..list.len() - ACQUIRED_KEPT);
     }
 }
+
+/// Bytes of `alloca` stack each thread gets in a module that uses `alloca` (beyond its static frame).
+pub(super) const ALLOCA_STACK: usize = 4096;
+
+/// Local memory per thread for a launch of `m`: the static frame, plus the `alloca` stack if it has one.
+pub(super) fn local_bytes(m: &Module) -> usize {
+    let base = m.local_size as usize;
+    if m.uses_alloca() {
+        base.next_multiple_of(16) + ALLOCA_STACK
+    } else {
+        base
+    }
+}
+
+/// `szext`, `fns`, `dp4a`, `dp2a` and `prmt`'s special modes (PTX ISA, integer arithmetic and `prmt`).
+pub(super) fn alu_misc(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64) -> u64 {
+    let (a32, b32, c32) = (a as u32, b as u32, c as u32);
+    let r: u32 = match op {
+        AluOp::Szext => {
+            // Width from b: clamped to 32 or taken mod 32; width 0 gives 0, 32 keeps a.
+            let n = if m.clamp { b32.min(32) } else { b32 & 31 };
+            match n {
+                0 => 0,
+                32 => a32,
+                n if ty.is_signed() => (((a32 << (32 - n)) as i32) >> (32 - n)) as u32,
+                n => a32 & ((1u32 << n) - 1),
+            }
+        }
+        AluOp::Fns => fns(a32, b32, c32 as i32),
+        AluOp::Dp4a(sa, sb) => {
+            let byte = |x: u32, i: u32, s: bool| -> i64 {
+                let v = (x >> (8 * i)) & 0xff;
+                if s {
+                    v as u8 as i8 as i64
+                } else {
+                    v as i64
+                }
+            };
+            let sum: i64 = (0..4).map(|i| byte(a32, i, sa) * byte(b32, i, sb)).sum();
+            (c32 as i64).wrapping_add(sum) as u32
+        }
+        AluOp::Dp2a(sa, sb) => {
+            let half = |i: u32| -> i64 {
+                let v = (a32 >> (16 * i)) & 0xffff;
+                if sa {
+                    v as u16 as i16 as i64
+                } else {
+                    v as i64
+                }
+            };
+            let first = if m.hi { 2 } else { 0 };
+            let byte = |i: u32| -> i64 {
+                let v = (b32 >> (8 * (first + i))) & 0xff;
+                if sb {
+                    v as u8 as i8 as i64
+                } else {
+                    v as i64
+                }
+            };
+            let sum = half(0) * byte(0) + half(1) * byte(1);
+            (c32 as i64).wrapping_add(sum) as u32
+        }
+        AluOp::PrmtMode(mode) => prmt_mode(mode, a32, b32, c32),
+        _ => 0,
+    };
+    r as u64
+}
+
+/// `fns.b32 d, mask, base, offset`: the bit position of the |offset|-th set bit of `mask` counting from
+/// `base` (upwards for a positive offset, downwards for a negative one); offset 0 asks whether bit `base` is
+/// set. Not found: 0xffffffff.
+fn fns(mask: u32, base: u32, offset: i32) -> u32 {
+    if offset == 0 {
+        return if base < 32 && (mask >> base) & 1 == 1 {
+            base
+        } else {
+            u32::MAX
+        };
+    }
+    let mut count = offset.unsigned_abs() - 1;
+    let mut pos = base as i64;
+    let inc = if offset > 0 { 1 } else { -1 };
+    while (0..32).contains(&pos) {
+        if (mask >> pos) & 1 == 1 {
+            if count == 0 {
+                return pos as u32;
+            }
+            count -= 1;
+        }
+        pos += inc;
+    }
+    u32::MAX
+}
+
+/// `prmt.b32.mode`: the source byte (of `{b, a}`, bytes 0..7) of each result byte, by mode and `c[1:0]`,
+/// result byte 0 first (PTX ISA, `prmt`: f4e, b4e, rc8, ecl, ecr, rc16).
+fn prmt_mode(mode: u8, a: u32, b: u32, c: u32) -> u32 {
+    const TABLE: [[[u8; 4]; 4]; 6] = [
+        [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]], // f4e
+        [[0, 7, 6, 5], [1, 0, 7, 6], [2, 1, 0, 7], [3, 2, 1, 0]], // b4e
+        [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]], // rc8
+        [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]], // ecl
+        [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]], // ecr
+        [[0, 1, 0, 1], [2, 3, 2, 3], [0, 1, 0, 1], [2, 3, 2, 3]], // rc16
+    ];
+    let bytes = a as u64 | (b as u64) << 32;
+    let sel = &TABLE[mode as usize % 6][(c & 3) as usize];
+    (0..4).fold(0u32, |r, i| {
+        r | (((bytes >> (8 * sel[i] as u64)) & 0xff) as u32) << (8 * i)
+    })
+}
+
+/// 16-bit float atomics (`atom/red.add.noftz.f16`, `.bf16`, `.f16x2`, `.bf16x2`, `.min`, `.max`): each
+/// half is combined in f32 and rounded once, as the hardware's add rounds to nearest.
+pub(super) fn atomic_half(op: AtomOp, ty: PtxType, old: u64, x: u64) -> u64 {
+    let one = |et: PtxType, o: u64, v: u64| -> u64 {
+        let f = |h: u64| -> f32 {
+            if et == PtxType::F16 {
+                half::f16::from_bits(h as u16).to_f32()
+            } else {
+                half::bf16::from_bits(h as u16).to_f32()
+            }
+        };
+        let (fo, fv) = (f(o), f(v));
+        let r = match op {
+            AtomOp::Add => fo + fv,
+            AtomOp::Min if fo.is_nan() || fv.is_nan() => return if fo.is_nan() { v } else { o },
+            AtomOp::Max if fo.is_nan() || fv.is_nan() => return if fo.is_nan() { v } else { o },
+            AtomOp::Min => fo.min(fv),
+            AtomOp::Max => fo.max(fv),
+            _ => return o,
+        };
+        (if et == PtxType::F16 {
+            half::f16::from_f32(r).to_bits()
+        } else {
+            half::bf16::from_f32(r).to_bits()
+        }) as u64
+    };
+    match ty {
+        PtxType::F16 | PtxType::BF16 => one(ty, old & 0xffff, x & 0xffff),
+        _ => {
+            let et = if ty == PtxType::F16x2 {
+                PtxType::F16
+            } else {
+                PtxType::BF16
+            };
+            one(et, old & 0xffff, x & 0xffff)
+                | one(et, (old >> 16) & 0xffff, (x >> 16) & 0xffff) << 16
+        }
+    }
+}
+
+impl L<'_> {
+    /// Runs a [`MiscOp`] for the lanes of `exec`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_misc(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        op: MiscOp,
+    ) -> Step {
+        let m = self.m;
+        let ins = &m.code[pc as usize];
+        let args = &ins.args;
+        let mut mm = exec;
+        while mm != 0 {
+            let l = mm.trailing_zeros() as usize;
+            mm &= mm - 1;
+            let v = |i: usize| args.get(i).map(|o| self.val(b, w, wi, o, l)).unwrap_or(0);
+            let result = match op {
+                MiscOp::AddCarry { sub, cin, cout, ty } => {
+                    let bits = ty.bits();
+                    let mk = mask_bits(bits);
+                    let cf = if cin {
+                        w.regs[REG_CARRY as usize * 32 + l] & 1
+                    } else {
+                        0
+                    };
+                    let (x, y) = (v(1) & mk, v(2) & mk);
+                    let (d, out) = if sub {
+                        let s = (x as u128).wrapping_sub(y as u128 + cf as u128);
+                        (s as u64 & mk, (x as u128) < y as u128 + cf as u128)
+                    } else {
+                        let s = x as u128 + y as u128 + cf as u128;
+                        (s as u64 & mk, s >> bits != 0)
+                    };
+                    if cout {
+                        w.regs[REG_CARRY as usize * 32 + l] = out as u64;
+                    }
+                    Some(d)
+                }
+                MiscOp::MadCarry { hi, cin, cout, ty } => {
+                    let bits = ty.bits();
+                    let mk = mask_bits(bits);
+                    let cf = if cin {
+                        w.regs[REG_CARRY as usize * 32 + l] & 1
+                    } else {
+                        0
+                    };
+                    let signed = ty.is_signed();
+                    let (x, y, z) = (v(1) & mk, v(2) & mk, v(3) & mk);
+                    let p = if signed {
+                        (sext(x, bits) as i128 * sext(y, bits) as i128) as u128
+                    } else {
+                        x as u128 * y as u128
+                    };
+                    let part = if hi {
+                        (p >> bits) as u64 & mk
+                    } else {
+                        p as u64 & mk
+                    };
+                    let s = part as u128 + z as u128 + cf as u128;
+                    if cout {
+                        w.regs[REG_CARRY as usize * 32 + l] = (s >> bits != 0) as u64;
+                    }
+                    Some(s as u64 & mk)
+                }
+                MiscOp::Isspacep(sp) => {
+                    let a = v(1);
+                    let in_win = |base: u64| (base..base + WINDOW).contains(&a);
+                    let yes = match sp {
+                        IsSpace::Global => self
+                            .allocs
+                            .iter()
+                            .any(|x| (x.base..x.base + x.data.len() as u64).contains(&a)),
+                        // Constant data lives in global allocations here: no address is `.const`.
+                        IsSpace::Const => false,
+                        IsSpace::Local => in_win(LOCAL_WINDOW),
+                        IsSpace::Param => in_win(PARAM_WINDOW),
+                        IsSpace::Shared(cluster) => {
+                            let tag = ((a.wrapping_sub(SHARED_WINDOW) >> 24) & 0x3F) as u32;
+                            in_win(SHARED_WINDOW) && (cluster || tag == 0 || tag - 1 == b.crank)
+                        }
+                    };
+                    Some(yes as u64)
+                }
+                MiscOp::Getctarank => {
+                    let a = v(1);
+                    let off = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+                        a - SHARED_WINDOW
+                    } else {
+                        a
+                    };
+                    let tag = ((off >> 24) & 0x3F) as u32;
+                    Some(if tag == 0 { b.crank } else { tag - 1 } as u64)
+                }
+                MiscOp::Alloca | MiscOp::Stacksave | MiscOp::Stackrestore => {
+                    let (x, y) = if op == MiscOp::Stackrestore {
+                        (v(0), 0)
+                    } else {
+                        (v(1), v(2))
+                    };
+                    match self.stack_op(w, l, op, x, y) {
+                        Ok(r) => r,
+                        Err(msg) => {
+                            self.fault(b, wi, Some(l as u32), pc, FaultKind::OutOfBounds, msg);
+                            return Step::Stop;
+                        }
+                    }
+                }
+                MiscOp::CvtPack(ty, bits) => {
+                    let sat = |x: u64| -> u64 {
+                        let x = x as u32 as i32 as i64;
+                        let (lo, hi) = if ty.is_signed() {
+                            (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+                        } else {
+                            (0, (1i64 << bits) - 1)
+                        };
+                        (x.clamp(lo, hi) as u64) & mask_bits(bits as u32)
+                    };
+                    let bits = bits as u32;
+                    let td = sat(v(1)) << bits | sat(v(2));
+                    Some(if bits == 16 {
+                        td
+                    } else {
+                        (td | (v(3) << (2 * bits))) & 0xffff_ffff
+                    })
+                }
+                MiscOp::Brkpt => {
+                    let msg = "brkpt executed (a breakpoint stops the kernel without a debugger)";
+                    self.fault(b, wi, Some(l as u32), pc, FaultKind::Trap, msg.into());
+                    return Step::Stop;
+                }
+            };
+            if let Some(r) = result {
+                Self::set(w, &args[0], l, r);
+            }
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    /// `alloca` (`Ok(Some(address))`), `stacksave` (`Ok(Some(address))`), `stackrestore` (`Ok(None)`): the
+    /// thread's stack is [`ALLOCA_STACK`] bytes after its static local frame, growing upwards; the hidden
+    /// register [`REG_STACK`] holds the bytes in use.
+    fn stack_op(
+        &self,
+        w: &mut Warp,
+        l: usize,
+        op: MiscOp,
+        a1: u64,
+        a2: u64,
+    ) -> Result<Option<u64>, String> {
+        let base = (self.m.local_size as u64).next_multiple_of(16);
+        let used = &mut w.regs[REG_STACK as usize * 32 + l];
+        match op {
+            MiscOp::Alloca => {
+                let align = if a2 == 0 { 8 } else { a2 };
+                let start = (base + *used).next_multiple_of(align.max(1));
+                let end = start + a1;
+                if end > base + ALLOCA_STACK as u64 {
+                    return Err(format!(
+                        "alloca of {a1} bytes overflows the emulator's {ALLOCA_STACK}-byte per-thread stack"
+                    ));
+                }
+                *used = end - base;
+                Ok(Some(start))
+            }
+            MiscOp::Stacksave => Ok(Some(base + *used)),
+            _ => {
+                if a1 < base || a1 > base + ALLOCA_STACK as u64 {
+                    return Err(format!(
+                        "stackrestore to 0x{a1:x}, which is not an address of the thread's stack"
+                    ));
+                }
+                *used = a1 - base;
+                Ok(None)
+            }
+        }
+    }
+}

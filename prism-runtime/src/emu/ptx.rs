@@ -211,6 +211,10 @@ pub(crate) enum Operand {
 #[path = "ptx_sm90.rs"]
 mod sm90;
 pub(crate) use sm90::{WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
+// Carry arithmetic, isspacep, getctarank, alloca, cvt.pack and the other smaller families.
+#[path = "ptx_misc.rs"]
+mod pmisc;
+pub(crate) use pmisc::{IsSpace, MiscOp, REG_CARRY, REG_STACK};
 
 impl Operand {
     /// The operands of a brace list `{a, b, ..}`, or this operand alone.
@@ -317,6 +321,13 @@ pub(crate) enum AluOp {
     TestpNan,
     TestpNormal,
     TestpSubnormal,
+    /// `szext.{clamp,wrap}.{u32,s32}`, `fns.b32`, `dp4a`/`dp2a` (signedness of a and b), `prmt` in one of
+    /// its special modes (index into `f4e b4e rc8 ecl ecr rc16`): `emu/exec_misc.rs`.
+    Szext,
+    Fns,
+    Dp4a(bool, bool),
+    Dp2a(bool, bool),
+    PrmtMode(u8),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -402,6 +413,13 @@ pub(crate) enum MbarOp {
     TryWait,
     TryWaitParity,
     Inval,
+    /// `mbarrier.arrive_drop`: an arrive that also lowers the expected count of later phases.
+    ArriveDrop,
+    /// `mbarrier.complete_tx [a], n`: `n` bytes of the expected transactions completed.
+    CompleteTx,
+    /// `cp.async.mbarrier.arrive.noinc [a]`: an arrive when the thread's earlier `cp.async`s complete (at once
+    /// here, as copies complete at issue).
+    ArriveNoinc,
 }
 
 /// Decoded instruction kinds.
@@ -466,6 +484,8 @@ pub(crate) enum Kind {
     Mapa(bool),
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N` (`true` = inc): warpgroup-collective register reallocation.
     Setmaxnreg(bool),
+    /// The smaller families (`emu/ptx_misc.rs` decodes them, `emu/exec_misc.rs` runs them).
+    Misc(MiscOp),
     Unsupported(String),
 }
 
@@ -775,8 +795,9 @@ impl Parser {
             scope_parent: Vec::new(),
             scope_gen: 0,
             snapshot: None,
-            nregs: 0,
-            reg_names: Vec::new(),
+            // Registers 0 and 1 are hidden per-thread state: the carry flag (`add.cc`) and the `alloca` stack.
+            nregs: 2,
+            reg_names: vec!["%cc.cf".into(), "%stack".into()],
             smem: 0,
             smem_fn: 0,
             smem_fn_max: 0,
@@ -1765,6 +1786,22 @@ impl Parser {
         };
         let alu = |op: AluOp| Kind::Alu(op, ty0, m);
         let kind = match base {
+            "add" | "sub" | "mad" if has("cc") => pmisc::carry(base, true, m.hi, ty0),
+            "addc" | "subc" | "madc" => pmisc::carry(base, has("cc"), m.hi, ty0),
+            "cvt" if has("pack") => pmisc::cvt_pack(&p.opcode, &types),
+            "szext" => alu(AluOp::Szext),
+            "fns" => alu(AluOp::Fns),
+            "dp4a" | "dp2a" => {
+                let sa = types.first().is_some_and(|t| t.is_signed());
+                let sb = types.get(1).is_some_and(|t| t.is_signed());
+                let ty = if sa || sb { PtxType::S32 } else { PtxType::U32 };
+                let op = if base == "dp4a" {
+                    AluOp::Dp4a(sa, sb)
+                } else {
+                    AluOp::Dp2a(sa, sb)
+                };
+                Kind::Alu(op, ty, m)
+            }
             "mov" => Kind::Mov(ty0),
             "add" => alu(AluOp::Add),
             "sub" => alu(AluOp::Sub),
@@ -1805,13 +1842,10 @@ impl Parser {
             "bfind" => alu(AluOp::Bfind),
             "copysign" => alu(AluOp::Copysign),
             "prmt" => {
-                if mods
-                    .iter()
-                    .any(|x| matches!(*x, "f4e" | "b4e" | "rc8" | "ecl" | "ecr" | "rc16"))
-                {
-                    Kind::Unsupported(p.opcode.clone())
-                } else {
-                    alu(AluOp::Prmt)
+                let modes = ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"];
+                match modes.iter().position(|x| has(x)) {
+                    Some(i) => alu(AluOp::PrmtMode(i as u8)),
+                    None => alu(AluOp::Prmt),
                 }
             }
             "lop3" => alu(AluOp::Lop3),
@@ -1900,14 +1934,14 @@ impl Parser {
                         line,
                         message: format!("unknown atomic op {}", p.opcode),
                     })?;
-                if vecw != 1
-                    || types.iter().any(|t| {
-                        matches!(
-                            t,
-                            PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2
-                        )
-                    })
-                {
+                let half = types.iter().any(|t| {
+                    matches!(
+                        t,
+                        PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2
+                    )
+                });
+                // 16-bit float atomics: add, min, max (exch/cas are bit-wise and use .b16).
+                if vecw != 1 || (half && !matches!(op, AtomOp::Add | AtomOp::Min | AtomOp::Max)) {
                     Kind::Unsupported(p.opcode.clone())
                 } else {
                     Kind::Atom(space, op, ty0, base == "red")
@@ -1962,21 +1996,14 @@ impl Parser {
                 } else {
                     ShflMode::Idx
                 };
-                if !has("sync") {
-                    return perr(
-                        line,
-                        "shfl without .sync is not supported (sm_70+ requires shfl.sync)",
-                    );
+                // Without .sync (deprecated, not valid for sm_70+): faults if executed.
+                if has("sync") {
+                    Kind::Shfl(mode)
+                } else {
+                    Kind::Unsupported(format!("{} (sm_70+ requires shfl.sync)", p.opcode))
                 }
-                Kind::Shfl(mode)
             }
             "vote" => {
-                if !has("sync") {
-                    return perr(
-                        line,
-                        "vote without .sync is not supported (sm_70+ requires vote.sync)",
-                    );
-                }
                 let mode = if has("all") {
                     VoteMode::All
                 } else if has("any") {
@@ -1986,12 +2013,13 @@ impl Parser {
                 } else {
                     VoteMode::Ballot
                 };
-                Kind::Vote(mode)
+                if has("sync") {
+                    Kind::Vote(mode)
+                } else {
+                    Kind::Unsupported(format!("{} (sm_70+ requires vote.sync)", p.opcode))
+                }
             }
             "redux" => {
-                if !has("sync") {
-                    return perr(line, "redux without .sync does not exist");
-                }
                 let op = if has("add") {
                     ReduxOp::Add
                 } else if has("min") {
@@ -2007,7 +2035,7 @@ impl Parser {
                 } else {
                     return perr(line, "redux.sync needs one of .add .min .max .and .or .xor");
                 };
-                if ty0.is_float() {
+                if ty0.is_float() || !has("sync") {
                     Kind::Unsupported(p.opcode.clone())
                 } else {
                     Kind::Redux(op, ty0)
@@ -2053,7 +2081,11 @@ impl Parser {
                 }
             }
             "cp" => {
-                if has("async") && has("bulk") && (has("commit_group") || has("wait_group")) {
+                if has("prefetch") {
+                    // cp.async.bulk.prefetch(.tensor) only warms the L2: nothing to do.
+                    Kind::Nop
+                } else if has("async") && has("bulk") && (has("commit_group") || has("wait_group"))
+                {
                     // Bulk async-groups: every bulk copy completes when issued; the groups only matter to the
                     // async-proxy checks (a TMA store's source stays held until its wait).
                     Kind::BulkGroup(has("wait_group"))
@@ -2093,8 +2125,13 @@ impl Parser {
                 } else if has("async") && (has("wait_group") || has("wait_all")) {
                     Kind::CpAsyncWait
                 } else if has("async") && mods.iter().any(|x| x.starts_with("mbarrier")) {
-                    // cp.async.mbarrier.arrive: completes immediately
-                    Kind::Nop
+                    // cp.async.mbarrier.arrive: the copies complete at issue, so the arrive-on happens at once;
+                    // without .noinc it also raised the pending count by one first (no net change).
+                    if has("noinc") {
+                        Kind::Mbarrier(MbarOp::ArriveNoinc)
+                    } else {
+                        Kind::Nop
+                    }
                 } else if has("async") {
                     let sz = p
                         .args
@@ -2141,6 +2178,13 @@ impl Parser {
             "mbarrier" => {
                 let op = if has("init") {
                     MbarOp::Init
+                } else if has("arrive_drop") {
+                    if has("expect_tx") {
+                        return Ok(pmisc::unsupported(&p.opcode, line));
+                    }
+                    MbarOp::ArriveDrop
+                } else if has("complete_tx") {
+                    MbarOp::CompleteTx
                 } else if has("arrive") && has("expect_tx") {
                     MbarOp::ArriveExpectTx
                 } else if has("expect_tx") {
@@ -2173,7 +2217,7 @@ impl Parser {
                 };
                 Kind::Mbarrier(op)
             }
-            _ => Kind::Unsupported(p.opcode.clone()),
+            _ => pmisc::decode(&p.opcode, base, mods, &types, space),
         };
         // operand type used to interpret immediates
         let imm_ty = match &kind {
@@ -2281,7 +2325,11 @@ impl Parser {
                 | AluOp::Bfe
                 | AluOp::Prmt
                 | AluOp::ShfL
-                | AluOp::ShfR => 4,
+                | AluOp::ShfR
+                | AluOp::Fns
+                | AluOp::Dp4a(..)
+                | AluOp::Dp2a(..)
+                | AluOp::PrmtMode(_) => 4,
                 AluOp::Bfi | AluOp::Lop3 => 5,
                 _ => 3,
             },
@@ -2305,6 +2353,7 @@ impl Parser {
             Kind::Ldmatrix(..) => 2,
             Kind::CpAsync(_) => 3,
             Kind::BarWarpSync => 1,
+            Kind::Misc(op) => op.min_args(),
             _ => 0,
         };
         if args.len() < min_args {
