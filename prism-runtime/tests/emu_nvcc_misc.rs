@@ -442,3 +442,112 @@ fn alloca_gives_each_thread_its_own_stack() {
         assert_eq!(words(&e, dout, n), want, "{what}");
     }
 }
+
+/// Elements of a word: `lanes` of 32/lanes bits, sign- or zero-extended.
+fn elems(x: u32, lanes: u32, signed: bool) -> Vec<i64> {
+    let w = 32 / lanes;
+    (0..lanes)
+        .map(|i| {
+            let v = ((x as u64) >> (w * i)) & ((1u64 << w) - 1);
+            if signed && v >> (w - 1) == 1 {
+                v as i64 - (1i64 << w)
+            } else {
+                v as i64
+            }
+        })
+        .collect()
+}
+
+/// Packs per-element results (saturated to the element range if `sat`, else truncated).
+fn pack(r: &[i64], lanes: u32, signed: bool, sat: bool) -> u32 {
+    let w = 32 / lanes;
+    let (lo, hi) = if signed {
+        (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1)
+    } else {
+        (0, (1i64 << w) - 1)
+    };
+    r.iter().enumerate().fold(0u32, |d, (i, &v)| {
+        let v = if sat { v.clamp(lo, hi) } else { v };
+        d | (((v as u64) & ((1u64 << w) - 1)) as u32) << (w * i as u32)
+    })
+}
+
+fn simd_ref(x: u32, y: u32, z: u32) -> Vec<u32> {
+    let zip = |lanes, s, f: &dyn Fn(i64, i64) -> i64| -> Vec<i64> {
+        elems(x, lanes, s)
+            .into_iter()
+            .zip(elems(y, lanes, s))
+            .map(|(a, b)| f(a, b))
+            .collect()
+    };
+    let absdiff = zip(4, false, &|a, b| (a - b).abs());
+    let add2 = zip(2, false, &|a, b| a + b);
+    vec![
+        pack(&absdiff, 4, false, false),
+        pack(&zip(4, false, &|a, b| a + b), 4, false, true),
+        pack(&zip(2, true, &|a, b| a - b), 2, true, true),
+        pack(&zip(4, false, &|a, b| (a + b + 1) >> 1), 4, false, false),
+        pack(&zip(2, true, &|a, b| a.max(b)), 2, true, false),
+        pack(&zip(4, true, &|a, b| a.min(b)), 4, true, false),
+        (z as i64 + absdiff.iter().sum::<i64>()) as u32,
+        (z as i64 + add2.iter().sum::<i64>()) as u32,
+    ]
+}
+
+#[test]
+fn simd_video_instructions() {
+    let m = module();
+    let n = 200usize;
+    let mut rng = Rng(17);
+    let a: Vec<u32> = (0..n).map(|k| rng.word(k)).collect();
+    let b: Vec<u32> = (0..n).map(|k| rng.word(k + 2)).collect();
+    let c: Vec<u32> = (0..n).map(|k| rng.word(k + 1)).collect();
+    let mut e = Emulator::new(EmuConfig::default());
+    let (da, db, dc) = (
+        upload(&mut e, &bytes(&a)),
+        upload(&mut e, &bytes(&b)),
+        upload(&mut e, &bytes(&c)),
+    );
+    let dout = upload(&mut e, &vec![0xA5; 4 * 8 * n]);
+    let params = [
+        ParamValue::Ptr(da),
+        ParamValue::Ptr(db),
+        ParamValue::Ptr(dc),
+        ParamValue::Ptr(dout),
+        ParamValue::I32(n as i32),
+    ];
+    e.launch(
+        &m,
+        "simd_video",
+        [n.div_ceil(64) as u32, 1, 1],
+        [64, 1, 1],
+        0,
+        &params,
+    )
+    .unwrap_or_else(|err| panic!("simd_video: {err}"));
+    let got = words(&e, dout, 8 * n);
+    let names = [
+        "vabsdiff4 (__vabsdiffu4)",
+        "vadd4.sat",
+        "vsub2.s32.sat",
+        "vavrg4",
+        "vmax2.s32",
+        "vmin4.s32",
+        "vabsdiff4.add",
+        "vadd2.add",
+    ];
+    for i in 0..n {
+        let want = simd_ref(a[i], b[i], c[i]);
+        for k in 0..8 {
+            assert_eq!(
+                got[8 * i + k],
+                want[k],
+                "{} of a = {:#x}, b = {:#x}, c = {:#x}",
+                names[k],
+                a[i],
+                b[i],
+                c[i]
+            );
+        }
+    }
+}

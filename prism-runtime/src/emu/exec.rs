@@ -1356,7 +1356,12 @@ impl L<'_> {
                     let a = self.val(b, w, wi, &args[ai], l);
                     let c = self.val(b, w, wi, &args[ai + 1], l);
                     let mut r = compare(*cmp, *ty, a, c);
-                    let mut q = !r;
+                    // setp.f16x2/bf16x2 p|q: p from the low halves, q from the high ones.
+                    let mut q = if matches!(ty, PtxType::F16x2 | PtxType::BF16x2) {
+                        compare(*cmp, *ty, a >> 16, c >> 16)
+                    } else {
+                        !r
+                    };
                     if let Some(bo) = bop {
                         let p = self.val(b, w, wi, &args[ai + 2], l) != 0;
                         r = boolop(*bo, r, p);
@@ -3053,6 +3058,8 @@ fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
         AluOp::Div => a / b,
         AluOp::Abs => a.abs(),
         AluOp::Neg => -a,
+        // `.NaN`: a NaN operand gives the canonical NaN (without it, the other operand).
+        AluOp::Min | AluOp::Max if m.nan && (a.is_nan() || b.is_nan()) => f32::NAN,
         AluOp::Min => fminmax(a, b, false),
         AluOp::Max => fminmax(a, b, true),
         AluOp::Rcp => 1.0 / a,

@@ -486,6 +486,7 @@ impl L<'_> {
                         (td | (v(3) << (2 * bits))) & 0xffff_ffff
                     })
                 }
+                MiscOp::Simd(sop) => Some(simd(sop, v(1), v(2), v(3))),
                 MiscOp::Brkpt => {
                     let msg = "brkpt executed (a breakpoint stops the kernel without a debugger)";
                     self.fault(b, wi, Some(l as u32), pc, FaultKind::Trap, msg.into());
@@ -537,5 +538,46 @@ impl L<'_> {
                 Ok(None)
             }
         }
+    }
+}
+
+/// SIMD video (PTX ISA, `vadd2` … `vmax4`): per 8-bit (4 lanes) or 16-bit (2 lanes) element, the operation on
+/// the sign- or zero-extended elements of a and b, saturated to d's element type with `.sat` (else
+/// truncated); with `.add`, the sum of the element results plus c.
+fn simd(s: SimdOp, a: u64, b: u64, c: u64) -> u64 {
+    let w = 32 / s.lanes as u32;
+    let ext = |x: u64, i: u32, signed: bool| -> i64 {
+        let v = (x >> (w * i)) & ((1 << w) - 1);
+        if signed {
+            (v << (64 - w)) as i64 >> (64 - w)
+        } else {
+            v as i64
+        }
+    };
+    let (lo, hi) = if s.sd {
+        (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1)
+    } else {
+        (0, (1i64 << w) - 1)
+    };
+    let mut d = 0u64;
+    let mut sum = c as u32 as i64;
+    for i in 0..s.lanes as u32 {
+        let (x, y) = (ext(a, i, s.sa), ext(b, i, s.sb));
+        let r = match s.op {
+            0 => x + y,
+            1 => x - y,
+            2 => (x + y + 1) >> 1,
+            3 => (x - y).abs(),
+            4 => x.min(y),
+            _ => x.max(y),
+        };
+        sum += r;
+        let r = if s.sat { r.clamp(lo, hi) } else { r };
+        d |= ((r as u64) & ((1 << w) - 1)) << (w * i);
+    }
+    if s.add {
+        sum as u32 as u64
+    } else {
+        d
     }
 }

@@ -214,7 +214,7 @@ pub(crate) use sm90::{WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
 // Carry arithmetic, isspacep, getctarank, alloca, cvt.pack and the other smaller families.
 #[path = "ptx_misc.rs"]
 mod pmisc;
-pub(crate) use pmisc::{IsSpace, MiscOp, REG_CARRY, REG_STACK};
+pub(crate) use pmisc::{IsSpace, MiscOp, SimdOp, REG_CARRY, REG_STACK};
 
 impl Operand {
     /// The operands of a brace list `{a, b, ..}`, or this operand alone.
@@ -337,6 +337,8 @@ pub(crate) struct Mods {
     pub sat: bool,
     pub clamp: bool,
     pub relu: bool,
+    /// `min/max.NaN`: NaN operands propagate.
+    pub nan: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -932,6 +934,8 @@ impl Parser {
                     _ => self.module_decl()?,
                 },
                 Tok::P(';') => self.pos += 1,
+                // `@@dwarf` debug lines (old toolchains with -g): ignored.
+                Tok::P('@') => self.skip_line(line),
                 other => {
                     return perr(
                         line,
@@ -960,6 +964,12 @@ impl Parser {
         match kw.as_str() {
             ".entry" => self.function(true, is_extern),
             ".func" => self.function(false, is_extern),
+            // Texture/sampler/surface references: no texture unit here; an instruction that uses one faults.
+            ".global" | ".const" if matches!(self.peek(), Some(Tok::Ident(t)) if matches!(t.as_str(), ".texref" | ".samplerref" | ".surfref")) =>
+            {
+                self.skip_to_semi();
+                Ok(())
+            }
             ".global" | ".const" => self.global_var(line),
             ".shared" => self.shared_var(is_extern),
             ".local" => {
@@ -969,8 +979,10 @@ impl Parser {
                 self.declare(name, Name::Sym(SymRef::Local(off)));
                 Ok(())
             }
-            ".tex" | ".surf" | ".samplerref" | ".texref" => {
-                perr(line, format!("unsupported module declaration {}", kw))
+            // Legacy texture declarations and `.alias f, g;` (not modelled): skipped, so a use is an unknown name.
+            ".tex" | ".surf" | ".samplerref" | ".texref" | ".surfref" | ".alias" => {
+                self.skip_to_semi();
+                Ok(())
             }
             _ => perr(line, format!("unexpected module-level directive '{}'", kw)),
         }
@@ -1783,9 +1795,12 @@ impl Parser {
             sat: has("sat") || has("satfinite"),
             clamp: has("clamp"),
             relu: has("relu"),
+            nan: has("NaN"),
         };
         let alu = |op: AluOp| Kind::Alu(op, ty0, m);
         let kind = match base {
+            // st.async / red.async (remote shared memory with mbarrier completion), st.bulk: not modelled.
+            "st" | "red" if has("async") || has("bulk") => Kind::Unsupported(p.opcode.clone()),
             "add" | "sub" | "mad" if has("cc") => pmisc::carry(base, true, m.hi, ty0),
             "addc" | "subc" | "madc" => pmisc::carry(base, has("cc"), m.hi, ty0),
             "cvt" if has("pack") => pmisc::cvt_pack(&p.opcode, &types),
@@ -1886,10 +1901,13 @@ impl Parser {
                     "xor" => Some(BoolOp::Xor),
                     _ => None,
                 });
+                let sty = types.get(1).copied().unwrap_or(ty0);
                 if base == "setp" {
                     Kind::Setp(cmp, ty0, bop)
+                } else if matches!(sty, PtxType::F16x2 | PtxType::BF16x2) {
+                    // Two 16-bit results per register: not modelled.
+                    Kind::Unsupported(p.opcode.clone())
                 } else {
-                    let sty = types.get(1).copied().unwrap_or(ty0);
                     Kind::Set(cmp, ty0, sty, bop)
                 }
             }
@@ -2081,7 +2099,10 @@ impl Parser {
                 }
             }
             "cp" => {
-                if has("prefetch") {
+                if has("reduce") {
+                    // cp.reduce.async.bulk(.tensor): reductions into global memory, not modelled.
+                    Kind::Unsupported(p.opcode.clone())
+                } else if has("prefetch") {
                     // cp.async.bulk.prefetch(.tensor) only warms the L2: nothing to do.
                     Kind::Nop
                 } else if has("async") && has("bulk") && (has("commit_group") || has("wait_group"))
@@ -2287,6 +2308,13 @@ impl Parser {
                 ) =>
             {
                 Kind::St(Space::Local, t, v)
+            }
+            k => k,
+        };
+        // An indirect call (through a register, with a .callprototype): not modelled.
+        let kind = match kind {
+            Kind::Call if !args.iter().any(|a| matches!(a, Operand::Func(_))) => {
+                Kind::Unsupported(format!("{} (indirect call)", p.opcode))
             }
             k => k,
         };

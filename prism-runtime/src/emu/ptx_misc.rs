@@ -52,6 +52,22 @@ pub(crate) enum MiscOp {
     CvtPack(PtxType, u8),
     /// `brkpt`: a breakpoint, which without a debugger stops the kernel (a `Trap` fault).
     Brkpt,
+    /// SIMD video `v{add,sub,avrg,absdiff,min,max}{2,4}.dtype.atype.btype{.sat|.add} d, a, b, c` without
+    /// operand byte selectors or a destination mask.
+    Simd(SimdOp),
+}
+
+/// A SIMD video instruction: operation (index into `add sub avrg absdiff min max`), elements per word
+/// (2 or 4), signedness of d, a, b, saturation, and the `.add` secondary operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SimdOp {
+    pub op: u8,
+    pub lanes: u8,
+    pub sd: bool,
+    pub sa: bool,
+    pub sb: bool,
+    pub sat: bool,
+    pub add: bool,
 }
 
 impl MiscOp {
@@ -64,6 +80,7 @@ impl MiscOp {
             MiscOp::Stacksave | MiscOp::Stackrestore => 1,
             MiscOp::CvtPack(..) => 3,
             MiscOp::Brkpt => 0,
+            MiscOp::Simd(_) => 4,
         }
     }
 }
@@ -136,7 +153,7 @@ pub(super) fn decode(
         "stacksave" => MiscOp::Stacksave,
         "stackrestore" => MiscOp::Stackrestore,
         "brkpt" => MiscOp::Brkpt,
-        _ => return Kind::Unsupported(opcode.to_string()),
+        _ => return simd(opcode, base, mods, types),
     })
 }
 
@@ -163,4 +180,34 @@ impl Module {
             )
         })
     }
+}
+
+/// `vadd2` … `vmax4` (see [`SimdOp`]); other video instructions are unsupported.
+fn simd(opcode: &str, base: &str, mods: &[&str], types: &[PtxType]) -> Kind {
+    const OPS: [&str; 6] = ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"];
+    let (name, lanes) = match base.strip_suffix('4') {
+        Some(n) => (n, 4),
+        None => match base.strip_suffix('2') {
+            Some(n) => (n, 2),
+            None => return Kind::Unsupported(opcode.to_string()),
+        },
+    };
+    let op = match OPS.iter().position(|o| *o == name) {
+        Some(i) => i as u8,
+        None => return Kind::Unsupported(opcode.to_string()),
+    };
+    let signed = |i: usize| types.get(i).is_some_and(|t| t.is_signed());
+    if types.len() != 3 || mods.iter().any(|m| matches!(*m, "min" | "max")) {
+        // Secondary .min/.max operations: not modelled.
+        return Kind::Unsupported(opcode.to_string());
+    }
+    Kind::Misc(MiscOp::Simd(SimdOp {
+        op,
+        lanes,
+        sd: signed(0),
+        sa: signed(1),
+        sb: signed(2),
+        sat: mods.contains(&"sat"),
+        add: mods.contains(&"add"),
+    }))
 }
