@@ -551,3 +551,98 @@ fn simd_video_instructions() {
         }
     }
 }
+
+#[test]
+fn mma_with_f16_accumulators() {
+    let m = module();
+    let mut rng = Rng(31);
+    // Values k/8 for small k: products and sums are exact in f16 up to the final rounding.
+    let mut val = || f16::from_f32(((rng.next() % 17) as i32 - 8) as f32 / 8.0);
+    let a: Vec<f16> = (0..256).map(|_| val()).collect();
+    let b: Vec<f16> = (0..128).map(|_| val()).collect(); // b[n * 16 + k]
+    let c: Vec<f16> = (0..128).map(|_| val()).collect();
+    let halves =
+        |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect() };
+    let mut e = Emulator::new(EmuConfig::default());
+    let (da, db, dc) = (
+        upload(&mut e, &halves(&a)),
+        upload(&mut e, &halves(&b)),
+        upload(&mut e, &halves(&c)),
+    );
+    let dd = upload(&mut e, &[0xFF; 256]);
+    let params = [
+        ParamValue::Ptr(da),
+        ParamValue::Ptr(db),
+        ParamValue::Ptr(dc),
+        ParamValue::Ptr(dd),
+    ];
+    e.launch(&m, "mma_f16acc", [1, 1, 1], [32, 1, 1], 0, &params)
+        .unwrap_or_else(|err| panic!("mma_f16acc: {err}"));
+    let got: Vec<f16> = e
+        .read(dd, 256)
+        .expect("read")
+        .chunks(2)
+        .map(|x| f16::from_bits(u16::from_le_bytes([x[0], x[1]])))
+        .collect();
+    for i in 0..16 {
+        for j in 0..8 {
+            let dot: f64 = (0..16)
+                .map(|k| a[i * 16 + k].to_f64() * b[j * 16 + k].to_f64())
+                .sum();
+            let want = f16::from_f64(c[i * 8 + j].to_f64() + dot);
+            assert_eq!(got[i * 8 + j], want, "D[{i}][{j}]");
+        }
+    }
+}
+
+#[test]
+fn movmatrix_transposes_the_fragment() {
+    let m = module();
+    let src: Vec<u16> = (0..64).map(|i| 1000 + i as u16 * 7).collect();
+    let mut e = Emulator::new(EmuConfig::default());
+    let dm = upload(
+        &mut e,
+        &src.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
+    );
+    let dt = upload(&mut e, &[0; 128]);
+    e.launch(
+        &m,
+        "transpose8x8",
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &[ParamValue::Ptr(dm), ParamValue::Ptr(dt)],
+    )
+    .unwrap_or_else(|err| panic!("transpose8x8: {err}"));
+    let got: Vec<u16> = e
+        .read(dt, 128)
+        .expect("read")
+        .chunks(2)
+        .map(|x| u16::from_le_bytes([x[0], x[1]]))
+        .collect();
+    for r in 0..8 {
+        for c in 0..8 {
+            assert_eq!(got[r * 8 + c], src[c * 8 + r], "T[{r}][{c}]");
+        }
+    }
+    // Executed by half a warp it is a collective misuse (.aligned: the whole warp).
+    let mut e = Emulator::new(EmuConfig::default());
+    let dm = upload(&mut e, &[0; 128]);
+    let dt = upload(&mut e, &[0; 128]);
+    match e.launch(
+        &m,
+        "transpose8x8",
+        [1, 1, 1],
+        [16, 1, 1],
+        0,
+        &[ParamValue::Ptr(dm), ParamValue::Ptr(dt)],
+    ) {
+        Err(EmuError::Faulted { faults, .. }) => {
+            assert!(
+                faults.iter().any(|f| f.kind == FaultKind::CollectiveMisuse),
+                "{faults:?}"
+            )
+        }
+        other => panic!("expected a collective misuse, got {other:?}"),
+    }
+}

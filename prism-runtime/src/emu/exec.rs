@@ -452,6 +452,7 @@ impl L<'_> {
             Kind::Mma(_) => "mma.sync.aligned".into(),
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
             Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
+            Kind::Movmatrix => "movmatrix.sync.aligned".into(),
             Kind::Wmma(_) => "wmma.sync.aligned".into(),
             Kind::Elect => "elect.sync".into(),
             Kind::Setmaxnreg(inc) => format!(
@@ -1781,6 +1782,7 @@ impl L<'_> {
             | Kind::Mma(_)
             | Kind::Ldmatrix(..)
             | Kind::Stmatrix(..)
+            | Kind::Movmatrix
             | Kind::Wmma(_)
             | Kind::Elect => {
                 return self.exec_collective(b, wi, w, pc, mask, exec);
@@ -2152,7 +2154,11 @@ impl L<'_> {
         let args = &ins.args;
         let aligned = matches!(
             ins.kind,
-            Kind::Mma(_) | Kind::Ldmatrix(..) | Kind::Stmatrix(..) | Kind::Wmma(_)
+            Kind::Mma(_)
+                | Kind::Ldmatrix(..)
+                | Kind::Stmatrix(..)
+                | Kind::Movmatrix
+                | Kind::Wmma(_)
         );
         // lanes whose guard is false skip it
         Self::advance(w, mask & !exec);
@@ -2486,6 +2492,7 @@ impl L<'_> {
             Kind::Wmma(op) if !self.exec_wmma(b, wi, w, pc, *op) => {
                 return Step::Stop;
             }
+            Kind::Movmatrix => misc::movmatrix(self, b, w, wi, args),
             Kind::Elect => {
                 // d|p, membermask: every member is here (checked above); the lowest is the leader.
                 let leader = exec.trailing_zeros() as u64;
@@ -3695,21 +3702,28 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
                 bm[2 * t + 1][g] = half(v, true);
             }
         }
-        cm[g][2 * t] = f32v(rv(&c, 0));
-        cm[g][2 * t + 1] = f32v(rv(&c, 1));
-        cm[g + 8][2 * t] = f32v(rv(&c, 2));
-        cm[g + 8][2 * t + 1] = f32v(rv(&c, 3));
+        if c.len() == 2 {
+            // f16 accumulators: two f16x2 registers, rows g and g + 8.
+            [cm[g][2 * t], cm[g][2 * t + 1]] = misc::f16x2_unpack(rv(&c, 0));
+            [cm[g + 8][2 * t], cm[g + 8][2 * t + 1]] = misc::f16x2_unpack(rv(&c, 1));
+        } else {
+            cm[g][2 * t] = f32v(rv(&c, 0));
+            cm[g][2 * t + 1] = f32v(rv(&c, 1));
+            cm[g + 8][2 * t] = f32v(rv(&c, 2));
+            cm[g + 8][2 * t + 1] = f32v(rv(&c, 3));
+        }
     }
-    let mut dm = [[0f32; 8]; 16];
+    let mut dm = [[0f64; 8]; 16];
     for (i, drow) in dm.iter_mut().enumerate() {
         for (j, dv) in drow.iter_mut().enumerate() {
             let mut acc = cm[i][j] as f64;
             for kk in 0..k {
                 acc += am[i][kk] as f64 * bm[kk][j] as f64;
             }
-            *dv = acc as f32;
+            *dv = acc;
         }
     }
+    let f16_d = d.len() == 2;
     for lane in 0..32usize {
         let g = lane >> 2;
         let t = lane & 3;
@@ -3719,9 +3733,14 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
             dm[g + 8][2 * t],
             dm[g + 8][2 * t + 1],
         ];
+        if f16_d {
+            L::set(w, &d[0], lane, misc::f16x2_pack(vals[0], vals[1]));
+            L::set(w, &d[1], lane, misc::f16x2_pack(vals[2], vals[3]));
+            continue;
+        }
         for (i, v) in vals.iter().enumerate() {
             if let Some(op) = d.get(i) {
-                L::set(w, op, lane, v.to_bits() as u64);
+                L::set(w, op, lane, (*v as f32).to_bits() as u64);
             }
         }
     }

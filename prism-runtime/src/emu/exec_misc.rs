@@ -581,3 +581,34 @@ fn simd(s: SimdOp, a: u64, b: u64, c: u64) -> u64 {
         d
     }
 }
+
+/// The two f16 halves of an f16x2 register (low first).
+pub(super) fn f16x2_unpack(v: u64) -> [f32; 2] {
+    [
+        half::f16::from_bits(v as u16).to_f32(),
+        half::f16::from_bits((v >> 16) as u16).to_f32(),
+    ]
+}
+
+/// Two values rounded once to f16 and packed (low first): `mma` with f16 accumulators.
+pub(super) fn f16x2_pack(lo: f64, hi: f64) -> u64 {
+    half::f16::from_f64(lo).to_bits() as u64 | (half::f16::from_f64(hi).to_bits() as u64) << 16
+}
+
+/// `movmatrix.sync.aligned.m8n8.trans.b16 d, a` (the whole warp, checked by the collective): lane i holds row
+/// i/4, columns 2(i%4) and 2(i%4)+1 of the matrix (low half first) in `a`, and receives the same elements of
+/// its transpose in `d` (PTX ISA, `movmatrix`).
+pub(super) fn movmatrix(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, args: &[Operand]) {
+    let mut m = [[0u16; 8]; 8];
+    for lane in 0..32usize {
+        let v = l.val(b, w, wi, &args[1], lane);
+        let (r, c) = (lane / 4, 2 * (lane % 4));
+        m[r][c] = v as u16;
+        m[r][c + 1] = (v >> 16) as u16;
+    }
+    for lane in 0..32usize {
+        let (r, c) = (lane / 4, 2 * (lane % 4));
+        let v = m[c][r] as u64 | (m[c + 1][r] as u64) << 16;
+        L::set(w, &args[0], lane, v);
+    }
+}

@@ -470,6 +470,8 @@ pub(crate) enum Kind {
     },
     /// `stmatrix.sync.aligned.m8n8.xN(.trans).shared.b16`
     Stmatrix(u8, bool),
+    /// `movmatrix.sync.aligned.m8n8.trans.b16 d, a`: transposes an 8x8 matrix held in the warp's fragment.
+    Movmatrix,
     /// `elect.sync d|p, membermask`: the lowest member lane is the leader.
     Elect,
     /// `wmma.load` / `wmma.store` / `wmma.mma` (warp-collective, opaque fragments).
@@ -2077,7 +2079,20 @@ impl Parser {
                     _ => Kind::Unsupported(p.opcode.clone()),
                 }
                 .pipe(|k| {
-                    if types.first() != Some(&PtxType::F32) || !has("row") || !has("col") {
+                    // f32 accumulators; f16 ones (`.f16.f16.f16.f16`, `.f32.f16.f16.f16`) with f16 inputs.
+                    let f16_acc = ab == Some(PtxType::F16)
+                        && types
+                            .first()
+                            .is_some_and(|d| matches!(d, PtxType::F16 | PtxType::F32))
+                        && types
+                            .get(3)
+                            .is_some_and(|c| matches!(c, PtxType::F16 | PtxType::F32));
+                    if !(types.first() == Some(&PtxType::F32)
+                        && types.get(3) != Some(&PtxType::F16)
+                        || f16_acc)
+                        || !has("row")
+                        || !has("col")
+                    {
                         Kind::Unsupported(p.opcode.clone())
                     } else {
                         k
@@ -2175,6 +2190,7 @@ impl Parser {
             }
             "elect" if has("sync") => Kind::Elect,
             "setmaxnreg" if has("inc") || has("dec") => Kind::Setmaxnreg(has("inc")),
+            "movmatrix" if has("m8n8") && has("trans") && has("b16") => Kind::Movmatrix,
             "wmma" => sm90::decode_wmma(&p.opcode, mods, &types, space),
             "stmatrix" => {
                 let n = if has("x4") {
