@@ -646,3 +646,25 @@ fn movmatrix_transposes_the_fragment() {
         other => panic!("expected a collective misuse, got {other:?}"),
     }
 }
+
+#[test]
+fn bulk_store_from_shared_memory() {
+    let m = module();
+    let input: Vec<u32> = (0..64).map(|i| (i * 5 + 2) as u32).collect();
+    for (what, cfg) in configs() {
+        let mut e = Emulator::new(cfg);
+        let din = upload(&mut e, &bytes(&input));
+        let dout = upload(&mut e, &[0xEE; 256]);
+        e.launch(
+            &m,
+            "bulk_store",
+            [1, 1, 1],
+            [64, 1, 1],
+            0,
+            &[ParamValue::Ptr(din), ParamValue::Ptr(dout)],
+        )
+        .unwrap_or_else(|err| panic!("bulk_store ({what}): {err}"));
+        let want: Vec<u32> = input.iter().map(|x| x * 3 + 1).collect();
+        assert_eq!(words(&e, dout, 64), want, "{what}");
+    }
+}

@@ -73,8 +73,15 @@ impl L<'_> {
         }
         let mut v = [0u64; 4];
         v[..vals.len()].copy_from_slice(vals);
-        if self.same_st.iter().any(|&(a, w)| a == addr && w == v) {
-            return true;
+        // Entry 0 carries the largest address so far: an address above it (a coalesced store) needs no scan.
+        match self.same_st.first_mut() {
+            None => self.same_st.push((addr, [0; 4])),
+            Some(max) if addr > max.0 => max.0 = addr,
+            Some(_) => {
+                if self.same_st[1..].iter().any(|&(a, w)| a == addr && w == v) {
+                    return true;
+                }
+            }
         }
         self.same_st.push((addr, v));
         false
@@ -487,6 +494,12 @@ impl L<'_> {
                     })
                 }
                 MiscOp::Simd(sop) => Some(simd(sop, v(1), v(2), v(3))),
+                MiscOp::BulkStore => {
+                    if !self.bulk_store(b, wi, w, pc, l) {
+                        return Step::Stop;
+                    }
+                    None
+                }
                 MiscOp::Brkpt => {
                     let msg = "brkpt executed (a breakpoint stops the kernel without a debugger)";
                     self.fault(b, wi, Some(l as u32), pc, FaultKind::Trap, msg.into());
@@ -610,5 +623,30 @@ pub(super) fn movmatrix(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, args:
         let (r, c) = (lane / 4, 2 * (lane % 4));
         let v = m[c][r] as u64 | (m[c + 1][r] as u64) << 16;
         L::set(w, &args[0], lane, v);
+    }
+}
+
+impl L<'_> {
+    /// One lane's `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: shared → global, complete
+    /// at issue (its bulk group then has nothing pending). False when it faulted.
+    fn bulk_store(&mut self, b: &mut Block, wi: usize, w: &Warp, pc: u32, l: usize) -> bool {
+        let args = &self.m.code[pc as usize].args;
+        let addr = |me: &Self, o: &Operand| match o {
+            Operand::Addr(base, off) => me.addr(w, base, *off, l, false),
+            o => me.val(b, w, wi, o, l),
+        };
+        let (dst, src) = (addr(self, &args[0]), addr(self, &args[1]));
+        let size = self.val(b, w, wi, &args[2], l) as usize;
+        let dl = self.resolve(b, wi, l, Space::Global, dst, size.max(1), pc);
+        let sl = self.resolve(b, wi, l, Space::Shared, src, size.max(1), pc);
+        let (Some(dl), Some(sl)) = (dl, sl) else {
+            return false;
+        };
+        let data = self.mem_slice(b, sl)[..size].to_vec();
+        self.track(b, wi, l, sl, size, Acc::Read, pc, src);
+        self.track(b, wi, l, dl, size, Acc::Write, pc, dst);
+        self.mem_slice(b, dl)[..size].copy_from_slice(&data);
+        self.finish_access(pc);
+        true
     }
 }

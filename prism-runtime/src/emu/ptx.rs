@@ -2151,10 +2151,14 @@ impl Parser {
                         _ => Kind::Unsupported(p.opcode.clone()),
                     }
                 } else if has("async") && has("bulk") {
-                    if !has("global") {
-                        Kind::Unsupported(p.opcode.clone())
-                    } else {
-                        Kind::CpAsyncBulk
+                    let first = mods
+                        .iter()
+                        .find(|m| m.starts_with("shared") || **m == "global");
+                    match first {
+                        // cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size: a bulk store.
+                        Some(&"global") => Kind::Misc(MiscOp::BulkStore),
+                        Some(_) if has("global") => Kind::CpAsyncBulk,
+                        _ => Kind::Unsupported(p.opcode.clone()),
                     }
                 } else if has("async") && has("commit_group") {
                     Kind::CpAsyncCommit

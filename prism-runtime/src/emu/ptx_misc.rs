@@ -52,6 +52,8 @@ pub(crate) enum MiscOp {
     CvtPack(PtxType, u8),
     /// `brkpt`: a breakpoint, which without a debugger stops the kernel (a `Trap` fault).
     Brkpt,
+    /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: completes at issue.
+    BulkStore,
     /// SIMD video `v{add,sub,avrg,absdiff,min,max}{2,4}.dtype.atype.btype{.sat|.add} d, a, b, c` without
     /// operand byte selectors or a destination mask.
     Simd(SimdOp),
@@ -81,6 +83,7 @@ impl MiscOp {
             MiscOp::CvtPack(..) => 3,
             MiscOp::Brkpt => 0,
             MiscOp::Simd(_) => 4,
+            MiscOp::BulkStore => 3,
         }
     }
 }
