@@ -1,4 +1,7 @@
-//! Reserved shared memory, and instruction forms that need no block state beyond the operands.
+//! The smaller pieces of the interpreter: reserved shared memory, the release/acquire and same-value-store
+//! rules of the race detector, and the instruction families of `emu/ptx_misc.rs` (carry arithmetic,
+//! `isspacep`, `getctarank`, `alloca`, `cvt.pack`, SIMD video, bulk stores), `szext`/`fns`/`dp4a`/`dp2a`/`prmt`
+//! modes, half-precision atomics, f16-accumulator `mma` packing and `movmatrix`.
 //!
 //! Reserved shared memory: the driver reserves 1 KiB of each block's shared memory for system use on sm_80
 //! and later (`cudaDevAttrReservedSharedMemoryPerBlock`; 228 KiB per SM of which 227 KiB per block for the
