@@ -42,6 +42,14 @@ const FIXTURES: &[(&str, &str)] = &[
         "wmma.ptx",
         include_str!("../prism-runtime/tests/fixtures/wmma.ptx"),
     ),
+    (
+        "cg.ptx",
+        include_str!("../prism-runtime/tests/fixtures/cg.ptx"),
+    ),
+    (
+        "misc.ptx",
+        include_str!("../prism-runtime/tests/fixtures/misc.ptx"),
+    ),
 ];
 
 /// How far apart two float elements may be: within `ulp` units in the last place or within `abs`.

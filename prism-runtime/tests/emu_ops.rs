@@ -204,7 +204,7 @@ fn warp_sz_bmsk_and_unknown_names() {
 	.reg .b32 %r<2>;
 	.reg .b64 %rd<2>;
 	ld.param.u64 %rd1, [out];
-	mov.u32 %r1, %reserved_smem_offset_begin;
+	mov.u32 %r1, %no_such_register;
 	st.global.u32 [%rd1], %r1;
 	ret;
 }
@@ -252,8 +252,9 @@ fn warp_sz_bmsk_and_unknown_names() {
         &[ParamValue::Ptr(out)],
     ) {
         Err(EmuError::Faulted { faults, .. }) => assert!(
-            faults.iter().any(|f| f.kind == FaultKind::Unsupported
-                && f.message.contains("%reserved_smem_offset_begin")),
+            faults.iter().any(
+                |f| f.kind == FaultKind::Unsupported && f.message.contains("%no_such_register")
+            ),
             "{faults:#?}"
         ),
         other => panic!("expected an Unsupported fault, got {other:?}"),

@@ -27,6 +27,9 @@ mod sched;
 // The async proxy's ordering rules, checked with the race detector.
 #[path = "proxy.rs"]
 mod proxy;
+// Reserved shared memory and the smaller instructions (alu forms that need no block state).
+#[path = "exec_misc.rs"]
+mod misc;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -142,6 +145,11 @@ struct Block {
     mbar: HashMap<u32, Mbar>,
     /// Last release instance of each location used by `atom.cas`/`atom.exch` (lock words, flags).
     rel: HashMap<(bool, u64), u32>,
+    /// Release instances of each location used by `.release`/`.acq_rel` accesses: (thread, instance), the
+    /// latest per thread (`misc::release`).
+    relacq: HashMap<(bool, u64), Vec<(u32, u32)>>,
+    /// Instances each thread recently waited on through an acquire (`misc::collective_orders`).
+    acquired: HashMap<u32, Vec<u32>>,
     /// In-flight `wgmma` ops and groups, per warpgroup.
     wg: wgmma::WgState,
     /// The warp after the one that ran last (round-robin among the block's warps).
@@ -184,6 +192,8 @@ struct L<'a> {
     smem_size: usize,
     dyn_bytes: u32,
     dyn_off: u32,
+    /// Bytes of reserved shared memory before the kernel's own (`misc::reserved_bytes`).
+    reserved: u32,
     params: Vec<u8>,
     gaddrs: Vec<u64>,
     pic: Vec<InstrCounters>,
@@ -213,6 +223,8 @@ struct L<'a> {
     cbar: HashMap<u32, (u32, u32)>,
     /// Set while a TMA load writes shared memory (an async-proxy write, not a generic one).
     async_write: bool,
+    /// The (address, values) each lane of the current store issue wrote (`misc`, race detection only).
+    same_st: Vec<(u64, [u64; 4])>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -267,6 +279,7 @@ pub(crate) fn run_launch(
         .collect();
     let launch_id = e.launches;
     let cfg = e.cfg.clone();
+    let reserved = misc::reserved_bytes(m);
     let mut l = L {
         m,
         allocs: &mut e.allocs,
@@ -274,9 +287,10 @@ pub(crate) fn run_launch(
         grid,
         bdim: block,
         nthreads,
-        smem_size: m.dyn_offset(fi) as usize + dyn_bytes as usize,
-        dyn_off: m.dyn_offset(fi),
+        smem_size: (reserved + m.dyn_offset(fi)) as usize + dyn_bytes as usize,
+        dyn_off: reserved + m.dyn_offset(fi),
         dyn_bytes,
+        reserved,
         params,
         gaddrs,
         pic,
@@ -290,7 +304,7 @@ pub(crate) fn run_launch(
         acc_g: Vec::with_capacity(64),
         acc_s: Vec::with_capacity(64),
         scratch: Vec::with_capacity(256),
-        local_size: m.local_size as usize,
+        local_size: misc::local_bytes(m),
         atomics: 0,
         mma_ops: 0,
         clock: 0,
@@ -300,6 +314,7 @@ pub(crate) fn run_launch(
         remote_mbar: vec![None; csize],
         cbar: HashMap::new(),
         async_write: false,
+        same_st: Vec::with_capacity(32),
     };
     let entry_pc = m.funcs[fi].start;
     let blocks = l.run_blocks(entry_pc);
@@ -440,6 +455,7 @@ impl L<'_> {
             Kind::Mma(_) => "mma.sync.aligned".into(),
             Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
             Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
+            Kind::Movmatrix => "movmatrix.sync.aligned".into(),
             Kind::Wmma(_) => "wmma.sync.aligned".into(),
             Kind::Elect => "elect.sync".into(),
             Kind::Setmaxnreg(inc) => format!(
@@ -525,13 +541,14 @@ impl L<'_> {
             Sreg::Smid => (b.lin % 132) as u64,
             Sreg::Nsmid => 132,
             Sreg::DynSmem => self.dyn_bytes as u64,
-            Sreg::TotalSmem => self.smem_size as u64,
+            Sreg::TotalSmem => (self.smem_size - self.reserved as usize) as u64,
             Sreg::ClusterCtaid(d) => (b.ctaid[d as usize] % self.cluster[d as usize]) as u64,
             Sreg::ClusterNctaid(d) => self.cluster[d as usize] as u64,
             Sreg::Clusterid(d) => (b.ctaid[d as usize] / self.cluster[d as usize]) as u64,
             Sreg::Nclusterid(d) => (self.grid[d as usize] / self.cluster[d as usize]) as u64,
             Sreg::ClusterCtarank => b.crank as u64,
             Sreg::ClusterNctarank => (self.cluster[0] * self.cluster[1] * self.cluster[2]) as u64,
+            Sreg::Reserved(_) | Sreg::ClockHi | Sreg::ExplicitCluster => self.sreg_misc(s),
             Sreg::Zero => 0,
         }
     }
@@ -540,6 +557,7 @@ impl L<'_> {
         match s {
             SymRef::Global(i) => self.gaddrs[i as usize],
             SymRef::Shared(o) => {
+                let o = self.reserved + o;
                 if generic {
                     SHARED_WINDOW + o as u64
                 } else {
@@ -1342,7 +1360,12 @@ impl L<'_> {
                     let a = self.val(b, w, wi, &args[ai], l);
                     let c = self.val(b, w, wi, &args[ai + 1], l);
                     let mut r = compare(*cmp, *ty, a, c);
-                    let mut q = !r;
+                    // setp.f16x2/bf16x2 p|q: p from the low halves, q from the high ones.
+                    let mut q = if matches!(ty, PtxType::F16x2 | PtxType::BF16x2) {
+                        compare(*cmp, *ty, a >> 16, c >> 16)
+                    } else {
+                        !r
+                    };
                     if let Some(bo) = bop {
                         let p = self.val(b, w, wi, &args[ai + 2], l) != 0;
                         r = boolop(*bo, r, p);
@@ -1469,6 +1492,9 @@ impl L<'_> {
                         }
                     };
                     self.track(b, wi, l, loc, total, Acc::Read, pc, a);
+                    if ins.order & ORDER_ACQUIRE != 0 {
+                        self.acquire(b, wi, l, loc);
+                    }
                     for k in 0..vw {
                         let lk = offset_loc(loc, k * es);
                         let v = if es <= 8 { self.load(b, lk, es) } else { 0 };
@@ -1510,13 +1536,26 @@ impl L<'_> {
                             break;
                         }
                     };
-                    self.track(b, wi, l, loc, total, Acc::Write, pc, a);
-                    for k in 0..vw {
+                    let mut vals = [0u64; 8];
+                    for (k, v) in vals.iter_mut().enumerate().take(vw) {
                         let src = match &args[1] {
                             Operand::Vec(ss) => ss.get(k),
                             s => Some(s),
                         };
-                        let v = src.map(|s| self.val(b, w, wi, s, l)).unwrap_or(0);
+                        *v = src.map(|s| self.val(b, w, wi, s, l)).unwrap_or(0);
+                    }
+                    if !self.same_store_as_earlier_lane(exec, l, a, &vals[..vw]) {
+                        let acc = if ins.order & ORDER_STRONG != 0 {
+                            Acc::Atomic
+                        } else {
+                            Acc::Write
+                        };
+                        self.track(b, wi, l, loc, total, acc, pc, a);
+                    }
+                    if ins.order & ORDER_RELEASE != 0 {
+                        self.release(b, wi, l, loc);
+                    }
+                    for (k, &v) in vals.iter().enumerate().take(vw) {
                         self.store(b, offset_loc(loc, k * es), es.min(8), v);
                     }
                 });
@@ -1547,6 +1586,12 @@ impl L<'_> {
                     self.track(b, wi, l, loc, es, Acc::Atomic, pc, a);
                     if self.cfg.check_races && matches!(op, AtomOp::Cas | AtomOp::Exch) {
                         self.sync_through_atomic(b, wi, l, loc);
+                    }
+                    if ins.order & ORDER_ACQUIRE != 0 {
+                        self.acquire(b, wi, l, loc);
+                    }
+                    if ins.order & ORDER_RELEASE != 0 {
+                        self.release(b, wi, l, loc);
                     }
                     let x = self.val(b, w, wi, &args[ai + 1], l);
                     let y = if op == AtomOp::Cas {
@@ -1740,6 +1785,7 @@ impl L<'_> {
             | Kind::Mma(_)
             | Kind::Ldmatrix(..)
             | Kind::Stmatrix(..)
+            | Kind::Movmatrix
             | Kind::Wmma(_)
             | Kind::Elect => {
                 return self.exec_collective(b, wi, w, pc, mask, exec);
@@ -1892,6 +1938,7 @@ impl L<'_> {
                 }
                 Self::advance(w, mask);
             }
+            Kind::Misc(op) => return self.exec_misc(b, wi, w, pc, mask, exec, *op),
             Kind::Unsupported(name) => {
                 self.fault(
                     b,
@@ -2110,7 +2157,11 @@ impl L<'_> {
         let args = &ins.args;
         let aligned = matches!(
             ins.kind,
-            Kind::Mma(_) | Kind::Ldmatrix(..) | Kind::Stmatrix(..) | Kind::Wmma(_)
+            Kind::Mma(_)
+                | Kind::Ldmatrix(..)
+                | Kind::Stmatrix(..)
+                | Kind::Movmatrix
+                | Kind::Wmma(_)
         );
         // lanes whose guard is false skip it
         Self::advance(w, mask & !exec);
@@ -2269,6 +2320,12 @@ impl L<'_> {
         let m = self.m;
         let ins = &m.code[pc as usize];
         let args = &ins.args;
+        if matches!(
+            ins.kind,
+            Kind::Shfl(_) | Kind::Vote(_) | Kind::Match(..) | Kind::Redux(..)
+        ) {
+            self.collective_orders(b, wi, exec);
+        }
         match &ins.kind {
             Kind::BarWarpSync => {
                 let i = b.inst.len() as u32;
@@ -2438,6 +2495,7 @@ impl L<'_> {
             Kind::Wmma(op) if !self.exec_wmma(b, wi, w, pc, *op) => {
                 return Step::Stop;
             }
+            Kind::Movmatrix => misc::movmatrix(self, b, w, wi, args),
             Kind::Elect => {
                 // d|p, membermask: every member is here (checked above); the lowest is the leader.
                 let leader = exec.trailing_zeros() as u64;
@@ -2635,7 +2693,11 @@ impl L<'_> {
             mm &= mm - 1;
             let t = self.tid_of(wi, l) as usize;
             let (ai, has_dst) = match op {
-                MbarOp::Init | MbarOp::ExpectTx | MbarOp::Inval => (0, false),
+                MbarOp::Init
+                | MbarOp::ExpectTx
+                | MbarOp::Inval
+                | MbarOp::CompleteTx
+                | MbarOp::ArriveNoinc => (0, false),
                 _ => (1, true),
             };
             let a = match &args[ai] {
@@ -2722,6 +2784,7 @@ impl L<'_> {
             // The transaction count lives in [-(2^20 - 1), 2^20 - 1] (PTX ISA, mbarrier): beyond it is an error.
             let tx_add = match op {
                 MbarOp::ArriveExpectTx | MbarOp::ExpectTx => extra.unwrap_or(0) as i64,
+                MbarOp::CompleteTx => -(extra.unwrap_or(0) as i64),
                 _ => 0,
             };
             if (mb.tx + tx_add).abs() >= 1 << 20 {
@@ -2734,7 +2797,10 @@ impl L<'_> {
                 return Step::Stop;
             }
             match op {
-                MbarOp::Arrive | MbarOp::ArriveExpectTx => {
+                MbarOp::Arrive
+                | MbarOp::ArriveExpectTx
+                | MbarOp::ArriveDrop
+                | MbarOp::ArriveNoinc => {
                     let mut cnt = 1u32;
                     if op == MbarOp::ArriveExpectTx {
                         b.mbar.get_mut(&off).unwrap().tx += extra.unwrap_or(0) as i64;
@@ -2757,6 +2823,11 @@ impl L<'_> {
                     }
                     b.thr_inst[t].push(mb.inst);
                     b.mbar.get_mut(&off).unwrap().pending -= cnt;
+                    if op == MbarOp::ArriveDrop {
+                        // Later phases expect fewer arrivals (the pending count of this one already fell).
+                        let mb = b.mbar.get_mut(&off).unwrap();
+                        mb.expected = mb.expected.saturating_sub(cnt);
+                    }
                     if has_dst {
                         Self::set(w, &args[0], l, mb.phase as u64);
                     }
@@ -2764,6 +2835,11 @@ impl L<'_> {
                 }
                 MbarOp::ExpectTx => {
                     b.mbar.get_mut(&off).unwrap().tx += extra.unwrap_or(0) as i64;
+                }
+                MbarOp::CompleteTx => {
+                    b.mbar.get_mut(&off).unwrap().tx -= extra.unwrap_or(0) as i64;
+                    b.thr_inst[t].push(mb.inst);
+                    self.mbar_maybe_flip(b, off);
                 }
                 MbarOp::TestWait
                 | MbarOp::TryWait
@@ -3015,6 +3091,8 @@ fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
         AluOp::Div => a / b,
         AluOp::Abs => a.abs(),
         AluOp::Neg => -a,
+        // `.NaN`: a NaN operand gives the canonical NaN (without it, the other operand).
+        AluOp::Min | AluOp::Max if m.nan && (a.is_nan() || b.is_nan()) => f32::NAN,
         AluOp::Min => fminmax(a, b, false),
         AluOp::Max => fminmax(a, b, true),
         AluOp::Rcp => 1.0 / a,
@@ -3091,6 +3169,15 @@ fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// The high half of a `bits`-bit product (signed products of 64-bit values fit i128, unsigned ones u128).
+fn mul_hi(x: i128, y: i128, bits: u32, signed: bool) -> i128 {
+    if signed {
+        (x * y) >> bits
+    } else {
+        ((x as u128 * y as u128) >> bits) as i128
+    }
+}
+
 fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u64 {
     let bits = if ty == PtxType::Pred { 1 } else { ty.bits() };
     let signed = ty.is_signed();
@@ -3122,9 +3209,10 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             }
         }
         AluOp::Mul => {
-            let p = x * y;
+            // 64 x 64 unsigned products overflow i128: take them as u128 (the high half by a logical shift).
+            let p = x.wrapping_mul(y);
             if m.hi {
-                p >> bits
+                mul_hi(x, y, bits, signed)
             } else if m.wide {
                 return (p as u128 as u64) & wide_mk;
             } else {
@@ -3132,9 +3220,9 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             }
         }
         AluOp::Mad => {
-            let p = x * y;
+            let p = x.wrapping_mul(y);
             if m.hi {
-                (p >> bits) + z
+                mul_hi(x, y, bits, signed) + z
             } else if m.wide {
                 let cz = if signed {
                     sext(c, bits * 2) as i128
@@ -3269,6 +3357,9 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
                     pos
                 }
             }
+        }
+        AluOp::Szext | AluOp::Fns | AluOp::Dp4a(..) | AluOp::Dp2a(..) | AluOp::PrmtMode(_) => {
+            return misc::alu_misc(op, ty, m, a, b, c);
         }
         AluOp::Prmt => {
             let bytes = (a as u32 as u64) | ((b as u32 as u64) << 32);
@@ -3496,6 +3587,9 @@ pub(crate) fn atomic_op(op: AtomOp, ty: PtxType, old: u64, x: u64, y: u64) -> u6
                 _ => int_atomic(op, PtxType::B64, old, x, y),
             }
         }
+        PtxType::F16 | PtxType::BF16 | PtxType::F16x2 | PtxType::BF16x2 => {
+            misc::atomic_half(op, ty, old, x)
+        }
         _ => int_atomic(op, ty, old, x, y),
     }
 }
@@ -3634,21 +3728,28 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
                 bm[2 * t + 1][g] = half(v, true);
             }
         }
-        cm[g][2 * t] = f32v(rv(&c, 0));
-        cm[g][2 * t + 1] = f32v(rv(&c, 1));
-        cm[g + 8][2 * t] = f32v(rv(&c, 2));
-        cm[g + 8][2 * t + 1] = f32v(rv(&c, 3));
+        if c.len() == 2 {
+            // f16 accumulators: two f16x2 registers, rows g and g + 8.
+            [cm[g][2 * t], cm[g][2 * t + 1]] = misc::f16x2_unpack(rv(&c, 0));
+            [cm[g + 8][2 * t], cm[g + 8][2 * t + 1]] = misc::f16x2_unpack(rv(&c, 1));
+        } else {
+            cm[g][2 * t] = f32v(rv(&c, 0));
+            cm[g][2 * t + 1] = f32v(rv(&c, 1));
+            cm[g + 8][2 * t] = f32v(rv(&c, 2));
+            cm[g + 8][2 * t + 1] = f32v(rv(&c, 3));
+        }
     }
-    let mut dm = [[0f32; 8]; 16];
+    let mut dm = [[0f64; 8]; 16];
     for (i, drow) in dm.iter_mut().enumerate() {
         for (j, dv) in drow.iter_mut().enumerate() {
             let mut acc = cm[i][j] as f64;
             for kk in 0..k {
                 acc += am[i][kk] as f64 * bm[kk][j] as f64;
             }
-            *dv = acc as f32;
+            *dv = acc;
         }
     }
+    let f16_d = d.len() == 2;
     for lane in 0..32usize {
         let g = lane >> 2;
         let t = lane & 3;
@@ -3658,9 +3759,14 @@ fn exec_mma(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, kind: MmaKind, ar
             dm[g + 8][2 * t],
             dm[g + 8][2 * t + 1],
         ];
+        if f16_d {
+            L::set(w, &d[0], lane, misc::f16x2_pack(vals[0], vals[1]));
+            L::set(w, &d[1], lane, misc::f16x2_pack(vals[2], vals[3]));
+            continue;
+        }
         for (i, v) in vals.iter().enumerate() {
             if let Some(op) = d.get(i) {
-                L::set(w, op, lane, v.to_bits() as u64);
+                L::set(w, op, lane, (*v as f32).to_bits() as u64);
             }
         }
     }

@@ -160,6 +160,13 @@ pub(crate) enum Sreg {
     /// `%cluster_ctarank` (0) and `%cluster_nctarank` (1) with clusters of one block.
     ClusterCtarank,
     ClusterNctarank,
+    /// `%reserved_smem_offset_{begin,end,cap,0,1}` (0..=4) and `%aggr_smem_size` (5): the block's reserved
+    /// shared memory (`emu/exec_misc.rs` documents the layout).
+    Reserved(u8),
+    /// `%clock_hi`, `%globaltimer_hi`: the upper 32 bits of the counter.
+    ClockHi,
+    /// `%is_explicit_cluster`: 1 when the launch names a cluster shape.
+    ExplicitCluster,
     Zero,
 }
 
@@ -204,6 +211,10 @@ pub(crate) enum Operand {
 #[path = "ptx_sm90.rs"]
 mod sm90;
 pub(crate) use sm90::{WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
+// Carry arithmetic, isspacep, getctarank, alloca, cvt.pack and the other smaller families.
+#[path = "ptx_misc.rs"]
+mod pmisc;
+pub(crate) use pmisc::{IsSpace, MiscOp, SimdOp, REG_CARRY, REG_STACK};
 
 impl Operand {
     /// The operands of a brace list `{a, b, ..}`, or this operand alone.
@@ -310,6 +321,13 @@ pub(crate) enum AluOp {
     TestpNan,
     TestpNormal,
     TestpSubnormal,
+    /// `szext.{clamp,wrap}.{u32,s32}`, `fns.b32`, `dp4a`/`dp2a` (signedness of a and b), `prmt` in one of
+    /// its special modes (index into `f4e b4e rc8 ecl ecr rc16`): `emu/exec_misc.rs`.
+    Szext,
+    Fns,
+    Dp4a(bool, bool),
+    Dp2a(bool, bool),
+    PrmtMode(u8),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -319,6 +337,8 @@ pub(crate) struct Mods {
     pub sat: bool,
     pub clamp: bool,
     pub relu: bool,
+    /// `min/max.NaN`: NaN operands propagate.
+    pub nan: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,6 +415,13 @@ pub(crate) enum MbarOp {
     TryWait,
     TryWaitParity,
     Inval,
+    /// `mbarrier.arrive_drop`: an arrive that also lowers the expected count of later phases.
+    ArriveDrop,
+    /// `mbarrier.complete_tx [a], n`: `n` bytes of the expected transactions completed.
+    CompleteTx,
+    /// `cp.async.mbarrier.arrive.noinc [a]`: an arrive when the thread's earlier `cp.async`s complete (at once
+    /// here, as copies complete at issue).
+    ArriveNoinc,
 }
 
 /// Decoded instruction kinds.
@@ -443,6 +470,8 @@ pub(crate) enum Kind {
     },
     /// `stmatrix.sync.aligned.m8n8.xN(.trans).shared.b16`
     Stmatrix(u8, bool),
+    /// `movmatrix.sync.aligned.m8n8.trans.b16 d, a`: transposes an 8x8 matrix held in the warp's fragment.
+    Movmatrix,
     /// `elect.sync d|p, membermask`: the lowest member lane is the leader.
     Elect,
     /// `wmma.load` / `wmma.store` / `wmma.mma` (warp-collective, opaque fragments).
@@ -459,6 +488,8 @@ pub(crate) enum Kind {
     Mapa(bool),
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N` (`true` = inc): warpgroup-collective register reallocation.
     Setmaxnreg(bool),
+    /// The smaller families (`emu/ptx_misc.rs` decodes them, `emu/exec_misc.rs` runs them).
+    Misc(MiscOp),
     Unsupported(String),
 }
 
@@ -470,7 +501,17 @@ pub(crate) struct Instr {
     pub args: Vec<Operand>,
     pub line: u32,
     pub is_cond_branch: bool,
+    /// Memory-order qualifiers of a load, store or atomic: [`ORDER_ACQUIRE`] | [`ORDER_RELEASE`].
+    pub order: u8,
 }
+
+/// `.acquire` (or `.acq_rel`) on a load or atomic.
+pub(crate) const ORDER_ACQUIRE: u8 = 1;
+/// `.release` (or `.acq_rel`) on a store or atomic.
+pub(crate) const ORDER_RELEASE: u8 = 2;
+/// A strong (`.relaxed`, `.acquire`, `.release`) load or store: such accesses do not race with each other
+/// (PTX ISA memory consistency model: morally strong operations).
+pub(crate) const ORDER_STRONG: u8 = 4;
 
 /// A `.param` declaration of an entry or function.
 #[derive(Debug, Clone, PartialEq)]
@@ -758,8 +799,9 @@ impl Parser {
             scope_parent: Vec::new(),
             scope_gen: 0,
             snapshot: None,
-            nregs: 0,
-            reg_names: Vec::new(),
+            // Registers 0 and 1 are hidden per-thread state: the carry flag (`add.cc`) and the `alloca` stack.
+            nregs: 2,
+            reg_names: vec!["%cc.cf".into(), "%stack".into()],
             smem: 0,
             smem_fn: 0,
             smem_fn_max: 0,
@@ -894,6 +936,8 @@ impl Parser {
                     _ => self.module_decl()?,
                 },
                 Tok::P(';') => self.pos += 1,
+                // `@@dwarf` debug lines (old toolchains with -g): ignored.
+                Tok::P('@') => self.skip_line(line),
                 other => {
                     return perr(
                         line,
@@ -922,6 +966,12 @@ impl Parser {
         match kw.as_str() {
             ".entry" => self.function(true, is_extern),
             ".func" => self.function(false, is_extern),
+            // Texture/sampler/surface references: no texture unit here; an instruction that uses one faults.
+            ".global" | ".const" if matches!(self.peek(), Some(Tok::Ident(t)) if matches!(t.as_str(), ".texref" | ".samplerref" | ".surfref")) =>
+            {
+                self.skip_to_semi();
+                Ok(())
+            }
             ".global" | ".const" => self.global_var(line),
             ".shared" => self.shared_var(is_extern),
             ".local" => {
@@ -931,8 +981,10 @@ impl Parser {
                 self.declare(name, Name::Sym(SymRef::Local(off)));
                 Ok(())
             }
-            ".tex" | ".surf" | ".samplerref" | ".texref" => {
-                perr(line, format!("unsupported module declaration {}", kw))
+            // Legacy texture declarations and `.alias f, g;` (not modelled): skipped, so a use is an unknown name.
+            ".tex" | ".surf" | ".samplerref" | ".texref" | ".surfref" | ".alias" => {
+                self.skip_to_semi();
+                Ok(())
             }
             _ => perr(line, format!("unexpected module-level directive '{}'", kw)),
         }
@@ -1228,6 +1280,7 @@ impl Parser {
             args: vec![],
             line: line as u32,
             is_cond_branch: false,
+            order: 0,
         });
         self.funcs[fidx].end = self.code.len() as u32;
         self.funcs[fidx].smem = self.smem_fn;
@@ -1516,6 +1569,7 @@ impl Parser {
             args: vec![],
             line: line as u32,
             is_cond_branch: false,
+            order: 0,
         });
         // Snapshot the current scope chain for name resolution after the body is parsed (once per change of
         // the chain, not once per instruction).
@@ -1743,9 +1797,28 @@ impl Parser {
             sat: has("sat") || has("satfinite"),
             clamp: has("clamp"),
             relu: has("relu"),
+            nan: has("NaN"),
         };
         let alu = |op: AluOp| Kind::Alu(op, ty0, m);
         let kind = match base {
+            // st.async / red.async (remote shared memory with mbarrier completion), st.bulk: not modelled.
+            "st" | "red" if has("async") || has("bulk") => Kind::Unsupported(p.opcode.clone()),
+            "add" | "sub" | "mad" if has("cc") => pmisc::carry(base, true, m.hi, ty0),
+            "addc" | "subc" | "madc" => pmisc::carry(base, has("cc"), m.hi, ty0),
+            "cvt" if has("pack") => pmisc::cvt_pack(&p.opcode, &types),
+            "szext" => alu(AluOp::Szext),
+            "fns" => alu(AluOp::Fns),
+            "dp4a" | "dp2a" => {
+                let sa = types.first().is_some_and(|t| t.is_signed());
+                let sb = types.get(1).is_some_and(|t| t.is_signed());
+                let ty = if sa || sb { PtxType::S32 } else { PtxType::U32 };
+                let op = if base == "dp4a" {
+                    AluOp::Dp4a(sa, sb)
+                } else {
+                    AluOp::Dp2a(sa, sb)
+                };
+                Kind::Alu(op, ty, m)
+            }
             "mov" => Kind::Mov(ty0),
             "add" => alu(AluOp::Add),
             "sub" => alu(AluOp::Sub),
@@ -1786,13 +1859,10 @@ impl Parser {
             "bfind" => alu(AluOp::Bfind),
             "copysign" => alu(AluOp::Copysign),
             "prmt" => {
-                if mods
-                    .iter()
-                    .any(|x| matches!(*x, "f4e" | "b4e" | "rc8" | "ecl" | "ecr" | "rc16"))
-                {
-                    Kind::Unsupported(p.opcode.clone())
-                } else {
-                    alu(AluOp::Prmt)
+                let modes = ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"];
+                match modes.iter().position(|x| has(x)) {
+                    Some(i) => alu(AluOp::PrmtMode(i as u8)),
+                    None => alu(AluOp::Prmt),
                 }
             }
             "lop3" => alu(AluOp::Lop3),
@@ -1833,10 +1903,13 @@ impl Parser {
                     "xor" => Some(BoolOp::Xor),
                     _ => None,
                 });
+                let sty = types.get(1).copied().unwrap_or(ty0);
                 if base == "setp" {
                     Kind::Setp(cmp, ty0, bop)
+                } else if matches!(sty, PtxType::F16x2 | PtxType::BF16x2) {
+                    // Two 16-bit results per register: not modelled.
+                    Kind::Unsupported(p.opcode.clone())
                 } else {
-                    let sty = types.get(1).copied().unwrap_or(ty0);
                     Kind::Set(cmp, ty0, sty, bop)
                 }
             }
@@ -1881,14 +1954,14 @@ impl Parser {
                         line,
                         message: format!("unknown atomic op {}", p.opcode),
                     })?;
-                if vecw != 1
-                    || types.iter().any(|t| {
-                        matches!(
-                            t,
-                            PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2
-                        )
-                    })
-                {
+                let half = types.iter().any(|t| {
+                    matches!(
+                        t,
+                        PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2
+                    )
+                });
+                // 16-bit float atomics: add, min, max (exch/cas are bit-wise and use .b16).
+                if vecw != 1 || (half && !matches!(op, AtomOp::Add | AtomOp::Min | AtomOp::Max)) {
                     Kind::Unsupported(p.opcode.clone())
                 } else {
                     Kind::Atom(space, op, ty0, base == "red")
@@ -1943,21 +2016,14 @@ impl Parser {
                 } else {
                     ShflMode::Idx
                 };
-                if !has("sync") {
-                    return perr(
-                        line,
-                        "shfl without .sync is not supported (sm_70+ requires shfl.sync)",
-                    );
+                // Without .sync (deprecated, not valid for sm_70+): faults if executed.
+                if has("sync") {
+                    Kind::Shfl(mode)
+                } else {
+                    Kind::Unsupported(format!("{} (sm_70+ requires shfl.sync)", p.opcode))
                 }
-                Kind::Shfl(mode)
             }
             "vote" => {
-                if !has("sync") {
-                    return perr(
-                        line,
-                        "vote without .sync is not supported (sm_70+ requires vote.sync)",
-                    );
-                }
                 let mode = if has("all") {
                     VoteMode::All
                 } else if has("any") {
@@ -1967,12 +2033,13 @@ impl Parser {
                 } else {
                     VoteMode::Ballot
                 };
-                Kind::Vote(mode)
+                if has("sync") {
+                    Kind::Vote(mode)
+                } else {
+                    Kind::Unsupported(format!("{} (sm_70+ requires vote.sync)", p.opcode))
+                }
             }
             "redux" => {
-                if !has("sync") {
-                    return perr(line, "redux without .sync does not exist");
-                }
                 let op = if has("add") {
                     ReduxOp::Add
                 } else if has("min") {
@@ -1988,7 +2055,7 @@ impl Parser {
                 } else {
                     return perr(line, "redux.sync needs one of .add .min .max .and .or .xor");
                 };
-                if ty0.is_float() {
+                if ty0.is_float() || !has("sync") {
                     Kind::Unsupported(p.opcode.clone())
                 } else {
                     Kind::Redux(op, ty0)
@@ -2012,7 +2079,20 @@ impl Parser {
                     _ => Kind::Unsupported(p.opcode.clone()),
                 }
                 .pipe(|k| {
-                    if types.first() != Some(&PtxType::F32) || !has("row") || !has("col") {
+                    // f32 accumulators; f16 ones (`.f16.f16.f16.f16`, `.f32.f16.f16.f16`) with f16 inputs.
+                    let f16_acc = ab == Some(PtxType::F16)
+                        && types
+                            .first()
+                            .is_some_and(|d| matches!(d, PtxType::F16 | PtxType::F32))
+                        && types
+                            .get(3)
+                            .is_some_and(|c| matches!(c, PtxType::F16 | PtxType::F32));
+                    if !(types.first() == Some(&PtxType::F32)
+                        && types.get(3) != Some(&PtxType::F16)
+                        || f16_acc)
+                        || !has("row")
+                        || !has("col")
+                    {
                         Kind::Unsupported(p.opcode.clone())
                     } else {
                         k
@@ -2034,7 +2114,14 @@ impl Parser {
                 }
             }
             "cp" => {
-                if has("async") && has("bulk") && (has("commit_group") || has("wait_group")) {
+                if has("reduce") {
+                    // cp.reduce.async.bulk(.tensor): reductions into global memory, not modelled.
+                    Kind::Unsupported(p.opcode.clone())
+                } else if has("prefetch") {
+                    // cp.async.bulk.prefetch(.tensor) only warms the L2: nothing to do.
+                    Kind::Nop
+                } else if has("async") && has("bulk") && (has("commit_group") || has("wait_group"))
+                {
                     // Bulk async-groups: every bulk copy completes when issued; the groups only matter to the
                     // async-proxy checks (a TMA store's source stays held until its wait).
                     Kind::BulkGroup(has("wait_group"))
@@ -2064,18 +2151,27 @@ impl Parser {
                         _ => Kind::Unsupported(p.opcode.clone()),
                     }
                 } else if has("async") && has("bulk") {
-                    if !has("global") {
-                        Kind::Unsupported(p.opcode.clone())
-                    } else {
-                        Kind::CpAsyncBulk
+                    let first = mods
+                        .iter()
+                        .find(|m| m.starts_with("shared") || **m == "global");
+                    match first {
+                        // cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size: a bulk store.
+                        Some(&"global") => Kind::Misc(MiscOp::BulkStore),
+                        Some(_) if has("global") => Kind::CpAsyncBulk,
+                        _ => Kind::Unsupported(p.opcode.clone()),
                     }
                 } else if has("async") && has("commit_group") {
                     Kind::CpAsyncCommit
                 } else if has("async") && (has("wait_group") || has("wait_all")) {
                     Kind::CpAsyncWait
                 } else if has("async") && mods.iter().any(|x| x.starts_with("mbarrier")) {
-                    // cp.async.mbarrier.arrive: completes immediately
-                    Kind::Nop
+                    // cp.async.mbarrier.arrive: the copies complete at issue, so the arrive-on happens at once;
+                    // without .noinc it also raised the pending count by one first (no net change).
+                    if has("noinc") {
+                        Kind::Mbarrier(MbarOp::ArriveNoinc)
+                    } else {
+                        Kind::Nop
+                    }
                 } else if has("async") {
                     let sz = p
                         .args
@@ -2098,6 +2194,7 @@ impl Parser {
             }
             "elect" if has("sync") => Kind::Elect,
             "setmaxnreg" if has("inc") || has("dec") => Kind::Setmaxnreg(has("inc")),
+            "movmatrix" if has("m8n8") && has("trans") && has("b16") => Kind::Movmatrix,
             "wmma" => sm90::decode_wmma(&p.opcode, mods, &types, space),
             "stmatrix" => {
                 let n = if has("x4") {
@@ -2122,6 +2219,13 @@ impl Parser {
             "mbarrier" => {
                 let op = if has("init") {
                     MbarOp::Init
+                } else if has("arrive_drop") {
+                    if has("expect_tx") {
+                        return Ok(pmisc::unsupported(&p.opcode, line));
+                    }
+                    MbarOp::ArriveDrop
+                } else if has("complete_tx") {
+                    MbarOp::CompleteTx
                 } else if has("arrive") && has("expect_tx") {
                     MbarOp::ArriveExpectTx
                 } else if has("expect_tx") {
@@ -2149,11 +2253,12 @@ impl Parser {
                         args: vec![],
                         line: line as u32,
                         is_cond_branch: false,
+                        order: 0,
                     });
                 };
                 Kind::Mbarrier(op)
             }
-            _ => Kind::Unsupported(p.opcode.clone()),
+            _ => pmisc::decode(&p.opcode, base, mods, &types, space),
         };
         // operand type used to interpret immediates
         let imm_ty = match &kind {
@@ -2193,6 +2298,7 @@ impl Parser {
                         args: vec![],
                         line: line as u32,
                         is_cond_branch: false,
+                        order: 0,
                     });
                 }
                 Err(e) => return Err(e),
@@ -2222,6 +2328,13 @@ impl Parser {
                 ) =>
             {
                 Kind::St(Space::Local, t, v)
+            }
+            k => k,
+        };
+        // An indirect call (through a register, with a .callprototype): not modelled.
+        let kind = match kind {
+            Kind::Call if !args.iter().any(|a| matches!(a, Operand::Func(_))) => {
+                Kind::Unsupported(format!("{} (indirect call)", p.opcode))
             }
             k => k,
         };
@@ -2260,7 +2373,11 @@ impl Parser {
                 | AluOp::Bfe
                 | AluOp::Prmt
                 | AluOp::ShfL
-                | AluOp::ShfR => 4,
+                | AluOp::ShfR
+                | AluOp::Fns
+                | AluOp::Dp4a(..)
+                | AluOp::Dp2a(..)
+                | AluOp::PrmtMode(_) => 4,
                 AluOp::Bfi | AluOp::Lop3 => 5,
                 _ => 3,
             },
@@ -2284,6 +2401,7 @@ impl Parser {
             Kind::Ldmatrix(..) => 2,
             Kind::CpAsync(_) => 3,
             Kind::BarWarpSync => 1,
+            Kind::Misc(op) => op.min_args(),
             _ => 0,
         };
         if args.len() < min_args {
@@ -2302,12 +2420,24 @@ impl Parser {
                 return perr(line, "bra target must be a label of the same function");
             }
         }
+        let order = if matches!(kind, Kind::Ld(..) | Kind::St(..) | Kind::Atom(..)) {
+            let p = &p.opcode;
+            let acq = p.contains(".acquire") || p.contains(".acq_rel");
+            let rel = p.contains(".release") || p.contains(".acq_rel");
+            let strong = acq || rel || p.contains(".relaxed");
+            (acq as u8 * ORDER_ACQUIRE)
+                | (rel as u8 * ORDER_RELEASE)
+                | (strong as u8 * ORDER_STRONG)
+        } else {
+            0
+        };
         Ok(Instr {
             kind,
             guard,
             args,
             line: line as u32,
             is_cond_branch,
+            order,
         })
     }
 }
@@ -2400,14 +2530,37 @@ fn special_reg(n: &str) -> Option<Sreg> {
         "%lanemask_ge" => Sreg::LanemaskGe,
         "%clock" => Sreg::Clock,
         "%clock64" => Sreg::Clock64,
-        "%globaltimer" | "%globaltimer_lo" | "%globaltimer_hi" => Sreg::Globaltimer,
+        "%globaltimer" | "%globaltimer_lo" => Sreg::Globaltimer,
+        "%clock_hi" | "%globaltimer_hi" => Sreg::ClockHi,
+        "%reserved_smem_offset_begin" => Sreg::Reserved(0),
+        "%reserved_smem_offset_end" => Sreg::Reserved(1),
+        "%reserved_smem_offset_cap" => Sreg::Reserved(2),
+        "%reserved_smem_offset_0" => Sreg::Reserved(3),
+        "%reserved_smem_offset_1" => Sreg::Reserved(4),
+        "%aggr_smem_size" => Sreg::Reserved(5),
         "%smid" => Sreg::Smid,
         "%nsmid" => Sreg::Nsmid,
         "%dynamic_smem_size" => Sreg::DynSmem,
         "%total_smem_size" => Sreg::TotalSmem,
         "%cluster_ctarank" => Sreg::ClusterCtarank,
         "%cluster_nctarank" => Sreg::ClusterNctarank,
-        "%is_explicit_cluster" | "%gridid" => Sreg::Zero,
+        "%is_explicit_cluster" => Sreg::ExplicitCluster,
+        // Driver-defined registers the CUDA runtime leaves zero outside graphs and profilers: `%envreg0..31`,
+        // the performance-monitor counters `%pm0..7` / `%pm0_64..7_64` (not counting here), the graph handle.
+        "%gridid" | "%current_graph_exec" => Sreg::Zero,
+        _ if driver_defined_zero(n) => Sreg::Zero,
         _ => return None,
     })
+}
+
+/// `%envreg0..31`, `%pm0..7`, `%pm0_64..7_64`.
+fn driver_defined_zero(n: &str) -> bool {
+    let idx = |s: &str, max: u32| s.parse::<u32>().is_ok_and(|i| i <= max);
+    if let Some(i) = n.strip_prefix("%envreg") {
+        return idx(i, 31);
+    }
+    match n.strip_prefix("%pm") {
+        Some(i) => idx(i.strip_suffix("_64").unwrap_or(i), 7),
+        None => false,
+    }
 }

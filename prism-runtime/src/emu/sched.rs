@@ -145,6 +145,8 @@ impl L<'_> {
             exit_gen: vec![u32::MAX; nthreads as usize],
             mbar: HashMap::new(),
             rel: HashMap::new(),
+            relacq: HashMap::new(),
+            acquired: HashMap::new(),
             wg: wgmma::WgState::default(),
             rr: 0,
             crank: rank,
