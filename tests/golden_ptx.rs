@@ -49,10 +49,7 @@ fn every_kernel_ptx_matches_its_golden_fingerprint() {
         return;
     }
     let golden = std::fs::read_to_string(golden_path()).expect("read tests/golden/ptx.txt");
-    let want: BTreeMap<&str, &str> = golden
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .collect();
+    let want: BTreeMap<&str, &str> = golden.lines().filter_map(|l| l.split_once(' ')).collect();
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/golden-ptx");
     let mut diffs = Vec::new();
     for (entry, (fp, ptx)) in &now {
