@@ -1188,7 +1188,8 @@ impl<'a> Em<'a> {
         // A drain may start while the previous drain's wgmmas are in flight (it only issues more into the
         // same accumulators): every other statement could touch them, so it waits.
         let drain = matches!(&s.kind, StmtKind::RingUse { fill: false, .. });
-        if !is_wgmma_stmt(s) && !(drain && !self.wgmma_open) {
+        let keeps_group = drain && !self.wgmma_open;
+        if !is_wgmma_stmt(s) && !keeps_group {
             self.wgmma_retire();
         }
         match &s.kind {
