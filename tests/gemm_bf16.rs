@@ -228,3 +228,62 @@ fn the_guides_tile_gemm() {
         }
     }
 }
+
+/// A TMA store through the typed launcher: `TensorMapMut` from `&mut DeviceBuffer`; a read-only map is
+/// refused before anything runs.
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 256)]
+pub fn store_rows(out: TensorMapMut<f32, 1>, scale: f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    group(block[1], || {
+        let tile: Shared<[f32; 256]>;
+        #[at(thread[1])]
+        let t: u32 = id();
+        partition(
+            tile,
+            thread[1],
+            |x| t + x,
+            |tile_t| {
+                group(thread[1], || {
+                    tile_t[0] = scale * (b * 256 + t) as f32;
+                });
+            },
+        );
+        match split(thread) {
+            1 => {
+                tma_store(out, tile, b * 256);
+            }
+        }
+    });
+}
+
+#[test]
+fn tma_store_through_the_typed_launcher() {
+    use prism::runtime::TensorMapMut;
+    let dev = e2e_util::device();
+    let n = 1000usize;
+    let mut out = dev.htod(&vec![-1.0f32; n]).unwrap();
+    {
+        let mut map =
+            TensorMapMut::tiled(&mut out, [n as u64], &[], [256], TensorSwizzle::None).unwrap();
+        store_rows::launch(&dev, LaunchDims::new(4, 256), &mut map, 0.25).unwrap();
+    }
+    let got = dev.dtoh(&out).unwrap();
+    for (i, v) in got.iter().enumerate() {
+        assert_eq!(*v, 0.25 * i as f32, "element {i}");
+    }
+    // Through the raw launch, a read-only map for the TensorMapMut parameter is refused.
+    let ro = TensorMap::tiled(&out, [n as u64], &[], [256], TensorSwizzle::None).unwrap();
+    // SAFETY: the launch is refused by the argument check before anything runs.
+    let r = unsafe {
+        dev.launch(
+            &store_rows::INFO,
+            LaunchDims::new(4, 256),
+            &mut [ro.as_arg(), 0.25f32.into()],
+        )
+    };
+    match r {
+        Err(RuntimeError::BadArgs(m)) => assert!(m.contains("TensorMapMut"), "{m}"),
+        other => panic!("expected BadArgs, got {other:?}"),
+    }
+}

@@ -173,11 +173,13 @@ pub enum Type {
         len: Box<Expr>,
         layout: SmemLayout,
     },
-    /// `TensorMap<T, RANK>` (kernel parameter): a CUDA tensor map, passed by value (128 bytes, 64-byte
-    /// aligned), read only by `tma_load`.
+    /// `TensorMap<T, RANK>` / `TensorMapMut<T, RANK>` (kernel parameters): a CUDA tensor map, passed by
+    /// value (128 bytes, 64-byte aligned), read by `tma_load`; a `TensorMapMut` (`mutable`) also by
+    /// `tma_store`.
     TensorMap {
         elem: ScalarType,
         rank: u32,
+        mutable: bool,
     },
 }
 

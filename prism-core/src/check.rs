@@ -85,6 +85,7 @@ pub const INTRINSICS: &[&str] = &[
     "block_dim",
     "grid_dim",
     "tma_load",
+    "tma_store",
     "wgmma_bf16",
     "wgmma_f16",
     "set_max_regs",
@@ -302,6 +303,7 @@ enum Ty {
     TensorMap {
         elem: ScalarType,
         rank: u32,
+        mutable: bool,
     },
     Unit,
     /// After an error: suppresses follow-up errors.
@@ -327,7 +329,12 @@ impl std::fmt::Display for Ty {
                 space: Space::Global,
             } => write!(f, "*const {elem}"),
             Ty::Ptr { elem, .. } => write!(f, "Shared<[{elem}; _]>"),
-            Ty::TensorMap { elem, rank } => write!(f, "TensorMap<{elem}, {rank}>"),
+            Ty::TensorMap {
+                elem,
+                rank,
+                mutable: false,
+            } => write!(f, "TensorMap<{elem}, {rank}>"),
+            Ty::TensorMap { elem, rank, .. } => write!(f, "TensorMapMut<{elem}, {rank}>"),
             Ty::Ring(_) => f.write_str("a ring"),
             Ty::Unit => f.write_str("()"),
             Ty::Err => f.write_str("{error}"),
@@ -650,7 +657,11 @@ impl<'a> Cx<'a> {
                     let len = self.eval_opt(len, "an array length");
                     (Ty::Array { elem: *elem, len }, *mutable)
                 }
-                Type::TensorMap { elem, rank } => {
+                Type::TensorMap {
+                    elem,
+                    rank,
+                    mutable,
+                } => {
                     if f.kind != FnKind::Kernel {
                         self.errors.push(
                             err("TYPE", p.span, "tensor maps are kernel parameters").help(
@@ -662,6 +673,7 @@ impl<'a> Cx<'a> {
                         Ty::TensorMap {
                             elem: *elem,
                             rank: *rank,
+                            mutable: *mutable,
                         },
                         false,
                     )

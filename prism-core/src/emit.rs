@@ -145,7 +145,9 @@ fn emit_instance(
         .unwrap_or(1);
     em.proxy_fences = std::iter::once(f).chain(deps).any(|g| {
         let mut hit = false;
-        crate::check::walk_calls(&g.body, &mut |name, _| hit |= name.starts_with("wgmma_"));
+        crate::check::walk_calls(&g.body, &mut |name, _| {
+            hit |= name.starts_with("wgmma_") || name == "tma_store"
+        });
         hit
     });
 
@@ -221,7 +223,11 @@ fn emit_instance(
                     kind: ParamKind::Scalar(*t),
                 });
             }
-            Type::TensorMap { elem, rank } => {
+            Type::TensorMap {
+                elem,
+                rank,
+                mutable,
+            } => {
                 // By value, as `cuLaunchKernel` copies it; TMA reads it through its generic address.
                 params_decl.push(format!("\t.param .align 64 .b8 {pname}[128]"));
                 let a = em.fresh(ScalarType::U64);
@@ -242,6 +248,7 @@ fn emit_instance(
                     kind: ParamKind::TensorMap {
                         elem: *elem,
                         rank: *rank,
+                        mutable: *mutable,
                         box_dims: Vec::new(),
                         swizzle: SmemLayout::Linear,
                     },

@@ -33,6 +33,8 @@ pub enum ParamKind {
     TensorMap {
         elem: ScalarType,
         rank: u32,
+        /// A `TensorMapMut`: the kernel stores through it (`tma_store`).
+        mutable: bool,
         box_dims: Vec<u32>,
         swizzle: ast::SmemLayout,
     },

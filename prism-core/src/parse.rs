@@ -651,7 +651,11 @@ impl Cx {
             _ => None,
         };
         match rank {
-            Some(rank @ 1..=5) => Ok(Type::TensorMap { elem, rank }),
+            Some(rank @ 1..=5) => Ok(Type::TensorMap {
+                elem,
+                rank,
+                mutable: seg.ident == "TensorMapMut",
+            }),
             _ => Err(syntax(r.span(), WANT)
                 .help("TMA tensors have 1 to 5 dimensions: `TensorMap<bf16, 2>`")),
         }
@@ -729,7 +733,7 @@ impl Cx {
                                 "expected `Shared<[T; N]>` or `Shared<[T; N], Swizzle128>`",
                             ));
                         }
-                        if seg.ident == "TensorMap" {
+                        if seg.ident == "TensorMap" || seg.ident == "TensorMapMut" {
                             if cx != TyCtx::Param {
                                 return Err(syntax(t.span(), "`TensorMap<T, RANK>` is only allowed as a kernel parameter")
                                     .help("take the tensor map as a parameter `a: TensorMap<bf16, 2>`; the host builds it with `prism_runtime::TensorMap`"));

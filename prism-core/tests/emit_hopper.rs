@@ -544,3 +544,139 @@ fn cluster_attribute_and_barrier() {
         );
     }
 }
+
+/// TMA stores: blocks write a tile into shared memory with ordinary stores (thread[1] partitions), one thread
+/// stores it to global memory through a `TensorMapMut`. The compiler places the barrier and the proxy fences
+/// between the generic writes and the async-proxy read; the tensor is ragged (the last box is partly outside
+/// and those elements are not written).
+const TMA_STORE: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 256)]
+pub fn store_rows(out: TensorMapMut<f32, 1>, scale: f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    group(block[1], || {
+        let tile: Shared<[f32; 256]>;
+        #[at(thread[1])]
+        let t: u32 = id();
+        partition(tile, thread[1], |x| t + x, |tile_t| {
+            group(thread[1], || {
+                tile_t[0] = scale * (b * 256 + t) as f32;
+            });
+        });
+        match split(thread) {
+            1 => {
+                tma_store(out, tile, b * 256);
+            }
+        }
+    });
+}
+
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]
+pub fn store_swizzled(out: TensorMapMut<f32, 2>) {
+    #[at(block[1])]
+    let b: u32 = id();
+    group(block[1], || {
+        // 64 rows of 32 f32 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8): the 128-byte swizzle.
+        let tile: Shared<[f32; 64 * 32], Swizzle128>;
+        #[at(thread[1])]
+        let t: u32 = id();
+        partition(tile, thread[1], |x| x, |tile_t| {
+            group(thread[1], || {
+                for j in 0..16 {
+                    let e: u32 = t * 16 + j;
+                    let r: u32 = e / 32;
+                    let c: u32 = e % 32;
+                    tile_t[r * 32 + ((c / 4) ^ (r % 8)) * 4 + c % 4] = (1000 * (b * 64 + r) + c) as f32;
+                }
+            });
+        });
+        match split(thread) {
+            1 => {
+                tma_store(out, tile, 0, b * 64);
+            }
+        }
+    });
+}
+"#;
+
+#[test]
+fn tma_store_from_shared_memory() {
+    let ks = compile_src(TMA_STORE);
+    assemble_all(&ks);
+    for k in &ks {
+        assert!(
+            k.ptx.contains("global.shared::cta.tile.bulk_group"),
+            "{}",
+            k.ptx
+        );
+        assert!(k.ptx.contains("fence.proxy.async.shared::cta"), "{}", k.ptx);
+    }
+    // Rank 1: 1000 floats, 4 blocks of 256 (the last box is 24 elements past the end).
+    let k = &ks[0];
+    let mut emu = Emulator::new(EmuConfig::default());
+    let n = 1000usize;
+    let out = buf(&mut emu, &f32::NAN.to_le_bytes().repeat(n + 64));
+    let m = TensorMap::tiled(
+        TensorDataType::F32,
+        out,
+        &[n as u64],
+        &[],
+        &[256],
+        TensorSwizzle::None,
+    )
+    .expect("map");
+    let module = Module::parse(&k.ptx).expect("parse");
+    emu.launch(
+        &module,
+        &k.entry,
+        [4, 1, 1],
+        [256, 1, 1],
+        k.contract.smem_bytes,
+        &[ParamValue::Bytes(m.encode().to_vec()), ParamValue::F32(0.5)],
+    )
+    .expect("launch");
+    let got = emu.read(out, (n + 64) * 4).expect("read");
+    for (i, w) in got.chunks_exact(4).enumerate() {
+        let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        if i < n {
+            assert_eq!(v, 0.5 * i as f32, "element {i}");
+        } else {
+            assert!(v.is_nan(), "element {i} past the tensor was written: {v}");
+        }
+    }
+    // Rank 2, 128-byte swizzle: a 200 × 32 matrix from 4 blocks of 64 rows.
+    let k = &ks[1];
+    let mut emu = Emulator::new(EmuConfig::default());
+    let rows = 200usize;
+    let out = buf(&mut emu, &f32::NAN.to_le_bytes().repeat(rows * 32));
+    let m = TensorMap::tiled(
+        TensorDataType::F32,
+        out,
+        &[32, rows as u64],
+        &[128],
+        &[32, 64],
+        TensorSwizzle::B128,
+    )
+    .expect("map");
+    let module = Module::parse(&k.ptx).expect("parse");
+    emu.launch(
+        &module,
+        &k.entry,
+        [4, 1, 1],
+        [128, 1, 1],
+        k.contract.smem_bytes,
+        &[ParamValue::Bytes(m.encode().to_vec())],
+    )
+    .expect("launch");
+    let got = emu.read(out, rows * 32 * 4).expect("read");
+    for (i, w) in got.chunks_exact(4).enumerate() {
+        let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        assert_eq!(
+            v,
+            (1000 * (i / 32) + i % 32) as f32,
+            "element ({}, {})",
+            i / 32,
+            i % 32
+        );
+    }
+}

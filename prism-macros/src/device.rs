@@ -29,7 +29,12 @@ fn type_text(t: &Type) -> String {
             ..
         } => format!("&[{elem}; _]"),
         Type::Shared { elem, .. } => format!("Shared<[{elem}; _]>"),
-        Type::TensorMap { elem, rank } => format!("TensorMap<{elem}, {rank}>"),
+        Type::TensorMap {
+            elem,
+            rank,
+            mutable: false,
+        } => format!("TensorMap<{elem}, {rank}>"),
+        Type::TensorMap { elem, rank, .. } => format!("TensorMapMut<{elem}, {rank}>"),
     }
 }
 

@@ -586,9 +586,17 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
         ParamKind::TensorMap {
             elem,
             rank,
+            mutable,
             box_dims,
             swizzle,
-        } => tensor_map_param(name, pname, span, (*elem, *rank), box_dims, *swizzle),
+        } => tensor_map_param(
+            name,
+            pname,
+            span,
+            (*elem, *rank, *mutable),
+            box_dims,
+            *swizzle,
+        ),
         ParamKind::Ptr { elem, mutable } => {
             let Some((ty, variant)) = elem_tokens(*elem) else {
                 return Err(Diagnostic::new(
@@ -634,7 +642,7 @@ fn tensor_map_param(
     name: Ident,
     pname: &str,
     span: Span,
-    (elem, rank): (ScalarType, u32),
+    (elem, rank, mutable): (ScalarType, u32, bool),
     box_dims: &[u32],
     swizzle: prism_core::ast::SmemLayout,
 ) -> Result<LaunchParam, Diagnostic> {
@@ -662,22 +670,35 @@ fn tensor_map_param(
                 || #name.swizzle() != ::prism_runtime::TensorSwizzle::#sw
             {
                 return ::core::result::Result::Err(::prism_runtime::RuntimeError::BadArgs(::std::format!(
-                    "tensor map `{}`: the kernel's tma_load fills {}, the map has box {:?} with swizzle {:?}",
+                    "tensor map `{}`: the kernel's TMA copies move {}, the map has box {:?} with swizzle {:?}",
                     #pname, #want, #name.box_dims(), #name.swizzle()
                 )));
             }
         }
     };
+    let (decl, doc) = if mutable {
+        (
+            quote!(#name: &mut ::prism_runtime::TensorMapMut<'_, #ty, #rank_lit>),
+            format!("`{pname}: TensorMapMut<{elem}, {rank}>` (`&mut prism_runtime::TensorMapMut<{elem}, {rank}>`)"),
+        )
+    } else {
+        (
+            quote!(#name: &::prism_runtime::TensorMap<'_, #ty, #rank_lit>),
+            format!("`{pname}: TensorMap<{elem}, {rank}>` (`&prism_runtime::TensorMap<{elem}, {rank}>`)"),
+        )
+    };
     Ok(LaunchParam {
-        decl: quote!(#name: &::prism_runtime::TensorMap<'_, #ty, #rank_lit>),
+        decl,
         arg: quote!(#name.as_arg()),
         spec: quote!(::prism_runtime::ParamSpec {
             name: #pname,
-            ty: ::prism_runtime::ParamType::TensorMap { elem: ::prism_runtime::ElemType::#variant, rank: #rank8 }
+            ty: ::prism_runtime::ParamType::TensorMap {
+                elem: ::prism_runtime::ElemType::#variant,
+                rank: #rank8,
+                writable: #mutable,
+            }
         }),
-        doc: format!(
-            "`{pname}: TensorMap<{elem}, {rank}>` (`&prism_runtime::TensorMap<{elem}, {rank}>`)"
-        ),
+        doc,
         check,
     })
 }

@@ -531,19 +531,24 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
     /// Passes the buffer to a `*mut T` parameter (also accepted by `*const T` parameters).
     pub fn as_arg_mut(&mut self) -> KernelArg<'_> {
+        KernelArg::Buf {
+            elem: T::ELEM,
+            mutable: true,
+            buf: self.mut_handle(),
+        }
+    }
+
+    /// A writable handle to the buffer (what [`DeviceBuffer::as_arg_mut`] and writable tensor maps pass).
+    pub(crate) fn mut_handle(&mut self) -> BufHandle<'_> {
         let inner = match &mut self.store {
             Store::Gpu(s) => HandleInner::Gpu(Box::new(GpuSliceMut(s))),
             Store::Emu { addr } => HandleInner::Emu(*addr),
         };
-        KernelArg::Buf {
+        BufHandle {
+            device: &self.device,
             elem: T::ELEM,
             mutable: true,
-            buf: BufHandle {
-                device: &self.device,
-                elem: T::ELEM,
-                mutable: true,
-                inner,
-            },
+            inner,
         }
     }
 }
@@ -690,6 +695,7 @@ impl KernelArg<'_> {
             KernelArg::TensorMap { map, .. } => ParamType::TensorMap {
                 elem: map.elem(),
                 rank: map.rank(),
+                writable: map.buffer().is_mutable(),
             },
         }
     }

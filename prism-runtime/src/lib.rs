@@ -36,7 +36,7 @@ pub use device::{
 };
 pub use emu::{TensorDataType, TensorSwizzle};
 pub use error::RuntimeError;
-pub use tensor_map::{TensorMap, TensorMapHandle};
+pub use tensor_map::{TensorMap, TensorMapHandle, TensorMapMut};
 pub use types::{
     registered_kernels, Backend, Contract, DeviceProperties, ElemType, KernelInfo, LaunchDims,
     ParamSpec, ParamType, RegisteredKernel,

@@ -88,30 +88,7 @@ impl<'a, T: DeviceCopy, const RANK: usize> TensorMap<'a, T, RANK> {
         box_dims: [u32; RANK],
         swizzle: TensorSwizzle,
     ) -> Result<Self, RuntimeError> {
-        let desc = emu::TensorMap::tiled(
-            data_type(T::ELEM),
-            buf.raw_ptr(),
-            &dims,
-            strides_bytes,
-            &box_dims,
-            swizzle,
-        )
-        .map_err(|e| RuntimeError::TensorMap(e.0))?;
-        let need = desc.extent_bytes();
-        let have = buf.len() as u128 * std::mem::size_of::<T>() as u128;
-        if need > have {
-            return Err(RuntimeError::TensorMap(format!(
-                "the tensor ({}, strides {:?} bytes) reaches {} bytes past its start, but the buffer has {} bytes \
-                 ({} elements of {})",
-                dims_text(&dims),
-                strides_bytes,
-                need,
-                have,
-                buf.len(),
-                T::ELEM
-            )));
-        }
-        let bytes = TensorMapBytes(buf.device().encode_tensor_map(&desc)?);
+        let (desc, bytes) = describe(buf, &dims, strides_bytes, &box_dims, swizzle)?;
         Ok(TensorMap { buf, desc, bytes })
     }
 
@@ -184,6 +161,125 @@ impl<'a, T: DeviceCopy> TensorMap<'a, T, 2> {
             .checked_mul(std::mem::size_of::<T>() as u64)
             .ok_or_else(|| RuntimeError::TensorMap(format!("{cols} columns overflow a stride")))?;
         TensorMap::tiled(buf, [cols, rows], &[stride], [box_cols, box_rows], swizzle)
+    }
+}
+
+/// Validates a map over `buf` (the rules of [`TensorMap::tiled`]) and encodes it for the buffer's device.
+fn describe<T: DeviceCopy>(
+    buf: &DeviceBuffer<T>,
+    dims: &[u64],
+    strides_bytes: &[u64],
+    box_dims: &[u32],
+    swizzle: TensorSwizzle,
+) -> Result<(emu::TensorMap, TensorMapBytes), RuntimeError> {
+    let desc = emu::TensorMap::tiled(
+        data_type(T::ELEM),
+        buf.raw_ptr(),
+        dims,
+        strides_bytes,
+        box_dims,
+        swizzle,
+    )
+    .map_err(|e| RuntimeError::TensorMap(e.0))?;
+    let need = desc.extent_bytes();
+    let have = buf.len() as u128 * std::mem::size_of::<T>() as u128;
+    if need > have {
+        return Err(RuntimeError::TensorMap(format!(
+                "the tensor ({}, strides {:?} bytes) reaches {} bytes past its start, but the buffer has {} bytes \
+                 ({} elements of {})",
+                dims_text(dims),
+                strides_bytes,
+                need,
+                have,
+                buf.len(),
+                T::ELEM
+            )));
+    }
+    let bytes = TensorMapBytes(buf.device().encode_tensor_map(&desc)?);
+    Ok((desc, bytes))
+}
+
+/// A tensor map a kernel may store through (`TensorMapMut<T, RANK>` parameters: `tma_store`): the same
+/// description and rules as [`TensorMap`], over a buffer borrowed mutably for `'a`, so nothing else reads or
+/// writes the buffer while a launch may write it.
+///
+/// ```
+/// use prism_runtime::{Device, TensorMapMut, TensorSwizzle};
+/// let dev = Device::emulator();
+/// let mut c = dev.alloc_zeros::<f32>(64 * 64)?;
+/// let map = TensorMapMut::row_major_2d(&mut c, 64, 64, 64, 32, TensorSwizzle::B128)?;
+/// assert_eq!(map.box_dims(), [32, 64]);
+/// # Ok::<(), prism_runtime::RuntimeError>(())
+/// ```
+pub struct TensorMapMut<'a, T: DeviceCopy, const RANK: usize> {
+    buf: &'a mut DeviceBuffer<T>,
+    desc: emu::TensorMap,
+    bytes: TensorMapBytes,
+}
+
+impl<'a, T: DeviceCopy, const RANK: usize> TensorMapMut<'a, T, RANK> {
+    /// As [`TensorMap::tiled`], over a mutably borrowed buffer.
+    ///
+    /// # Errors
+    /// As [`TensorMap::tiled`].
+    pub fn tiled(
+        buf: &'a mut DeviceBuffer<T>,
+        dims: [u64; RANK],
+        strides_bytes: &[u64],
+        box_dims: [u32; RANK],
+        swizzle: TensorSwizzle,
+    ) -> Result<Self, RuntimeError> {
+        let (desc, bytes) = describe(buf, &dims, strides_bytes, &box_dims, swizzle)?;
+        Ok(TensorMapMut { buf, desc, bytes })
+    }
+
+    /// The box's dimensions (elements; dimension 0 innermost).
+    pub fn box_dims(&self) -> [u32; RANK] {
+        std::array::from_fn(|i| self.desc.box_dims[i])
+    }
+
+    /// The shared-memory swizzle.
+    pub fn swizzle(&self) -> TensorSwizzle {
+        self.desc.swizzle
+    }
+
+    /// The validated description (with the buffer's device address), as the emulator encodes it.
+    pub fn description(&self) -> &emu::TensorMap {
+        &self.desc
+    }
+
+    /// The map as the argument of a `TensorMapMut<T, RANK>` (or `TensorMap<T, RANK>`) kernel parameter.
+    pub fn as_arg(&mut self) -> KernelArg<'_> {
+        KernelArg::TensorMap {
+            elem: T::ELEM,
+            rank: RANK as u8,
+            map: TensorMapHandle {
+                buf: self.buf.mut_handle(),
+                elem: T::ELEM,
+                rank: RANK as u8,
+                bytes: Box::new(self.bytes),
+            },
+        }
+    }
+}
+
+impl<'a, T: DeviceCopy> TensorMapMut<'a, T, 2> {
+    /// As [`TensorMap::row_major_2d`], over a mutably borrowed buffer.
+    ///
+    /// # Errors
+    /// As [`TensorMap::tiled`].
+    pub fn row_major_2d(
+        buf: &'a mut DeviceBuffer<T>,
+        rows: u64,
+        cols: u64,
+        box_rows: u32,
+        box_cols: u32,
+        swizzle: TensorSwizzle,
+    ) -> Result<Self, RuntimeError> {
+        let stride = cols
+            .checked_mul(std::mem::size_of::<T>() as u64)
+            .ok_or_else(|| RuntimeError::TensorMap(format!("{cols} columns overflow a stride")))?;
+        TensorMapMut::tiled(buf, [cols, rows], &[stride], [box_cols, box_rows], swizzle)
     }
 }
 

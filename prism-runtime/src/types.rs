@@ -172,6 +172,9 @@ pub enum ParamType {
         elem: ElemType,
         /// Rank of the tensor (1 to 5).
         rank: u8,
+        /// The kernel writes through the map (TMA stores: `TensorMapMut<T, RANK>`), so the argument must be
+        /// a [`crate::TensorMapMut`], which borrows its buffer mutably.
+        writable: bool,
     },
 }
 
@@ -193,7 +196,16 @@ impl fmt::Display for ParamType {
                 elem,
                 mutable: false,
             } => write!(f, "*const {}", elem),
-            ParamType::TensorMap { elem, rank } => write!(f, "TensorMap<{}, {}>", elem, rank),
+            ParamType::TensorMap {
+                elem,
+                rank,
+                writable: false,
+            } => write!(f, "TensorMap<{}, {}>", elem, rank),
+            ParamType::TensorMap {
+                elem,
+                rank,
+                writable: true,
+            } => write!(f, "TensorMapMut<{}, {}>", elem, rank),
         }
     }
 }

@@ -163,7 +163,11 @@ pub(crate) fn check_args(
                 check_buf(device, &what, elem, mutable, *ae, *am, buf).or_else(bad)?;
             }
             (
-                ParamType::TensorMap { elem, rank },
+                ParamType::TensorMap {
+                    elem,
+                    rank,
+                    writable,
+                },
                 KernelArg::TensorMap {
                     elem: ae,
                     rank: ar,
@@ -172,6 +176,12 @@ pub(crate) fn check_args(
             ) => {
                 crate::tensor_map::check_map_arg(device, &what, elem, rank, *ae, *ar, map)
                     .or_else(bad)?;
+                if writable && !map.buffer().is_mutable() {
+                    return bad(format!(
+                        "{what}: the kernel stores through this tensor map, so it takes a TensorMapMut (made from \
+                         `&mut DeviceBuffer`), not a TensorMap"
+                    ));
+                }
             }
             (_, a) => return bad(format!("{} got {}", what, a.describe())),
         }

@@ -137,7 +137,11 @@ const fn tma_params(elem: ElemType) -> [ParamSpec; 6] {
     [
         ParamSpec {
             name: "tmap",
-            ty: ParamType::TensorMap { elem, rank: 2 },
+            ty: ParamType::TensorMap {
+                elem,
+                rank: 2,
+                writable: false,
+            },
         },
         ParamSpec {
             name: "out",
@@ -737,7 +741,8 @@ fn tensor_map_parameter_must_be_128_bytes_aligned_to_64_in_the_ptx() {
     assert_eq!(
         ParamType::TensorMap {
             elem: ElemType::BF16,
-            rank: 2
+            rank: 2,
+            writable: false,
         }
         .to_string(),
         "TensorMap<bf16, 2>"

@@ -39,7 +39,7 @@ impl Cx<'_> {
                     return Some(Ty::Err);
                 }
                 self.async_dst(n, &args[0], true);
-                let rank = self.tensor_map_arg(name, &args[1]);
+                let rank = self.tensor_map_arg(name, &args[1]).map(|(r, _)| r);
                 if let Some(r) = rank {
                     if args.len() != 2 + r as usize {
                         self.arity_error(
@@ -49,6 +49,35 @@ impl Cx<'_> {
                         );
                     }
                 }
+                for c in &args[2..] {
+                    let t = self.expr(c, &at(t1, "a coordinate"), code);
+                    self.expect_int(&t, c.span, "a coordinate");
+                }
+                Some(Ty::Unit)
+            }
+            "tma_store" => {
+                self.need_perspective(name, t1, code);
+                if args.len() < 3 {
+                    self.arity_error(name, "2 + the map's rank", args.len());
+                    return Some(Ty::Err);
+                }
+                if let Some((r, mutable)) = self.tensor_map_arg(name, &args[0]) {
+                    if !mutable {
+                        self.errors.push(
+                            err("TMA", args[0].span, "`tma_store` writes global memory through its map: the parameter must be a `TensorMapMut<T, RANK>`")
+                                .help("declare it `c: TensorMapMut<f32, 2>`; the host passes `&mut prism_runtime::TensorMapMut`"),
+                        );
+                    }
+                    if args.len() != 2 + r as usize {
+                        self.arity_error(
+                            name,
+                            &format!("{} (the map, the source and {r} coordinates)", 2 + r),
+                            args.len(),
+                        );
+                    }
+                }
+                // The source: a shared allocation itself, read through the async proxy.
+                self.ptr_arg(name, &args[1], false, Some(Space::Shared), code);
                 for c in &args[2..] {
                     let t = self.expr(c, &at(t1, "a coordinate"), code);
                     self.expect_int(&t, c.span, "a coordinate");
@@ -287,8 +316,8 @@ impl Cx<'_> {
         ));
     }
 
-    /// The rank of a `TensorMap` argument (a kernel parameter used by name).
-    fn tensor_map_arg(&mut self, name: &Ident, a: &Expr) -> Option<u32> {
+    /// The rank of a `TensorMap` argument (a kernel parameter used by name), and whether it is writable.
+    fn tensor_map_arg(&mut self, name: &Ident, a: &Expr) -> Option<(u32, bool)> {
         let ExprKind::Var(id) = &a.kind else {
             self.errors.push(err(
                 "TYPE",
@@ -299,7 +328,7 @@ impl Cx<'_> {
         };
         let vi = self.use_var(id)?;
         match self.vars[vi].ty {
-            Ty::TensorMap { rank, .. } => Some(rank),
+            Ty::TensorMap { rank, mutable, .. } => Some((rank, mutable)),
             Ty::Err => None,
             ref other => {
                 let msg = format!(

@@ -87,6 +87,7 @@ impl Em<'_> {
     ) -> Option<R<Value>> {
         let r = match name {
             "tma_load" => self.tma_load(args, span),
+            "tma_store" => self.tma_store(args, span),
             "wgmma_bf16" => self.wgmma(args, ScalarType::BF16, span),
             "wgmma_f16" => self.wgmma(args, ScalarType::F16, span),
             "set_max_regs" => self.set_max_regs(args, span),
@@ -154,26 +155,7 @@ impl Em<'_> {
                  (at most 256 rows); a rank-1 box is a `Linear` allocation of at most 256 elements",
             )
         })?;
-        let want = TmaUse {
-            box_dims: box_dims.clone(),
-            layout: dst.layout,
-        };
-        match self.tma_uses.get(&param) {
-            Some(prev) if *prev != want => {
-                return Err(err(
-                    "TMA",
-                    args[0].span,
-                    format!(
-                        "this tensor map is loaded with box {:?} ({}) here but box {:?} ({}) elsewhere: one map has one box",
-                        want.box_dims, want.layout, prev.box_dims, prev.layout
-                    ),
-                )
-                .help("pass a second tensor map for the other tile shape"))
-            }
-            _ => {
-                self.tma_uses.insert(param, want);
-            }
-        }
+        self.record_tma_use(param, box_dims, dst.layout, args[0].span)?;
         let bytes = dst.len as u64 * elem.size() as u64;
         let da = self.address(&dst, vec![Val::imm_u32(0)], args[0].span)?;
         let mut coords = Vec::new();
@@ -188,6 +170,85 @@ impl Em<'_> {
             "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{da}], [{map}, {{{}}}], [{mbar}];",
             coords.join(", ")
         ));
+        Ok(())
+    }
+
+    /// One map has one box: every copy through the parameter moves the same box with the same swizzle.
+    fn record_tma_use(
+        &mut self,
+        param: usize,
+        box_dims: Vec<u32>,
+        layout: SmemLayout,
+        span: Span,
+    ) -> R<()> {
+        let want = TmaUse { box_dims, layout };
+        match self.tma_uses.get(&param) {
+            Some(prev) if *prev != want => Err(err(
+                "TMA",
+                span,
+                format!(
+                    "this tensor map moves box {:?} ({}) here but box {:?} ({}) elsewhere: one map has one box",
+                    want.box_dims, want.layout, prev.box_dims, prev.layout
+                ),
+            )
+            .help("pass a second tensor map for the other tile shape")),
+            _ => {
+                self.tma_uses.insert(param, want);
+                Ok(())
+            }
+        }
+    }
+
+    /// `tma_store(map, src, c0, ..)`: the whole shared allocation `src` (the box) to the tensor at the
+    /// coordinates; parts of the box outside the tensor are not written. The issuing thread fences its own
+    /// generic writes into the async proxy (the other writers did before the barrier the inference placed),
+    /// and waits for the store to complete, so `src` may be rewritten after the next barrier and the global
+    /// memory is written when the thread goes on.
+    fn tma_store(&mut self, args: &[Expr], span: Span) -> R<()> {
+        let (param, map, elem, rank) = match &args[0].kind {
+            ExprKind::Var(id) => match self.lookup(id)? {
+                Binding::TensorMap {
+                    param,
+                    addr,
+                    elem,
+                    rank,
+                } => (param, addr, elem, rank),
+                _ => return Err(err("EMIT-TYPE", args[0].span, "expected a tensor map")),
+            },
+            _ => return Err(err("EMIT-TYPE", args[0].span, "expected a tensor map")),
+        };
+        if args.len() != 2 + rank as usize {
+            return Err(err(
+                "EMIT-CALL",
+                span,
+                format!("`tma_store` with a rank-{rank} map takes {rank} coordinates"),
+            ));
+        }
+        let src = self.mem_arg(&args[1])?;
+        if src.space != Space::Shared || !src.maps.is_empty() || src.elem != elem {
+            return Err(err(
+                "TMA",
+                args[1].span,
+                format!("`tma_store` stores a whole shared allocation of {elem} (a `Shared<[{elem}; N], L>` itself)"),
+            ));
+        }
+        let box_dims =
+            tma_box(src.layout, src.len, elem, rank).map_err(|m| err("TMA", args[1].span, m))?;
+        self.record_tma_use(param, box_dims, src.layout, args[1].span)?;
+        let sa = self.address(&src, vec![Val::imm_u32(0)], args[1].span)?;
+        let mut coords = Vec::new();
+        for c in &args[2..] {
+            let v = self.scalar(c)?;
+            coords.push(self.reg(&v, v.ty().unwrap_or(ScalarType::U32)));
+        }
+        self.line("fence.proxy.async.shared::cta;".into());
+        self.line(format!(
+            "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [{map}, {{{}}}], [{sa}];",
+            coords.join(", ")
+        ));
+        self.line("cp.async.bulk.commit_group;".into());
+        self.line("cp.async.bulk.wait_group 0;".into());
+        self.sm90a = true;
         Ok(())
     }
 
