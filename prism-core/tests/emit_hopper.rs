@@ -680,3 +680,25 @@ fn tma_store_from_shared_memory() {
         );
     }
 }
+
+/// scale-d: `wgmma_bf16(.., accumulate)` with `accumulate` false on the first k-step ignores the accumulator's
+/// old contents (here 7.0 everywhere), so no zeroing is needed.
+#[test]
+fn first_step_overwrites_the_accumulator() {
+    let src = gemm_src("Swizzle128", 64)
+        .replace(
+            "let mut acc = [0.0f32; BN / 2];",
+            "let mut acc = [7.0f32; BN / 2];",
+        )
+        .replace(
+            "wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);",
+            "wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16, kt > 0 || kk > 0);",
+        );
+    let ks = compile_src(&src);
+    assemble_all(&ks);
+    for k in &ks {
+        let bn = k.instance[0] as u32;
+        run_gemm(k, bn, (128, 2 * bn, 192), 21);
+        run_gemm(k, bn, (72, bn + 8, 72), 22);
+    }
+}

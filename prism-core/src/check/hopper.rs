@@ -86,9 +86,14 @@ impl Cx<'_> {
             }
             "wgmma_bf16" | "wgmma_f16" => {
                 self.need_perspective(name, wg, code);
-                if args.len() != 5 {
-                    self.arity_error(name, "5", args.len());
+                if args.len() != 5 && args.len() != 6 {
+                    self.arity_error(name, "5 or 6", args.len());
                     return Some(Ty::Err);
+                }
+                if let Some(acc) = args.get(5) {
+                    // scale-d: false computes D = A·B, ignoring D's old value (the first k-step).
+                    let t = self.expr(acc, &at(wg, "`accumulate`"), code);
+                    self.expect_ty(&t, &Ty::Scalar(ScalarType::Bool), acc.span, "`accumulate`");
                 }
                 self.accumulator_arg(name, &args[0]);
                 let input = if n == "wgmma_bf16" {

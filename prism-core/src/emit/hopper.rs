@@ -274,7 +274,24 @@ impl Em<'_> {
             self.wgmma_open = true;
             self.wgmma_fenced = true;
         }
-        let scale_d = self.wgmma_scale_d();
+        let scale_d = match args.get(5) {
+            Some(e) => {
+                let v = self.scalar(e)?;
+                let v = self.coerce(v, ScalarType::Bool, e.span)?;
+                match v {
+                    Val::Imm(..) => {
+                        let one = !matches!(v, Val::Imm(super::Imm::Bool(false), _)) as u32;
+                        let r = self.fresh(ScalarType::U32);
+                        let p = self.fresh(ScalarType::Bool);
+                        self.line(format!("mov.u32 {r}, {one};"));
+                        self.line(format!("setp.ne.u32 {p}, {r}, 0;"));
+                        p
+                    }
+                    v => self.reg(&v, ScalarType::Bool),
+                }
+            }
+            None => self.wgmma_scale_d(),
+        };
         let t = if input == ScalarType::BF16 {
             "bf16"
         } else {
