@@ -8,11 +8,12 @@
 //! | 1 | [`gemm_bf16_tma_wgmma`] | one warpgroup per 64 × `BN` tile; per 64-wide k-tile, one thread loads the A and B tiles with TMA (128-byte swizzle) and the warpgroup multiplies them with four `wgmma.m64nBNk16` |
 //! | 3 | [`gemm_bf16_ws`]`<BN, STAGES, 0>` | 128 × `BN` tiles, warp specialization: a producer warpgroup fills a `ring` of `STAGES` slots with TMA while two consumer warpgroups (64 rows each) drain them with wgmma; full/empty mbarriers, slot and parity computed by the compiler |
 //! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
+//! | 5 | [`gemm_bf16_persistent`]`<BN, STAGES, GROUP_M>` | rung 4 on a persistent grid (one block per SM), tiles in grouped order for L2 reuse, one ring across a block's tiles, `accumulate` false on each tile's first k-step |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
-//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. Persistent tiles,
-//! clusters with multicast and a TMA-store epilogue (rungs 5–7) are not written yet: see docs/KERNELS.md.
+//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. Clusters with multicast
+//! and a TMA-store epilogue (rungs 6–7) are not written yet: see docs/KERNELS.md.
 
 use prism_macros::prism_kernel;
 use prism_runtime::half::bf16;
@@ -244,6 +245,179 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
     );
 }
 
+/// Rung 5: rung 4 on a persistent grid. Each block takes tiles `blk, blk + grid, ..` in grouped order
+/// (`GROUP_M` tile rows at a time, so concurrently running blocks share A and B panels in L2) and keeps one
+/// ring running across its tiles: the ring's step counts k-tiles over all of them. The first k-step of each
+/// tile overwrites the accumulators (`accumulate` false). Launch `min(tiles, SMs)` blocks of 384 threads.
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 384,
+    instances = [(128, 4, 8), (256, 4, 8)]
+)]
+pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *mut f32,
+) {
+    let tiles_m: u32 = (m + 127) / 128;
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let nblk: u32 = grid_dim();
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let iters: u32 = (tiles + nblk - 1 - blk) / nblk; // 0 when blk >= tiles (blk < nblk)
+                                                      // Every block may write any tile of C: which ones is decided at run time by the schedule above, whose
+                                                      // tiles are disjoint (block `blk` takes the tiles ≡ blk mod grid).
+    partition(
+        c,
+        block[1],
+        |x| x,
+        |c_blk| {
+            group(block[1], || {
+                let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+                let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+                partition(
+                    c_blk,
+                    thread[128],
+                    |x| x,
+                    |c_wg| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                for it in 0..iters {
+                                    let tile: u32 = blk + it * nblk;
+                                    let width: u32 = GROUP_M * tiles_n;
+                                    let first_m: u32 = (tile / width) * GROUP_M;
+                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+                                    let tm: u32 = first_m + (tile % width) % rows;
+                                    let tn: u32 = (tile % width) / rows;
+                                    for kt in 0..k_tiles {
+                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            match split(thread) {
+                                                1 => {
+                                                    tma_load(sa_s, a, kt * 64, tm * 128);
+                                                    tma_load(sb_s, b, kt * 64, tn * BN);
+                                                }
+                                            }
+                                        });
+                                    }
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                for it in 0..iters {
+                                    let tile: u32 = blk + it * nblk;
+                                    let width: u32 = GROUP_M * tiles_n;
+                                    let first_m: u32 = (tile / width) * GROUP_M;
+                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+                                    let tm: u32 = first_m + (tile % width) % rows;
+                                    let tn: u32 = (tile % width) / rows;
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            for kk in 0..4 {
+                                                wgmma_bf16(
+                                                    &mut acc,
+                                                    sa_s,
+                                                    kk * 16,
+                                                    sb_s,
+                                                    kk * 16,
+                                                    kt > 0 || kk > 0,
+                                                );
+                                            }
+                                        });
+                                    }
+                                    #[at(thread[1])]
+                                    let row: u32 = tm * 128 + 0 + 16 * (t / 32) + (t % 32) / 4;
+                                    #[at(thread[1])]
+                                    let col: u32 = tn * BN + 2 * (t % 4);
+                                    partition(
+                                        c_wg,
+                                        thread[1],
+                                        |q, e| (row + q) * n + col + e,
+                                        |c_t| {
+                                            group(thread[1], || {
+                                                for i in 0..BN / 2 {
+                                                    let dr: u32 = 8 * ((i / 2) % 2);
+                                                    let dc: u32 = 8 * (i / 4) + i % 2;
+                                                    if row + dr < m && col + dc < n {
+                                                        c_t[(dr, dc)] =
+                                                            alpha * acc[i] + beta * c_t[(dr, dc)];
+                                                    }
+                                                }
+                                            });
+                                        },
+                                    );
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                for it in 0..iters {
+                                    let tile: u32 = blk + it * nblk;
+                                    let width: u32 = GROUP_M * tiles_n;
+                                    let first_m: u32 = (tile / width) * GROUP_M;
+                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+                                    let tm: u32 = first_m + (tile % width) % rows;
+                                    let tn: u32 = (tile % width) / rows;
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            for kk in 0..4 {
+                                                wgmma_bf16(
+                                                    &mut acc,
+                                                    sa_s,
+                                                    64 * 64 + kk * 16,
+                                                    sb_s,
+                                                    kk * 16,
+                                                    kt > 0 || kk > 0,
+                                                );
+                                            }
+                                        });
+                                    }
+                                    #[at(thread[1])]
+                                    let row: u32 = tm * 128 + 64 + 16 * (t / 32) + (t % 32) / 4;
+                                    #[at(thread[1])]
+                                    let col: u32 = tn * BN + 2 * (t % 4);
+                                    partition(
+                                        c_wg,
+                                        thread[1],
+                                        |q, e| (row + q) * n + col + e,
+                                        |c_t| {
+                                            group(thread[1], || {
+                                                for i in 0..BN / 2 {
+                                                    let dr: u32 = 8 * ((i / 2) % 2);
+                                                    let dc: u32 = 8 * (i / 4) + i % 2;
+                                                    if row + dr < m && col + dc < n {
+                                                        c_t[(dr, dc)] =
+                                                            alpha * acc[i] + beta * c_t[(dr, dc)];
+                                                    }
+                                                }
+                                            });
+                                        },
+                                    );
+                                }
+                            }
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
+
 // ---- Host API. ----
 
 /// One kernel instance of the bf16 GEMM ladder.
@@ -259,20 +433,26 @@ pub enum GemmBf16Variant {
     SetMaxNReg256x3,
     /// Rung 4, [`gemm_bf16_ws`]`<256, 4, 1>`: as above with a 4-slot ring.
     SetMaxNReg256x4,
+    /// Rung 5, [`gemm_bf16_persistent`]`<128, 4, 8>`: persistent, 128 × 128 tiles.
+    Persistent128,
+    /// Rung 5, [`gemm_bf16_persistent`]`<256, 4, 8>`: persistent, 128 × 256 tiles.
+    Persistent256,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 5] = [
+    pub const ALL: [GemmBf16Variant; 7] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
         GemmBf16Variant::SetMaxNReg256x3,
         GemmBf16Variant::SetMaxNReg256x4,
+        GemmBf16Variant::Persistent128,
+        GemmBf16Variant::Persistent256,
     ];
     /// The variant [`gemm_bf16`] picks by default. No rung has been timed on a GPU yet (docs/KERNELS.md):
     /// this is the highest rung, the one whose structure matches the fastest published Hopper kernels.
-    pub const BEST: GemmBf16Variant = GemmBf16Variant::SetMaxNReg256x4;
+    pub const BEST: GemmBf16Variant = GemmBf16Variant::Persistent256;
 
     /// Short name for tables.
     pub fn name(self) -> &'static str {
@@ -282,6 +462,8 @@ impl GemmBf16Variant {
             GemmBf16Variant::WarpSpecialized128 => "3 ws ring 128x128 x4",
             GemmBf16Variant::SetMaxNReg256x3 => "4 ws+setmaxnreg 128x256 x3",
             GemmBf16Variant::SetMaxNReg256x4 => "4 ws+setmaxnreg 128x256 x4",
+            GemmBf16Variant::Persistent128 => "5 persistent 128x128 x4",
+            GemmBf16Variant::Persistent256 => "5 persistent 128x256 x4",
         }
     }
 
@@ -293,6 +475,8 @@ impl GemmBf16Variant {
             GemmBf16Variant::WarpSpecialized128 => &gemm_bf16_ws::<128, 4, 0>::INFO,
             GemmBf16Variant::SetMaxNReg256x3 => &gemm_bf16_ws::<256, 3, 1>::INFO,
             GemmBf16Variant::SetMaxNReg256x4 => &gemm_bf16_ws::<256, 4, 1>::INFO,
+            GemmBf16Variant::Persistent128 => &gemm_bf16_persistent::<128, 4, 8>::INFO,
+            GemmBf16Variant::Persistent256 => &gemm_bf16_persistent::<256, 4, 8>::INFO,
         }
     }
 
@@ -301,8 +485,10 @@ impl GemmBf16Variant {
         match self {
             GemmBf16Variant::TmaWgmma64 => (64, 64),
             GemmBf16Variant::TmaWgmma128 => (64, 128),
-            GemmBf16Variant::WarpSpecialized128 => (128, 128),
-            GemmBf16Variant::SetMaxNReg256x3 | GemmBf16Variant::SetMaxNReg256x4 => (128, 256),
+            GemmBf16Variant::WarpSpecialized128 | GemmBf16Variant::Persistent128 => (128, 128),
+            GemmBf16Variant::SetMaxNReg256x3
+            | GemmBf16Variant::SetMaxNReg256x4
+            | GemmBf16Variant::Persistent256 => (128, 256),
         }
     }
 
@@ -418,6 +604,13 @@ pub fn gemm_bf16(
     }
     let ma = TensorMap::row_major_2d(a, m as u64, k as u64, tm, 64, TensorSwizzle::B128)?;
     let mb = TensorMap::row_major_2d(b, n as u64, k as u64, tn, 64, TensorSwizzle::B128)?;
+    let blocks = match variant {
+        // Persistent: one block per SM (the emulator reports none: 132, an H100's count).
+        GemmBf16Variant::Persistent128 | GemmBf16Variant::Persistent256 => {
+            blocks.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
+        }
+        _ => blocks,
+    };
     let dims = LaunchDims::new(blocks as u32, variant.threads());
     let r = match variant {
         GemmBf16Variant::TmaWgmma64 => {
@@ -434,6 +627,12 @@ pub fn gemm_bf16(
         }
         GemmBf16Variant::SetMaxNReg256x4 => {
             gemm_bf16_ws::<256, 4, 1>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+        GemmBf16Variant::Persistent128 => {
+            gemm_bf16_persistent::<128, 4, 8>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+        GemmBf16Variant::Persistent256 => {
+            gemm_bf16_persistent::<256, 4, 8>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
         }
     }?;
     Ok(r)
