@@ -86,6 +86,7 @@ pub const INTRINSICS: &[&str] = &[
     "grid_dim",
     "tma_load",
     "tma_store",
+    "tma_load_multicast",
     "wgmma_bf16",
     "wgmma_f16",
     "set_max_regs",

@@ -278,6 +278,11 @@ fn emit_instance(
     em.smem_callee_base = em.own_smem(&f.body)?;
     em.block(&f.body)?;
     em.wgmma_retire();
+    if em.cluster_rings {
+        // Peers may still multicast into this block or arrive on its mbarriers until they are done too.
+        em.line("barrier.cluster.arrive.release;".to_string());
+        em.line("barrier.cluster.wait.acquire;".to_string());
+    }
     em.line("ret;".to_string());
     for (i, p) in params.iter_mut().enumerate() {
         if let (
@@ -638,6 +643,9 @@ struct Em<'a> {
     fill_slots: Vec<(String, String)>,
     /// `cluster = N` (1 without).
     cluster: u32,
+    /// A ring multicasts across the cluster: its mbarriers are published to the cluster before use, and no
+    /// block leaves while another may still write into it.
+    cluster_rings: bool,
     /// The kernel (or a callee) issues wgmma: barriers carry a proxy fence.
     proxy_fences: bool,
     /// Alignment of the first shared allocation's address (swizzled layouts need up to 1024 bytes).
@@ -700,6 +708,7 @@ impl<'a> Em<'a> {
             rings: Vec::new(),
             fill_slots: Vec::new(),
             cluster: 1,
+            cluster_rings: false,
             proxy_fences: false,
             smem_align: 16,
         }
@@ -835,8 +844,16 @@ impl<'a> Em<'a> {
                 }
             }
             let _ = writeln!(pro, "{skip}:");
-            // The initialization must be visible to every thread before any arrives or waits.
-            pro.push_str("\tbar.sync 0;\n");
+            // The initialization must be visible to every thread before any arrives or waits (and, for
+            // multicast rings, to the other blocks of the cluster).
+            if self.cluster_rings {
+                pro.push_str("\tfence.mbarrier_init.release.cluster;\n");
+                pro.push_str(
+                    "\tbarrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;\n",
+                );
+            } else {
+                pro.push_str("\tbar.sync 0;\n");
+            }
             for _ in 0..self.mbars {
                 let ph = self.fresh(ScalarType::U32);
                 let _ = writeln!(pro, "\tmov.u32 {ph}, 0;");

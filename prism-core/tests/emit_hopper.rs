@@ -399,6 +399,125 @@ pub fn gemm_ws<const BN: u32, const STAGES: u32>(
 }
 "#;
 
+/// Rung 6 shape: 2-block clusters sharing the B tile through a multicast TMA load.
+const GEMM_CLUSTER: &str = r#"
+#[prism_kernel(
+    requires(grid[1], block[2], block[1], warpgroup),
+    threads = 384,
+    cluster = 2,
+    instances = [(128, 3)]
+)]
+pub fn gemm_cluster<const BN: u32, const STAGES: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    d: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+) {
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let k_tiles: u32 = (k + 63) / 64;
+    // A cluster of two blocks computes two 128-row tiles over the same columns: they share B, which block
+    // rank 0 loads once for both (multicast).
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let rank: u32 = blk % 2;
+    #[at(block[1])]
+    let row0: u32 = ((blk / 2) / tiles_n) * 256 + rank * 128;
+    #[at(block[1])]
+    let col0: u32 = ((blk / 2) % tiles_n) * BN;
+    partition(d, block[1], |x| row0 * n + col0 + x, |d_blk| {
+        group(block[1], || {
+            let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+            let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+            // Warpgroup 0 produces; warpgroups 1 and 2 own rows 0..64 and 64..128 of the tile.
+            #[at(thread[128])]
+            let wg: u32 = id();
+            partition(d_blk, thread[128], |x| (wg - 1) * 64 * n + x, |d_wg| {
+                ring(STAGES, (sa, sb), |r| {
+                    match split(warpgroup) {
+                        1 => {
+                            set_max_regs(40);
+                            for kt in 0..k_tiles {
+                                fill(r, kt, |sa_s, sb_s| {
+                                    match split(thread) {
+                                        1 => {
+                                            tma_load(sa_s, a, kt * 64, row0);
+                                            if rank == 0 {
+                                                tma_load_multicast(sb_s, b, kt * 64, col0);
+                                            }
+                                        }
+                                    }
+                                });
+                            }
+                        }
+                        1 => {
+                            set_max_regs(232);
+                            #[at(thread[1])]
+                            let mut acc = [0.0f32; BN / 2];
+                            for kt in 0..k_tiles {
+                                drain(r, kt, |sa_s, sb_s| {
+                                    for kk in 0..4 {
+                                        wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16);
+                                    }
+                                });
+                            }
+                            #[at(thread[1])]
+                            let t: u32 = id();
+                            #[at(thread[1])]
+                            let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                            #[at(thread[1])]
+                            let c0: u32 = 2 * (t % 4);
+                            partition(d_wg, thread[1], |q, c| (r0 + q) * n + c0 + c, |d_t| {
+                                group(thread[1], || {
+                                    for i in 0..BN / 2 {
+                                        let dr: u32 = 8 * ((i / 2) % 2);
+                                        let dc: u32 = 8 * (i / 4) + i % 2;
+                                        if row0 + 0 + r0 + dr < m && col0 + c0 + dc < n {
+                                            d_t[(dr, dc)] = acc[i];
+                                        }
+                                    }
+                                });
+                            });
+                        }
+                        1 => {
+                            set_max_regs(232);
+                            #[at(thread[1])]
+                            let mut acc = [0.0f32; BN / 2];
+                            for kt in 0..k_tiles {
+                                drain(r, kt, |sa_s, sb_s| {
+                                    for kk in 0..4 {
+                                        wgmma_bf16(&mut acc, sa_s, 64 * 64 + kk * 16, sb_s, kk * 16);
+                                    }
+                                });
+                            }
+                            #[at(thread[1])]
+                            let t: u32 = id();
+                            #[at(thread[1])]
+                            let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                            #[at(thread[1])]
+                            let c0: u32 = 2 * (t % 4);
+                            partition(d_wg, thread[1], |q, c| (r0 + q) * n + c0 + c, |d_t| {
+                                group(thread[1], || {
+                                    for i in 0..BN / 2 {
+                                        let dr: u32 = 8 * ((i / 2) % 2);
+                                        let dc: u32 = 8 * (i / 4) + i % 2;
+                                        if row0 + 64 + r0 + dr < m && col0 + c0 + dc < n {
+                                            d_t[(dr, dc)] = acc[i];
+                                        }
+                                    }
+                                });
+                            });
+                        }
+                    }
+                });
+            });
+        });
+    });
+}
+"#;
+
 #[test]
 fn warp_specialized_ring_gemm() {
     let ks = compile_src(GEMM_WS);
@@ -700,5 +819,66 @@ fn first_step_overwrites_the_accumulator() {
         let bn = k.instance[0] as u32;
         run_gemm(k, bn, (128, 2 * bn, 192), 21);
         run_gemm(k, bn, (72, bn + 8, 72), 22);
+    }
+}
+
+#[test]
+fn cluster_multicast_ring_gemm() {
+    let ks = compile_src(GEMM_CLUSTER);
+    assemble_all(&ks);
+    let k = &ks[0];
+    assert!(k.ptx.contains(".multicast::cluster"), "{}", k.ptx);
+    assert!(
+        k.ptx
+            .contains("mbarrier.arrive.release.cluster.shared::cluster"),
+        "{}",
+        k.ptx
+    );
+    assert!(k.ptx.contains(".reqnctapercluster 2, 1, 1"));
+    for ((m, n, kk), seed) in [((512u32, 256u32, 256u32), 1u64), ((200, 200, 136), 2)] {
+        let (ab, av) = matrix(m as usize, kk as usize, seed);
+        let (bb, bv) = matrix(n as usize, kk as usize, seed + 1);
+        let mut emu = Emulator::new(EmuConfig::default());
+        let da = buf(&mut emu, &ab);
+        let db = buf(&mut emu, &bb);
+        let dd = buf(&mut emu, &f32::NAN.to_le_bytes().repeat((m * n) as usize));
+        let params = [
+            tmap(k, 0, da, m as u64, kk as u64),
+            tmap(k, 1, db, n as u64, kk as u64),
+            ParamValue::Ptr(dd),
+            ParamValue::U32(m),
+            ParamValue::U32(n),
+            ParamValue::U32(kk),
+        ];
+        let blocks = 2 * m.div_ceil(256) * n.div_ceil(128);
+        let module = Module::parse(&k.ptx).expect("parse");
+        emu.launch_cluster(
+            &module,
+            &k.entry,
+            [blocks, 1, 1],
+            [384, 1, 1],
+            Some([2, 1, 1]),
+            k.contract.smem_bytes,
+            &params,
+        )
+        .unwrap_or_else(|e| panic!("{m}x{n}x{kk}: {e:?}"));
+        let out = emu.read(dd, (m * n * 4) as usize).expect("read");
+        for i in 0..m as usize {
+            for j in 0..n as usize {
+                let (mut want, mut mag) = (0f64, 0f64);
+                for x in 0..kk as usize {
+                    let p = av[i * kk as usize + x] as f64 * bv[j * kk as usize + x] as f64;
+                    want += p;
+                    mag += p.abs();
+                }
+                let o = 4 * (i * n as usize + j);
+                let got = f32::from_le_bytes([out[o], out[o + 1], out[o + 2], out[o + 3]]) as f64;
+                let err = (got - want).abs();
+                assert!(
+                    err <= 1e-5 * mag + 1e-6,
+                    "{m}x{n}x{kk} ({i}, {j}): {got} vs {want}"
+                );
+            }
+        }
     }
 }

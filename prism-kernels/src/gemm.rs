@@ -8,12 +8,13 @@
 //! | 1 | [`gemm_bf16_tma_wgmma`] | one warpgroup per 64 × `BN` tile; per 64-wide k-tile, one thread loads the A and B tiles with TMA (128-byte swizzle) and the warpgroup multiplies them with four `wgmma.m64nBNk16` |
 //! | 3 | [`gemm_bf16_ws`]`<BN, STAGES, 0>` | 128 × `BN` tiles, warp specialization: a producer warpgroup fills a `ring` of `STAGES` slots with TMA while two consumer warpgroups (64 rows each) drain them with wgmma; full/empty mbarriers, slot and parity computed by the compiler |
 //! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
+//! | 6 | [`gemm_bf16_cluster`]`<256, 4, 1>` | rung 4 in 2-block clusters: the two blocks share the B tile, loaded once with a multicast TMA load |
 //! | 5 | [`gemm_bf16_persistent`]`<BN, STAGES, GROUP_M>` | rung 4 on a persistent grid (one block per SM), tiles in grouped order for L2 reuse, one ring across a block's tiles, `accumulate` false on each tile's first k-step |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
-//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. Clusters with multicast
-//! and a TMA-store epilogue (rungs 6–7) are not written yet: see docs/KERNELS.md.
+//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. A TMA-store epilogue
+//! (rung 7) is not written yet: see docs/KERNELS.md.
 
 use prism_macros::prism_kernel;
 use prism_runtime::half::bf16;
@@ -151,6 +152,165 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
                                         1 => {
                                             tma_load(sa_s, a, kt * 64, row0);
                                             tma_load(sb_s, b, kt * 64, col0);
+                                        }
+                                    });
+                                }
+                            }
+                            1 => {
+                                if REGS == 1 {
+                                    set_max_regs(232);
+                                }
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                for kt in 0..k_tiles {
+                                    drain(r, kt, |sa_s, sb_s| {
+                                        for kk in 0..4 {
+                                            wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16);
+                                        }
+                                    });
+                                }
+                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                partition(
+                                    c_wg,
+                                    thread[1],
+                                    |q, e| (r0 + q) * n + c0 + e,
+                                    |c_t| {
+                                        group(thread[1], || {
+                                            for i in 0..BN / 2 {
+                                                let dr: u32 = 8 * ((i / 2) % 2);
+                                                let dc: u32 = 8 * (i / 4) + i % 2;
+                                                if row0 + 0 + r0 + dr < m && col0 + c0 + dc < n {
+                                                    c_t[(dr, dc)] =
+                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
+                                                }
+                                            }
+                                        });
+                                    },
+                                );
+                            }
+                            1 => {
+                                if REGS == 1 {
+                                    set_max_regs(232);
+                                }
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                for kt in 0..k_tiles {
+                                    drain(r, kt, |sa_s, sb_s| {
+                                        for kk in 0..4 {
+                                            wgmma_bf16(
+                                                &mut acc,
+                                                sa_s,
+                                                64 * 64 + kk * 16,
+                                                sb_s,
+                                                kk * 16,
+                                            );
+                                        }
+                                    });
+                                }
+                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                partition(
+                                    c_wg,
+                                    thread[1],
+                                    |q, e| (r0 + q) * n + c0 + e,
+                                    |c_t| {
+                                        group(thread[1], || {
+                                            for i in 0..BN / 2 {
+                                                let dr: u32 = 8 * ((i / 2) % 2);
+                                                let dc: u32 = 8 * (i / 4) + i % 2;
+                                                if row0 + 64 + r0 + dr < m && col0 + c0 + dc < n {
+                                                    c_t[(dr, dc)] =
+                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
+                                                }
+                                            }
+                                        });
+                                    },
+                                );
+                            }
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
+
+/// Rung 6: rung 4 in clusters of two blocks that share the B tile: a cluster computes two 128-row tiles over
+/// the same `BN` columns, block rank 0 loads B once for both with a multicast TMA load into the same slot of
+/// both blocks, each block loads its own A; each block's consumers release a slot in both blocks. Launch
+/// `2 · ceil(m / 256) · ceil(n / BN)` blocks (clusters of 2) of 384 threads.
+///
+/// The rest as rungs 3 and 4: warp specialization over a `ring` of `STAGES` slots, a `128 × BN` tile of `C` per block of
+/// 384 threads. Warpgroup 0 produces (one thread issues the TMA loads of a slot after waiting for it to be
+/// drained), warpgroups 1 and 2 consume rows 0..64 and 64..128 (they wait for the slot to be filled, run four
+/// wgmmas, and hand it back). `REGS = 1` moves registers from the producer (40) to the consumers (232).
+/// Launch `ceil(m / 128) · ceil(n / BN)` blocks; `a` maps `A` with box 64 × 128, `b` maps `B` with box
+/// 64 × `BN`, both with 128-byte swizzle.
+#[prism_kernel(
+    requires(grid[1], block[2], block[1], warpgroup),
+    threads = 384,
+    cluster = 2,
+    instances = [(256, 4, 1)]
+)]
+pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *mut f32,
+) {
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let k_tiles: u32 = (k + 63) / 64;
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let rank: u32 = blk % 2;
+    #[at(block[1])]
+    let row0: u32 = ((blk / 2) / tiles_n) * 256 + rank * 128;
+    #[at(block[1])]
+    let col0: u32 = ((blk / 2) % tiles_n) * BN;
+    partition(
+        c,
+        block[1],
+        |x| row0 * n + col0 + x,
+        |c_blk| {
+            group(block[1], || {
+                let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+                let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+                // Warpgroup 0 produces; warpgroups 1 and 2 own rows 0..64 and 64..128 of the tile.
+                #[at(thread[128])]
+                let wg: u32 = id();
+                partition(
+                    c_blk,
+                    thread[128],
+                    |x| (wg - 1) * 64 * n + x,
+                    |c_wg| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                if REGS == 1 {
+                                    set_max_regs(40);
+                                }
+                                for kt in 0..k_tiles {
+                                    fill(r, kt, |sa_s, sb_s| match split(thread) {
+                                        1 => {
+                                            tma_load(sa_s, a, kt * 64, row0);
+                                            if rank == 0 {
+                                                tma_load_multicast(sb_s, b, kt * 64, col0);
+                                            }
                                         }
                                     });
                                 }
@@ -437,11 +597,13 @@ pub enum GemmBf16Variant {
     Persistent128,
     /// Rung 5, [`gemm_bf16_persistent`]`<256, 4, 8>`: persistent, 128 × 256 tiles.
     Persistent256,
+    /// Rung 6, [`gemm_bf16_cluster`]`<256, 4, 1>`: 2-block clusters multicasting B, 128 × 256 tiles.
+    Cluster256,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 7] = [
+    pub const ALL: [GemmBf16Variant; 8] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -449,6 +611,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::SetMaxNReg256x4,
         GemmBf16Variant::Persistent128,
         GemmBf16Variant::Persistent256,
+        GemmBf16Variant::Cluster256,
     ];
     /// The variant [`gemm_bf16`] picks by default. No rung has been timed on a GPU yet (docs/KERNELS.md):
     /// this is the highest rung, the one whose structure matches the fastest published Hopper kernels.
@@ -464,6 +627,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::SetMaxNReg256x4 => "4 ws+setmaxnreg 128x256 x4",
             GemmBf16Variant::Persistent128 => "5 persistent 128x128 x4",
             GemmBf16Variant::Persistent256 => "5 persistent 128x256 x4",
+            GemmBf16Variant::Cluster256 => "6 cluster2 multicast 128x256 x4",
         }
     }
 
@@ -477,6 +641,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::SetMaxNReg256x4 => &gemm_bf16_ws::<256, 4, 1>::INFO,
             GemmBf16Variant::Persistent128 => &gemm_bf16_persistent::<128, 4, 8>::INFO,
             GemmBf16Variant::Persistent256 => &gemm_bf16_persistent::<256, 4, 8>::INFO,
+            GemmBf16Variant::Cluster256 => &gemm_bf16_cluster::<256, 4, 1>::INFO,
         }
     }
 
@@ -488,7 +653,8 @@ impl GemmBf16Variant {
             GemmBf16Variant::WarpSpecialized128 | GemmBf16Variant::Persistent128 => (128, 128),
             GemmBf16Variant::SetMaxNReg256x3
             | GemmBf16Variant::SetMaxNReg256x4
-            | GemmBf16Variant::Persistent256 => (128, 256),
+            | GemmBf16Variant::Persistent256
+            | GemmBf16Variant::Cluster256 => (128, 256),
         }
     }
 
@@ -609,6 +775,8 @@ pub fn gemm_bf16(
         GemmBf16Variant::Persistent128 | GemmBf16Variant::Persistent256 => {
             blocks.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
         }
+        // Clusters of two along M: pairs of 128-row tiles.
+        GemmBf16Variant::Cluster256 => 2 * m.div_ceil(256) as u64 * n.div_ceil(tn) as u64,
         _ => blocks,
     };
     let dims = LaunchDims::new(blocks as u32, variant.threads());
@@ -633,6 +801,9 @@ pub fn gemm_bf16(
         }
         GemmBf16Variant::Persistent256 => {
             gemm_bf16_persistent::<256, 4, 8>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
+        }
+        GemmBf16Variant::Cluster256 => {
+            gemm_bf16_cluster::<256, 4, 1>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
         }
     }?;
     Ok(r)

@@ -32,8 +32,17 @@ impl Cx<'_> {
             id_target: None,
         };
         match n {
-            "tma_load" => {
+            "tma_load" | "tma_load_multicast" => {
                 self.need_perspective(name, t1, code);
+                if n == "tma_load_multicast" {
+                    let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
+                    if !matches!(c, Some(2..=8)) {
+                        self.errors.push(
+                            err("CLUSTER", name.span, "`tma_load_multicast` writes the slot of every block of a cluster: it needs a kernel declared with `cluster = N`, N in 2..=8")
+                                .help("add `cluster = 2` to the kernel attribute"),
+                        );
+                    }
+                }
                 if args.len() < 3 {
                     self.arity_error(name, "2 + the map's rank", args.len());
                     return Some(Ty::Err);

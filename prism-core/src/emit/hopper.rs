@@ -22,6 +22,8 @@ pub(super) struct RingInfo {
     pub stages: u32,
     pub full_count: u32,
     pub empty_count: u32,
+    /// Its fills multicast into every block of the cluster: drains release the slot in every block.
+    pub cluster: bool,
 }
 
 /// What a `tma_load` needs of its tensor map, recorded per parameter.
@@ -87,6 +89,7 @@ impl Em<'_> {
     ) -> Option<R<Value>> {
         let r = match name {
             "tma_load" => self.tma_load(args, span),
+            "tma_load_multicast" => self.tma_load_multicast(args, span),
             "tma_store" => self.tma_store(args, span),
             "wgmma_bf16" => self.wgmma(args, ScalarType::BF16, span),
             "wgmma_f16" => self.wgmma(args, ScalarType::F16, span),
@@ -486,10 +489,17 @@ impl Em<'_> {
             views.push(view);
         }
         let id = self.rings.len();
+        let mut multicast = false;
+        crate::check::walk_calls(body, &mut |name, _| {
+            multicast |= name == "tma_load_multicast"
+        });
+        let cluster = multicast && self.cluster > 1;
+        self.cluster_rings |= cluster;
         self.rings.push(RingInfo {
             stages: n,
             full_count: 0,
             empty_count: 0,
+            cluster,
         });
         let pending = self.fresh(ScalarType::Bool);
         let prev = self.fresh(ScalarType::U32);
@@ -548,10 +558,17 @@ impl Em<'_> {
                 ))
             }
         };
+        let cluster = if self.rings[id].cluster {
+            self.cluster
+        } else {
+            1
+        };
         if fill {
             self.rings[id].full_count += threads;
         } else {
-            self.rings[id].empty_count += threads;
+            // In a cluster ring every block's consumers release the slot in every block (a multicast refills
+            // it in all of them).
+            self.rings[id].empty_count += threads * cluster;
         }
         let step = self.scalar(index)?;
         let step = self.coerce(step, ScalarType::U32, index.span)?;
@@ -597,6 +614,19 @@ impl Em<'_> {
                 },
             );
         }
+        if fill && cluster > 1 {
+            // Each block's full barrier expects the multicast bytes it receives, whichever block issues them.
+            let bytes = multicast_bytes(body, names, &views, stages);
+            if bytes > 0 {
+                let r = self.rank();
+                let rr = self.op(&r, ScalarType::U32);
+                let p = self.fresh(ScalarType::Bool);
+                self.line(format!("setp.eq.u32 {p}, {rr}, 0;"));
+                self.line(format!(
+                    "@{p} mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{arrive_addr}], {bytes};"
+                ));
+            }
+        }
         let marks = self.fill_slots.len();
         if fill {
             // Copies into the slot complete on its full mbarrier (the one this fill arrives on).
@@ -608,6 +638,11 @@ impl Em<'_> {
         self.fill_slots.truncate(marks);
         self.env.pop();
         r?;
+        if !fill && cluster > 1 {
+            self.wgmma_retire();
+            self.ring_release_cluster(&arrive_addr, cluster);
+            return Ok(());
+        }
         if !fill && self.wgmma_open && self.drain_deferred.is_some() {
             // The body ends in issued wgmmas: keep them in flight across the next step.
             self.drain_defer(&arrive_addr);
@@ -620,6 +655,76 @@ impl Em<'_> {
         Ok(())
     }
 
+    /// A drain of a cluster ring hands the slot back in every block of the cluster (remote arrives).
+    fn ring_release_cluster(&mut self, addr: &str, cluster: u32) {
+        for r in 0..cluster {
+            let remote = self.fresh(ScalarType::U32);
+            self.line(format!("mapa.shared::cluster.u32 {remote}, {addr}, {r};"));
+            self.line(format!(
+                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}];"
+            ));
+        }
+    }
+
+    /// `tma_load_multicast(slot, map, c0, ..)` in a `fill` of a cluster kernel: one thread copies the box into
+    /// the same slot of every block of the cluster, completing transactions on each block's full barrier (whose
+    /// bytes every block's fill expects, see `ring_use`).
+    fn tma_load_multicast(&mut self, args: &[Expr], span: Span) -> R<()> {
+        let slot_mbar = match &args[0].kind {
+            ExprKind::Var(id) => self
+                .fill_slots
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == id.name)
+                .map(|(_, a)| a.clone()),
+            _ => None,
+        };
+        let Some(mbar) = slot_mbar else {
+            return Err(err(
+                "RING",
+                args[0].span,
+                "`tma_load_multicast` fills a slot of a ring (a `fill` name): every block's fill expects its bytes",
+            ));
+        };
+        let dst = self.mem_arg(&args[0])?;
+        let (param, map, elem, rank) = match &args[1].kind {
+            ExprKind::Var(id) => match self.lookup(id)? {
+                Binding::TensorMap {
+                    param,
+                    addr,
+                    elem,
+                    rank,
+                } => (param, addr, elem, rank),
+                _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
+            },
+            _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
+        };
+        if args.len() != 2 + rank as usize || dst.elem != elem {
+            return Err(err(
+                "EMIT-CALL",
+                span,
+                format!("`tma_load_multicast` with a rank-{rank} map of {elem}"),
+            ));
+        }
+        let box_dims =
+            tma_box(dst.layout, dst.len, elem, rank).map_err(|m| err("TMA", args[0].span, m))?;
+        self.record_tma_use(param, box_dims, dst.layout, args[0].span)?;
+        let da = self.address(&dst, vec![Val::imm_u32(0)], args[0].span)?;
+        let mut coords = Vec::new();
+        for c in &args[2..] {
+            let v = self.scalar(c)?;
+            coords.push(self.reg(&v, v.ty().unwrap_or(ScalarType::U32)));
+        }
+        let mask = self.fresh(ScalarType::F16);
+        self.line(format!("mov.b16 {mask}, {};", (1u32 << self.cluster) - 1));
+        self.line(format!(
+            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{da}], [{map}, {{{}}}], [{mbar}], {mask};",
+            coords.join(", ")
+        ));
+        self.sm90a = true;
+        Ok(())
+    }
+
     /// The address of slot `slot`'s `side` mbarrier of ring `id`.
     fn ring_mbar(&mut self, id: usize, side: &str, slot: &Val) -> String {
         let base = self.fresh(ScalarType::U32);
@@ -629,4 +734,24 @@ impl Em<'_> {
         self.line(format!("mad.lo.u32 {a}, {s}, 8, {base};"));
         a
     }
+}
+
+/// Bytes the `tma_load_multicast` calls of a fill body write into its slots (each fills a whole slot).
+fn multicast_bytes(body: &Block, names: &[Ident], views: &[View], stages: u32) -> u64 {
+    let mut bytes = 0u64;
+    crate::check::walk_calls(body, &mut |name, call| {
+        if name != "tma_load_multicast" {
+            return;
+        }
+        if let ExprKind::Call { args, .. } = &call.kind {
+            if let Some(ExprKind::Var(id)) = args.first().map(|a| &a.kind) {
+                if let Some(i) = names.iter().position(|n| n.name == id.name) {
+                    if let Some(v) = views.get(i) {
+                        bytes += (v.len / stages) as u64 * v.elem.size() as u64;
+                    }
+                }
+            }
+        }
+    });
+    bytes
 }

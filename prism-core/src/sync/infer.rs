@@ -612,7 +612,7 @@ impl<'a> Infer<'a> {
                     }
                     "store2" | "store4" => &[(0, Acc::Write)],
                     "cp_async" | "cp_async_bulk" => &[(0, Acc::AsyncWrite), (2, Acc::Read)],
-                    "tma_load" => &[(0, Acc::AsyncWrite)],
+                    "tma_load" | "tma_load_multicast" => &[(0, Acc::AsyncWrite)],
                     "tma_store" => &[(1, Acc::Read)],
                     _ => &[],
                 };
