@@ -342,3 +342,47 @@ fn persistent_blocks_run_several_tiles() {
         }
     }
 }
+
+/// `B` given `k × n` row-major (`gemm_bf16_kn`: an MN-major wgmma operand), every element checked.
+#[test]
+fn b_given_k_by_n_row_major() {
+    use prism::kernels::gemm::gemm_bf16_kn;
+    let dev = e2e_util::device();
+    for ((m, n, k), seed) in [((128usize, 192usize, 128usize), 8u64), ((200, 328, 136), 9)] {
+        let mut rng = Rng::new(seed);
+        let a = bf16s(&mut rng, m * k);
+        let b = bf16s(&mut rng, k * n);
+        let c0 = rng.f32s(m * n);
+        let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+        let mut dc = dev.htod(&c0).unwrap();
+        gemm_bf16_kn(
+            &dev, m as u32, n as u32, k as u32, ALPHA, &da, &db, BETA, &mut dc,
+        )
+        .unwrap();
+        let c = dev.dtoh(&dc).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let (mut s, mut mag) = (0f64, 0f64);
+                for x in 0..k {
+                    let p = a[i * k + x].to_f32() as f64 * b[x * n + j].to_f32() as f64;
+                    s += p;
+                    mag += p.abs();
+                }
+                let c0ij = c0[i * n + j] as f64;
+                let want = ALPHA as f64 * s + BETA as f64 * c0ij;
+                let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
+                let err = (c[i * n + j] as f64 - want).abs();
+                assert!(
+                    err <= tol,
+                    "{m}x{n}x{k} ({i}, {j}): {} vs {want}",
+                    c[i * n + j]
+                );
+            }
+        }
+    }
+    let a = dev.alloc_zeros::<bf16>(64 * 64).unwrap();
+    let b = dev.alloc_zeros::<bf16>(64 * 60).unwrap();
+    let mut c = dev.alloc_zeros::<f32>(64 * 60).unwrap();
+    let e = gemm_bf16_kn(&dev, 64, 60, 64, 1.0, &a, &b, 0.0, &mut c).unwrap_err();
+    assert!(e.to_string().contains("multiple of 8"), "{e}");
+}

@@ -185,7 +185,9 @@ pub enum Type {
 
 /// How a shared allocation is laid out (`Shared<[T; N], L>`): plain, or in rows of the swizzle span with the
 /// 16-byte chunks of row `r` XOR-permuted by `r % (span / 16)` (PTX ISA §5.5.7; `../shared/HOPPER.md` §3). A
-/// swizzled allocation is K-major: each row of `span` bytes holds consecutive K elements of one M (or N) row.
+/// `SwizzleN` allocation is K-major (each row of `span` bytes holds consecutive K elements of one M or N row,
+/// as TMA writes a row-major `A` or an `n × k` `B`); a `SwizzleNMn` one is MN-major (each row holds
+/// consecutive M or N elements of one K: a `k × n` row-major `B`), which wgmma reads transposed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SmemLayout {
     #[default]
@@ -193,6 +195,9 @@ pub enum SmemLayout {
     Swizzle32,
     Swizzle64,
     Swizzle128,
+    Swizzle32Mn,
+    Swizzle64Mn,
+    Swizzle128Mn,
 }
 
 impl SmemLayout {
@@ -203,6 +208,9 @@ impl SmemLayout {
             "Swizzle32" => Some(SmemLayout::Swizzle32),
             "Swizzle64" => Some(SmemLayout::Swizzle64),
             "Swizzle128" => Some(SmemLayout::Swizzle128),
+            "Swizzle32Mn" => Some(SmemLayout::Swizzle32Mn),
+            "Swizzle64Mn" => Some(SmemLayout::Swizzle64Mn),
+            "Swizzle128Mn" => Some(SmemLayout::Swizzle128Mn),
             _ => None,
         }
     }
@@ -211,10 +219,18 @@ impl SmemLayout {
     pub fn span(self) -> u32 {
         match self {
             SmemLayout::Linear => 0,
-            SmemLayout::Swizzle32 => 32,
-            SmemLayout::Swizzle64 => 64,
-            SmemLayout::Swizzle128 => 128,
+            SmemLayout::Swizzle32 | SmemLayout::Swizzle32Mn => 32,
+            SmemLayout::Swizzle64 | SmemLayout::Swizzle64Mn => 64,
+            SmemLayout::Swizzle128 | SmemLayout::Swizzle128Mn => 128,
         }
+    }
+
+    /// Rows hold M (or N) elements of one K: wgmma reads the allocation transposed (`imm-trans` 1).
+    pub fn mn_major(self) -> bool {
+        matches!(
+            self,
+            SmemLayout::Swizzle32Mn | SmemLayout::Swizzle64Mn | SmemLayout::Swizzle128Mn
+        )
     }
 
     /// Alignment the allocation needs so the swizzle pattern starts at its first byte (8 rows of the span):
@@ -243,6 +259,9 @@ impl fmt::Display for SmemLayout {
             SmemLayout::Swizzle32 => "Swizzle32",
             SmemLayout::Swizzle64 => "Swizzle64",
             SmemLayout::Swizzle128 => "Swizzle128",
+            SmemLayout::Swizzle32Mn => "Swizzle32Mn",
+            SmemLayout::Swizzle64Mn => "Swizzle64Mn",
+            SmemLayout::Swizzle128Mn => "Swizzle128Mn",
         })
     }
 }

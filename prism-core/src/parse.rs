@@ -228,7 +228,7 @@ fn smem_layout(g: &syn::GenericArgument) -> PResult<SmemLayout> {
         }
     }
     Err(syntax(g.span(), "unknown shared-memory layout")
-        .help("one of `Linear`, `Swizzle32`, `Swizzle64`, `Swizzle128` (K-major rows of 32/64/128 bytes, as TMA writes and wgmma reads them)"))
+        .help("one of `Linear`, `Swizzle32`, `Swizzle64`, `Swizzle128` (K-major rows of 32/64/128 bytes, as TMA writes and wgmma reads them), `Swizzle32Mn`, `Swizzle64Mn`, `Swizzle128Mn` (MN-major rows)"))
 }
 
 /// What a construct call (`group`, `partition`, ..) in statement position is.

@@ -882,3 +882,98 @@ fn cluster_multicast_ring_gemm() {
         }
     }
 }
+
+/// MN-major operands: `B` given `k × n` row-major (N contiguous) is loaded as it is, 64 K rows of 64 N
+/// elements (`Swizzle128Mn`), and wgmma reads it transposed (`imm-trans-b` 1).
+const GEMM_B_KN: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 128)]
+pub fn gemm_b_kn(a: TensorMap<bf16, 2>, b: TensorMap<bf16, 2>, d: *mut f32, m: u32, n: u32, k: u32) {
+    let tiles_n: u32 = (n + 63) / 64;
+    let k_tiles: u32 = (k + 63) / 64;
+    #[at(block[1])]
+    let row0: u32 = (id() / tiles_n) * 64;
+    #[at(block[1])]
+    let col0: u32 = (id() % tiles_n) * 64;
+    partition(d, block[1], |x| row0 * n + col0 + x, |d_blk| {
+        group(block[1], || {
+            let sa: Shared<[bf16; 64 * 64], Swizzle128>;
+            let sb: Shared<[bf16; 64 * 64], Swizzle128Mn>;
+            #[at(thread[1])]
+            let mut acc = [0.0f32; 32];
+            for kt in 0..k_tiles {
+                async_(sa, |sa_async| {
+                    async_(sb, |sb_async| match split(thread) {
+                        1 => {
+                            tma_load(sa_async, a, kt * 64, row0);
+                            tma_load(sb_async, b, col0, kt * 64);
+                        }
+                    });
+                });
+                for kk in 0..4 {
+                    wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16 * 64);
+                }
+            }
+            #[at(thread[1])]
+            let t: u32 = id();
+            #[at(thread[1])]
+            let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+            #[at(thread[1])]
+            let c0: u32 = 2 * (t % 4);
+            partition(d_blk, thread[1], |r, c| (r0 + r) * n + c0 + c, |d_t| {
+                group(thread[1], || {
+                    for i in 0..32 {
+                        let dr: u32 = 8 * ((i / 2) % 2);
+                        let dc: u32 = 8 * (i / 4) + i % 2;
+                        if row0 + r0 + dr < m && col0 + c0 + dc < n {
+                            d_t[(dr, dc)] = acc[i];
+                        }
+                    }
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn mn_major_b_operand() {
+    let ks = compile_src(GEMM_B_KN);
+    assemble_all(&ks);
+    let k = &ks[0];
+    assert!(k.ptx.contains(", 1, 1, 0, 1;"), "{}", k.ptx);
+    for ((m, n, kk), seed) in [((128u32, 128u32, 192u32), 31u64), ((72, 200, 136), 32)] {
+        let (ab, av) = matrix(m as usize, kk as usize, seed);
+        let (bb, bv) = matrix(kk as usize, n as usize, seed + 1); // k × n row-major
+        let mut emu = Emulator::new(EmuConfig::default());
+        let da = buf(&mut emu, &ab);
+        let db = buf(&mut emu, &bb);
+        let dd = buf(&mut emu, &f32::NAN.to_le_bytes().repeat((m * n) as usize));
+        let params = [
+            tmap(k, 0, da, m as u64, kk as u64),
+            tmap(k, 1, db, kk as u64, n as u64),
+            ParamValue::Ptr(dd),
+            ParamValue::U32(m),
+            ParamValue::U32(n),
+            ParamValue::U32(kk),
+        ];
+        launch(&mut emu, k, m.div_ceil(64) * n.div_ceil(64), &params);
+        let out = emu.read(dd, (m * n * 4) as usize).expect("read");
+        for i in 0..m as usize {
+            for j in 0..n as usize {
+                let (mut want, mut mag) = (0f64, 0f64);
+                for x in 0..kk as usize {
+                    let p = av[i * kk as usize + x] as f64 * bv[x * n as usize + j] as f64;
+                    want += p;
+                    mag += p.abs();
+                }
+                let o = 4 * (i * n as usize + j);
+                let got = f32::from_le_bytes([out[o], out[o + 1], out[o + 2], out[o + 3]]) as f64;
+                let err = (got - want).abs();
+                assert!(
+                    err <= 1e-5 * mag + 1e-6,
+                    "{m}x{n}x{kk} ({i}, {j}): {got} vs {want}"
+                );
+            }
+        }
+    }
+}

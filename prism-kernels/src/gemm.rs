@@ -6,6 +6,7 @@
 //! | rung | kernel | what it adds |
 //! |---|---|---|
 //! | 1 | [`gemm_bf16_tma_wgmma`] | one warpgroup per 64 × `BN` tile; per 64-wide k-tile, one thread loads the A and B tiles with TMA (128-byte swizzle) and the warpgroup multiplies them with four `wgmma.m64nBNk16` |
+//! | 1 (B `k × n`) | [`gemm_bf16_tma_wgmma_kn`] | rung 1 reading an MN-major B (64 × 64 tiles): [`gemm_bf16_kn`] |
 //! | 3 | [`gemm_bf16_ws`]`<BN, STAGES, 0>` | 128 × `BN` tiles, warp specialization: a producer warpgroup fills a `ring` of `STAGES` slots with TMA while two consumer warpgroups (64 rows each) drain them with wgmma; full/empty mbarriers, slot and parity computed by the compiler |
 //! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
 //! | 6 | [`gemm_bf16_cluster`]`<256, 4, 1>` | rung 4 in 2-block clusters: the two blocks share the B tile, loaded once with a multicast TMA load |
@@ -68,6 +69,83 @@ pub fn gemm_bf16_tma_wgmma<const BN: u32>(
                     });
                     for kk in 0..4 {
                         wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);
+                    }
+                }
+                // The m64nNk16 accumulator fragment (PTX ISA, wgmma D layout): register i of thread t holds
+                // row 16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2), column 8·(i / 4) + 2·(t % 4) + i % 2.
+                #[at(thread[1])]
+                let t: u32 = id();
+                #[at(thread[1])]
+                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                #[at(thread[1])]
+                let c0: u32 = 2 * (t % 4);
+                partition(
+                    c_blk,
+                    thread[1],
+                    |r, q| (r0 + r) * n + c0 + q,
+                    |c_t| {
+                        group(thread[1], || {
+                            for i in 0..BN / 2 {
+                                let dr: u32 = 8 * ((i / 2) % 2);
+                                let dc: u32 = 8 * (i / 4) + i % 2;
+                                if row0 + r0 + dr < m && col0 + c0 + dc < n {
+                                    c_t[(dr, dc)] = alpha * acc[i] + beta * c_t[(dr, dc)];
+                                }
+                            }
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
+
+/// Rung 1 for `B` given `k × n` row-major (N contiguous): the B tile is loaded as it is, 64 K rows of 64 N
+/// elements (`Swizzle128Mn`), and wgmma reads it transposed; 64 × 64 tiles (an MN-major operand is one
+/// 128-byte row of N per K). Launch `ceil(m / 64) · ceil(n / BN)` blocks of 128 threads; `a` maps `A` with box
+/// 64 × 64, `b` maps `B` (`n × k`) with box `BN × 64`, both with 128-byte swizzle (the launcher checks).
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 128,
+    instances = [64]
+)]
+pub fn gemm_bf16_tma_wgmma_kn<const BN: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *mut f32,
+) {
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let k_tiles: u32 = (k + 63) / 64;
+    #[at(block[1])]
+    let row0: u32 = (id() / tiles_n) * 64;
+    #[at(block[1])]
+    let col0: u32 = (id() % tiles_n) * BN;
+    partition(
+        c,
+        block[1],
+        |x| row0 * n + col0 + x,
+        |c_blk| {
+            group(block[1], || {
+                let sa: Shared<[bf16; 64 * 64], Swizzle128>;
+                let sb: Shared<[bf16; BN * 64], Swizzle128Mn>;
+                #[at(thread[1])]
+                let mut acc = [0.0f32; BN / 2];
+                for kt in 0..k_tiles {
+                    async_(sa, |sa_async| {
+                        async_(sb, |sb_async| match split(thread) {
+                            1 => {
+                                tma_load(sa_async, a, kt * 64, row0);
+                                tma_load(sb_async, b, col0, kt * 64);
+                            }
+                        });
+                    });
+                    for kk in 0..4 {
+                        wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16 * 64);
                     }
                 }
                 // The m64nNk16 accumulator fragment (PTX ISA, wgmma D layout): register i of thread t holds
@@ -681,6 +759,8 @@ pub enum GemmError {
     },
     /// `k` breaks TMA's rule that row strides are multiples of 16 bytes (8 bf16), or is 0.
     K(u32),
+    /// `n` breaks TMA's 16-byte stride rule for a `k × n` row-major `B` ([`gemm_bf16_kn`]).
+    N(u32),
     /// The grid would need more blocks than a launch allows.
     TooLarge(u32, u32),
     /// The runtime refused (tensor maps, launch).
@@ -697,6 +777,10 @@ impl fmt::Display for GemmError {
             GemmError::K(k) => write!(
                 f,
                 "k = {k}: TMA needs rows of a multiple of 16 bytes, so k must be a positive multiple of 8"
+            ),
+            GemmError::N(n) => write!(
+                f,
+                "n = {n}: a k × n row-major B needs rows of a multiple of 16 bytes, so n must be a multiple of 8"
             ),
             GemmError::TooLarge(m, n) => write!(f, "{m} × {n} needs more than 2^31 - 1 blocks"),
             GemmError::Runtime(e) => write!(f, "{e}"),
@@ -807,4 +891,54 @@ pub fn gemm_bf16(
         }
     }?;
     Ok(r)
+}
+
+/// `C = alpha · A · B + beta · C` with `B` given `k × n` row-major (the layout of [`crate::sgemm::sgemm`]):
+/// `a` is `m × k` row-major bf16, `b` `k × n` row-major bf16, `c` `m × n` row-major f32. Runs
+/// [`gemm_bf16_tma_wgmma_kn`] (rung 1 with an MN-major B operand); any `m`, `k` ≥ 1 and `n` with `k` and `n`
+/// multiples of 8 (TMA's 16-byte row strides). For speed, store B as `n × k` and call [`gemm_bf16`].
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_kn(
+    dev: &Device,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    beta: f32,
+    c: &mut DeviceBuffer<f32>,
+) -> Result<LaunchReport, GemmError> {
+    for (operand, rows, cols, got) in [
+        ("a", m, k, a.len()),
+        ("b", k, n, b.len()),
+        ("c", m, n, c.len()),
+    ] {
+        let want = rows as u64 * cols as u64;
+        if want != got as u64 {
+            return Err(GemmError::Length { operand, want, got });
+        }
+    }
+    if k == 0 || !k.is_multiple_of(8) {
+        return Err(GemmError::K(k));
+    }
+    if !n.is_multiple_of(8) {
+        return Err(GemmError::N(n));
+    }
+    if m == 0 || n == 0 {
+        return Ok(LaunchReport {
+            backend: dev.backend(),
+            emu: None,
+        });
+    }
+    let blocks = m.div_ceil(64) as u64 * n.div_ceil(64) as u64;
+    if blocks > i32::MAX as u64 {
+        return Err(GemmError::TooLarge(m, n));
+    }
+    let ma = TensorMap::row_major_2d(a, m as u64, k as u64, 64, 64, TensorSwizzle::B128)?;
+    let mb = TensorMap::row_major_2d(b, k as u64, n as u64, 64, 64, TensorSwizzle::B128)?;
+    let dims = LaunchDims::new(blocks as u32, 128);
+    Ok(gemm_bf16_tma_wgmma_kn::<64>::launch(
+        dev, dims, &ma, &mb, m, n, k, alpha, beta, c,
+    )?)
 }

@@ -270,8 +270,8 @@ impl Em<'_> {
             }
         };
         let n = 2 * d.len() as u32;
-        let desc_a = self.wgmma_descriptor(&args[1], &args[2], 64, "A")?;
-        let desc_b = self.wgmma_descriptor(&args[3], &args[4], n, "B")?;
+        let (desc_a, trans_a) = self.wgmma_descriptor(&args[1], &args[2], 64, "A")?;
+        let (desc_b, trans_b) = self.wgmma_descriptor(&args[3], &args[4], n, "B")?;
         if !self.wgmma_open || !self.wgmma_fenced {
             self.line("wgmma.fence.sync.aligned;".into());
             self.wgmma_open = true;
@@ -301,7 +301,7 @@ impl Em<'_> {
             "f16"
         };
         self.line(format!(
-            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{}}}, {desc_a}, {desc_b}, {scale_d}, 1, 1, 0, 0;",
+            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{}}}, {desc_a}, {desc_b}, {scale_d}, 1, 1, {trans_a}, {trans_b};",
             d.join(", ")
         ));
         self.sm90a = true;
@@ -320,8 +320,14 @@ impl Em<'_> {
     }
 
     /// The 64-bit shared-memory matrix descriptor (PTX ISA §9.7.15.5.1.2.2; HOPPER.md §2) of the `rows`×16
-    /// operand that starts at element `off` of the allocation `mem`.
-    fn wgmma_descriptor(&mut self, mem: &Expr, off: &Expr, rows: u32, what: &str) -> R<String> {
+    /// operand that starts at element `off` of the allocation `mem`, and its `imm-trans` (1 for MN-major).
+    fn wgmma_descriptor(
+        &mut self,
+        mem: &Expr,
+        off: &Expr,
+        rows: u32,
+        what: &str,
+    ) -> R<(String, u32)> {
         let view = self.mem_arg(mem)?;
         if view.space != Space::Shared || !view.maps.is_empty() {
             return Err(err(
@@ -337,7 +343,7 @@ impl Em<'_> {
                 mem.span,
                 format!("wgmma operand {what} must be a swizzled K-major tile"),
             )
-            .help("declare it `Shared<[bf16; ROWS * 64], Swizzle128>` (or Swizzle64 / Swizzle32) and fill it with `tma_load`"));
+            .help("declare it `Shared<[bf16; ROWS * 64], Swizzle128>` (or Swizzle64 / Swizzle32, or the MN-major `Swizzle128Mn` ..) and fill it with `tma_load`"));
         }
         let off_e = self.const_u32(off).map_err(|_| {
             err(
@@ -351,8 +357,21 @@ impl Em<'_> {
         })?;
         let byte = off_e as u64 * 2;
         let (row, kb) = (byte / span_b as u64, byte % span_b as u64);
-        let end = (row + rows as u64) * span_b as u64;
-        if row % 8 != 0 || kb % 32 != 0 || end > view.len as u64 * 2 {
+        let alloc_rows = view.len as u64 * 2 / span_b as u64;
+        if view.layout.mn_major() {
+            // Rows are K (16 per instruction), each one swizzle span of M (or N) elements: the operand's M
+            // (or N) extent is exactly one row, so the atoms adjacent in M/N (LBO) do not occur.
+            let width = span_b / 2;
+            if rows != width || kb != 0 || row % 8 != 0 || row + 16 > alloc_rows {
+                return Err(err(
+                    "WGMMA",
+                    off.span,
+                    format!(
+                        "offset {off_e} into MN-major operand {what}: its {rows} M/N elements must be one {span_b}-byte row                          ({width} elements), and the 16 K rows from a multiple of 8 rows inside the allocation ({alloc_rows} rows)"
+                    ),
+                ));
+            }
+        } else if row % 8 != 0 || kb % 32 != 0 || row + rows as u64 > alloc_rows {
             return Err(err(
                 "WGMMA",
                 off.span,
@@ -366,17 +385,18 @@ impl Em<'_> {
         let addr = self.address(&view, vec![Val::imm_u32(off_e)], off.span)?;
         let a64 = self.fresh(ScalarType::U64);
         let desc = self.fresh(ScalarType::U64);
-        let mode: u64 = match view.layout {
-            SmemLayout::Swizzle128 => 1,
-            SmemLayout::Swizzle64 => 2,
+        let mode: u64 = match span_b {
+            128 => 1,
+            64 => 2,
             _ => 3,
         };
-        // LBO is unused for swizzled K-major operands (encoded 1); SBO = 8 rows.
+        // LBO is unused for swizzled K-major operands and for one-atom MN-major ones (encoded 1); SBO = 8
+        // rows (8 rows of M/N for K-major, 8 K rows for MN-major).
         let fixed = (1u64 << 16) | (((8 * span_b as u64) >> 4) << 32) | (mode << 62);
         self.line(format!("cvt.u64.u32 {a64}, {addr};"));
         self.line(format!("bfe.u64 {a64}, {a64}, 4, 14;"));
         self.line(format!("or.b64 {desc}, {a64}, {fixed};"));
-        Ok(desc)
+        Ok((desc, view.layout.mn_major() as u32))
     }
 
     fn set_max_regs(&mut self, args: &[Expr], span: Span) -> R<()> {
