@@ -456,6 +456,15 @@ pub enum StmtKind {
         names: Vec<Ident>,
         body: Block,
     },
+    /// `peer(s, r, |s_r| { body })` in cluster code (`block[N]`, N = `cluster`): a read-only view of the shared
+    /// allocation `s` of block rank `r` of the cluster (distributed shared memory), between two cluster
+    /// barriers.
+    Peer {
+        target: Ident,
+        rank: Expr,
+        new_name: Ident,
+        body: Block,
+    },
     /// `unsafe { .. }`: may contain `asm!`. Only in device functions.
     Unsafe {
         body: Block,

@@ -349,6 +349,7 @@ enum Hidden {
     Claim(Span),
     Async(Span),
     Ring(Span),
+    Peer(Span),
 }
 
 #[derive(Clone, Debug)]
@@ -910,6 +911,12 @@ impl<'a> Cx<'a> {
                     format!("`{}` is a ring here: inside the ring its slots are reached only through `fill` and `drain`", id.name),
                 )
                 .note(s, "ring begins here"),
+                Hidden::Peer(s) => err(
+                    "PEER-HIDDEN",
+                    id.span,
+                    format!("`{}` is read by the other blocks of the cluster here: it cannot be used until `peer` ends", id.name),
+                )
+                .note(s, "peer begins here"),
             };
             self.errors.push(d);
             return None;
@@ -1146,6 +1153,12 @@ impl<'a> Cx<'a> {
                 names,
                 body,
             } => self.t_ring_use(*fill, ring, index, names, body, code),
+            StmtKind::Peer {
+                target,
+                rank,
+                new_name,
+                body,
+            } => self.t_peer(s.span, target, rank, new_name, body, code),
         }
     }
 
@@ -1273,7 +1286,16 @@ impl<'a> Cx<'a> {
         init: Option<&Expr>,
         code: Perspective,
     ) {
-        if code != Perspective::block(1) {
+        // In a cluster kernel, cluster code (`block[N]`) may allocate too: each block gets its own copy, which
+        // `peer` lets the others read.
+        let cluster = self
+            .f
+            .cluster
+            .as_ref()
+            .and_then(|e| self.eval(e).ok())
+            .filter(|c| (2..=8).contains(c));
+        let cluster_code = cluster.is_some_and(|c| code == Perspective::block(c as u32));
+        if code != Perspective::block(1) && !cluster_code {
             self.errors.push(
                 err(
                     "T-ALLOC-SHARED",
@@ -3698,6 +3720,7 @@ fn walk_block(b: &Block, f: &mut dyn FnMut(&Stmt)) {
             | StmtKind::Partition { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Peer { body, .. }
             | StmtKind::Ring { body, .. }
             | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => walk_block(body, f),

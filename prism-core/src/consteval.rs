@@ -495,6 +495,7 @@ impl Ov<'_> {
             StmtKind::Group { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Peer { body, .. }
             | StmtKind::Ring { body, .. }
             | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => self.block(body),

@@ -191,6 +191,7 @@ fn emit_instance(
                     maps: Vec::new(),
                     layout: SmemLayout::Linear,
                     len: 0,
+                    peer: None,
                 };
                 em.bind(&p.name.name, Binding::Mem { view, persp });
                 params.push(ParamInfo {
@@ -392,6 +393,8 @@ struct View {
     layout: SmemLayout,
     /// Elements of the root shared allocation (0 for global memory).
     len: u32,
+    /// A view of another block's shared memory (`peer`): the cluster rank whose copy it reads.
+    peer: Option<Val>,
 }
 
 #[derive(Clone, Debug)]
@@ -1391,6 +1394,12 @@ impl<'a> Em<'a> {
                 names,
                 body,
             } => self.ring_use(*fill, ring, index, names, body, s.span),
+            StmtKind::Peer {
+                target,
+                rank,
+                new_name,
+                body,
+            } => self.peer(target, rank, new_name, body),
             StmtKind::Barrier(b) => self.barrier(*b, s.span),
         }
     }
@@ -1476,6 +1485,7 @@ impl<'a> Em<'a> {
                 maps: Vec::new(),
                 layout: *layout,
                 len: n,
+                peer: None,
             };
             self.bind(
                 &name.name,
@@ -2782,6 +2792,13 @@ impl<'a> Em<'a> {
                 let r = self.fresh(ScalarType::U32);
                 let o = self.op(&off, ScalarType::U32);
                 self.line(format!("add.s32 {r}, {smem}, {o};"));
+                if let Some(rank) = &view.peer {
+                    // The same offset in block `rank` of the cluster (PTX ISA `mapa`).
+                    let rr = self.op(rank, ScalarType::U32);
+                    let m = self.fresh(ScalarType::U32);
+                    self.line(format!("mapa.shared::cluster.u32 {m}, {r}, {rr};"));
+                    return Ok(m);
+                }
                 Ok(r)
             }
         }
@@ -2791,6 +2808,7 @@ impl<'a> Em<'a> {
         match view.space {
             Space::Global if read && view.readonly => "global.nc",
             Space::Global => "global",
+            Space::Shared if view.peer.is_some() => "shared::cluster",
             Space::Shared => "shared",
         }
     }
@@ -3662,6 +3680,7 @@ fn for_each_block(s: &Stmt, f: &mut dyn FnMut(&Block)) {
         | StmtKind::Partition { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Peer { body, .. }
         | StmtKind::Ring { body, .. }
         | StmtKind::RingUse { body, .. }
         | StmtKind::Unsafe { body } => f(body),

@@ -238,7 +238,15 @@ fn construct_name(e: &syn::Expr) -> Option<String> {
             let n = i.to_string();
             if matches!(
                 n.as_str(),
-                "group" | "partition" | "claim" | "async_" | "split" | "ring" | "fill" | "drain"
+                "group"
+                    | "partition"
+                    | "claim"
+                    | "async_"
+                    | "split"
+                    | "ring"
+                    | "fill"
+                    | "drain"
+                    | "peer"
             ) {
                 return Some(n);
             }
@@ -1265,6 +1273,18 @@ impl Cx {
                     targets,
                     name: np.remove(0),
                     body: self.closure_block(body, "`ring`")?,
+                }
+            }
+            "peer" => {
+                arity(3, "peer(s, rank, |s_peer| { .. })")?;
+                let target = self.target(args[0], "peer")?;
+                let rank = self.expr(args[1])?;
+                let (mut np, body) = self.closure(args[2], "the `peer` body", Some(1))?;
+                StmtKind::Peer {
+                    target,
+                    rank,
+                    new_name: np.remove(0),
+                    body: self.closure_block(body, "`peer`")?,
                 }
             }
             "fill" | "drain" => {

@@ -977,3 +977,73 @@ fn mn_major_b_operand() {
         }
     }
 }
+
+/// Distributed shared memory: each block of a 2-block cluster fills its own `s`, then reads its sibling's
+/// through `peer` (between cluster barriers the compiler places).
+const PEER: &str = r#"
+#[prism_kernel(requires(grid[1], block[2], block[1], thread[1]), threads = 64, cluster = 2)]
+pub fn read_sibling(out: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(out, block[1], |x| b * 64 + x, |o_blk| {
+        group(block[2], || {
+            let s: Shared<[f32; 64]>;
+            #[at(block[1])]
+            let r: u32 = id();
+            group(block[1], || {
+                #[at(thread[1])]
+                let t: u32 = id();
+                partition(s, thread[1], |x| t + x, |s_t| {
+                    group(thread[1], || {
+                        s_t[0] = (b * 1000 + t) as f32;
+                    });
+                });
+            });
+            peer(s, 1 - r, |s_peer| {
+                group(block[1], || {
+                    #[at(thread[1])]
+                    let t: u32 = id();
+                    partition(o_blk, thread[1], |x| t + x, |o_t| {
+                        group(thread[1], || {
+                            o_t[0] = s_peer[63 - t];
+                        });
+                    });
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn peer_reads_the_sibling_blocks_shared_memory() {
+    let ks = compile_src(PEER);
+    assemble_all(&ks);
+    let k = &ks[0];
+    assert!(k.ptx.contains("mapa.shared::cluster.u32"), "{}", k.ptx);
+    assert!(k.ptx.contains("ld.shared::cluster.f32"), "{}", k.ptx);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let out = buf(&mut emu, &f32::NAN.to_le_bytes().repeat(6 * 64));
+    let module = Module::parse(&k.ptx).expect("parse");
+    emu.launch_cluster(
+        &module,
+        &k.entry,
+        [6, 1, 1],
+        [64, 1, 1],
+        Some([2, 1, 1]),
+        k.contract.smem_bytes,
+        &[ParamValue::Ptr(out)],
+    )
+    .expect("cluster launch");
+    let got = emu.read(out, 6 * 64 * 4).expect("read");
+    for (i, w) in got.chunks_exact(4).enumerate() {
+        let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let (blk, t) = (i / 64, i % 64);
+        let sibling = blk ^ 1;
+        assert_eq!(
+            v,
+            (sibling * 1000 + 63 - t) as f32,
+            "block {blk} thread {t}"
+        );
+    }
+}

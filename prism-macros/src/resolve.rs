@@ -108,6 +108,7 @@ fn visit_block(b: &mut Block, f: &mut dyn FnMut(&mut Vec<Ident>, Span)) {
             StmtKind::Group { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Peer { body, .. }
             | StmtKind::Ring { body, .. }
             | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => visit_block(body, f),
@@ -224,6 +225,7 @@ pub fn has_unsafe(b: &Block) -> bool {
         | StmtKind::Group { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Peer { body, .. }
         | StmtKind::Ring { body, .. }
         | StmtKind::RingUse { body, .. }
         | StmtKind::Partition { body, .. } => has_unsafe(body),
@@ -356,6 +358,7 @@ fn block_flows(
             StmtKind::Group { body, .. }
             | StmtKind::Claim { body, .. }
             | StmtKind::Async { body, .. }
+            | StmtKind::Peer { body, .. }
             | StmtKind::Ring { body, .. }
             | StmtKind::RingUse { body, .. }
             | StmtKind::Unsafe { body } => block_flows(body, assigns, calls),

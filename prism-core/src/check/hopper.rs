@@ -322,6 +322,73 @@ impl Cx<'_> {
         self.vars.truncate(mark);
     }
 
+    /// [CLUSTER] `peer(s, r, |s_r| ..)`: a cluster collective (code at `block[N]`, N = `cluster` ≥ 2) over a
+    /// shared allocation; `s_r` is a read-only view of block rank `r`'s `s`, and `s` itself is hidden inside
+    /// ([PEER-HIDDEN]): between the construct's two cluster barriers nobody writes it.
+    pub(super) fn t_peer(
+        &mut self,
+        span: Span,
+        target: &Ident,
+        rank: &Expr,
+        new_name: &Ident,
+        body: &Block,
+        code: Perspective,
+    ) {
+        let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
+        match c {
+            Some(c @ 2..=8) if code == Perspective::block(c as u32) => {}
+            Some(c @ 2..=8) => self.errors.push(
+                err("CLUSTER", span, format!("`peer` is a collective of the cluster: call it in block[{c}] code, not {code}"))
+                    .help(format!("wrap it in `group(block[{c}], || {{ .. }})`")),
+            ),
+            _ => self.errors.push(
+                err("CLUSTER", span, "`peer` reads another block's shared memory: it needs a kernel declared with `cluster = N`, N in 2..=8")
+                    .help("add `cluster = 2` to the kernel attribute and `block[2]` to `requires`"),
+            ),
+        }
+        let sink = Sink {
+            p: Perspective::block(1),
+            rule: "READ-UP",
+            what: "the block rank of `peer` (block[1])".to_string(),
+            id_target: None,
+        };
+        let t = self.expr(rank, &sink, code);
+        self.expect_int(&t, rank.span, "a block rank");
+        let Some(vi) = self.use_var(target) else {
+            self.block_in_scope(body, code);
+            return;
+        };
+        let elem = match self.vars[vi].ty {
+            Ty::Ptr {
+                elem,
+                space: Space::Shared,
+                ..
+            } => Some(elem),
+            Ty::Err => None,
+            ref other => {
+                let msg = format!(
+                    "`peer` reads a shared allocation, `{}` is {other}",
+                    target.name
+                );
+                self.errors.push(err("CLUSTER", target.span, msg));
+                None
+            }
+        };
+        let saved = self.vars[vi].hidden.replace(Hidden::Peer(span));
+        let mark = self.vars.len();
+        if let Some(elem) = elem {
+            let ty = Ty::Ptr {
+                elem,
+                mutable: false,
+                space: Space::Shared,
+            };
+            self.declare(new_name, Perspective::block(1), ty, false);
+        }
+        self.block_in_scope(body, code);
+        self.vars.truncate(mark);
+        self.vars[vi].hidden = saved;
+    }
+
     fn arity_error(&mut self, name: &Ident, want: &str, found: usize) {
         self.errors.push(err(
             "TYPE",

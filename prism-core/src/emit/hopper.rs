@@ -745,6 +745,51 @@ impl Em<'_> {
         Ok(())
     }
 
+    /// `peer(s, r, |s_r| ..)`: a cluster barrier (every block's earlier writes of `s` visible), the body with
+    /// `s_r` reading block `r`'s `s` through `mapa` + `ld.shared::cluster`, and a cluster barrier (no block
+    /// rewrites `s` or exits while another still reads it).
+    pub(super) fn peer(
+        &mut self,
+        target: &Ident,
+        rank: &Expr,
+        new_name: &Ident,
+        body: &Block,
+    ) -> R<()> {
+        let view = match self.lookup(target)? {
+            Binding::Mem { view, .. } if view.space == Space::Shared => view,
+            _ => {
+                return Err(err(
+                    "CLUSTER",
+                    target.span,
+                    "`peer` reads a shared allocation",
+                ))
+            }
+        };
+        let r = self.scalar(rank)?;
+        let r = self.coerce(r, ScalarType::U32, rank.span)?;
+        let r = Val::Reg(self.reg(&r, ScalarType::U32), ScalarType::U32);
+        self.line("barrier.cluster.arrive.release;".into());
+        self.line("barrier.cluster.wait.acquire;".into());
+        self.env.push(Default::default());
+        self.bind(
+            &new_name.name,
+            Binding::Mem {
+                view: View {
+                    readonly: true,
+                    peer: Some(r),
+                    ..view
+                },
+                persp: crate::ast::Perspective::block(1),
+            },
+        );
+        let out = self.block_inner(body);
+        self.env.pop();
+        out?;
+        self.line("barrier.cluster.arrive.release;".into());
+        self.line("barrier.cluster.wait.acquire;".into());
+        Ok(())
+    }
+
     /// The address of slot `slot`'s `side` mbarrier of ring `id`.
     fn ring_mbar(&mut self, id: usize, side: &str, slot: &Val) -> String {
         let base = self.fresh(ScalarType::U32);

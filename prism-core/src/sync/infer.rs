@@ -166,6 +166,7 @@ fn block_at<'b>(b: &'b mut Block, path: &[usize]) -> Option<&'b mut Block> {
         | StmtKind::Partition { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Peer { body, .. }
         | StmtKind::Ring { body, .. }
         | StmtKind::RingUse { body, .. }
         | StmtKind::Unsafe { body } => body,
@@ -192,6 +193,7 @@ fn child_blocks(s: &Stmt) -> Vec<&Block> {
         | StmtKind::Partition { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
+        | StmtKind::Peer { body, .. }
         | StmtKind::Ring { body, .. }
         | StmtKind::RingUse { body, .. }
         | StmtKind::Unsafe { body } => vec![body],
@@ -1259,6 +1261,16 @@ impl<'a> Infer<'a> {
                     .iter()
                     .filter_map(|t| Self::lookup(&self.names, t).map(|l| (l, Acc::Write)))
                     .collect();
+                let st = self.simple(accs, st, s.span);
+                self.child(0, body, st, code, None)
+            }
+            // Distributed shared memory: ordered by the construct's cluster barriers; to everything around it,
+            // one read of the allocation.
+            StmtKind::Peer {
+                target, rank, body, ..
+            } => {
+                let mut accs = self.accs_of(&[rank]);
+                accs.extend(Self::lookup(&self.names, target).map(|l| (l, Acc::Read)));
                 let st = self.simple(accs, st, s.span);
                 self.child(0, body, st, code, None)
             }

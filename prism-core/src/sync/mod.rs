@@ -73,6 +73,7 @@ pub fn count_barriers(f: &Function) -> usize {
                 | StmtKind::Partition { body, .. }
                 | StmtKind::Claim { body, .. }
                 | StmtKind::Async { body, .. }
+                | StmtKind::Peer { body, .. }
                 | StmtKind::Ring { body, .. }
                 | StmtKind::RingUse { body, .. }
                 | StmtKind::Unsafe { body } => block(body),

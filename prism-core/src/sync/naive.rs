@@ -232,6 +232,10 @@ impl Pass {
                 self.block(body)
             }
             StmtKind::RingUse { body, .. } => self.block(body),
+            StmtKind::Peer { target, body, .. } => {
+                self.use_name(target);
+                self.block(body)
+            }
         }
     }
 
