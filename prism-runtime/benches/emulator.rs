@@ -28,8 +28,8 @@ const CASES: &[(&str, &str)] = &[
         "prism/sgemm_warptile_64_64_16_32_32_2_4_4.ptx sgemm_warptile_64_64_16_32_32_2_4_4 --grid 16 --block 128 --smem 8192 u32:256 u32:256 u32:256 f32:1.5 buf:f32:65536:rand buf:f32:65536:rand f32:0.5 buf:f32:65536:rand",
     ),
     (
-        "sgemm_smem_32_256",
-        "prism/sgemm_smem_32.ptx sgemm_smem_32 --grid 64 --block 1024 --smem 8192 u32:256 u32:256 u32:256 f32:1.5 buf:f32:65536:rand buf:f32:65536:rand f32:0.5 buf:f32:65536:rand",
+        "sgemm_smem_32_128",
+        "prism/sgemm_smem_32.ptx sgemm_smem_32 --grid 16 --block 1024 --smem 8192 u32:128 u32:128 u32:128 f32:1.5 buf:f32:16384:rand buf:f32:16384:rand f32:0.5 buf:f32:16384:rand",
     ),
     (
         "scan_u32_2^18",
@@ -142,21 +142,22 @@ int main(int argc, char** argv) {
 }
 "#;
 
-/// Best-of-N seconds of the native tiled matmul at n³, or why it could not run.
-fn native_matmul_seconds(n: usize) -> Result<f64, String> {
+/// Best-of-N seconds of the native tiled matmul at n³ compiled with `flags`, or why it could not run.
+fn native_matmul_seconds(n: usize, flags: &[&str]) -> Result<f64, String> {
     let dir = std::env::temp_dir().join(format!("prism_emu_bench_{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("temp dir: {e}"))?;
     let (c, exe) = (dir.join("matmul.c"), dir.join("matmul"));
     std::fs::write(&c, NATIVE_C).map_err(|e| format!("write {}: {e}", c.display()))?;
     let out = std::process::Command::new("cc")
-        .args(["-O2", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&exe)
         .arg(&c)
         .output()
         .map_err(|e| format!("cc not runnable: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "cc -O2 failed: {}",
+            "cc {flags:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
@@ -178,13 +179,35 @@ fn main() {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(5))
         .configure_from_args();
+    // Criterion's filter (the first argument that is not an option): cases it excludes are not even
+    // prepared, since preparing runs the launch once for its warp-instruction count.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filter = args
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(i, a)| {
+            !a.starts_with('-') && (*i == 0 || !args[i - 1].starts_with("--profile-time"))
+        })
+        .map(|(_, a)| a.clone())
+        .next()
+        .unwrap_or_default();
     let mut summary = Vec::new();
     for (name, line) in CASES {
+        if !["on", "off"]
+            .iter()
+            .any(|r| format!("emulator/{name}/races_{r}").contains(&filter))
+        {
+            continue;
+        }
         let l = prepare(line);
         for races in [false, true] {
+            let id = format!("{name}/races_{}", if races { "on" } else { "off" });
+            if !format!("emulator/{id}").contains(&filter) {
+                continue;
+            }
             let (_, counters) = run(&l, races);
             let wi = counters.warp_instructions;
-            let id = format!("{name}/races_{}", if races { "on" } else { "off" });
             let mut g = c.benchmark_group("emulator");
             g.throughput(Throughput::Elements(wi));
             let mut best = f64::INFINITY;
@@ -213,16 +236,22 @@ fn main() {
     for (id, wi, s) in &summary {
         println!("{id:36} {wi:>14} {s:>10.4} {:>16.2}", *wi as f64 / s / 1e6);
     }
-    match native_matmul_seconds(256) {
-        Ok(native) => {
-            println!("native tiled matmul 256^3 (cc -O2): {native:.6} s");
-            for (id, _, s) in summary
-                .iter()
-                .filter(|(id, _, _)| id.starts_with("matmul_tiled_256"))
-            {
-                println!("  {id}: emulator / native = {:.1}x", s / native);
+    // `cc -O2` vectorises the inner loops (GCC 12+); the scalar build is the one-lane-at-a-time reference.
+    for flags in [&["-O2"][..], &["-O2", "-fno-tree-vectorize"][..]] {
+        match native_matmul_seconds(256, flags) {
+            Ok(native) => {
+                println!(
+                    "native tiled matmul 256^3 (cc {}): {native:.6} s",
+                    flags.join(" ")
+                );
+                for (id, _, s) in summary
+                    .iter()
+                    .filter(|(id, _, _)| id.starts_with("matmul_tiled"))
+                {
+                    println!("  {id}: emulator / native = {:.1}x", s / native);
+                }
             }
+            Err(why) => println!("native reference (cc {}) skipped: {why}", flags.join(" ")),
         }
-        Err(why) => println!("native reference skipped: {why}"),
     }
 }

@@ -27,6 +27,12 @@ mod sched;
 // The async proxy's ordering rules, checked with the race detector.
 #[path = "proxy.rs"]
 mod proxy;
+// Fast paths: whole-warp arithmetic and single-region memory accesses (issue 12).
+#[path = "exec_fast.rs"]
+mod exec_fast;
+// Arithmetic and comparisons over 32 lanes at once.
+#[path = "exec_alu.rs"]
+mod exec_alu;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -450,6 +456,23 @@ impl L<'_> {
 
     /// Chooses the lane group to run: (pc, mask).
     fn pick_group(&mut self, w: &Warp) -> (u32, u32) {
+        // A converged warp (every runnable lane at one PC) runs that PC with all of them: what the scan
+        // below chooses too, since starvation and random choices apply only to diverged warps.
+        let mut run = 0u32;
+        for l in 0..32 {
+            run |= ((w.st[l] == Ls::Run) as u32) << l;
+        }
+        if run == 0 {
+            return (0, 0);
+        }
+        let pc0 = w.pc[run.trailing_zeros() as usize];
+        let mut same = true;
+        for l in 0..32 {
+            same &= w.st[l] != Ls::Run || w.pc[l] == pc0;
+        }
+        if same {
+            return (pc0, run);
+        }
         let mut minpc = u32::MAX;
         let mut starving: Option<u32> = None;
         let mut any = false;
@@ -913,15 +936,11 @@ impl L<'_> {
     }
 
     fn load(&mut self, b: &mut Block, loc: Loc, size: usize) -> u64 {
-        let s = self.mem_slice(b, loc);
-        let mut buf = [0u8; 8];
-        buf[..size].copy_from_slice(&s[..size]);
-        u64::from_le_bytes(buf)
+        exec_fast::read_le(self.mem_slice(b, loc), 0, size)
     }
 
     fn store(&mut self, b: &mut Block, loc: Loc, size: usize, v: u64) {
-        let s = self.mem_slice(b, loc);
-        s[..size].copy_from_slice(&v.to_le_bytes()[..size]);
+        exec_fast::write_le(self.mem_slice(b, loc), 0, size, v)
     }
 
     /// Records an access for counters and checks races.
@@ -1186,12 +1205,10 @@ impl L<'_> {
             return Step::Stop;
         }
         w.steps += 1;
-        {
-            let mut mm = mask;
-            while mm != 0 {
-                let l = mm.trailing_zeros() as usize;
-                mm &= mm - 1;
-                w.last_run[l] = w.steps;
+        let steps = w.steps;
+        for (l, r) in w.last_run.iter_mut().enumerate() {
+            if (mask >> l) & 1 != 0 {
+                *r = steps;
             }
         }
         let m = self.m;
@@ -1214,15 +1231,10 @@ impl L<'_> {
             Some((p, neg)) => {
                 let mut e = 0u32;
                 let base = p as usize * 32;
-                let mut mm = mask;
-                while mm != 0 {
-                    let l = mm.trailing_zeros() as usize;
-                    mm &= mm - 1;
-                    if (w.regs[base + l] != 0) != neg {
-                        e |= 1 << l;
-                    }
+                for (l, v) in w.regs[base..base + 32].iter().enumerate() {
+                    e |= (((*v != 0) != neg) as u32) << l;
                 }
-                e
+                e & mask
             }
         };
         {
@@ -1247,6 +1259,9 @@ impl L<'_> {
                 );
                 return Step::Stop;
             }
+        }
+        if let Some(s) = self.fast_step(b, wi, w, ins, pc, mask, exec) {
+            return s;
         }
         macro_rules! lanes {
             ($l:ident, $body:block) => {{
@@ -3095,8 +3110,10 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
                 s
             }
         }
+        // A u64 x u64 product overflows i128: wrapping keeps its bit pattern, which is what `.hi`/`.lo`
+        // take (an overflow check would panic on `mul.lo.u64` of large operands).
         AluOp::Mul => {
-            let p = x * y;
+            let p = x.wrapping_mul(y);
             if m.hi {
                 p >> bits
             } else if m.wide {
@@ -3106,18 +3123,18 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
             }
         }
         AluOp::Mad => {
-            let p = x * y;
+            let p = x.wrapping_mul(y);
             if m.hi {
-                (p >> bits) + z
+                (p >> bits).wrapping_add(z)
             } else if m.wide {
                 let cz = if signed {
                     sext(c, bits * 2) as i128
                 } else {
                     (c & wide_mk) as i128
                 };
-                return ((p + cz) as u128 as u64) & wide_mk;
+                return (p.wrapping_add(cz) as u128 as u64) & wide_mk;
             } else {
-                p + z
+                p.wrapping_add(z)
             }
         }
         AluOp::Mul24 | AluOp::Mad24 => {
