@@ -216,6 +216,8 @@ struct L<'a> {
     cbar: HashMap<u32, (u32, u32)>,
     /// Set while a TMA load writes shared memory (an async-proxy write, not a generic one).
     async_write: bool,
+    /// Lane arrays of the fast paths, kept between instructions (taken while one runs).
+    fast: Option<Box<exec_fast::Scratch>>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -303,6 +305,7 @@ pub(crate) fn run_launch(
         remote_mbar: vec![None; csize],
         cbar: HashMap::new(),
         async_write: false,
+        fast: None,
     };
     let entry_pc = m.funcs[fi].start;
     let blocks = l.run_blocks(entry_pc);
@@ -1206,9 +1209,13 @@ impl L<'_> {
         }
         w.steps += 1;
         let steps = w.steps;
-        for (l, r) in w.last_run.iter_mut().enumerate() {
-            if (mask >> l) & 1 != 0 {
-                *r = steps;
+        if mask == u32::MAX {
+            w.last_run = [steps; 32];
+        } else {
+            for (l, r) in w.last_run.iter_mut().enumerate() {
+                if (mask >> l) & 1 != 0 {
+                    *r = steps;
+                }
             }
         }
         let m = self.m;

@@ -30,6 +30,14 @@ fn each(mut m: u32) -> impl Iterator<Item = usize> {
     })
 }
 
+/// Lane arrays the fast paths work in, allocated once per launch (zeroing fresh arrays for every
+/// instruction would cost more than most instructions).
+pub(super) struct Scratch {
+    t: [Lanes; 5],
+    offs: [usize; 32],
+    vals: [Lanes; 4],
+}
+
 /// Where every lane of a fast memory access lands: one region, per-lane byte offsets into it.
 #[derive(Clone, Copy)]
 enum Region {
@@ -52,10 +60,35 @@ impl L<'_> {
         mask: u32,
         exec: u32,
     ) -> Option<Step> {
+        let mut sc = self.fast.take().unwrap_or_else(|| {
+            Box::new(Scratch {
+                t: [[0; 32]; 5],
+                offs: [0; 32],
+                vals: [[0; 32]; 4],
+            })
+        });
+        let r = self.fast_step_in(&mut sc, b, wi, w, ins, pc, mask, exec);
+        self.fast = Some(sc);
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fast_step_in(
+        &mut self,
+        sc: &mut Scratch,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+    ) -> Option<Step> {
         let args = &ins.args;
+        let t = &mut sc.t;
         match &ins.kind {
-            Kind::Alu(op, ty, md) => self.fast_alu(b, w, wi, args, exec, *op, *ty, *md),
-            Kind::Setp(cmp, ty, bop) => self.fast_setp(b, w, wi, args, exec, *cmp, *ty, *bop),
+            Kind::Alu(op, ty, md) => self.fast_alu(t, b, w, wi, args, exec, *op, *ty, *md),
+            Kind::Setp(cmp, ty, bop) => self.fast_setp(t, b, w, wi, args, exec, *cmp, *ty, *bop),
             Kind::Mov(ty) => {
                 if matches!(args[0], Operand::Vec(_)) || matches!(args[1], Operand::Vec(_)) {
                     return None;
@@ -65,22 +98,22 @@ impl L<'_> {
                 } else {
                     mask_bits(ty.bits())
                 };
-                let mut v = [0u64; 32];
-                self.gather(b, w, wi, &args[1], exec, &mut v);
+                let v = &mut t[0];
+                self.gather(b, w, wi, &args[1], exec, v);
                 for x in v.iter_mut() {
                     *x &= mk;
                 }
-                scatter(w, &args[0], exec, &v);
+                scatter(w, &args[0], exec, v);
             }
             Kind::Selp(_) => {
-                let (mut x, mut y, mut p) = ([0u64; 32], [0u64; 32], [0u64; 32]);
-                self.gather(b, w, wi, &args[1], exec, &mut x);
-                self.gather(b, w, wi, &args[2], exec, &mut y);
-                self.gather(b, w, wi, &args[3], exec, &mut p);
+                let [x, y, p, ..] = t;
+                self.gather(b, w, wi, &args[1], exec, x);
+                self.gather(b, w, wi, &args[2], exec, y);
+                self.gather(b, w, wi, &args[3], exec, p);
                 for l in 0..32 {
                     x[l] = if p[l] != 0 { x[l] } else { y[l] };
                 }
-                scatter(w, &args[0], exec, &x);
+                scatter(w, &args[0], exec, x);
             }
             Kind::Cvt(dty, sty, rnd, sat) => {
                 let (dty, sty, rnd, sat) = (*dty, *sty, *rnd, *sat);
@@ -90,10 +123,10 @@ impl L<'_> {
                 } else {
                     PtxType::F16
                 };
-                let (mut a, mut c) = ([0u64; 32], [0u64; 32]);
-                self.gather(b, w, wi, &args[1], exec, &mut a);
+                let [a, c, ..] = t;
+                self.gather(b, w, wi, &args[1], exec, a);
                 if packed {
-                    self.gather(b, w, wi, &args[2], exec, &mut c);
+                    self.gather(b, w, wi, &args[2], exec, c);
                 }
                 for l in each(exec) {
                     a[l] = if packed {
@@ -102,13 +135,13 @@ impl L<'_> {
                         cvt(dty, sty, rnd, sat, a[l])
                     };
                 }
-                scatter(w, &args[0], exec, &a);
+                scatter(w, &args[0], exec, a);
             }
             Kind::Ld(space, ty, vw) => {
-                return self.fast_ld(b, wi, w, ins, pc, mask, exec, *space, *ty, *vw as usize)
+                return self.fast_ld(sc, b, wi, w, ins, pc, mask, exec, *space, *ty, *vw as usize)
             }
             Kind::St(space, ty, vw) => {
-                return self.fast_st(b, wi, w, ins, pc, mask, exec, *space, *ty, *vw as usize)
+                return self.fast_st(sc, b, wi, w, ins, pc, mask, exec, *space, *ty, *vw as usize)
             }
             _ => return None,
         }
@@ -163,6 +196,7 @@ impl L<'_> {
     #[allow(clippy::too_many_arguments)]
     fn fast_alu(
         &mut self,
+        t: &mut [Lanes; 5],
         b: &Block,
         w: &mut Warp,
         wi: usize,
@@ -173,27 +207,27 @@ impl L<'_> {
         md: Mods,
     ) {
         let n = args.len();
-        let (mut tx, mut ty_, mut tz, mut tu) = ([0u64; 32], [0u64; 32], [0u64; 32], [0u64; 32]);
         let imm0 = Operand::Imm(0);
         let arg = |k: usize| if n > k { &args[k] } else { &imm0 };
-        let mut out = [0u64; 32];
+        let [tx, ty_, tz, tu, out] = t;
         {
-            let x = self.src(b, w, wi, &args[1], exec, &mut tx);
-            let y = self.src(b, w, wi, arg(2), exec, &mut ty_);
-            let z = self.src(b, w, wi, arg(3), exec, &mut tz);
-            if !super::exec_alu::alu_lanes(op, ty, md, x, y, z, &mut out) {
-                let u = self.src(b, w, wi, arg(4), exec, &mut tu);
+            let x = self.src(b, w, wi, &args[1], exec, tx);
+            let y = self.src(b, w, wi, arg(2), exec, ty_);
+            let z = self.src(b, w, wi, arg(3), exec, tz);
+            if !super::exec_alu::alu_lanes(op, ty, md, x, y, z, out) {
+                let u = self.src(b, w, wi, arg(4), exec, tu);
                 for l in each(exec) {
                     out[l] = alu(op, ty, md, x[l], y[l], z[l], u[l]);
                 }
             }
         }
-        scatter(w, &args[0], exec, &out);
+        scatter(w, &args[0], exec, out);
     }
 
     #[allow(clippy::too_many_arguments)]
     fn fast_setp(
         &mut self,
+        t: &mut [Lanes; 5],
         b: &Block,
         w: &mut Warp,
         wi: usize,
@@ -208,32 +242,30 @@ impl L<'_> {
             && matches!(args[1], Operand::Reg(_) | Operand::Sink)
             && bop.map(|_| args.len() == 5).unwrap_or(args.len() == 4);
         let (dq, ai) = if two { (Some(&args[1]), 2) } else { (None, 1) };
-        let (mut tx, mut ty_, mut p) = ([0u64; 32], [0u64; 32], [0u64; 32]);
-        let mut r = [0u64; 32];
+        let [tx, ty_, p, r, q] = t;
         {
-            let x = self.src(b, w, wi, &args[ai], exec, &mut tx);
-            let y = self.src(b, w, wi, &args[ai + 1], exec, &mut ty_);
-            if !super::exec_alu::compare_lanes(cmp, ty, x, y, &mut r) {
+            let x = self.src(b, w, wi, &args[ai], exec, tx);
+            let y = self.src(b, w, wi, &args[ai + 1], exec, ty_);
+            if !super::exec_alu::compare_lanes(cmp, ty, x, y, r) {
                 for l in each(exec) {
                     r[l] = compare(cmp, ty, x[l], y[l]) as u64;
                 }
             }
         }
-        let mut q = [0u64; 32];
         for l in 0..32 {
             q[l] = r[l] ^ 1;
         }
         if let Some(bo) = bop {
-            self.gather(b, w, wi, &args[ai + 2], exec, &mut p);
+            self.gather(b, w, wi, &args[ai + 2], exec, p);
             for l in 0..32 {
                 let pv = p[l] != 0;
                 r[l] = boolop(bo, r[l] != 0, pv) as u64;
                 q[l] = boolop(bo, q[l] != 0, pv) as u64;
             }
         }
-        scatter(w, &args[0], exec, &r);
+        scatter(w, &args[0], exec, r);
         if let Some(dq) = dq {
-            scatter(w, dq, exec, &q);
+            scatter(w, dq, exec, q);
         }
     }
 
@@ -301,16 +333,16 @@ impl L<'_> {
                 // Every lane computed (branch-free), the executing ones checked.
                 let (crank1, limit) = (b.crank as u64 + 1, self.smem_size as u64);
                 let mut bad = 0u32;
+                let (sub, keep) = if generic {
+                    (SHARED_WINDOW, u64::MAX)
+                } else {
+                    (0, 0xFFFF_FFFF)
+                };
                 for l in 0..32 {
                     let g = addr[l];
-                    let (a, out) = if generic {
-                        (
-                            g.wrapping_sub(SHARED_WINDOW),
-                            !(SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&g),
-                        )
-                    } else {
-                        (g & 0xFFFF_FFFF, false)
-                    };
+                    let a = g.wrapping_sub(sub) & keep;
+                    // (generic: outside the window, i.e. a ≥ 2^32 after subtracting its base)
+                    let out = a >> 32 != 0;
                     let tag = (a >> 24) & 0x3F;
                     let o = a & 0xFF_FFFF;
                     let fail = out
@@ -428,7 +460,8 @@ impl L<'_> {
                 p.global_transactions += lines;
                 p.global_accesses += 1;
             }
-            Region::Shared => match sorted_bank_degree(offs, exec, size)
+            Region::Shared => match conflict_free(offs, exec, size)
+                .or_else(|| sorted_bank_degree(offs, exec, size))
                 .or_else(|| window_bank_degree(offs, exec, size))
             {
                 Some(deg) => {
@@ -457,6 +490,7 @@ impl L<'_> {
     #[allow(clippy::too_many_arguments)]
     fn fast_ld(
         &mut self,
+        sc: &mut Scratch,
         b: &mut Block,
         wi: usize,
         w: &mut Warp,
@@ -473,13 +507,12 @@ impl L<'_> {
         if es > 8 || exec == 0 {
             return None;
         }
-        let mut addr = [0u64; 32];
-        if !self.lane_addrs(w, &ins.args[1], space == Space::Generic, &mut addr) {
+        let (addr, offs) = (&mut sc.t[0], &mut sc.offs);
+        if !self.lane_addrs(w, &ins.args[1], space == Space::Generic, addr) {
             return None;
         }
-        let mut offs = [0usize; 32];
-        let region = self.fast_region(b, wi, space, &addr, exec, total, &mut offs)?;
-        self.fast_track(b, wi, region, &addr, &offs, exec, total, Acc::Read, pc);
+        let region = self.fast_region(b, wi, space, addr, exec, total, offs)?;
+        self.fast_track(b, wi, region, addr, offs, exec, total, Acc::Read, pc);
         let signed = ty.is_signed();
         let bits = ty.bits();
         let mem = self.region_bytes(b, region);
@@ -520,6 +553,7 @@ impl L<'_> {
     #[allow(clippy::too_many_arguments)]
     fn fast_st(
         &mut self,
+        sc: &mut Scratch,
         b: &mut Block,
         wi: usize,
         w: &mut Warp,
@@ -536,24 +570,23 @@ impl L<'_> {
         if es > 8 || exec == 0 || vw > 4 {
             return None;
         }
-        let mut addr = [0u64; 32];
-        if !self.lane_addrs(w, &ins.args[0], space == Space::Generic, &mut addr) {
+        let (addr, offs, vals) = (&mut sc.t[0], &mut sc.offs, &mut sc.vals);
+        if !self.lane_addrs(w, &ins.args[0], space == Space::Generic, addr) {
             return None;
         }
-        let mut offs = [0usize; 32];
-        let region = self.fast_region(b, wi, space, &addr, exec, total, &mut offs)?;
+        let region = self.fast_region(b, wi, space, addr, exec, total, offs)?;
         // The values, gathered before any store (stores do not change registers).
-        let mut vals = [[0u64; 32]; 4];
         for (k, v) in vals.iter_mut().enumerate().take(vw) {
             let src = match &ins.args[1] {
                 Operand::Vec(ss) => ss.get(k),
                 s => Some(s),
             };
-            if let Some(s) = src {
-                self.gather(b, w, wi, s, exec, v);
+            match src {
+                Some(s) => self.gather(b, w, wi, s, exec, v),
+                None => *v = [0; 32],
             }
         }
-        self.fast_track(b, wi, region, &addr, &offs, exec, total, Acc::Write, pc);
+        self.fast_track(b, wi, region, addr, offs, exec, total, Acc::Write, pc);
         let mem = self.region_bytes(b, region);
         // Lane order, as the general code: of two lanes writing one address the higher one wins.
         for l in each(exec) {
@@ -614,8 +647,14 @@ pub(super) fn write_le(mem: &mut [u8], o: usize, size: usize, v: u64) {
 /// Every lane of `mask` moves to the next instruction.
 #[inline]
 pub(super) fn advance(w: &mut Warp, mask: u32) {
-    for (l, pc) in w.pc.iter_mut().enumerate() {
-        *pc += (mask >> l) & 1;
+    if mask == ALL {
+        for pc in w.pc.iter_mut() {
+            *pc += 1;
+        }
+    } else {
+        for (l, pc) in w.pc.iter_mut().enumerate() {
+            *pc += (mask >> l) & 1;
+        }
     }
 }
 
@@ -641,6 +680,36 @@ fn sorted_sectors(addr: &Lanes, exec: u32, size: usize) -> Option<(u64, u64)> {
         }
     }
     Some((sectors, lines))
+}
+
+/// Degree 1 when no bank holds two different words (distinct banks, or lanes sharing a word: the
+/// common conflict-free and broadcast patterns), found in one pass; `None` otherwise.
+fn conflict_free(offs: &[usize; 32], exec: u32, size: usize) -> Option<u64> {
+    let mut first = [u32::MAX; 32];
+    let mut clash = false;
+    if size <= 4 {
+        // One word per lane (accesses are aligned to their size).
+        for l in each(exec) {
+            let wd = offs[l] as u32 >> 2;
+            let f = &mut first[(wd % 32) as usize];
+            if *f == u32::MAX {
+                *f = wd;
+            }
+            clash |= *f != wd;
+        }
+        return (!clash).then_some(1);
+    }
+    for l in each(exec) {
+        let o = offs[l] as u32;
+        for wd in o >> 2..=(o + size as u32 - 1) >> 2 {
+            let f = &mut first[(wd % 32) as usize];
+            if *f == u32::MAX {
+                *f = wd;
+            }
+            clash |= *f != wd;
+        }
+    }
+    (!clash).then_some(1)
 }
 
 /// The bank-conflict degree (most distinct 4-byte words in one of the 32 banks, at least 1) when the
