@@ -960,45 +960,66 @@ impl L<'_> {
         gaddr: u64,
     ) {
         match loc {
+            Loc::Global(..) => self.acc_g.push((gaddr, size as u32)),
+            Loc::Shared(o) => self.acc_s.push((o as u32, size as u32)),
+            _ => {}
+        }
+        self.check_access(b, wi, lane, loc, size, acc, pc, gaddr);
+    }
+
+    /// The race checks of one lane's access (`track` without the counters).
+    #[allow(clippy::too_many_arguments)]
+    fn check_access(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        loc: Loc,
+        size: usize,
+        acc: Acc,
+        pc: u32,
+        gaddr: u64,
+    ) {
+        if !self.cfg.check_races {
+            return;
+        }
+        match loc {
             Loc::Global(i, o) => {
-                self.acc_g.push((gaddr, size as u32));
-                if self.cfg.check_races {
-                    let launch = self.launch_id;
-                    let a = &mut self.allocs[i];
-                    if a.shadow_launch != launch {
-                        a.shadow.clear();
-                        a.shadow.resize(a.data.len(), Shadow::default());
-                        a.shadow_launch = launch;
-                    }
-                    self.race(b, wi, lane, Some(i), o, size, acc, pc, gaddr);
+                let launch = self.launch_id;
+                let a = &mut self.allocs[i];
+                if a.shadow_launch != launch {
+                    a.shadow.clear();
+                    a.shadow.resize(a.data.len(), Shadow::default());
+                    a.shadow_launch = launch;
                 }
+                self.race(b, wi, lane, Some(i), o, size, acc, pc, gaddr);
             }
             Loc::Shared(o) => {
-                self.acc_s.push((o as u32, size as u32));
-                if self.cfg.check_races {
-                    self.race(b, wi, lane, None, o, size, acc, pc, o as u64);
-                    if acc != Acc::Read && !self.async_write {
-                        self.proxy_write(b, wi, lane, pc, o, size, true);
-                    }
+                self.race(b, wi, lane, None, o, size, acc, pc, o as u64);
+                if acc != Acc::Read && !self.async_write {
+                    self.proxy_write(b, wi, lane, pc, o, size, true);
                 }
             }
             _ => {}
         }
     }
 
+    /// Whether thread `u`'s access at its epoch `ep_u` is ordered before thread `t` (global ids; `base` is the
+    /// first global id of `t`'s block, so `u` is in that block iff `u - base < nthreads`).
     fn ordered(
         thr_inst: &[Vec<u32>],
         insts: &[Inst],
-        nthreads: u32,
+        (nthreads, base): (u32, u32),
         u: u32,
         ep_u: u32,
         t: u32,
     ) -> bool {
-        if u / nthreads != t / nthreads {
+        let ul = u.wrapping_sub(base);
+        if ul >= nthreads {
             return false;
         }
-        let ul = (u % nthreads) as usize;
-        let tl = (t % nthreads) as usize;
+        let ul = ul as usize;
+        let tl = (t - base) as usize;
         if ul == tl {
             return true;
         }
@@ -1029,6 +1050,7 @@ impl L<'_> {
         let t = b.lin * self.nthreads + tl;
         let ep = b.thr_inst[tl as usize].len() as u32;
         let nt = self.nthreads;
+        let ntb = (nt, b.lin * nt);
         let mut conflict: Option<(u32, u32, bool)> = None;
         {
             let (ti, ins) = (&b.thr_inst, &b.inst);
@@ -1045,7 +1067,7 @@ impl L<'_> {
                 if w_thr != 0
                     && w_thr - 1 != t
                     && !(w_atomic && acc != Acc::Write)
-                    && !Self::ordered(ti, ins, nt, w_thr - 1, s.w_ep, t)
+                    && !Self::ordered(ti, ins, ntb, w_thr - 1, s.w_ep, t)
                     && conflict.is_none()
                 {
                     *conflict = Some((w_thr - 1, s.w_pc, true));
@@ -1056,7 +1078,7 @@ impl L<'_> {
                     if r_thr != 0
                         && acc == Acc::Write
                         && (r_thr - 1 != t || many)
-                        && !Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
+                        && !Self::ordered(ti, ins, ntb, r_thr - 1, s.r_ep, t)
                         && conflict.is_none()
                     {
                         *conflict = Some((r_thr - 1, s.r_pc, false));
@@ -1069,7 +1091,7 @@ impl L<'_> {
                     let r_thr = s.r & !TOPBIT;
                     if r_thr == 0
                         || (r_thr - 1 == t && s.r & TOPBIT == 0)
-                        || Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
+                        || Self::ordered(ti, ins, ntb, r_thr - 1, s.r_ep, t)
                     {
                         s.r = t + 1;
                         s.r_ep = ep;

@@ -426,10 +426,8 @@ impl L<'_> {
                     Region::Local => Loc::Local(offs[l]),
                     Region::Global(i) => Loc::Global(i, offs[l]),
                 };
-                self.track(b, wi, l, loc, size, acc, pc, addr[l]);
+                self.check_access(b, wi, l, loc, size, acc, pc, addr[l]);
             }
-            self.finish_access(pc);
-            return;
         }
         match region {
             Region::Local => {}
