@@ -32,7 +32,7 @@ const CASES: &[(&str, &str)] = &[
         "prism/sgemm_smem_32.ptx sgemm_smem_32 --grid 16 --block 1024 --smem 8192 u32:128 u32:128 u32:128 f32:1.5 buf:f32:16384:rand buf:f32:16384:rand f32:0.5 buf:f32:16384:rand",
     ),
     (
-        "scan_u32_2^18",
+        "scan_u32_256k",
         "prism/scan_kernel_u32_4.ptx scan_kernel_u32_4 --grid 512 --block 128 --smem 176 buf:u32:262144:rand buf:u32:262144:zero u32:262144 u32:0 buf:u64:512:zero buf:u32:1:zero",
     ),
 ];

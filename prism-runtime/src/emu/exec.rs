@@ -1103,9 +1103,12 @@ impl L<'_> {
             };
             // Bytes of one access usually share one shadow state: decide once and copy the outcome.
             let (first, rest) = sh.split_first_mut().expect("non-empty access");
+            // (Updated in a local: reading the shadow back right after the field-wise writes of `process`
+            // would stall on store forwarding.)
             let orig = *first;
-            process(first, &mut conflict);
-            let updated = *first;
+            let mut updated = orig;
+            process(&mut updated, &mut conflict);
+            *first = updated;
             for s in rest.iter_mut() {
                 if *s == orig {
                     *s = updated;
