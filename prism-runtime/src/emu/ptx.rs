@@ -2367,6 +2367,17 @@ impl Parser {
             Kind::Ldmatrix(..) => 2,
             Kind::CpAsync(_) => 3,
             Kind::BarWarpSync => 1,
+            // `bar.sync;` without a barrier operand (found by tests/emu_fuzz.rs) must not reach the
+            // interpreter, which reads the operands by position.
+            Kind::Bar(m) => {
+                if matches!(m, BarMode::RedPopc | BarMode::RedAnd | BarMode::RedOr) {
+                    2
+                } else {
+                    1
+                }
+            }
+            Kind::CpAsyncBulk | Kind::Mapa(_) => 3,
+            Kind::Elect => 2,
             _ => 0,
         };
         if args.len() < min_args {
