@@ -98,12 +98,26 @@ impl L<'_> {
                 } else {
                     mask_bits(ty.bits())
                 };
-                let v = &mut t[0];
-                self.gather(b, w, wi, &args[1], exec, v);
-                for x in v.iter_mut() {
-                    *x &= mk;
+                if let (Operand::Reg(d), Operand::Reg(r)) = (&args[0], &args[1]) {
+                    // Register to register, lane by lane within the register file (no lane arrays).
+                    let (d, r) = (*d as usize * 32, *r as usize * 32);
+                    if exec == ALL {
+                        for l in 0..32 {
+                            w.regs[d + l] = w.regs[r + l] & mk;
+                        }
+                    } else {
+                        for l in each(exec) {
+                            w.regs[d + l] = w.regs[r + l] & mk;
+                        }
+                    }
+                } else {
+                    let v = &mut t[0];
+                    self.gather(b, w, wi, &args[1], exec, v);
+                    for x in v.iter_mut() {
+                        *x &= mk;
+                    }
+                    scatter(w, &args[0], exec, v);
                 }
-                scatter(w, &args[0], exec, v);
             }
             Kind::Selp(_) => {
                 let [x, y, p, ..] = t;
