@@ -782,3 +782,96 @@ fn window_bank_degree(offs: &[usize; 32], exec: u32, size: usize) -> Option<u64>
     }
     Some(banks.iter().copied().max().unwrap_or(1).max(1) as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The general code's counting (`finish_access` / `bank_degree`): collect, sort, dedup.
+    fn sectors_by_sort(addr: &Lanes, exec: u32, size: usize) -> (u64, u64) {
+        let mut v: Vec<u64> = each(exec)
+            .flat_map(|l| (addr[l] >> 5)..=((addr[l] + size as u64 - 1) >> 5))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        let sectors = v.len() as u64;
+        v.iter_mut().for_each(|s| *s >>= 2);
+        v.dedup();
+        (sectors, v.len() as u64)
+    }
+
+    fn degree_by_sort(offs: &[usize; 32], exec: u32, size: usize) -> u64 {
+        let mut v: Vec<u64> = each(exec)
+            .flat_map(|l| (offs[l] as u64 >> 2)..=((offs[l] + size - 1) as u64 >> 2))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        let mut banks = [0u32; 32];
+        v.iter().for_each(|w| banks[(*w % 32) as usize] += 1);
+        banks.iter().copied().max().unwrap_or(1).max(1) as u64
+    }
+
+    #[test]
+    fn one_pass_counters_equal_the_sorted_ones() {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let (mut by_scan, mut by_window) = (0, 0);
+        for case in 0..20_000 {
+            let size = [1usize, 2, 4, 8, 16, 32][case % 6];
+            let exec = match case % 4 {
+                0 => ALL,
+                _ => (next() as u32) | 1,
+            };
+            // Patterns: coalesced, broadcast halves, strided, random within a window, random anywhere.
+            let base = 0x10_0000_0000u64 + (next() % 4096) * 16;
+            let stride = [size as u64, 0, 4 * size as u64, 33 * 4, 128][case % 5];
+            let mut addr = [0u64; 32];
+            let mut offs = [0usize; 32];
+            for l in 0..32 {
+                let a = match (case / 5) % 4 {
+                    0 => base + (l as u64) * stride,
+                    1 => base + (l as u64 % 16) * stride,
+                    2 => base + (next() % 512) * size as u64,
+                    _ => base + (next() % (1 << 20)) * size as u64,
+                };
+                addr[l] = a;
+                offs[l] = (a % 48_000) as usize / size * size;
+            }
+            let want = sectors_by_sort(&addr, exec, size);
+            if let Some(got) = sorted_sectors(&addr, exec, size) {
+                assert_eq!(got, want, "scan: {addr:x?} {exec:#x} {size}");
+                by_scan += 1;
+            }
+            if let Some(bits) =
+                window_bits(exec, |l| addr[l] >> 5, |l| (addr[l] + size as u64 - 1) >> 5)
+            {
+                let got = bits.iter().fold((0, 0), |(s, n), x| {
+                    let nib = x | x >> 1 | x >> 2 | x >> 3;
+                    (
+                        s + x.count_ones() as u64,
+                        n + (nib & 0x1111_1111_1111_1111).count_ones() as u64,
+                    )
+                });
+                assert_eq!(got, want, "window: {addr:x?} {exec:#x} {size}");
+                by_window += 1;
+            }
+            let want = degree_by_sort(&offs, exec, size);
+            for got in [
+                conflict_free(&offs, exec, size),
+                sorted_bank_degree(&offs, exec, size),
+                window_bank_degree(&offs, exec, size),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                assert_eq!(got, want, "banks: {offs:?} {exec:#x} {size}");
+            }
+        }
+        assert!(by_scan > 1000 && by_window > 1000, "{by_scan} {by_window}");
+    }
+}
