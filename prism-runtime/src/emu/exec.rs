@@ -1108,10 +1108,17 @@ impl L<'_> {
             let orig = *first;
             let mut updated = orig;
             process(&mut updated, &mut conflict);
-            *first = updated;
+            // Unchanged states (a read of data many threads already read) are not written back: that
+            // would dirty the shadow's cache lines for nothing.
+            let changed = updated != orig;
+            if changed {
+                *first = updated;
+            }
             for s in rest.iter_mut() {
                 if *s == orig {
-                    *s = updated;
+                    if changed {
+                        *s = updated;
+                    }
                 } else {
                     process(s, &mut conflict);
                 }
