@@ -333,3 +333,38 @@ fn mutated_nvcc_fixtures() {
     assert!(tally.get("parse error").copied().unwrap_or(0) > 0);
     assert!(tally.keys().any(|k| k.contains("ran")));
 }
+
+#[test]
+fn addresses_at_the_top_of_the_address_space_fault() {
+    // A load or store whose address plus size wraps past 2^64 is out of bounds, not an arithmetic
+    // overflow (debug) or a wrapped in-bounds check (release).
+    for (addr, op) in [
+        ("0xFFFFFFFFFFFFFFFC", "ld.global.u32 %r1, [%rd1];"),
+        ("0xFFFFFFFFFFFFFFF8", "st.global.u64 [%rd1], %rd1;"),
+        ("0xFFFFFFFFFFFFFFFC", "atom.global.add.u32 %r1, [%rd1], 1;"),
+        ("0xFFFFFFFFFFFFFFFC", "ld.u32 %r1, [%rd1];"),
+    ] {
+        let src = format!(
+            "
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry top() {{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  mov.u64 %rd1, {addr};
+  {op}
+  ret;
+}}"
+        );
+        let m = Module::parse(&src).expect("parses");
+        let mut e = Emulator::new(EmuConfig::default());
+        let _keep = e.alloc(64);
+        match e.launch(&m, "top", [1, 1, 1], [32, 1, 1], 0, &[]) {
+            Err(EmuError::Faulted { faults, .. }) => {
+                assert_eq!(faults[0].kind, FaultKind::OutOfBounds, "{op}: {faults:?}")
+            }
+            other => panic!("{op}: expected an OutOfBounds fault, got {other:?}"),
+        }
+    }
+}

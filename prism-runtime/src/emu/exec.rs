@@ -735,13 +735,14 @@ impl L<'_> {
                     let c = self.last_alloc;
                     if c < self.allocs.len()
                         && a >= self.allocs[c].base
-                        && a + size as u64 <= self.allocs[c].base + self.allocs[c].data.len() as u64
+                        && a.saturating_add(size as u64)
+                            <= self.allocs[c].base + self.allocs[c].data.len() as u64
                     {
                         Some(c)
                     } else {
                         let i = self.allocs.partition_point(|x| x.base <= a);
                         if i > 0
-                            && a + size as u64
+                            && a.saturating_add(size as u64)
                                 <= self.allocs[i - 1].base + self.allocs[i - 1].data.len() as u64
                         {
                             Some(i - 1)

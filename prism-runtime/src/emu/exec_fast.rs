@@ -386,7 +386,8 @@ impl L<'_> {
                 let i = {
                     let c = self.last_alloc;
                     let inside = |x: &Alloc| {
-                        a0 >= x.base && a0 + size as u64 <= x.base + x.data.len() as u64
+                        a0 >= x.base
+                            && a0.saturating_add(size as u64) <= x.base + x.data.len() as u64
                     };
                     if c < self.allocs.len() && inside(&self.allocs[c]) {
                         c
@@ -408,7 +409,7 @@ impl L<'_> {
                     {
                         return None;
                     }
-                    if a & amask != 0 || a < base || a + size as u64 > base + len {
+                    if a & amask != 0 || a < base || a.saturating_add(size as u64) > base + len {
                         return None;
                     }
                     offs[l] = (a - base) as usize;
