@@ -22,6 +22,8 @@ pub const MAX_GLOBAL_VAR_BYTES: u64 = 64 << 20;
 pub const MAX_PARAM_BYTES: u64 = 32_764;
 /// Largest `.align`.
 pub const MAX_ALIGN: u64 = 1 << 16;
+/// Field width and precision of a device `printf` conversion (larger ones are clamped to it).
+pub const MAX_PRINTF_FIELD: usize = 4096;
 /// Emulator memory the resident blocks of one launch may take (registers, shared memory and its race
 /// shadow, local memory, per-thread bookkeeping).
 pub const MAX_LAUNCH_BYTES: u64 = 4 << 30;
