@@ -82,6 +82,10 @@ struct Warp {
     steps: u64,
     exist: u32,
     coll_member: u32,
+    /// The group `pick_group` would choose next, when the last step was a fast-path instruction of a
+    /// converged warp (all its runnable lanes moved on together and no lane changed state). Consumed by
+    /// every step; only valid within one quantum (`run_slice` starts each quantum without it).
+    hint: Option<(u32, u32)>,
 }
 
 impl Warp {
@@ -1228,7 +1232,10 @@ impl L<'_> {
 
     /// Executes one warp step. Returns `Stop` when the warp cannot continue.
     fn step(&mut self, b: &mut Block, wi: usize, w: &mut Warp) -> Step {
-        let (pc, mask) = self.pick_group(w);
+        let (pc, mask) = match w.hint.take() {
+            Some(h) => h,
+            None => self.pick_group(w),
+        };
         if mask == 0 {
             return Step::Stop;
         }
@@ -1301,6 +1308,10 @@ impl L<'_> {
             }
         }
         if let Some(s) = self.fast_step(b, wi, w, ins, pc, mask, exec) {
+            // Every runnable lane was in the group (converged) and moved to pc + 1: that is the next group.
+            if mask == w.run_mask() {
+                w.hint = Some((pc + 1, mask));
+            }
             return s;
         }
         macro_rules! lanes {

@@ -120,6 +120,7 @@ impl L<'_> {
                 steps: 0,
                 exist,
                 coll_member: 0,
+                hint: None,
             });
         }
         Block {
@@ -194,8 +195,11 @@ impl L<'_> {
                     steps: 0,
                     exist: 0,
                     coll_member: 0,
+                    hint: None,
                 },
             );
+            // Other warps may have changed this warp's lanes since its last quantum (a barrier completed).
+            warp.hint = None;
             for _ in 0..quantum {
                 match self.step(b, wi, &mut warp) {
                     Step::Continue => {}
