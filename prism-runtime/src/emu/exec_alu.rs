@@ -54,6 +54,20 @@ fn f32b(x: f32) -> u64 {
     x.to_bits() as u64
 }
 
+/// An f32 operation over every lane (generic, so each operation is inlined into its own loop).
+#[inline(always)]
+fn f32_map(x: &Lanes, y: &Lanes, z: &Lanes, out: &mut Lanes, g: impl Fn(f32, f32, f32) -> f32) {
+    map3(x, y, z, out, |a, b, c| f32b(g(f32v(a), f32v(b), f32v(c))))
+}
+
+/// An f64 operation over every lane.
+#[inline(always)]
+fn f64_map(x: &Lanes, y: &Lanes, z: &Lanes, out: &mut Lanes, g: impl Fn(f64, f64, f64) -> f64) {
+    map3(x, y, z, out, |a, b, c| {
+        g(f64::from_bits(a), f64::from_bits(b), f64::from_bits(c)).to_bits()
+    })
+}
+
 /// `out[l] = op(x[l], y[l], z[l])` for every lane when (op, ty, mods) is one of the covered combinations;
 /// false (out untouched) otherwise.
 pub(super) fn alu_lanes(
@@ -69,39 +83,31 @@ pub(super) fn alu_lanes(
     match ty {
         U16 | S16 | B16 | U32 | S32 | B32 | U64 | S64 | B64 => int_lanes(op, ty, m, x, y, z, out),
         F32 if !m.sat && !m.relu => {
-            let f = |g: fn(f32, f32, f32) -> f32, out: &mut Lanes| {
-                map3(x, y, z, out, |a, b, c| f32b(g(f32v(a), f32v(b), f32v(c))))
-            };
             match op {
-                AluOp::Add => f(|a, b, _| a + b, out),
-                AluOp::Sub => f(|a, b, _| a - b, out),
-                AluOp::Mul => f(|a, b, _| a * b, out),
-                AluOp::Mad | AluOp::Fma => f(|a, b, c| a.mul_add(b, c), out),
-                AluOp::Div => f(|a, b, _| a / b, out),
-                AluOp::Neg => f(|a, _, _| -a, out),
-                AluOp::Abs => f(|a, _, _| a.abs(), out),
-                AluOp::Rcp => f(|a, _, _| 1.0 / a, out),
-                AluOp::Sqrt => f(|a, _, _| a.sqrt(), out),
-                AluOp::Min => f(|a, b, _| super::fminmax(a, b, false), out),
-                AluOp::Max => f(|a, b, _| super::fminmax(a, b, true), out),
+                AluOp::Add => f32_map(x, y, z, out, |a, b, _| a + b),
+                AluOp::Sub => f32_map(x, y, z, out, |a, b, _| a - b),
+                AluOp::Mul => f32_map(x, y, z, out, |a, b, _| a * b),
+                AluOp::Mad | AluOp::Fma => f32_map(x, y, z, out, |a, b, c| a.mul_add(b, c)),
+                AluOp::Div => f32_map(x, y, z, out, |a, b, _| a / b),
+                AluOp::Neg => f32_map(x, y, z, out, |a, _, _| -a),
+                AluOp::Abs => f32_map(x, y, z, out, |a, _, _| a.abs()),
+                AluOp::Rcp => f32_map(x, y, z, out, |a, _, _| 1.0 / a),
+                AluOp::Sqrt => f32_map(x, y, z, out, |a, _, _| a.sqrt()),
+                AluOp::Min => f32_map(x, y, z, out, |a, b, _| super::fminmax(a, b, false)),
+                AluOp::Max => f32_map(x, y, z, out, |a, b, _| super::fminmax(a, b, true)),
                 _ => return false,
             }
             true
         }
         F64 if !m.sat => {
-            let f = |g: fn(f64, f64, f64) -> f64, out: &mut Lanes| {
-                map3(x, y, z, out, |a, b, c| {
-                    g(f64::from_bits(a), f64::from_bits(b), f64::from_bits(c)).to_bits()
-                })
-            };
             match op {
-                AluOp::Add => f(|a, b, _| a + b, out),
-                AluOp::Sub => f(|a, b, _| a - b, out),
-                AluOp::Mul => f(|a, b, _| a * b, out),
-                AluOp::Mad | AluOp::Fma => f(|a, b, c| a.mul_add(b, c), out),
-                AluOp::Div => f(|a, b, _| a / b, out),
-                AluOp::Neg => f(|a, _, _| -a, out),
-                AluOp::Abs => f(|a, _, _| a.abs(), out),
+                AluOp::Add => f64_map(x, y, z, out, |a, b, _| a + b),
+                AluOp::Sub => f64_map(x, y, z, out, |a, b, _| a - b),
+                AluOp::Mul => f64_map(x, y, z, out, |a, b, _| a * b),
+                AluOp::Mad | AluOp::Fma => f64_map(x, y, z, out, |a, b, c| a.mul_add(b, c)),
+                AluOp::Div => f64_map(x, y, z, out, |a, b, _| a / b),
+                AluOp::Neg => f64_map(x, y, z, out, |a, _, _| -a),
+                AluOp::Abs => f64_map(x, y, z, out, |a, _, _| a.abs()),
                 _ => return false,
             }
             true
