@@ -30,6 +30,12 @@ mod proxy;
 // Reserved shared memory and the smaller instructions (alu forms that need no block state).
 #[path = "exec_misc.rs"]
 mod misc;
+// Fast paths: whole-warp arithmetic and single-region memory accesses (issue 12).
+#[path = "exec_fast.rs"]
+mod exec_fast;
+// Arithmetic and comparisons over 32 lanes at once.
+#[path = "exec_alu.rs"]
+mod exec_alu;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,6 +85,10 @@ struct Warp {
     steps: u64,
     exist: u32,
     coll_member: u32,
+    /// The group `pick_group` would choose next, when the last step was a fast-path instruction of a
+    /// converged warp (all its runnable lanes moved on together and no lane changed state). Consumed by
+    /// every step; only valid within one quantum (`run_slice` starts each quantum without it).
+    hint: Option<(u32, u32)>,
 }
 
 impl Warp {
@@ -225,6 +235,8 @@ struct L<'a> {
     async_write: bool,
     /// The (address, values) each lane of the current store issue wrote (`misc`, race detection only).
     same_st: Vec<(u64, [u64; 4])>,
+    /// Lane arrays of the fast paths, kept between instructions (taken while one runs).
+    fast: Option<Box<exec_fast::Scratch>>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -315,6 +327,7 @@ pub(crate) fn run_launch(
         cbar: HashMap::new(),
         async_write: false,
         same_st: Vec::with_capacity(32),
+        fast: None,
     };
     let entry_pc = m.funcs[fi].start;
     let blocks = l.run_blocks(entry_pc);
@@ -469,6 +482,23 @@ impl L<'_> {
 
     /// Chooses the lane group to run: (pc, mask).
     fn pick_group(&mut self, w: &Warp) -> (u32, u32) {
+        // A converged warp (every runnable lane at one PC) runs that PC with all of them: what the scan
+        // below chooses too, since starvation and random choices apply only to diverged warps.
+        let mut run = 0u32;
+        for l in 0..32 {
+            run |= ((w.st[l] == Ls::Run) as u32) << l;
+        }
+        if run == 0 {
+            return (0, 0);
+        }
+        let pc0 = w.pc[run.trailing_zeros() as usize];
+        let mut same = true;
+        for l in 0..32 {
+            same &= w.st[l] != Ls::Run || w.pc[l] == pc0;
+        }
+        if same {
+            return (pc0, run);
+        }
         let mut minpc = u32::MAX;
         let mut starving: Option<u32> = None;
         let mut any = false;
@@ -730,13 +760,14 @@ impl L<'_> {
                     let c = self.last_alloc;
                     if c < self.allocs.len()
                         && a >= self.allocs[c].base
-                        && a + size as u64 <= self.allocs[c].base + self.allocs[c].data.len() as u64
+                        && a.saturating_add(size as u64)
+                            <= self.allocs[c].base + self.allocs[c].data.len() as u64
                     {
                         Some(c)
                     } else {
                         let i = self.allocs.partition_point(|x| x.base <= a);
                         if i > 0
-                            && a + size as u64
+                            && a.saturating_add(size as u64)
                                 <= self.allocs[i - 1].base + self.allocs[i - 1].data.len() as u64
                         {
                             Some(i - 1)
@@ -934,15 +965,11 @@ impl L<'_> {
     }
 
     fn load(&mut self, b: &mut Block, loc: Loc, size: usize) -> u64 {
-        let s = self.mem_slice(b, loc);
-        let mut buf = [0u8; 8];
-        buf[..size].copy_from_slice(&s[..size]);
-        u64::from_le_bytes(buf)
+        exec_fast::read_le(self.mem_slice(b, loc), 0, size)
     }
 
     fn store(&mut self, b: &mut Block, loc: Loc, size: usize, v: u64) {
-        let s = self.mem_slice(b, loc);
-        s[..size].copy_from_slice(&v.to_le_bytes()[..size]);
+        exec_fast::write_le(self.mem_slice(b, loc), 0, size, v)
     }
 
     /// Records an access for counters and checks races.
@@ -959,45 +986,66 @@ impl L<'_> {
         gaddr: u64,
     ) {
         match loc {
+            Loc::Global(..) => self.acc_g.push((gaddr, size as u32)),
+            Loc::Shared(o) => self.acc_s.push((o as u32, size as u32)),
+            _ => {}
+        }
+        self.check_access(b, wi, lane, loc, size, acc, pc, gaddr);
+    }
+
+    /// The race checks of one lane's access (`track` without the counters).
+    #[allow(clippy::too_many_arguments)]
+    fn check_access(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        loc: Loc,
+        size: usize,
+        acc: Acc,
+        pc: u32,
+        gaddr: u64,
+    ) {
+        if !self.cfg.check_races {
+            return;
+        }
+        match loc {
             Loc::Global(i, o) => {
-                self.acc_g.push((gaddr, size as u32));
-                if self.cfg.check_races {
-                    let launch = self.launch_id;
-                    let a = &mut self.allocs[i];
-                    if a.shadow_launch != launch {
-                        a.shadow.clear();
-                        a.shadow.resize(a.data.len(), Shadow::default());
-                        a.shadow_launch = launch;
-                    }
-                    self.race(b, wi, lane, Some(i), o, size, acc, pc, gaddr);
+                let launch = self.launch_id;
+                let a = &mut self.allocs[i];
+                if a.shadow_launch != launch {
+                    a.shadow.clear();
+                    a.shadow.resize(a.data.len(), Shadow::default());
+                    a.shadow_launch = launch;
                 }
+                self.race(b, wi, lane, Some(i), o, size, acc, pc, gaddr);
             }
             Loc::Shared(o) => {
-                self.acc_s.push((o as u32, size as u32));
-                if self.cfg.check_races {
-                    self.race(b, wi, lane, None, o, size, acc, pc, o as u64);
-                    if acc != Acc::Read && !self.async_write {
-                        self.proxy_write(b, wi, lane, pc, o, size, true);
-                    }
+                self.race(b, wi, lane, None, o, size, acc, pc, o as u64);
+                if acc != Acc::Read && !self.async_write {
+                    self.proxy_write(b, wi, lane, pc, o, size, true);
                 }
             }
             _ => {}
         }
     }
 
+    /// Whether thread `u`'s access at its epoch `ep_u` is ordered before thread `t` (global ids; `base` is the
+    /// first global id of `t`'s block, so `u` is in that block iff `u - base < nthreads`).
     fn ordered(
         thr_inst: &[Vec<u32>],
         insts: &[Inst],
-        nthreads: u32,
+        (nthreads, base): (u32, u32),
         u: u32,
         ep_u: u32,
         t: u32,
     ) -> bool {
-        if u / nthreads != t / nthreads {
+        let ul = u.wrapping_sub(base);
+        if ul >= nthreads {
             return false;
         }
-        let ul = (u % nthreads) as usize;
-        let tl = (t % nthreads) as usize;
+        let ul = ul as usize;
+        let tl = (t - base) as usize;
         if ul == tl {
             return true;
         }
@@ -1028,6 +1076,7 @@ impl L<'_> {
         let t = b.lin * self.nthreads + tl;
         let ep = b.thr_inst[tl as usize].len() as u32;
         let nt = self.nthreads;
+        let ntb = (nt, b.lin * nt);
         let mut conflict: Option<(u32, u32, bool)> = None;
         {
             let (ti, ins) = (&b.thr_inst, &b.inst);
@@ -1044,7 +1093,7 @@ impl L<'_> {
                 if w_thr != 0
                     && w_thr - 1 != t
                     && !(w_atomic && acc != Acc::Write)
-                    && !Self::ordered(ti, ins, nt, w_thr - 1, s.w_ep, t)
+                    && !Self::ordered(ti, ins, ntb, w_thr - 1, s.w_ep, t)
                     && conflict.is_none()
                 {
                     *conflict = Some((w_thr - 1, s.w_pc, true));
@@ -1055,7 +1104,7 @@ impl L<'_> {
                     if r_thr != 0
                         && acc == Acc::Write
                         && (r_thr - 1 != t || many)
-                        && !Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
+                        && !Self::ordered(ti, ins, ntb, r_thr - 1, s.r_ep, t)
                         && conflict.is_none()
                     {
                         *conflict = Some((r_thr - 1, s.r_pc, false));
@@ -1068,7 +1117,7 @@ impl L<'_> {
                     let r_thr = s.r & !TOPBIT;
                     if r_thr == 0
                         || (r_thr - 1 == t && s.r & TOPBIT == 0)
-                        || Self::ordered(ti, ins, nt, r_thr - 1, s.r_ep, t)
+                        || Self::ordered(ti, ins, ntb, r_thr - 1, s.r_ep, t)
                     {
                         s.r = t + 1;
                         s.r_ep = ep;
@@ -1080,12 +1129,22 @@ impl L<'_> {
             };
             // Bytes of one access usually share one shadow state: decide once and copy the outcome.
             let (first, rest) = sh.split_first_mut().expect("non-empty access");
+            // (Updated in a local: reading the shadow back right after the field-wise writes of `process`
+            // would stall on store forwarding.)
             let orig = *first;
-            process(first, &mut conflict);
-            let updated = *first;
+            let mut updated = orig;
+            process(&mut updated, &mut conflict);
+            // Unchanged states (a read of data many threads already read) are not written back: that
+            // would dirty the shadow's cache lines for nothing.
+            let changed = updated != orig;
+            if changed {
+                *first = updated;
+            }
             for s in rest.iter_mut() {
                 if *s == orig {
-                    *s = updated;
+                    if changed {
+                        *s = updated;
+                    }
                 } else {
                     process(s, &mut conflict);
                 }
@@ -1194,7 +1253,10 @@ impl L<'_> {
 
     /// Executes one warp step. Returns `Stop` when the warp cannot continue.
     fn step(&mut self, b: &mut Block, wi: usize, w: &mut Warp) -> Step {
-        let (pc, mask) = self.pick_group(w);
+        let (pc, mask) = match w.hint.take() {
+            Some(h) => h,
+            None => self.pick_group(w),
+        };
         if mask == 0 {
             return Step::Stop;
         }
@@ -1207,12 +1269,14 @@ impl L<'_> {
             return Step::Stop;
         }
         w.steps += 1;
-        {
-            let mut mm = mask;
-            while mm != 0 {
-                let l = mm.trailing_zeros() as usize;
-                mm &= mm - 1;
-                w.last_run[l] = w.steps;
+        let steps = w.steps;
+        if mask == u32::MAX {
+            w.last_run = [steps; 32];
+        } else {
+            for (l, r) in w.last_run.iter_mut().enumerate() {
+                if (mask >> l) & 1 != 0 {
+                    *r = steps;
+                }
             }
         }
         let m = self.m;
@@ -1235,15 +1299,10 @@ impl L<'_> {
             Some((p, neg)) => {
                 let mut e = 0u32;
                 let base = p as usize * 32;
-                let mut mm = mask;
-                while mm != 0 {
-                    let l = mm.trailing_zeros() as usize;
-                    mm &= mm - 1;
-                    if (w.regs[base + l] != 0) != neg {
-                        e |= 1 << l;
-                    }
+                for (l, v) in w.regs[base..base + 32].iter().enumerate() {
+                    e |= (((*v != 0) != neg) as u32) << l;
                 }
-                e
+                e & mask
             }
         };
         {
@@ -1268,6 +1327,13 @@ impl L<'_> {
                 );
                 return Step::Stop;
             }
+        }
+        if let Some(s) = self.fast_step(b, wi, w, ins, pc, mask, exec) {
+            // Every runnable lane was in the group (converged) and moved to pc + 1: that is the next group.
+            if mask == w.run_mask() {
+                w.hint = Some((pc + 1, mask));
+            }
+            return s;
         }
         macro_rules! lanes {
             ($l:ident, $body:block) => {{
@@ -3208,6 +3274,8 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
                 s
             }
         }
+        // A u64 x u64 product overflows i128: wrapping keeps its bit pattern, which is what `.hi`/`.lo`
+        // take (an overflow check would panic on `mul.lo.u64` of large operands).
         AluOp::Mul => {
             // 64 x 64 unsigned products overflow i128: take them as u128 (the high half by a logical shift).
             let p = x.wrapping_mul(y);
@@ -3222,16 +3290,16 @@ fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u
         AluOp::Mad => {
             let p = x.wrapping_mul(y);
             if m.hi {
-                mul_hi(x, y, bits, signed) + z
+                mul_hi(x, y, bits, signed).wrapping_add(z)
             } else if m.wide {
                 let cz = if signed {
                     sext(c, bits * 2) as i128
                 } else {
                     (c & wide_mk) as i128
                 };
-                return ((p + cz) as u128 as u64) & wide_mk;
+                return (p.wrapping_add(cz) as u128 as u64) & wide_mk;
             } else {
-                p + z
+                p.wrapping_add(z)
             }
         }
         AluOp::Mul24 | AluOp::Mad24 => {

@@ -14,6 +14,7 @@ use std::fmt;
 
 pub mod cli;
 mod exec;
+pub mod limits;
 mod printf;
 mod ptx;
 mod tensormap;
@@ -581,6 +582,16 @@ impl Emulator {
                 "grid {grid:?} is not a multiple of the cluster {cluster:?}"
             )));
         }
+        limits::check_launch(&limits::LaunchShape {
+            nregs: module.nregs,
+            nthreads: nthreads as u32,
+            smem: smem_total,
+            local: module.local_size as u64,
+            races: self.cfg.check_races,
+            blocks: grid.iter().map(|&d| d as u64).product(),
+            csize,
+        })
+        .map_err(EmuError::BadLaunch)?;
         let gaddrs = self.module_addrs(module);
         self.launches += 1;
         exec::run_launch(

@@ -118,9 +118,11 @@ fn digits(fmt: &[u8], i: &mut usize) -> Option<usize> {
     while *i < fmt.len() && fmt[*i].is_ascii_digit() {
         *i += 1;
     }
+    // Clamped (docs/EMULATOR.md, "Limits"): `%999999999999d` would otherwise allocate its width.
     std::str::from_utf8(&fmt[start..*i])
         .ok()
-        .and_then(|s| s.parse().ok())
+        .and_then(|s| s.parse::<usize>().ok())
+        .map(|v| v.min(super::limits::MAX_PRINTF_FIELD))
 }
 
 #[derive(Default)]
@@ -308,5 +310,25 @@ mod tests {
             format(b"[%5d][%-4d|][%g][%g][%08.3f]", &mut src),
             "[   42][-5  |][0.0001234][1.23457e+08][0002.500]"
         );
+    }
+
+    #[test]
+    fn huge_widths_and_precisions_are_clamped() {
+        let mut b = Vec::new();
+        b.extend(42i32.to_le_bytes());
+        b.extend(0u32.to_le_bytes());
+        b.extend(1.5f64.to_le_bytes());
+        b.extend(7i32.to_le_bytes());
+        let mut src = Buf(b, vec![]);
+        let s = format(
+            b"%999999999999d|%.99999999999f|%99999999999999999999999d",
+            &mut src,
+        );
+        let max = super::super::limits::MAX_PRINTF_FIELD;
+        let parts: Vec<&str> = s.split('|').collect();
+        assert_eq!(parts[0].len(), max);
+        assert!(parts[0].ends_with("42"));
+        assert_eq!(parts[1].len(), max + 2, "1. and the digits");
+        assert!(parts[2].len() <= max + 32);
     }
 }

@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use super::limits::*;
+
 /// A PTX parse or decode error with the 1-based PTX source line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PtxError {
@@ -976,8 +978,7 @@ impl Parser {
             ".shared" => self.shared_var(is_extern),
             ".local" => {
                 let (name, size, align, _) = self.var_decl()?;
-                let off = align_up(self.local, align as u32);
-                self.local = off + size as u32;
+                let off = self.place_local(align, size)?;
                 self.declare(name, Name::Sym(SymRef::Local(off)));
                 Ok(())
             }
@@ -999,7 +1000,14 @@ impl Parser {
         loop {
             if self.is_ident(".align") {
                 self.pos += 1;
-                align = self.number()? as usize;
+                let a = self.number()?;
+                if !(0..=MAX_ALIGN as i64).contains(&a) {
+                    return perr(
+                        self.line(),
+                        format!(".align {a} is outside 0..={MAX_ALIGN}"),
+                    );
+                }
+                align = a as usize;
             } else if self.is_ident(".v2") {
                 self.pos += 1;
                 vec = 2;
@@ -1032,9 +1040,18 @@ impl Parser {
                 unsized_ = true;
                 continue;
             }
-            let n = self.number()? as usize;
+            let n = self.number()?;
             self.expect_p(']')?;
-            count *= n;
+            // Checked before anything is allocated: `x[99999999999]` is an error, not an allocation.
+            count = match u64::try_from(n).ok().and_then(|n| (count as u64).checked_mul(n)) {
+                Some(c) if c.saturating_mul(ty.size() as u64) <= MAX_VARIABLE_BYTES => c as usize,
+                _ => {
+                    return perr(
+                        self.line(),
+                        format!("array {name}: dimension {n} makes it larger than {MAX_VARIABLE_BYTES} bytes (the emulator's limit for one variable) or is negative"),
+                    )
+                }
+            };
         }
         let size = if unsized_ { 0 } else { count * ty.size() };
         if align == 0 {
@@ -1072,6 +1089,13 @@ impl Parser {
             }
         }
         self.skip_to_semi();
+        let total: u64 = self.globals.iter().map(|g| g.size as u64).sum::<u64>() + size as u64;
+        if total > MAX_GLOBAL_VAR_BYTES || init.len() as u64 > MAX_GLOBAL_VAR_BYTES {
+            return perr(
+                self.line(),
+                format!("module-scope .global/.const variables take more than {MAX_GLOBAL_VAR_BYTES} bytes (the emulator's limit) with {name}"),
+            );
+        }
         let idx = self.globals.len() as u32;
         self.globals.push(GlobalVar {
             name: name.clone(),
@@ -1107,12 +1131,25 @@ impl Parser {
             self.dyn_smem = Some((name.clone(), align as u32));
             self.declare(name, Name::Sym(SymRef::DynShared));
         } else if self.scopes.is_empty() {
-            let off = align_up(self.smem.max(self.smem_fn_max), align as u32);
-            self.smem = off + size as u32;
+            let start = self.smem.max(self.smem_fn_max);
+            let (off, end) = self.place(
+                start,
+                align,
+                size,
+                MAX_SHARED_DECL_BYTES,
+                "static shared memory",
+            )?;
+            self.smem = end;
             self.declare(name, Name::Sym(SymRef::Shared(off)));
         } else {
-            let off = align_up(self.smem_fn, align as u32);
-            self.smem_fn = off + size as u32;
+            let (off, end) = self.place(
+                self.smem_fn,
+                align,
+                size,
+                MAX_SHARED_DECL_BYTES,
+                "static shared memory",
+            )?;
+            self.smem_fn = end;
             self.declare(name, Name::Sym(SymRef::Shared(off)));
         }
         Ok(())
@@ -1146,17 +1183,21 @@ impl Parser {
                 });
             } else {
                 let o = if is_entry {
-                    align_up(off as u32, align as u32) as usize
+                    let (o, end) = self.place(
+                        off as u32,
+                        align,
+                        size,
+                        MAX_PARAM_BYTES,
+                        "an entry's parameters",
+                    )?;
+                    off = end as usize;
+                    self.declare(name.clone(), Name::Sym(SymRef::KParam(o)));
+                    o as usize
                 } else {
-                    align_up(self.local, align as u32) as usize
+                    let o = self.place_local(align, size)?;
+                    self.declare(name.clone(), Name::Sym(SymRef::Local(o)));
+                    o as usize
                 };
-                if is_entry {
-                    off = o + size;
-                    self.declare(name.clone(), Name::Sym(SymRef::KParam(o as u32)));
-                } else {
-                    self.local = (o + size) as u32;
-                    self.declare(name.clone(), Name::Sym(SymRef::Local(o as u32)));
-                }
                 out.push(ParamDecl {
                     name,
                     ty,
@@ -1168,6 +1209,40 @@ impl Parser {
             self.eat_p(',');
         }
         Ok((out, off))
+    }
+
+    /// Offset and new end of a `size`-byte variable placed at `cur` with `align`, or an error when the end
+    /// passes `limit` (checked before anything is allocated for it).
+    fn place(
+        &self,
+        cur: u32,
+        align: usize,
+        size: usize,
+        limit: u64,
+        what: &str,
+    ) -> Result<(u32, u32), PtxError> {
+        let off = align_up(cur, align as u32) as u64;
+        let end = off + size as u64;
+        if end > limit {
+            return perr(
+                self.line(),
+                format!("{what} would take {end} bytes, more than the emulator's limit of {limit} bytes"),
+            );
+        }
+        Ok((off as u32, end as u32))
+    }
+
+    /// Places a per-thread local variable (or device-function parameter); returns its offset.
+    fn place_local(&mut self, align: usize, size: usize) -> Result<u32, PtxError> {
+        let (off, end) = self.place(
+            self.local,
+            align,
+            size,
+            MAX_LOCAL_BYTES,
+            "local memory per thread",
+        )?;
+        self.local = end;
+        Ok(off)
     }
 
     fn new_reg(&mut self, name: &str, ty: PtxType) -> u32 {
@@ -1375,9 +1450,18 @@ impl Parser {
                     if self.eat_p('<') {
                         let n = self.number()?;
                         self.expect_p('>')?;
+                        // Checked before the loop: `%r<99999999>` is an error, not minutes of allocation.
+                        if n > (MAX_REGISTERS - self.nregs.min(MAX_REGISTERS)) as i64 {
+                            return perr(
+                                line,
+                                format!("{name}<{n}> takes the module past {MAX_REGISTERS} registers (the emulator's limit)"),
+                            );
+                        }
                         for i in 0..n {
                             self.new_reg(&format!("{}{}", name, i), ty);
                         }
+                    } else if self.nregs >= MAX_REGISTERS {
+                        return perr(line, format!("{name} takes the module past {MAX_REGISTERS} registers (the emulator's limit)"));
                     } else {
                         self.new_reg(&name, ty);
                     }
@@ -1391,8 +1475,7 @@ impl Parser {
                 self.pos += 1;
                 let (name, size, align, _) = self.var_decl()?;
                 self.skip_to_semi();
-                let off = align_up(self.local, align as u32);
-                self.local = off + size.max(1) as u32;
+                let off = self.place_local(align, size.max(1))?;
                 self.declare(name, Name::Sym(SymRef::Local(off)));
             }
             ".shared" => {
@@ -2402,6 +2485,17 @@ impl Parser {
             Kind::CpAsync(_) => 3,
             Kind::BarWarpSync => 1,
             Kind::Misc(op) => op.min_args(),
+            // `bar.sync;` without a barrier operand (found by tests/emu_fuzz.rs) must not reach the
+            // interpreter, which reads the operands by position.
+            Kind::Bar(m) => {
+                if matches!(m, BarMode::RedPopc | BarMode::RedAnd | BarMode::RedOr) {
+                    2
+                } else {
+                    1
+                }
+            }
+            Kind::CpAsyncBulk | Kind::Mapa(_) => 3,
+            Kind::Elect => 2,
             _ => 0,
         };
         if args.len() < min_args {

@@ -14,17 +14,13 @@ impl L<'_> {
         let csize = self.cluster_size() as usize;
         let grid = self.grid;
         let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
-        let per_sm = [
-            32u64,
-            2048 / (nthreads.max(1) as u64),
-            (228 * 1024) / (self.smem_size.max(1) as u64),
-        ]
-        .into_iter()
-        .min()
-        .unwrap_or(1)
-        .max(1);
         let clusters = total / csize as u64;
-        let window = ((132 * per_sm) / csize as u64).clamp(1, clusters.max(1)) as usize;
+        let window = super::super::limits::resident_clusters(
+            nthreads,
+            self.smem_size,
+            csize as u64,
+            clusters,
+        );
         let random = matches!(self.cfg.schedule, Schedule::Random { .. });
         let mut live: Vec<Vec<Block>> = Vec::with_capacity(window);
         let mut next = 0u64;
@@ -124,6 +120,7 @@ impl L<'_> {
                 steps: 0,
                 exist,
                 coll_member: 0,
+                hint: None,
             });
         }
         Block {
@@ -200,8 +197,11 @@ impl L<'_> {
                     steps: 0,
                     exist: 0,
                     coll_member: 0,
+                    hint: None,
                 },
             );
+            // Other warps may have changed this warp's lanes since its last quantum (a barrier completed).
+            warp.hint = None;
             for _ in 0..quantum {
                 match self.step(b, wi, &mut warp) {
                     Step::Continue => {}

@@ -776,7 +776,7 @@ impl L<'_> {
             let same_block = w != 0 && (w - 1) / nt == t / nt;
             if same_block
                 && w - 1 != t
-                && !Self::ordered(&b.thr_inst, &b.inst, nt, w - 1, s.w_ep, t)
+                && !Self::ordered(&b.thr_inst, &b.inst, (nt, b.lin * nt), w - 1, s.w_ep, t)
             {
                 bad = Some((i, w - 1, s.w_pc));
                 break;

@@ -1,0 +1,434 @@
+//! Arithmetic and comparisons over all 32 lanes at once (issue 12): straight loops over lane arrays that
+//! the compiler vectorises, for the operation/type combinations that dominate real kernels. Each computes
+//! bit for bit what the per-lane `alu` / `compare` of `exec.rs` computes (the unit tests below compare
+//! them on random and edge-case inputs); any other combination returns `false` and the caller falls back to
+//! the per-lane functions. Lanes outside the executing group are computed too (the operations are pure
+//! and cannot panic) and then not written back.
+
+use super::{AluOp, Cmp, Mods, PtxType};
+
+type Lanes = [u64; 32];
+
+#[inline]
+fn map1(x: &Lanes, out: &mut Lanes, f: impl Fn(u64) -> u64) {
+    for (o, a) in out.iter_mut().zip(x) {
+        *o = f(*a);
+    }
+}
+
+#[inline]
+fn map2(x: &Lanes, y: &Lanes, out: &mut Lanes, f: impl Fn(u64, u64) -> u64) {
+    for l in 0..32 {
+        out[l] = f(x[l], y[l]);
+    }
+}
+
+#[inline]
+fn map3(x: &Lanes, y: &Lanes, z: &Lanes, out: &mut Lanes, f: impl Fn(u64, u64, u64) -> u64) {
+    for l in 0..32 {
+        out[l] = f(x[l], y[l], z[l]);
+    }
+}
+
+fn mask_bits(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Sign extension of the low `bits` bits (1 ≤ bits ≤ 64).
+#[inline]
+fn sext(v: u64, bits: u32) -> i64 {
+    ((v << (64 - bits)) as i64) >> (64 - bits)
+}
+
+#[inline]
+fn f32v(x: u64) -> f32 {
+    f32::from_bits(x as u32)
+}
+
+#[inline]
+fn f32b(x: f32) -> u64 {
+    x.to_bits() as u64
+}
+
+/// An f32 operation over every lane (generic, so each operation is inlined into its own loop).
+#[inline(always)]
+fn f32_map(x: &Lanes, y: &Lanes, z: &Lanes, out: &mut Lanes, g: impl Fn(f32, f32, f32) -> f32) {
+    map3(x, y, z, out, |a, b, c| f32b(g(f32v(a), f32v(b), f32v(c))))
+}
+
+/// An f64 operation over every lane.
+#[inline(always)]
+fn f64_map(x: &Lanes, y: &Lanes, z: &Lanes, out: &mut Lanes, g: impl Fn(f64, f64, f64) -> f64) {
+    map3(x, y, z, out, |a, b, c| {
+        g(f64::from_bits(a), f64::from_bits(b), f64::from_bits(c)).to_bits()
+    })
+}
+
+/// `out[l] = op(x[l], y[l], z[l])` for every lane when (op, ty, mods) is one of the covered combinations;
+/// false (out untouched) otherwise.
+pub(super) fn alu_lanes(
+    op: AluOp,
+    ty: PtxType,
+    m: Mods,
+    x: &Lanes,
+    y: &Lanes,
+    z: &Lanes,
+    out: &mut Lanes,
+) -> bool {
+    use PtxType::*;
+    match ty {
+        U16 | S16 | B16 | U32 | S32 | B32 | U64 | S64 | B64 => int_lanes(op, ty, m, x, y, z, out),
+        F32 if !m.sat && !m.relu => {
+            match op {
+                AluOp::Add => f32_map(x, y, z, out, |a, b, _| a + b),
+                AluOp::Sub => f32_map(x, y, z, out, |a, b, _| a - b),
+                AluOp::Mul => f32_map(x, y, z, out, |a, b, _| a * b),
+                AluOp::Mad | AluOp::Fma => f32_map(x, y, z, out, |a, b, c| a.mul_add(b, c)),
+                AluOp::Div => f32_map(x, y, z, out, |a, b, _| a / b),
+                AluOp::Neg => f32_map(x, y, z, out, |a, _, _| -a),
+                AluOp::Abs => f32_map(x, y, z, out, |a, _, _| a.abs()),
+                AluOp::Rcp => f32_map(x, y, z, out, |a, _, _| 1.0 / a),
+                AluOp::Sqrt => f32_map(x, y, z, out, |a, _, _| a.sqrt()),
+                AluOp::Min => f32_map(x, y, z, out, |a, b, _| super::fminmax(a, b, false)),
+                AluOp::Max => f32_map(x, y, z, out, |a, b, _| super::fminmax(a, b, true)),
+                _ => return false,
+            }
+            true
+        }
+        F64 if !m.sat => {
+            match op {
+                AluOp::Add => f64_map(x, y, z, out, |a, b, _| a + b),
+                AluOp::Sub => f64_map(x, y, z, out, |a, b, _| a - b),
+                AluOp::Mul => f64_map(x, y, z, out, |a, b, _| a * b),
+                AluOp::Mad | AluOp::Fma => f64_map(x, y, z, out, |a, b, c| a.mul_add(b, c)),
+                AluOp::Div => f64_map(x, y, z, out, |a, b, _| a / b),
+                AluOp::Neg => f64_map(x, y, z, out, |a, _, _| -a),
+                AluOp::Abs => f64_map(x, y, z, out, |a, _, _| a.abs()),
+                _ => return false,
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+fn int_lanes(
+    op: AluOp,
+    ty: PtxType,
+    m: Mods,
+    x: &Lanes,
+    y: &Lanes,
+    z: &Lanes,
+    out: &mut Lanes,
+) -> bool {
+    let bits = ty.bits();
+    let mk = mask_bits(bits);
+    let signed = ty.is_signed();
+    let plain = m == Mods::default();
+    match op {
+        AluOp::Add if plain => map2(x, y, out, |a, b| a.wrapping_add(b) & mk),
+        AluOp::Sub if plain => map2(x, y, out, |a, b| a.wrapping_sub(b) & mk),
+        AluOp::And => map2(x, y, out, |a, b| a & b & mk),
+        AluOp::Or => map2(x, y, out, |a, b| (a | b) & mk),
+        AluOp::Xor => map2(x, y, out, |a, b| (a ^ b) & mk),
+        AluOp::Not => map1(x, out, |a| !a & mk),
+        AluOp::Mul | AluOp::Mad if !m.hi && !m.wide && !m.sat => {
+            if op == AluOp::Mul {
+                map2(x, y, out, |a, b| a.wrapping_mul(b) & mk)
+            } else {
+                map3(x, y, z, out, |a, b, c| {
+                    a.wrapping_mul(b).wrapping_add(c) & mk
+                })
+            }
+        }
+        AluOp::Mul | AluOp::Mad if m.wide && !m.hi && bits <= 32 => {
+            let wmk = mask_bits(bits * 2);
+            let ext = move |v: u64| -> u64 {
+                if signed {
+                    sext(v, bits) as u64
+                } else {
+                    v & mk
+                }
+            };
+            if op == AluOp::Mul {
+                map2(x, y, out, |a, b| ext(a).wrapping_mul(ext(b)) & wmk)
+            } else {
+                map3(x, y, z, out, |a, b, c| {
+                    ext(a).wrapping_mul(ext(b)).wrapping_add(c) & wmk
+                })
+            }
+        }
+        AluOp::Mul if m.hi && !m.wide && bits == 32 => {
+            if signed {
+                map2(x, y, out, |a, b| {
+                    (((sext(a, 32) * sext(b, 32)) >> 32) as u64) & mk
+                })
+            } else {
+                map2(x, y, out, |a, b| ((a & mk) * (b & mk)) >> 32)
+            }
+        }
+        AluOp::Shl => map2(x, y, out, |a, b| {
+            let s = b as u32;
+            if s >= bits {
+                0
+            } else {
+                (a << s) & mk
+            }
+        }),
+        AluOp::Shr => {
+            if signed {
+                map2(x, y, out, |a, b| {
+                    ((sext(a, bits) >> (b as u32).min(bits - 1)) as u64) & mk
+                })
+            } else {
+                map2(x, y, out, |a, b| {
+                    let s = b as u32;
+                    if s >= bits {
+                        0
+                    } else {
+                        (a & mk) >> s
+                    }
+                })
+            }
+        }
+        AluOp::Min | AluOp::Max => {
+            let max = op == AluOp::Max;
+            if signed {
+                map2(x, y, out, |a, b| {
+                    let (p, q) = (sext(a, bits), sext(b, bits));
+                    (if max { p.max(q) } else { p.min(q) }) as u64 & mk
+                })
+            } else {
+                map2(x, y, out, |a, b| {
+                    let (p, q) = (a & mk, b & mk);
+                    if max {
+                        p.max(q)
+                    } else {
+                        p.min(q)
+                    }
+                })
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// `out[l] = cmp(x[l], y[l])` (0 or 1) for every lane for integer and f32/f64 comparisons; false otherwise.
+pub(super) fn compare_lanes(cmp: Cmp, ty: PtxType, x: &Lanes, y: &Lanes, out: &mut Lanes) -> bool {
+    use PtxType::*;
+    match ty {
+        U16 | S16 | B16 | U32 | S32 | B32 | U64 | S64 | B64 => {
+            let bits = ty.bits();
+            let mk = mask_bits(bits);
+            let signed = ty.is_signed() && !matches!(cmp, Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs);
+            let ord = |a: u64, b: u64| -> std::cmp::Ordering {
+                if signed {
+                    sext(a, bits).cmp(&sext(b, bits))
+                } else {
+                    (a & mk).cmp(&(b & mk))
+                }
+            };
+            use std::cmp::Ordering::*;
+            let f: fn(std::cmp::Ordering) -> bool = match cmp {
+                Cmp::Eq | Cmp::Equ => |o| o == Equal,
+                Cmp::Ne | Cmp::Neu => |o| o != Equal,
+                Cmp::Lt | Cmp::Lo | Cmp::Ltu => |o| o == Less,
+                Cmp::Le | Cmp::Ls | Cmp::Leu => |o| o != Greater,
+                Cmp::Gt | Cmp::Hi | Cmp::Gtu => |o| o == Greater,
+                Cmp::Ge | Cmp::Hs | Cmp::Geu => |o| o != Less,
+                Cmp::Num | Cmp::Nan => return false,
+            };
+            map2(x, y, out, |a, b| f(ord(a, b)) as u64);
+            true
+        }
+        F32 | F64 => {
+            let conv = |v: u64| -> f64 {
+                if ty == F32 {
+                    f32v(v) as f64
+                } else {
+                    f64::from_bits(v)
+                }
+            };
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
+            let f: fn(f64, f64) -> bool = match cmp {
+                Cmp::Eq => |a, b| a == b,
+                Cmp::Ne => |a, b| !a.is_nan() && !b.is_nan() && a != b,
+                Cmp::Lt | Cmp::Lo => |a, b| a < b,
+                Cmp::Le | Cmp::Ls => |a, b| a <= b,
+                Cmp::Gt | Cmp::Hi => |a, b| a > b,
+                Cmp::Ge | Cmp::Hs => |a, b| a >= b,
+                Cmp::Equ => |a, b| a.is_nan() || b.is_nan() || a == b,
+                Cmp::Neu => |a, b| a != b,
+                Cmp::Ltu => |a, b| !(a >= b),
+                Cmp::Leu => |a, b| !(a > b),
+                Cmp::Gtu => |a, b| !(a <= b),
+                Cmp::Geu => |a, b| !(a < b),
+                Cmp::Num => |a, b| !a.is_nan() && !b.is_nan(),
+                Cmp::Nan => |a, b| a.is_nan() || b.is_nan(),
+            };
+            map2(x, y, out, |a, b| f(conv(a), conv(b)) as u64);
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{alu, compare};
+    use super::*;
+
+    fn inputs() -> Vec<u64> {
+        let mut v = vec![
+            0,
+            1,
+            2,
+            31,
+            32,
+            33,
+            63,
+            64,
+            0x7f,
+            0x80,
+            0xff,
+            0x7fff,
+            0x8000,
+            0xffff,
+            0x7fff_ffff,
+            0x8000_0000,
+            0xffff_ffff,
+            0x1_0000_0000,
+            0x7fff_ffff_ffff_ffff,
+            0x8000_0000_0000_0000,
+            u64::MAX,
+            1.5f32.to_bits() as u64,
+            (-2.25f32).to_bits() as u64,
+            f32::NAN.to_bits() as u64,
+            f32::INFINITY.to_bits() as u64,
+            (-0.0f32).to_bits() as u64,
+            1e-40f32.to_bits() as u64,
+            3.25f64.to_bits(),
+            f64::NAN.to_bits(),
+            (-1e300f64).to_bits(),
+        ];
+        let mut s = 0x1234_5678_9abc_def0u64;
+        for _ in 0..200 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            v.push(if s & 1 == 0 { s } else { s >> (s % 64) });
+        }
+        v
+    }
+
+    const TYPES: [PtxType; 11] = [
+        PtxType::U16,
+        PtxType::S16,
+        PtxType::B16,
+        PtxType::U32,
+        PtxType::S32,
+        PtxType::B32,
+        PtxType::U64,
+        PtxType::S64,
+        PtxType::B64,
+        PtxType::F32,
+        PtxType::F64,
+    ];
+
+    #[test]
+    fn lanes_equal_per_lane_alu() {
+        use AluOp::*;
+        let ops = [
+            Add, Sub, Mul, Mad, Fma, Div, Neg, Abs, Rcp, Sqrt, Min, Max, And, Or, Xor, Not, Shl,
+            Shr,
+        ];
+        let mods = [
+            Mods::default(),
+            Mods {
+                wide: true,
+                ..Mods::default()
+            },
+            Mods {
+                hi: true,
+                ..Mods::default()
+            },
+            Mods {
+                sat: true,
+                ..Mods::default()
+            },
+        ];
+        let v = inputs();
+        let mut covered = 0;
+        for ty in TYPES {
+            for op in ops {
+                for m in mods {
+                    for chunk in 0..v.len() / 32 {
+                        let mut x = [0u64; 32];
+                        let mut y = [0u64; 32];
+                        let mut z = [0u64; 32];
+                        for l in 0..32 {
+                            x[l] = v[(chunk * 32 + l) % v.len()];
+                            y[l] = v[(chunk * 32 + l * 7 + 3) % v.len()];
+                            z[l] = v[(chunk * 32 + l * 13 + 5) % v.len()];
+                        }
+                        let mut out = [0u64; 32];
+                        if !alu_lanes(op, ty, m, &x, &y, &z, &mut out) {
+                            continue;
+                        }
+                        covered += 1;
+                        for l in 0..32 {
+                            let want = alu(op, ty, m, x[l], y[l], z[l], 0);
+                            let same = want == out[l];
+                            assert!(
+                                same,
+                                "{op:?}.{ty:?} {m:?} ({:#x}, {:#x}, {:#x}): lanes {:#x}, per lane {:#x}",
+                                x[l], y[l], z[l], out[l], want
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(covered > 100, "only {covered} combinations covered");
+    }
+
+    #[test]
+    fn lanes_equal_per_lane_compare() {
+        use Cmp::*;
+        let cmps = [
+            Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan,
+        ];
+        let v = inputs();
+        for ty in TYPES {
+            for c in cmps {
+                for chunk in 0..v.len() / 32 {
+                    let mut x = [0u64; 32];
+                    let mut y = [0u64; 32];
+                    for l in 0..32 {
+                        x[l] = v[(chunk * 32 + l) % v.len()];
+                        y[l] = v[(chunk * 32 + l * 5 + 1) % v.len()];
+                    }
+                    y[3] = x[3];
+                    let mut out = [0u64; 32];
+                    if !compare_lanes(c, ty, &x, &y, &mut out) {
+                        continue;
+                    }
+                    for l in 0..32 {
+                        assert_eq!(
+                            out[l],
+                            compare(c, ty, x[l], y[l]) as u64,
+                            "{c:?}.{ty:?} {:#x} {:#x}",
+                            x[l],
+                            y[l]
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
