@@ -151,6 +151,9 @@ impl L<'_> {
                 }
                 scatter(w, &args[0], exec, a);
             }
+            // Strong accesses (`.relaxed/.acquire/.release`) order threads in the race detector
+            // (`exec_misc.rs`): the general code handles them.
+            Kind::Ld(..) | Kind::St(..) if ins.order != 0 => return None,
             Kind::Ld(space, ty, vw) => {
                 return self.fast_ld(sc, b, wi, w, ins, pc, mask, exec, *space, *ty, *vw as usize)
             }
@@ -586,6 +589,17 @@ impl L<'_> {
         let (addr, offs, vals) = (&mut sc.t[0], &mut sc.offs, &mut sc.vals);
         if !self.lane_addrs(w, &ins.args[0], space == Space::Generic, addr) {
             return None;
+        }
+        // Lanes of one store that hit one word are the general code's (with races on, the same value stored
+        // by several lanes is not a race: `same_store_as_earlier_lane`): here addresses strictly increase.
+        if self.cfg.check_races {
+            let mut prev: Option<u64> = None;
+            for l in each(exec) {
+                if prev.is_some_and(|p| p.checked_add(total as u64).is_none_or(|e| addr[l] < e)) {
+                    return None;
+                }
+                prev = Some(addr[l]);
+            }
         }
         let region = self.fast_region(b, wi, space, addr, exec, total, offs)?;
         // The values, gathered before any store (stores do not change registers).
