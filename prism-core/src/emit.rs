@@ -628,6 +628,8 @@ struct Em<'a> {
     wgmma_fenced: bool,
     /// A committed wgmma group may still be in flight (a drain kept it: `wait_group 1`).
     wgmma_inflight: bool,
+    /// Accumulators and operand allocations of the wgmmas in flight (by name).
+    wgmma_names: Vec<String>,
     /// Inside a ring: the predicate "a drain's slot waits to be handed back" and that slot's empty mbarrier.
     drain_deferred: Option<(String, String)>,
     /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
@@ -702,6 +704,7 @@ impl<'a> Em<'a> {
             wgmma_open: false,
             wgmma_fenced: false,
             wgmma_inflight: false,
+            wgmma_names: Vec::new(),
             drain_deferred: None,
             sm90a: false,
             tma_uses: HashMap::new(),
@@ -1216,7 +1219,13 @@ impl<'a> Em<'a> {
         // same accumulators): every other statement could touch them, so it waits.
         let drain = matches!(&s.kind, StmtKind::RingUse { fill: false, .. });
         let keeps_group = drain && !self.wgmma_open;
-        if !is_wgmma_stmt(s) && !keeps_group {
+        // A simple statement that names no accumulator or operand of the wgmmas in flight runs while they do
+        // (the wait goes as late as the dependences allow); compound statements branch, so they wait.
+        let independent = matches!(
+            &s.kind,
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Expr(_)
+        ) && !self.wgmma_names.iter().any(|n| stmt_mentions(s, n));
+        if !is_wgmma_stmt(s) && !keeps_group && !independent {
             self.wgmma_retire();
         }
         match &s.kind {
@@ -3789,6 +3798,18 @@ fn mentions(e: &Expr, var: &str) -> bool {
     }
 }
 
+/// A simple statement (`let`, assignment, expression) that names `var`.
+fn stmt_mentions(s: &Stmt, var: &str) -> bool {
+    match &s.kind {
+        StmtKind::Let { name, init, .. } => {
+            name.name == var || init.as_ref().is_some_and(|e| mentions(e, var))
+        }
+        StmtKind::Assign { place, value, .. } => mentions(place, var) || mentions(value, var),
+        StmtKind::Expr(e) => mentions(e, var),
+        _ => true,
+    }
+}
+
 /// A statement that is a call of a wgmma intrinsic: consecutive ones form one run (one commit group).
 fn is_wgmma_stmt(s: &Stmt) -> bool {
     matches!(&s.kind, StmtKind::Expr(Expr { kind: ExprKind::Call { path, .. }, .. })
@@ -3806,7 +3827,8 @@ fn ends_wgmma_run(l: &str) -> bool {
         || l.starts_with("bar")
         || l.starts_with("mbarrier")
         || l.starts_with("cp.async")
-        || l.starts_with("st.")
-        || l.starts_with("ld.")
+        // Stores that may reach shared memory (the operands); loads and global stores cannot disturb a wgmma
+        // (its accumulators are registers the statement would name).
+        || (l.starts_with("st.") && !l.starts_with("st.global"))
         || l.contains(ASYNC_WAIT_MARK)
 }

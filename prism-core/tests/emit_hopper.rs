@@ -1047,3 +1047,37 @@ fn peer_reads_the_sibling_blocks_shared_memory() {
         );
     }
 }
+
+/// The wait for a run of wgmmas goes as late as the dependences allow: a statement that names no
+/// accumulator or operand runs while the wgmmas are in flight.
+#[test]
+fn independent_statements_run_before_the_wait() {
+    let src = gemm_src("Swizzle128", 64).replace(
+        "wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);\n                }",
+        "wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);\n                }\n                let spare: u32 = kt * 7 + k;",
+    );
+    assert!(src.contains("let spare"), "{src}");
+    let ks = compile_src(&src);
+    assemble_all(&ks);
+    for k in &ks {
+        let lines: Vec<&str> = k.ptx.lines().collect();
+        let last = lines
+            .iter()
+            .rposition(|l| l.contains("wgmma.mma_async"))
+            .expect("a wgmma");
+        let commit = last
+            + lines[last..]
+                .iter()
+                .position(|l| l.contains("wgmma.commit_group"))
+                .expect("a commit");
+        assert!(
+            lines[last..commit]
+                .iter()
+                .any(|l| l.contains("mul.lo.u32") && l.contains(", 7;")),
+            "the independent statement should sit between the last wgmma and the commit:\n{}",
+            lines[last..=commit].join("\n")
+        );
+        let bn = k.instance[0] as u32;
+        run_gemm(k, bn, (128, bn, 128), 41);
+    }
+}

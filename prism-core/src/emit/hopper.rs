@@ -46,6 +46,7 @@ impl Em<'_> {
         }
         self.wgmma_open = false;
         self.wgmma_inflight = false;
+        self.wgmma_names.clear();
         self.raw_line("wgmma.wait_group.sync.aligned 0;");
         if let Some((pending, prev)) = self.drain_deferred.clone() {
             self.raw_line(&format!(
@@ -270,6 +271,17 @@ impl Em<'_> {
             }
         };
         let n = 2 * d.len() as u32;
+        for a in [&args[0], &args[1], &args[3]] {
+            let e = match &a.kind {
+                ExprKind::Ref { expr, .. } => expr,
+                _ => a,
+            };
+            if let ExprKind::Var(id) = &e.kind {
+                if !self.wgmma_names.contains(&id.name) {
+                    self.wgmma_names.push(id.name.clone());
+                }
+            }
+        }
         let (desc_a, trans_a) = self.wgmma_descriptor(&args[1], &args[2], 64, "A")?;
         let (desc_b, trans_b) = self.wgmma_descriptor(&args[3], &args[4], n, "B")?;
         if !self.wgmma_open || !self.wgmma_fenced {
