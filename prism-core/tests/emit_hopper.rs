@@ -1081,3 +1081,50 @@ fn independent_statements_run_before_the_wait() {
         run_gemm(k, bn, (128, bn, 128), 41);
     }
 }
+
+/// A ring stepped by a loop the compiler unrolls (constant trip count, found by the Hopper property test):
+/// each `fill`/`drain` site counts its threads once, not once per unrolled copy, or the phases never complete.
+const UNROLLED_RING: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 256, smem = 140000)]
+fn generated(a: *const f32, c: *mut f32, n: u32) {
+group(block[1], || {
+let rs: Shared<[bf16; 2 * 64 * 64], Swizzle128>;
+let rt: Shared<[bf16; 2 * 64 * 64], Swizzle128>;
+ring(2, (rs, rt), |rr| {
+match split(warpgroup) {
+1 => {
+for i in 0..5 {
+fill(rr, i, |rs_f, rt_f| {});
+}
+}
+1 => {
+#[at(thread[1])] let mut racc = [0.0f32; 32];
+for i in 0..5 {
+drain(rr, i, |rs_d, rt_d| {
+wgmma_bf16(&mut racc, rs_d, 0, rt_d, 16);
+});
+}
+}
+}
+});
+});
+}
+"#;
+
+#[test]
+fn unrolled_ring_steps_count_each_site_once() {
+    let ks = compile_src(UNROLLED_RING);
+    assemble_all(&ks);
+    let k = &ks[0];
+    assert!(k.ptx.contains("[__prism_ring0_full+0], 128;"), "{}", k.ptx);
+    assert!(k.ptx.contains("[__prism_ring0_empty+0], 128;"), "{}", k.ptx);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let a = emu.alloc(4096);
+    let c = emu.alloc(4096);
+    launch(
+        &mut emu,
+        k,
+        2,
+        &[ParamValue::Ptr(a), ParamValue::Ptr(c), ParamValue::U32(8)],
+    );
+}

@@ -22,6 +22,9 @@ pub(super) struct RingInfo {
     pub stages: u32,
     pub full_count: u32,
     pub empty_count: u32,
+    /// The `fill`/`drain` sites already counted (by their body in the AST): an unrolled loop emits a site
+    /// once per iteration, but its threads arrive once per step.
+    pub sites: Vec<usize>,
     /// Its fills multicast into every block of the cluster: drains release the slot in every block.
     pub cluster: bool,
 }
@@ -531,6 +534,7 @@ impl Em<'_> {
             stages: n,
             full_count: 0,
             empty_count: 0,
+            sites: Vec::new(),
             cluster,
         });
         let pending = self.fresh(ScalarType::Bool);
@@ -595,12 +599,16 @@ impl Em<'_> {
         } else {
             1
         };
-        if fill {
-            self.rings[id].full_count += threads;
-        } else {
-            // In a cluster ring every block's consumers release the slot in every block (a multicast refills
-            // it in all of them).
-            self.rings[id].empty_count += threads * cluster;
+        let site = body as *const Block as usize;
+        if !self.rings[id].sites.contains(&site) {
+            self.rings[id].sites.push(site);
+            if fill {
+                self.rings[id].full_count += threads;
+            } else {
+                // In a cluster ring every block's consumers release the slot in every block (a multicast
+                // refills it in all of them).
+                self.rings[id].empty_count += threads * cluster;
+            }
         }
         let step = self.scalar(index)?;
         let step = self.coerce(step, ScalarType::U32, index.span)?;
