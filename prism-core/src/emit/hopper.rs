@@ -125,18 +125,7 @@ impl Em<'_> {
             None => format!("__prism_mbar_{}", self.bulk_mbarrier(&args[0])?),
         };
         let dst = self.mem_arg(&args[0])?;
-        let (param, map, elem, rank) = match &args[1].kind {
-            ExprKind::Var(id) => match self.lookup(id)? {
-                Binding::TensorMap {
-                    param,
-                    addr,
-                    elem,
-                    rank,
-                } => (param, addr, elem, rank),
-                _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
-            },
-            _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
-        };
+        let (param, map, elem, rank) = self.tensor_map(&args[1])?;
         if args.len() != 2 + rank as usize {
             return Err(err(
                 "EMIT-CALL",
@@ -180,6 +169,22 @@ impl Em<'_> {
         Ok(())
     }
 
+    /// A `TensorMap` parameter named by `e`: its index, the register holding its address, element type and rank.
+    fn tensor_map(&self, e: &Expr) -> R<(usize, String, ScalarType, u32)> {
+        if let ExprKind::Var(id) = &e.kind {
+            if let Binding::TensorMap {
+                param,
+                addr,
+                elem,
+                rank,
+            } = self.lookup(id)?
+            {
+                return Ok((param, addr, elem, rank));
+            }
+        }
+        Err(err("EMIT-TYPE", e.span, "expected a tensor map"))
+    }
+
     /// One map has one box: every copy through the parameter moves the same box with the same swizzle.
     fn record_tma_use(
         &mut self,
@@ -212,18 +217,7 @@ impl Em<'_> {
     /// and waits for the store to complete, so `src` may be rewritten after the next barrier and the global
     /// memory is written when the thread goes on.
     fn tma_store(&mut self, args: &[Expr], span: Span) -> R<()> {
-        let (param, map, elem, rank) = match &args[0].kind {
-            ExprKind::Var(id) => match self.lookup(id)? {
-                Binding::TensorMap {
-                    param,
-                    addr,
-                    elem,
-                    rank,
-                } => (param, addr, elem, rank),
-                _ => return Err(err("EMIT-TYPE", args[0].span, "expected a tensor map")),
-            },
-            _ => return Err(err("EMIT-TYPE", args[0].span, "expected a tensor map")),
-        };
+        let (param, map, elem, rank) = self.tensor_map(&args[0])?;
         if args.len() != 2 + rank as usize {
             return Err(err(
                 "EMIT-CALL",
@@ -727,18 +721,7 @@ impl Em<'_> {
             ));
         };
         let dst = self.mem_arg(&args[0])?;
-        let (param, map, elem, rank) = match &args[1].kind {
-            ExprKind::Var(id) => match self.lookup(id)? {
-                Binding::TensorMap {
-                    param,
-                    addr,
-                    elem,
-                    rank,
-                } => (param, addr, elem, rank),
-                _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
-            },
-            _ => return Err(err("EMIT-TYPE", args[1].span, "expected a tensor map")),
-        };
+        let (param, map, elem, rank) = self.tensor_map(&args[1])?;
         if args.len() != 2 + rank as usize || dst.elem != elem {
             return Err(err(
                 "EMIT-CALL",
