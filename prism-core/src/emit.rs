@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use std::rc::Rc;
 
 mod hopper;
+mod ring_sites;
 
 type R<T> = Result<T, Diagnostic>;
 
@@ -274,6 +275,7 @@ fn emit_instance(
         persp: Perspective::grid(1),
         blk: Val::Reg(ctaid, ScalarType::U32),
         thr: Val::Reg(tid, ScalarType::U32),
+        units: ring_sites::whole_block(em.threads),
     };
     em.group_into(top)?;
     em.smem_callee_base = em.own_smem(&f.body)?;
@@ -441,6 +443,9 @@ struct Ctx {
     persp: Perspective,
     blk: Val,
     thr: Val,
+    /// The threads of a block that run the current code, one interval per unit of the perspective
+    /// (`ring_sites`): what counts a ring's arrivals and a warpgroup's register budget.
+    units: ring_sites::Units,
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -636,10 +641,8 @@ struct Em<'a> {
     sm90a: bool,
     /// The box and layout each `TensorMap` parameter is loaded with.
     tma_uses: HashMap<usize, hopper::TmaUse>,
-    /// `set_max_regs` values and where.
-    set_max_regs_used: Vec<(u32, Span)>,
-    /// Σ value × threads over the `set_max_regs` sites.
-    set_max_regs_budget: u64,
+    /// `set_max_regs` values, where, and the threads that run each call (`ring_sites`).
+    set_max_regs_used: Vec<(u32, Span, ring_sites::Units)>,
     /// `threads = N`, when given.
     threads: Option<u32>,
     /// The kernel's rings (their mbarriers are declared and initialized by `finish`).
@@ -683,6 +686,7 @@ impl<'a> Em<'a> {
                 persp: Perspective::grid(1),
                 blk: Val::imm_u32(0),
                 thr: Val::imm_u32(0),
+                units: ring_sites::whole_block(None),
             },
             t: Val::imm_u32(1),
             tid: Val::imm_u32(0),
@@ -709,7 +713,6 @@ impl<'a> Em<'a> {
             sm90a: false,
             tma_uses: HashMap::new(),
             set_max_regs_used: Vec::new(),
-            set_max_regs_budget: 0,
             threads: None,
             rings: Vec::new(),
             fill_slots: Vec::new(),
@@ -1149,6 +1152,7 @@ impl<'a> Em<'a> {
                     self.u32_bin("rem", &thr, &Val::imm_u32(p.n))
                 };
                 self.ctx.blk = Val::imm_u32(0);
+                self.ctx.units = ring_sites::group(&self.ctx.units, p.n);
             }
         }
         self.ctx.persp = p;
@@ -1879,6 +1883,7 @@ impl<'a> Em<'a> {
                         persp: Perspective::thread(arm.size),
                         blk: Val::imm_u32(0),
                         thr: rel.clone(),
+                        units: ring_sites::split_arm(&saved.units, off, arm.size),
                     };
                     (rel, off.is_multiple_of(32) && arm.size.is_multiple_of(32))
                 }
@@ -1896,6 +1901,7 @@ impl<'a> Em<'a> {
                         persp: Perspective::block(arm.size),
                         blk: rel.clone(),
                         thr: saved.thr.clone(),
+                        units: saved.units.clone(),
                     };
                     (rel, true)
                 }

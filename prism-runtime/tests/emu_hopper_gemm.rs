@@ -225,3 +225,46 @@ fn setmaxnreg_counts_are_checked() {
         assert!(faults.contains(needle), "setmaxnreg {count}: {faults}");
     }
 }
+
+/// setmaxnreg sets a count relative to the one the warpgroup has (`.inc` needs current ≤ N, `.dec` current
+/// ≥ N): with the entry count declared (`.maxnreg 168`), consumers that `dec` to 232 or a producer that `inc`s
+/// to 40 are faults, and the fixture's directions run.
+#[test]
+fn setmaxnreg_direction_is_checked_against_the_current_count() {
+    let (a, b) = ones(128, 256, 64);
+    let declared = PTX.replacen(
+        ".maxntid 384, 1, 1\n",
+        ".maxntid 384, 1, 1\n.maxnreg 168\n",
+        1,
+    );
+    assert_ne!(declared, PTX, "the fixture declares .maxntid");
+    run(
+        &declared,
+        EmuConfig::default(),
+        false,
+        132,
+        128,
+        256,
+        64,
+        &a,
+        &b,
+    )
+    .expect("the fixture's inc 232 / dec 40 from 168 are fine");
+    for (from, to, needle) in [
+        (
+            "inc.sync.aligned.u32 232;",
+            "dec.sync.aligned.u32 232;",
+            "setmaxnreg.dec 232: warpgroup",
+        ),
+        (
+            "dec.sync.aligned.u32 40;",
+            "inc.sync.aligned.u32 40;",
+            "setmaxnreg.inc 40: warpgroup 0 has 168",
+        ),
+    ] {
+        let src = declared.replace(&format!("setmaxnreg.{from}"), &format!("setmaxnreg.{to}"));
+        let faults = run(&src, EmuConfig::default(), false, 132, 128, 256, 64, &a, &b)
+            .expect_err("the direction must be refused");
+        assert!(faults.contains(needle), "setmaxnreg.{to}: {faults}");
+    }
+}

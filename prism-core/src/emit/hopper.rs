@@ -10,21 +10,22 @@
 //!   placed at the pattern's alignment), and `wgmma.commit_group` + `wgmma.wait_group 0` where the run ends:
 //!   before any other statement, label, branch, barrier or mbarrier operation, so no code can touch the
 //!   accumulators or the operand slots while a wgmma is in flight.
-//! * `set_max_regs` → `setmaxnreg.inc/dec` relative to the entry budget the kernel declares with `.maxnreg`.
+//! * `set_max_regs` → `setmaxnreg.inc/dec` relative to the entry budget the kernel declares with `.maxnreg`; one
+//!   count per warpgroup, and all of them within the SM's 64 K registers.
 
-use super::{err, Binding, Em, Space, Val, Value, View, R};
+use super::{err, ring_sites, Binding, Em, Space, Val, Value, View, R};
 use crate::ast::{Block, Expr, ExprKind, Ident, Level, ScalarType, SmemLayout};
 use proc_macro2::Span;
 
-/// A `ring`: its slots and the arrivals that complete a phase of its full / empty mbarriers (the threads of
-/// every `fill` / `drain` site: each thread arrives once per step).
+/// A `ring`: its slots and the arrivals that complete a phase of its full / empty mbarriers (the distinct
+/// threads of its `fill` / `drain` sites, `ring_sites`: each thread arrives once per step).
 pub(super) struct RingInfo {
     pub stages: u32,
     pub full_count: u32,
     pub empty_count: u32,
-    /// The `fill`/`drain` sites already counted (by their body in the AST): an unrolled loop emits a site
-    /// once per iteration, but its threads arrive once per step.
-    pub sites: Vec<usize>,
+    /// The threads of its `fill` and `drain` sites (`ring_sites`).
+    fills: Vec<(u32, u32)>,
+    drains: Vec<(u32, u32)>,
     /// Its fills multicast into every block of the cluster: drains release the slot in every block.
     pub cluster: bool,
 }
@@ -408,25 +409,56 @@ impl Em<'_> {
         Ok((desc, view.layout.mn_major() as u32))
     }
 
+    /// `setmaxnreg` sets the executing warpgroup's count *relative to the count it has* (`.inc` needs
+    /// current ≤ n, `.dec` current ≥ n, HOPPER.md §7), so each warpgroup gets one count: every call that a
+    /// warpgroup may run sets the same value, and the direction is taken against the entry count. Then the
+    /// register file must hold every warpgroup's count at once (64 K per SM, one block of these).
     fn set_max_regs(&mut self, args: &[Expr], span: Span) -> R<()> {
         let n = self.const_u32(&args[0])?;
         let entry = self.maxnreg_entry();
-        // The register file (64 K per SM, one block of these) must hold what every warpgroup asks for: each
-        // call site counts for the threads that run it (a second call in the same arm counts again, so the
-        // check errs on the safe side).
-        let threads = match self.ctx.persp.level {
-            Level::Thread => self.ctx.persp.n,
-            _ => self.threads.unwrap_or(1024),
-        };
-        self.set_max_regs_used.push((n, span));
-        self.set_max_regs_budget += n as u64 * threads as u64;
-        if self.set_max_regs_budget > 65536 {
+        let block = self.threads.unwrap_or(1024);
+        let units = self.ctx.units.clone();
+        let groups = block.div_ceil(128);
+        let wg = |g: u32| (128 * g, (128 * g + 128).min(block));
+        for (m, at, other) in &self.set_max_regs_used {
+            let shared = (0..groups).find(|&g| {
+                let (lo, hi) = wg(g);
+                ring_sites::meets(&units, lo, hi) && ring_sites::meets(other, lo, hi)
+            });
+            if let (Some(g), true) = (shared, *m != n) {
+                let (lo, hi) = wg(g);
+                return Err(err(
+                    "SETMAXNREG",
+                    span,
+                    format!(
+                        "`set_max_regs({n})`: warpgroup {g} (threads {lo}..{hi}) also sets its register count to {m}; \
+                         a warpgroup sets one count"
+                    ),
+                )
+                .note(*at, format!("`set_max_regs({m})` here"))
+                .help("setmaxnreg raises or lowers the count a warpgroup has: call it once per warpgroup, e.g. at the top of each `split` arm"));
+            }
+        }
+        self.set_max_regs_used.push((n, span, units));
+        // Each warpgroup holds the count it sets, or the entry count.
+        let total: u64 = (0..groups)
+            .map(|g| {
+                let (lo, hi) = wg(g);
+                let v = self
+                    .set_max_regs_used
+                    .iter()
+                    .find(|(_, _, u)| ring_sites::meets(u, lo, hi))
+                    .map_or(entry, |(v, _, _)| *v);
+                v as u64 * (hi - lo) as u64
+            })
+            .sum();
+        if total > 65536 {
+            let threads = ring_sites::distinct(&self.ctx.units);
             return Err(err(
                 "SETMAXNREG",
                 span,
                 format!(
-                    "`set_max_regs({n})` for {threads} threads brings the block's registers to {}, over the 65536 of an SM",
-                    self.set_max_regs_budget
+                    "`set_max_regs({n})` for {threads} threads brings the block's registers to {total}, over the 65536 of an SM"
                 ),
             )
             .help("e.g. 3 warpgroups: producer 40, two consumers 232 (40·128 + 2·232·128 = 64512)"));
@@ -524,11 +556,20 @@ impl Em<'_> {
         });
         let cluster = multicast && self.cluster > 1;
         self.cluster_rings |= cluster;
+        if self.threads.is_none() {
+            return Err(err(
+                "RING",
+                span,
+                "a ring needs the block size: declare `threads = N` on the kernel",
+            )
+            .help("the compiler counts the threads that fill and drain each slot"));
+        }
         self.rings.push(RingInfo {
             stages: n,
             full_count: 0,
             empty_count: 0,
-            sites: Vec::new(),
+            fills: Vec::new(),
+            drains: Vec::new(),
             cluster,
         });
         let pending = self.fresh(ScalarType::Bool);
@@ -543,7 +584,12 @@ impl Em<'_> {
         self.wgmma_retire();
         self.drain_deferred = outer;
         r?;
-        let ring = &self.rings[id];
+        let ring = &mut self.rings[id];
+        ring.full_count = ring_sites::distinct(&ring.fills);
+        // In a cluster ring every block's consumers release the slot in every block (a multicast refills it
+        // in all of them).
+        ring.empty_count =
+            ring_sites::distinct(&ring.drains) * if cluster { self.cluster } else { 1 };
         if ring.full_count == 0 || ring.empty_count == 0 {
             return Err(err(
                 "RING",
@@ -571,15 +617,9 @@ impl Em<'_> {
             _ => return Err(err("RING", ring.span, "expected a ring")),
         };
         let stages = self.rings[id].stages;
-        let threads = match self.ctx.persp.level {
-            Level::Thread => self.ctx.persp.n,
-            Level::Block if self.ctx.persp.n == 1 => self.threads.ok_or_else(|| {
-                err(
-                    "RING",
-                    span,
-                    "a block-wide `fill`/`drain` needs `threads = N`",
-                )
-            })?,
+        match self.ctx.persp.level {
+            Level::Thread => {}
+            Level::Block if self.ctx.persp.n == 1 => {}
             _ => {
                 return Err(err(
                     "RING",
@@ -587,23 +627,20 @@ impl Em<'_> {
                     "`fill` and `drain` run in block or thread code",
                 ))
             }
-        };
+        }
         let cluster = if self.rings[id].cluster {
             self.cluster
         } else {
             1
         };
-        let site = body as *const Block as usize;
-        if !self.rings[id].sites.contains(&site) {
-            self.rings[id].sites.push(site);
-            if fill {
-                self.rings[id].full_count += threads;
-            } else {
-                // In a cluster ring every block's consumers release the slot in every block (a multicast
-                // refills it in all of them).
-                self.rings[id].empty_count += threads * cluster;
-            }
+        let units = self.ctx.units.clone();
+        let ring_info = &mut self.rings[id];
+        if fill {
+            &mut ring_info.fills
+        } else {
+            &mut ring_info.drains
         }
+        .extend(units);
         let step = self.scalar(index)?;
         let step = self.coerce(step, ScalarType::U32, index.span)?;
         let slot = self.u32_bin("rem", &step, &Val::imm_u32(stages));
@@ -677,8 +714,9 @@ impl Em<'_> {
             self.ring_release_cluster(&arrive_addr, cluster);
             return Ok(());
         }
-        if !fill && self.wgmma_open && self.drain_deferred.is_some() {
-            // The body ends in issued wgmmas: keep them in flight across the next step.
+        if !fill && self.wgmma_open && self.drain_deferred.is_some() && stages >= 2 {
+            // The body ends in issued wgmmas: keep them in flight across the next step. The slot goes back
+            // one step late, so this needs a second slot: with one, the next fill would wait for it forever.
             self.drain_defer(&arrive_addr);
             return Ok(());
         }

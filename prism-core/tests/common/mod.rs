@@ -1,6 +1,8 @@
 //! Shared by the property tests: a seedable generator and Prism programs generated from the grammar.
 #![allow(dead_code)]
 
+pub mod hopper;
+
 /// splitmix64: small, seedable, good enough to pick mutations.
 pub struct Rng(pub u64);
 

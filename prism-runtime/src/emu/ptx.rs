@@ -542,6 +542,8 @@ pub(crate) struct Function {
     pub defined: bool,
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,
+    /// `.maxnreg N`: the registers per thread at entry (where `setmaxnreg` starts from).
+    pub maxnreg: Option<u32>,
     /// `.reqnctapercluster X, Y, Z`: the cluster shape the kernel requires.
     pub cluster: Option<[u32; 3]>,
     /// Static shared memory of this function (module-level plus its own `.shared` variables).
@@ -1270,6 +1272,7 @@ impl Parser {
         }
         let mut reqntid = None;
         let mut maxntid = None;
+        let mut maxnreg = None;
         let mut cluster = None;
         // performance directives
         while let Some(Tok::Ident(s)) = self.peek().cloned() {
@@ -1295,6 +1298,8 @@ impl Parser {
                 reqntid = Some(d);
             } else if s == ".maxntid" {
                 maxntid = Some(d);
+            } else if s == ".maxnreg" {
+                maxnreg = dims.first().copied();
             } else if s == ".reqnctapercluster" {
                 cluster = Some(d);
             }
@@ -1315,6 +1320,7 @@ impl Parser {
                     defined: false,
                     reqntid,
                     maxntid,
+                    maxnreg,
                     cluster,
                     smem: 0,
                 });

@@ -256,6 +256,10 @@ impl L<'_> {
             Some(Operand::Imm(v)) => *v as u32,
             _ => 0,
         };
+        // Before its first setmaxnreg a warpgroup has the entry count the kernel declares.
+        let entry = (self.m.funcs.iter())
+            .find(|f| f.start <= pc && pc < f.end)
+            .and_then(|f| f.maxnreg);
         let problem = if exec != full || mask != full || full != u32::MAX {
             Some(format!(
                 "setmaxnreg is .sync.aligned over a warpgroup: lanes {exec:#010x} of the warp executed it, not all 32"
@@ -272,25 +276,21 @@ impl L<'_> {
                 "setmaxnreg.{} {n}: the register count must be a multiple of 8 in [24, 256]",
                 if inc { "inc" } else { "dec" }
             ))
+        } else if let Some(cur) = b.wg.maxnreg.get(&(g as u32)).copied().or(entry) {
+            // `.inc` requires current ≤ N and `.dec` current ≥ N (PTX ISA §9.7.19.5); otherwise undefined.
+            let wrong = if inc { cur > n } else { cur < n };
+            wrong.then(|| {
+                format!(
+                    "setmaxnreg.{} {n}: warpgroup {g} has {cur} registers per thread; .inc needs at most and .dec at least the new count",
+                    if inc { "inc" } else { "dec" }
+                )
+            })
         } else {
-            let counts = &mut b.wg.maxnreg;
-            counts.insert(g as u32, n);
-            let groups = b.warps.len().div_ceil(4);
-            if counts.len() == groups {
-                let total: u32 = counts.values().map(|c| c * 128).sum();
-                (total > 65536).then(|| {
-                    format!(
-                        "setmaxnreg: the block's warpgroups now ask for {total} registers (counts {:?} × 128 threads), over the SM's 65536",
-                        {
-                            let mut v: Vec<_> = counts.iter().map(|(k, v)| (*k, *v)).collect();
-                            v.sort();
-                            v
-                        }
-                    )
-                })
-            } else {
-                None
-            }
+            None
+        };
+        let problem = match problem {
+            Some(p) => Some(p),
+            None => self.setmaxnreg_budget(b, g as u32, n),
         };
         if let Some(msg) = problem {
             self.fault(
@@ -305,6 +305,25 @@ impl L<'_> {
         }
         Self::advance(w, mask);
         Step::Continue
+    }
+
+    /// Records warpgroup `g`'s new count; once every warpgroup of the block has set one, they must fit the
+    /// SM's 64 K registers. (Before that an `.inc` may wait on the hardware for another warpgroup's `.dec`,
+    /// which the emulator does not model: it checks the counts the warpgroups end up with.)
+    fn setmaxnreg_budget(&self, b: &mut Block, g: u32, n: u32) -> Option<String> {
+        let counts = &mut b.wg.maxnreg;
+        counts.insert(g, n);
+        if counts.len() < b.warps.len().div_ceil(4) {
+            return None;
+        }
+        let total: u32 = counts.values().map(|c| c * 128).sum();
+        (total > 65536).then(|| {
+            let mut v: Vec<_> = counts.iter().map(|(k, v)| (*k, *v)).collect();
+            v.sort();
+            format!(
+                "setmaxnreg: the block's warpgroups now ask for {total} registers (counts {v:?} × 128 threads), over the SM's 65536"
+            )
+        })
     }
 
     #[allow(clippy::too_many_arguments)]

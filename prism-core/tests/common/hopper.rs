@@ -1,0 +1,146 @@
+//! Random warp-specialized Hopper programs: producer/consumer rings of random depth stepped by loops of random
+//! (constant or run-time) length, wgmma in the drains, `set_max_regs` in the arms and in warpgroup groups,
+//! barriers and warpgroup collectives before and after the ring. Most are well-typed; the rest exercise the
+//! rules (RING, SETMAXNREG, T-SPLIT).
+
+use super::Rng;
+
+/// A random Hopper kernel with the property tests' signature `(a: *const f32, c: *mut f32, n: u32)`.
+pub fn generate_hopper(rng: &mut Rng) -> String {
+    let groups = *rng.pick(&[2u32, 2, 3, 4]);
+    let threads = 128 * groups;
+    let mut body = String::new();
+    for _ in 0..rng.below(3) {
+        prelude_stmt(rng, &mut body);
+    }
+    for r in 0..1 + rng.below(2) {
+        ring(rng, &mut body, r, groups);
+        if rng.below(2) == 0 {
+            prelude_stmt(rng, &mut body);
+        }
+    }
+    format!(
+        "#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = {threads}, smem = 200000)]\n\
+         fn generated(a: *const f32, c: *mut f32, n: u32) {{\ngroup(block[1], || {{\n{body}}});\n}}\n"
+    )
+}
+
+/// A register count a warpgroup may ask for (sometimes one that breaks the budget or the range).
+fn regs(rng: &mut Rng, producer: bool) -> u32 {
+    match rng.below(10) {
+        0 => *rng.pick(&[20u32, 100, 260]),
+        1..=4 if producer => *rng.pick(&[24u32, 40, 56]),
+        1..=4 => *rng.pick(&[160u32, 216, 232, 240]),
+        _ => 8 * (3 + rng.below(30) as u32),
+    }
+}
+
+fn prelude_stmt(rng: &mut Rng, out: &mut String) {
+    match rng.below(5) {
+        0 => out.push_str("sync_threads();\n"),
+        1 => {
+            let producer = rng.below(2) == 0;
+            out.push_str(&format!(
+                "group(thread[128], || {{\nset_max_regs({});\n}});\n",
+                regs(rng, producer)
+            ))
+        }
+        2 => out.push_str(
+            "let wa: Shared<[bf16; 64 * 64], Swizzle128>;\nlet wb: Shared<[bf16; 64 * 64], Swizzle128>;\n\
+             group(thread[128], || {\n#[at(thread[1])] let mut wacc = [0.0f32; 32];\n\
+             wgmma_bf16(&mut wacc, wa, 0, wb, 16);\n#[at(thread[1])] let ws: f32 = wacc[1];\n});\n",
+        ),
+        // A branch the whole block takes alike; rarely one on a thread's id (rejected, READ-UP).
+        3 if rng.below(4) == 0 => out.push_str(
+            "#[at(thread[1])] let t: u32 = id();\nif t < 3 {\nlet w: u32 = n + 1;\n}\n",
+        ),
+        3 => out.push_str("if n > 2 {\nsync_threads();\n}\n"),
+        _ => out.push_str("let v: u32 = n * 3;\n"),
+    }
+}
+
+/// The steps a ring arm walks: one loop, two loops one after the other, or a loop under a condition that
+/// both arms share.
+fn steps(rng: &mut Rng) -> Vec<(String, String)> {
+    let bound = |rng: &mut Rng| -> String {
+        match rng.below(4) {
+            0 => "n".to_string(),
+            _ => (1 + rng.below(7)).to_string(),
+        }
+    };
+    match rng.below(3) {
+        0 => {
+            let mid = 1 + rng.below(3);
+            vec![
+                ("0".into(), mid.to_string()),
+                (mid.to_string(), format!("{mid} + {}", bound(rng))),
+            ]
+        }
+        _ => vec![("0".into(), bound(rng))],
+    }
+}
+
+fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32) {
+    let slots = 1 + rng.below(4);
+    let loops = steps(rng);
+    let wide = rng.below(2) == 0;
+    out.push_str(&format!(
+        "let rs{r}: Shared<[bf16; {slots} * 64 * 64], Swizzle128>;\nlet rt{r}: Shared<[bf16; {slots} * 64 * 64], Swizzle128>;\n\
+         ring({slots}, (rs{r}, rt{r}), |rr| {{\nmatch split(warpgroup) {{\n"
+    ));
+    // Producer arm.
+    out.push_str("1 => {\n");
+    if rng.below(2) == 0 {
+        out.push_str(&format!("set_max_regs({});\n", regs(rng, true)));
+    }
+    for (lo, hi) in &loops {
+        out.push_str(&format!(
+            "for i in {lo}..{hi} {{\nfill(rr, i, |rs_f, rt_f| {{}});\n}}\n"
+        ));
+    }
+    out.push_str("}\n");
+    // Consumer arms: one warpgroup each, or all the rest as one arm.
+    // T-SPLIT wants arms that divide the block: {1, 1} of 3 warpgroups, {1, 1, 1} of 4 (and sometimes arms that
+    // do not divide it or are misaligned, to be rejected).
+    let arms = match (groups, rng.below(6)) {
+        (_, 0) => vec![groups - 1],
+        (3, _) => vec![1, 1],
+        (4, 1) => vec![2, 1],
+        (4, _) => vec![1, 1, 1],
+        _ => vec![1],
+    };
+    for n in arms {
+        out.push_str(&format!("{n} => {{\n"));
+        // Two consumer warpgroups in one arm work as two `thread[128]` units (mostly).
+        let grouped = n > 1 && rng.below(5) != 0;
+        if grouped {
+            out.push_str("group(thread[128], || {\n");
+        }
+        if rng.below(2) == 0 {
+            out.push_str(&format!("set_max_regs({});\n", regs(rng, false)));
+        }
+        out.push_str("#[at(thread[1])] let mut racc = [0.0f32; 32];\n");
+        for (lo, hi) in &loops {
+            out.push_str(&format!(
+                "for i in {lo}..{hi} {{\ndrain(rr, i, |rs_d, rt_d| {{\n"
+            ));
+            let k = if wide { 1 + rng.below(4) } else { 1 };
+            for kk in 0..k {
+                out.push_str(&format!(
+                    "wgmma_bf16(&mut racc, rs_d, {}, rt_d, {});\n",
+                    16 * kk,
+                    16 * kk
+                ));
+            }
+            out.push_str("});\n}\n");
+        }
+        if rng.below(2) == 0 {
+            out.push_str("#[at(thread[1])] let rv: f32 = racc[2];\n");
+        }
+        if grouped {
+            out.push_str("});\n");
+        }
+        out.push_str("}\n");
+    }
+    out.push_str("}\n});\n");
+}
