@@ -1925,6 +1925,9 @@ impl<'a> Em<'a> {
                 }
             }
             let r = self.block(&arm.body);
+            // wgmmas an arm leaves in flight (a drain keeps its group in flight) retire in the arm: the
+            // other arms' threads must not run the warpgroup-aligned wait.
+            self.wgmma_retire();
             self.ctx = saved;
             r?;
             self.put_label(&skip);

@@ -6,7 +6,10 @@
 
 use prism_core::ast::FnKind;
 use prism_core::{compile_kernel, parse};
-use prism_runtime::emu::{EmuConfig, EmuError, Emulator, FaultKind, Module, ParamValue, Schedule};
+use prism_runtime::emu::{
+    EmuConfig, EmuError, Emulator, FaultKind, Module, ParamValue, Schedule, TensorDataType,
+    TensorMap, TensorSwizzle,
+};
 
 mod common;
 use common::hopper::generate_hopper;
@@ -19,10 +22,25 @@ fn cases() -> u64 {
         .unwrap_or(300)
 }
 
+/// A tensor map of `rows` × 64 bf16 at `addr`, in 64 × 64 boxes with the 128-byte swizzle (what a fill of a
+/// generated ring loads).
+fn tensor_map(addr: u64, rows: u64) -> ParamValue {
+    let m = TensorMap::tiled(
+        TensorDataType::Bf16,
+        addr,
+        &[64, rows],
+        &[128],
+        &[64, 64],
+        TensorSwizzle::B128,
+    )
+    .expect("tensor map");
+    ParamValue::Bytes(m.encode().to_vec())
+}
+
 #[test]
 fn hopper_programs_never_misuse_collectives() {
     let mut rng = Rng(0x40_9e_e5);
-    let (mut accepted, mut with_regs, mut two_rings) = (0u64, 0u64, 0u64);
+    let (mut accepted, mut with_regs, mut two_rings, mut with_tma) = (0u64, 0u64, 0u64, 0u64);
     let mut rules = std::collections::BTreeMap::<String, u64>::new();
     for case in 0..cases() {
         let src = generate_hopper(&mut rng);
@@ -42,6 +60,7 @@ fn hopper_programs_never_misuse_collectives() {
             accepted += 1;
             with_regs += src.contains("set_max_regs") as u64;
             two_rings += src.contains("let rs1:") as u64;
+            with_tma += src.contains("tma_load") as u64;
             for k in kernels {
                 let module = Module::parse(&k.ptx).unwrap_or_else(|e| {
                     panic!(
@@ -63,13 +82,30 @@ fn hopper_programs_never_misuse_collectives() {
                 let a = emu.alloc(4096);
                 let c = emu.alloc(4096);
                 let n = 1 + (case % 5) as u32;
+                // Random bf16 tiles behind the two tensor maps (a fill reads rows (i % 4)·64.. of `ta`).
+                let tiles: Vec<u8> = (0..256 * 64 + 64 * 64)
+                    .flat_map(|i: u32| {
+                        let x = ((i.wrapping_mul(2654435761) >> 16) % 17) as f32 - 8.0;
+                        half::bf16::from_f32(x).to_bits().to_le_bytes()
+                    })
+                    .collect();
+                let ga = emu.alloc(256 * 64 * 2);
+                let gb = emu.alloc(64 * 64 * 2);
+                emu.write(ga, &tiles[..256 * 64 * 2]).expect("write ta");
+                emu.write(gb, &tiles[256 * 64 * 2..]).expect("write tb");
                 let result = emu.launch(
                     &module,
                     &k.entry,
                     [2, 1, 1],
                     [threads, 1, 1],
                     k.contract.smem_bytes,
-                    &[ParamValue::Ptr(a), ParamValue::Ptr(c), ParamValue::U32(n)],
+                    &[
+                        ParamValue::Ptr(a),
+                        ParamValue::Ptr(c),
+                        ParamValue::U32(n),
+                        tensor_map(ga, 256),
+                        tensor_map(gb, 64),
+                    ],
                 );
                 match result {
                     Ok(_) => {}
@@ -101,7 +137,7 @@ fn hopper_programs_never_misuse_collectives() {
         }
     }
     println!(
-        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings); \
+        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills); \
          rejected by rule: {rules:?}; none went wrong on the emulator",
         cases()
     );
@@ -110,7 +146,7 @@ fn hopper_programs_never_misuse_collectives() {
         "too few well-typed programs ({accepted}) to say anything"
     );
     assert!(
-        with_regs > 0 && two_rings > 0,
-        "the generator must cover set_max_regs and consecutive rings"
+        with_regs > 0 && two_rings > 0 && with_tma > 0,
+        "the generator must cover set_max_regs, consecutive rings and TMA fills"
     );
 }

@@ -556,14 +556,6 @@ impl Em<'_> {
         });
         let cluster = multicast && self.cluster > 1;
         self.cluster_rings |= cluster;
-        if self.threads.is_none() {
-            return Err(err(
-                "RING",
-                span,
-                "a ring needs the block size: declare `threads = N` on the kernel",
-            )
-            .help("the compiler counts the threads that fill and drain each slot"));
-        }
         self.rings.push(RingInfo {
             stages: n,
             full_count: 0,
@@ -617,7 +609,19 @@ impl Em<'_> {
             _ => return Err(err("RING", ring.span, "expected a ring")),
         };
         let stages = self.rings[id].stages;
+        // The arrival counts are the threads that run fills and drains: without the block size they are known
+        // only for one interval of threads (a split arm), not for a whole block or its `group` units.
+        let counted = self.threads.is_some()
+            || self.ctx.units.len() == 1 && self.ctx.persp.level == Level::Thread;
         match self.ctx.persp.level {
+            _ if !counted => {
+                return Err(err(
+                    "RING",
+                    span,
+                    "this `fill`/`drain` needs the block size: declare `threads = N` on the kernel",
+                )
+                .help("the compiler counts the threads that fill and drain each slot"))
+            }
             Level::Thread => {}
             Level::Block if self.ctx.persp.n == 1 => {}
             _ => {

@@ -5,7 +5,8 @@
 
 use super::Rng;
 
-/// A random Hopper kernel with the property tests' signature `(a: *const f32, c: *mut f32, n: u32)`.
+/// A random Hopper kernel `(a: *const f32, c: *mut f32, n: u32, ta, tb: TensorMap<bf16, 2>)`: `ta` a tensor of
+/// 256 × 64 and `tb` of 64 × 64 bf16, loaded in 64 × 64 boxes (128-byte swizzle).
 pub fn generate_hopper(rng: &mut Rng) -> String {
     let groups = *rng.pick(&[2u32, 2, 3, 4]);
     let threads = 128 * groups;
@@ -21,7 +22,7 @@ pub fn generate_hopper(rng: &mut Rng) -> String {
     }
     format!(
         "#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = {threads}, smem = 200000)]\n\
-         fn generated(a: *const f32, c: *mut f32, n: u32) {{\ngroup(block[1], || {{\n{body}}});\n}}\n"
+         fn generated(a: *const f32, c: *mut f32, n: u32, ta: TensorMap<bf16, 2>, tb: TensorMap<bf16, 2>) {{\ngroup(block[1], || {{\n{body}}});\n}}\n"
     )
 }
 
@@ -84,6 +85,7 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32) {
     let slots = 1 + rng.below(4);
     let loops = steps(rng);
     let wide = rng.below(2) == 0;
+    let tma = rng.below(3) != 0;
     out.push_str(&format!(
         "let rs{r}: Shared<[bf16; {slots} * 64 * 64], Swizzle128>;\nlet rt{r}: Shared<[bf16; {slots} * 64 * 64], Swizzle128>;\n\
          ring({slots}, (rs{r}, rt{r}), |rr| {{\nmatch split(warpgroup) {{\n"
@@ -94,8 +96,14 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32) {
         out.push_str(&format!("set_max_regs({});\n", regs(rng, true)));
     }
     for (lo, hi) in &loops {
+        // Empty fills (the producer only hands the slot over), or one thread loads both tiles with TMA.
+        let body = if tma {
+            "match split(thread) {\n1 => {\ntma_load(rs_f, ta, 0, (i % 4) * 64);\ntma_load(rt_f, tb, 0, 0);\n}\n}\n"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "for i in {lo}..{hi} {{\nfill(rr, i, |rs_f, rt_f| {{}});\n}}\n"
+            "for i in {lo}..{hi} {{\nfill(rr, i, |rs_f, rt_f| {{\n{body}}});\n}}\n"
         ));
     }
     out.push_str("}\n");

@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{Block, FaultKind, Operand, Step, Warp, L, TOPBIT};
+use super::{Block, FaultKind, Ls, Operand, Step, Warp, L, TOPBIT};
 use crate::emu::ptx::{PtxType, WgmmaOp, WgmmaShape};
 
 /// The wgmma state of one block: one entry per warpgroup that issued anything.
@@ -168,6 +168,53 @@ fn to_f32(ty: PtxType, bits: u16) -> f32 {
 }
 
 impl L<'_> {
+    /// A `.sync.aligned` warpgroup instruction runs with every lane of the warp together. Lanes of a warp
+    /// that diverged earlier (one lane issued a TMA copy) reach it at different steps: like `mma.sync.aligned`
+    /// (`exec_collective`), the first ones wait there for the others, which is what the reconvergence
+    /// ptxas arranges does on the GPU. Returns the lanes that execute it now (`mask`, `exec`), or the step to
+    /// take while they wait. Lanes that skip it (a false guard) or have exited are left to the caller's check.
+    fn gather_aligned(
+        &mut self,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+    ) -> Result<(u32, u32), Step> {
+        let full = w.exist;
+        if mask != exec || full != u32::MAX || mask == full {
+            return Ok((mask, exec));
+        }
+        let missing = full & !exec;
+        let mut all_here = true;
+        let mut mm = missing;
+        while mm != 0 {
+            let l = mm.trailing_zeros() as usize;
+            mm &= mm - 1;
+            match w.st[l] {
+                // An exited lane never comes: the caller reports the partial warp.
+                Ls::Exit => return Ok((mask, exec)),
+                Ls::Coll if w.pc[l] == pc => {}
+                _ => all_here = false,
+            }
+        }
+        let mut mm = if all_here { missing } else { exec };
+        let state = if all_here { Ls::Run } else { Ls::Coll };
+        while mm != 0 {
+            let l = mm.trailing_zeros() as usize;
+            mm &= mm - 1;
+            w.st[l] = state;
+        }
+        if all_here {
+            return Ok((full, full));
+        }
+        w.coll_member = full;
+        Err(if w.run_mask() == 0 {
+            Step::Stop
+        } else {
+            Step::Continue
+        })
+    }
+
     /// Executes a `wgmma` instruction for warp `wi` (every lane of the warp must execute it).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn exec_wgmma(
@@ -180,6 +227,10 @@ impl L<'_> {
         exec: u32,
         op: WgmmaOp,
     ) -> Step {
+        let (mask, exec) = match self.gather_aligned(w, pc, mask, exec) {
+            Ok(lanes) => lanes,
+            Err(step) => return step,
+        };
         let full = w.exist;
         if exec != full || mask != full || full != u32::MAX {
             let msg = format!(
@@ -250,6 +301,10 @@ impl L<'_> {
         exec: u32,
         inc: bool,
     ) -> Step {
+        let (mask, exec) = match self.gather_aligned(w, pc, mask, exec) {
+            Ok(lanes) => lanes,
+            Err(step) => return step,
+        };
         let full = w.exist;
         let g = wi / 4;
         let n = match self.m.code[pc as usize].args.first() {
