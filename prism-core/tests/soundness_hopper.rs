@@ -1,8 +1,9 @@
 //! Type-and-perspective safety (paper 000 §4.3) for warp-specialized Hopper programs: every generated
 //! program with producer/consumer rings, wgmma drains and `set_max_regs` that the checker accepts runs on the
 //! emulator (race detection on, random schedules) without a collective misused, an mbarrier misused, an
-//! operation in flight touched, a deadlock, or a spin past the step budget (a ring whose phases never
-//! complete). `PRISM_SOUNDNESS_CASES` sets the number of programs (default 300).
+//! operation in flight touched, a data race, a deadlock, or a spin past the step budget (a ring whose phases
+//! never complete). A third run in 2-block clusters with multicast fills. `PRISM_SOUNDNESS_CASES` sets the
+//! number of programs (default 300).
 
 use prism_core::ast::FnKind;
 use prism_core::{compile_kernel, parse};
@@ -40,7 +41,8 @@ fn tensor_map(addr: u64, rows: u64) -> ParamValue {
 #[test]
 fn hopper_programs_never_misuse_collectives() {
     let mut rng = Rng(0x40_9e_e5);
-    let (mut accepted, mut with_regs, mut two_rings, mut with_tma) = (0u64, 0u64, 0u64, 0u64);
+    let (mut accepted, mut with_regs, mut two_rings, mut with_tma, mut multicast) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut rules = std::collections::BTreeMap::<String, u64>::new();
     for case in 0..cases() {
         let src = generate_hopper(&mut rng);
@@ -61,6 +63,7 @@ fn hopper_programs_never_misuse_collectives() {
             with_regs += src.contains("set_max_regs") as u64;
             two_rings += src.contains("let rs1:") as u64;
             with_tma += src.contains("tma_load") as u64;
+            multicast += src.contains("tma_load_multicast") as u64;
             for k in kernels {
                 let module = Module::parse(&k.ptx).unwrap_or_else(|e| {
                     panic!(
@@ -93,11 +96,13 @@ fn hopper_programs_never_misuse_collectives() {
                 let gb = emu.alloc(64 * 64 * 2);
                 emu.write(ga, &tiles[..256 * 64 * 2]).expect("write ta");
                 emu.write(gb, &tiles[256 * 64 * 2..]).expect("write tb");
-                let result = emu.launch(
+                let clustered = k.contract.cluster > 1;
+                let result = emu.launch_cluster(
                     &module,
                     &k.entry,
-                    [2, 1, 1],
+                    [if clustered { 4 } else { 2 }, 1, 1],
                     [threads, 1, 1],
+                    clustered.then_some([k.contract.cluster, 1, 1]),
                     k.contract.smem_bytes,
                     &[
                         ParamValue::Ptr(a),
@@ -137,7 +142,7 @@ fn hopper_programs_never_misuse_collectives() {
         }
     }
     println!(
-        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills); \
+        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills, {multicast} multicast in clusters); \
          rejected by rule: {rules:?}; none went wrong on the emulator",
         cases()
     );
@@ -146,7 +151,7 @@ fn hopper_programs_never_misuse_collectives() {
         "too few well-typed programs ({accepted}) to say anything"
     );
     assert!(
-        with_regs > 0 && two_rings > 0 && with_tma > 0,
-        "the generator must cover set_max_regs, consecutive rings and TMA fills"
+        with_regs > 0 && two_rings > 0 && with_tma > 0 && multicast > 0,
+        "the generator must cover set_max_regs, consecutive rings, TMA fills and multicast"
     );
 }

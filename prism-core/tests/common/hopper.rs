@@ -10,19 +10,35 @@ use super::Rng;
 pub fn generate_hopper(rng: &mut Rng) -> String {
     let groups = *rng.pick(&[2u32, 2, 3, 4]);
     let threads = 128 * groups;
+    // A third of the kernels run in 2-block clusters and share the `tb` tile by multicast.
+    let cluster = rng.below(3) == 0;
     let mut body = String::new();
     for _ in 0..rng.below(3) {
         prelude_stmt(rng, &mut body);
     }
     for r in 0..1 + rng.below(2) {
-        ring(rng, &mut body, r, groups);
+        ring(rng, &mut body, r, groups, cluster);
         if rng.below(2) == 0 {
             prelude_stmt(rng, &mut body);
         }
     }
+    let (attrs, rank, tail) = if cluster {
+        (
+            "requires(grid[1], block[2], block[1], warpgroup), cluster = 2",
+            "#[at(block[1])] let blk: u32 = id();\n#[at(block[1])] let rank: u32 = blk % 2;\n",
+            if rng.below(2) == 0 {
+                "group(block[2], || {\nsync_cluster();\n});\n"
+            } else {
+                ""
+            },
+        )
+    } else {
+        ("requires(grid[1], block[1], warpgroup)", "", "")
+    };
     format!(
-        "#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = {threads}, smem = 200000)]\n\
-         fn generated(a: *const f32, c: *mut f32, n: u32, ta: TensorMap<bf16, 2>, tb: TensorMap<bf16, 2>) {{\ngroup(block[1], || {{\n{body}}});\n}}\n"
+        "#[prism_kernel({attrs}, threads = {threads}, smem = 200000)]\n\
+         fn generated(a: *const f32, c: *mut f32, n: u32, ta: TensorMap<bf16, 2>, tb: TensorMap<bf16, 2>) {{\n\
+         {rank}group(block[1], || {{\n{body}}});\n{tail}}}\n"
     )
 }
 
@@ -81,11 +97,12 @@ fn steps(rng: &mut Rng) -> Vec<(String, String)> {
     }
 }
 
-fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32) {
+fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
     let slots = 1 + rng.below(4);
     let loops = steps(rng);
     let wide = rng.below(2) == 0;
     let tma = rng.below(3) != 0;
+    let multicast = rng.below(4) != 0;
     out.push_str(&format!(
         "let rs{r}: Shared<[bf16; {slots} * 64 * 64], Swizzle128>;\nlet rt{r}: Shared<[bf16; {slots} * 64 * 64], Swizzle128>;\n\
          ring({slots}, (rs{r}, rt{r}), |rr| {{\nmatch split(warpgroup) {{\n"
@@ -97,10 +114,10 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32) {
     }
     for (lo, hi) in &loops {
         // Empty fills (the producer only hands the slot over), or one thread loads both tiles with TMA.
-        let body = if tma {
-            "match split(thread) {\n1 => {\ntma_load(rs_f, ta, 0, (i % 4) * 64);\ntma_load(rt_f, tb, 0, 0);\n}\n}\n"
-        } else {
-            ""
+        let body = match (tma, cluster && multicast) {
+            (false, _) => "",
+            (true, false) => "match split(thread) {\n1 => {\ntma_load(rs_f, ta, 0, (i % 4) * 64);\ntma_load(rt_f, tb, 0, 0);\n}\n}\n",
+            (true, true) => "match split(thread) {\n1 => {\ntma_load(rs_f, ta, 0, (i % 4) * 64);\nif rank == 0 {\ntma_load_multicast(rt_f, tb, 0, 0);\n}\n}\n}\n",
         };
         out.push_str(&format!(
             "for i in {lo}..{hi} {{\nfill(rr, i, |rs_f, rt_f| {{\n{body}}});\n}}\n"
