@@ -17,12 +17,53 @@
 //! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. A TMA-store epilogue
 //! (rung 7) is not written yet: see docs/KERNELS.md.
 
-use prism_macros::prism_kernel;
+use prism_macros::{prism_device, prism_kernel};
 use prism_runtime::half::bf16;
 use prism_runtime::{
     Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError, TensorMap, TensorSwizzle,
 };
 use std::fmt;
+
+/// The `m64nNk16` accumulator fragment of a warpgroup (PTX ISA, wgmma D layout: register `i` of thread `t`
+/// holds row `16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2)`, column `8·(i / 4) + 2·(t % 4) + i % 2`) →
+/// `C = alpha · acc + beta · C` for the 64 × `2N` tile whose top-left element is `c[base]` (`ld`
+/// elements per row of `C`); only its first `rows` rows and `cols` columns are inside `C` (ragged edges).
+/// Every consumer warpgroup of the ladder ends with this.
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn wgmma_tile_to_f32<const N: u32>(
+    acc: &[f32; N],
+    c: *mut f32,
+    base: u32,
+    rows: u32,
+    cols: u32,
+    ld: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    #[at(thread[1])]
+    let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+    #[at(thread[1])]
+    let c0: u32 = 2 * (t % 4);
+    partition(
+        c,
+        thread[1],
+        |q, e| base + (r0 + q) * ld + c0 + e,
+        |c_t| {
+            group(thread[1], || {
+                for i in 0..N {
+                    let dr: u32 = 8 * ((i / 2) % 2);
+                    let dc: u32 = 8 * (i / 4) + i % 2;
+                    if r0 + dr < rows && c0 + dc < cols {
+                        c_t[(dr, dc)] = alpha * acc[i] + beta * c_t[(dr, dc)];
+                    }
+                }
+            });
+        },
+    );
+}
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
 /// swizzle span of bf16). Launch `ceil(m / 64) · ceil(n / BN)` blocks of 128 threads; `a` maps `A` with box
@@ -71,27 +112,23 @@ pub fn gemm_bf16_tma_wgmma<const BN: u32>(
                         wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);
                     }
                 }
-                // The m64nNk16 accumulator fragment (PTX ISA, wgmma D layout): register i of thread t holds
-                // row 16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2), column 8·(i / 4) + 2·(t % 4) + i % 2.
-                #[at(thread[1])]
-                let t: u32 = id();
-                #[at(thread[1])]
-                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                #[at(thread[1])]
-                let c0: u32 = 2 * (t % 4);
+                // The block is one warpgroup.
                 partition(
                     c_blk,
-                    thread[1],
-                    |r, q| (r0 + r) * n + c0 + q,
-                    |c_t| {
-                        group(thread[1], || {
-                            for i in 0..BN / 2 {
-                                let dr: u32 = 8 * ((i / 2) % 2);
-                                let dc: u32 = 8 * (i / 4) + i % 2;
-                                if row0 + r0 + dr < m && col0 + c0 + dc < n {
-                                    c_t[(dr, dc)] = alpha * acc[i] + beta * c_t[(dr, dc)];
-                                }
-                            }
+                    thread[128],
+                    |x| x,
+                    |c_wg| {
+                        group(thread[128], || {
+                            wgmma_tile_to_f32::<{ BN / 2 }>(
+                                &acc,
+                                c_wg,
+                                0,
+                                m.max(row0) - row0,
+                                n.max(col0) - col0,
+                                n,
+                                alpha,
+                                beta,
+                            );
                         });
                     },
                 );
@@ -148,27 +185,23 @@ pub fn gemm_bf16_tma_wgmma_kn<const BN: u32>(
                         wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16 * 64);
                     }
                 }
-                // The m64nNk16 accumulator fragment (PTX ISA, wgmma D layout): register i of thread t holds
-                // row 16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2), column 8·(i / 4) + 2·(t % 4) + i % 2.
-                #[at(thread[1])]
-                let t: u32 = id();
-                #[at(thread[1])]
-                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                #[at(thread[1])]
-                let c0: u32 = 2 * (t % 4);
+                // The block is one warpgroup.
                 partition(
                     c_blk,
-                    thread[1],
-                    |r, q| (r0 + r) * n + c0 + q,
-                    |c_t| {
-                        group(thread[1], || {
-                            for i in 0..BN / 2 {
-                                let dr: u32 = 8 * ((i / 2) % 2);
-                                let dc: u32 = 8 * (i / 4) + i % 2;
-                                if row0 + r0 + dr < m && col0 + c0 + dc < n {
-                                    c_t[(dr, dc)] = alpha * acc[i] + beta * c_t[(dr, dc)];
-                                }
-                            }
+                    thread[128],
+                    |x| x,
+                    |c_wg| {
+                        group(thread[128], || {
+                            wgmma_tile_to_f32::<{ BN / 2 }>(
+                                &acc,
+                                c_wg,
+                                0,
+                                m.max(row0) - row0,
+                                n.max(col0) - col0,
+                                n,
+                                alpha,
+                                beta,
+                            );
                         });
                     },
                 );
@@ -247,29 +280,15 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
                                         }
                                     });
                                 }
-                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
-                                #[at(thread[1])]
-                                let t: u32 = id();
-                                #[at(thread[1])]
-                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                                #[at(thread[1])]
-                                let c0: u32 = 2 * (t % 4);
-                                partition(
+                                wgmma_tile_to_f32::<{ BN / 2 }>(
+                                    &acc,
                                     c_wg,
-                                    thread[1],
-                                    |q, e| (r0 + q) * n + c0 + e,
-                                    |c_t| {
-                                        group(thread[1], || {
-                                            for i in 0..BN / 2 {
-                                                let dr: u32 = 8 * ((i / 2) % 2);
-                                                let dc: u32 = 8 * (i / 4) + i % 2;
-                                                if row0 + 0 + r0 + dr < m && col0 + c0 + dc < n {
-                                                    c_t[(dr, dc)] =
-                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
-                                                }
-                                            }
-                                        });
-                                    },
+                                    0,
+                                    m.max(row0) - row0,
+                                    n.max(col0) - col0,
+                                    n,
+                                    alpha,
+                                    beta,
                                 );
                             }
                             1 => {
@@ -291,29 +310,15 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
                                         }
                                     });
                                 }
-                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
-                                #[at(thread[1])]
-                                let t: u32 = id();
-                                #[at(thread[1])]
-                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                                #[at(thread[1])]
-                                let c0: u32 = 2 * (t % 4);
-                                partition(
+                                wgmma_tile_to_f32::<{ BN / 2 }>(
+                                    &acc,
                                     c_wg,
-                                    thread[1],
-                                    |q, e| (r0 + q) * n + c0 + e,
-                                    |c_t| {
-                                        group(thread[1], || {
-                                            for i in 0..BN / 2 {
-                                                let dr: u32 = 8 * ((i / 2) % 2);
-                                                let dc: u32 = 8 * (i / 4) + i % 2;
-                                                if row0 + 64 + r0 + dr < m && col0 + c0 + dc < n {
-                                                    c_t[(dr, dc)] =
-                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
-                                                }
-                                            }
-                                        });
-                                    },
+                                    0,
+                                    m.max(row0 + 64) - (row0 + 64),
+                                    n.max(col0) - col0,
+                                    n,
+                                    alpha,
+                                    beta,
                                 );
                             }
                         });
@@ -406,29 +411,15 @@ pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
                                         }
                                     });
                                 }
-                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
-                                #[at(thread[1])]
-                                let t: u32 = id();
-                                #[at(thread[1])]
-                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                                #[at(thread[1])]
-                                let c0: u32 = 2 * (t % 4);
-                                partition(
+                                wgmma_tile_to_f32::<{ BN / 2 }>(
+                                    &acc,
                                     c_wg,
-                                    thread[1],
-                                    |q, e| (r0 + q) * n + c0 + e,
-                                    |c_t| {
-                                        group(thread[1], || {
-                                            for i in 0..BN / 2 {
-                                                let dr: u32 = 8 * ((i / 2) % 2);
-                                                let dc: u32 = 8 * (i / 4) + i % 2;
-                                                if row0 + 0 + r0 + dr < m && col0 + c0 + dc < n {
-                                                    c_t[(dr, dc)] =
-                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
-                                                }
-                                            }
-                                        });
-                                    },
+                                    0,
+                                    m.max(row0) - row0,
+                                    n.max(col0) - col0,
+                                    n,
+                                    alpha,
+                                    beta,
                                 );
                             }
                             1 => {
@@ -450,29 +441,15 @@ pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
                                         }
                                     });
                                 }
-                                // Accumulator fragment → C (see `gemm_bf16_tma_wgmma`), rows of this warpgroup's half.
-                                #[at(thread[1])]
-                                let t: u32 = id();
-                                #[at(thread[1])]
-                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                                #[at(thread[1])]
-                                let c0: u32 = 2 * (t % 4);
-                                partition(
+                                wgmma_tile_to_f32::<{ BN / 2 }>(
+                                    &acc,
                                     c_wg,
-                                    thread[1],
-                                    |q, e| (r0 + q) * n + c0 + e,
-                                    |c_t| {
-                                        group(thread[1], || {
-                                            for i in 0..BN / 2 {
-                                                let dr: u32 = 8 * ((i / 2) % 2);
-                                                let dc: u32 = 8 * (i / 4) + i % 2;
-                                                if row0 + 64 + r0 + dr < m && col0 + c0 + dc < n {
-                                                    c_t[(dr, dc)] =
-                                                        alpha * acc[i] + beta * c_t[(dr, dc)];
-                                                }
-                                            }
-                                        });
-                                    },
+                                    0,
+                                    m.max(row0 + 64) - (row0 + 64),
+                                    n.max(col0) - col0,
+                                    n,
+                                    alpha,
+                                    beta,
                                 );
                             }
                         });
@@ -552,8 +529,6 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                 set_max_regs(232);
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                #[at(thread[1])]
-                                let t: u32 = id();
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
                                     let width: u32 = GROUP_M * tiles_n;
@@ -575,26 +550,15 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                             }
                                         });
                                     }
-                                    #[at(thread[1])]
-                                    let row: u32 = tm * 128 + 0 + 16 * (t / 32) + (t % 32) / 4;
-                                    #[at(thread[1])]
-                                    let col: u32 = tn * BN + 2 * (t % 4);
-                                    partition(
+                                    wgmma_tile_to_f32::<{ BN / 2 }>(
+                                        &acc,
                                         c_wg,
-                                        thread[1],
-                                        |q, e| (row + q) * n + col + e,
-                                        |c_t| {
-                                            group(thread[1], || {
-                                                for i in 0..BN / 2 {
-                                                    let dr: u32 = 8 * ((i / 2) % 2);
-                                                    let dc: u32 = 8 * (i / 4) + i % 2;
-                                                    if row + dr < m && col + dc < n {
-                                                        c_t[(dr, dc)] =
-                                                            alpha * acc[i] + beta * c_t[(dr, dc)];
-                                                    }
-                                                }
-                                            });
-                                        },
+                                        (tm * 128) * n + tn * BN,
+                                        m.max(tm * 128) - tm * 128,
+                                        n.max(tn * BN) - (tn * BN),
+                                        n,
+                                        alpha,
+                                        beta,
                                     );
                                 }
                             }
@@ -602,8 +566,6 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                 set_max_regs(232);
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                #[at(thread[1])]
-                                let t: u32 = id();
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
                                     let width: u32 = GROUP_M * tiles_n;
@@ -625,26 +587,15 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                             }
                                         });
                                     }
-                                    #[at(thread[1])]
-                                    let row: u32 = tm * 128 + 64 + 16 * (t / 32) + (t % 32) / 4;
-                                    #[at(thread[1])]
-                                    let col: u32 = tn * BN + 2 * (t % 4);
-                                    partition(
+                                    wgmma_tile_to_f32::<{ BN / 2 }>(
+                                        &acc,
                                         c_wg,
-                                        thread[1],
-                                        |q, e| (row + q) * n + col + e,
-                                        |c_t| {
-                                            group(thread[1], || {
-                                                for i in 0..BN / 2 {
-                                                    let dr: u32 = 8 * ((i / 2) % 2);
-                                                    let dc: u32 = 8 * (i / 4) + i % 2;
-                                                    if row + dr < m && col + dc < n {
-                                                        c_t[(dr, dc)] =
-                                                            alpha * acc[i] + beta * c_t[(dr, dc)];
-                                                    }
-                                                }
-                                            });
-                                        },
+                                        (tm * 128 + 64) * n + tn * BN,
+                                        m.max(tm * 128 + 64) - (tm * 128 + 64),
+                                        n.max(tn * BN) - (tn * BN),
+                                        n,
+                                        alpha,
+                                        beta,
                                     );
                                 }
                             }
