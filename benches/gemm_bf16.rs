@@ -1,7 +1,7 @@
 //! The bf16 Hopper GEMM ladder (`prism_kernels::gemm`) against cuBLAS bf16 (`cublasGemmEx`, bf16 inputs, f32
 //! output and compute) on the GPU, in the same run on the same inputs: M = N = K in {2048, 4096, 6144, 8192}
-//! and two shapes of LLM layers. Every rung's result is checked against cuBLAS before it is timed; the table
-//! gives TFLOP/s and ours/cuBLAS. Targets (issue "bf16 Hopper GEMM"): ≥ 1.05× at 4096³, ≥ 1.00× at 8192³.
+//! and two shapes of LLM layers; rung 7 (bf16 output) against cuBLAS with a bf16 `C`. Every rung's result is
+//! checked against cuBLAS before it is timed; the table gives TFLOP/s and ours/cuBLAS. Targets (issue "bf16 Hopper GEMM"): ≥ 1.05× at 4096³, ≥ 1.00× at 8192³.
 //!
 //! Without a GPU it prints `no GPU: gemm_bf16 benchmarks skipped (reason)` and exits 0.
 //!
@@ -13,7 +13,7 @@ mod common;
 
 use common::{cublas, gpu_or_skip, stream, time_events, time_median, Report, Rng, Timing};
 use criterion::{BenchmarkId, Criterion, Throughput};
-use prism::kernels::gemm::{gemm_bf16, GemmBf16Variant};
+use prism::kernels::gemm::{gemm_bf16, gemm_bf16_out_bf16, GemmBf16Variant};
 use prism::runtime::cudarc::cublas::{sys as cublas_sys, CudaBlas};
 use prism::runtime::cudarc::driver::DevicePtr;
 use prism::runtime::half::bf16;
@@ -35,13 +35,14 @@ const REPS: usize = 10;
 /// `C (m×n, row-major) = A (m×k, row-major) · Bᵀ (B n×k, row-major)` in f32 with cuBLAS. Column-major,
 /// that is `Cᵀ (n×m) = B · Aᵀ`: B's memory is the k×n column-major Bᵀ (transposed back: `T`), A's the k×m
 /// column-major Aᵀ (`N`); the "TN" layout cuBLAS is fastest at.
-fn cublas_gemm(
+fn cublas_gemm<T: prism::runtime::DeviceCopy>(
     dev: &Device,
     blas: &CudaBlas,
     (m, n, k): (u32, u32, u32),
     a: &DeviceBuffer<bf16>,
     b: &DeviceBuffer<bf16>,
-    c: &mut DeviceBuffer<f32>,
+    c: &mut DeviceBuffer<T>,
+    c_type: cublas_sys::cudaDataType,
 ) -> Result<(), String> {
     let s = stream(dev)?;
     let (a, b) = (
@@ -53,7 +54,8 @@ fn cublas_gemm(
     let (pb, _gb) = b.device_ptr(&s);
     let (pc, _gc) = c.device_ptr(&s);
     let (alpha, beta) = (1.0f32, 0.0f32);
-    // SAFETY: A, B and C hold m·k, n·k and m·n elements of the types named (allocated below from those sizes),
+    // SAFETY: A, B and C hold m·k, n·k and m·n elements of the types named (allocated below from those sizes;
+    // the callers pass `c_type` matching `T`),
     // which is what the sizes and leading dimensions describe; alpha and beta are host f32s.
     unsafe {
         prism::runtime::cudarc::cublas::result::gemm_ex(
@@ -72,7 +74,7 @@ fn cublas_gemm(
             k as i32,
             (&beta as *const f32).cast(),
             pc as *mut _,
-            cublas_sys::cudaDataType::CUDA_R_32F,
+            c_type,
             n as i32,
             cublas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
             cublas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
@@ -150,10 +152,11 @@ fn shape_cases(
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .throughput(Throughput::Elements(2 * m as u64 * n as u64 * k as u64));
-    cublas_gemm(dev, blas, shape, &a, &b, &mut out)?;
+    let f32_out = cublas_sys::cudaDataType::CUDA_R_32F;
+    cublas_gemm(dev, blas, shape, &a, &b, &mut out, f32_out)?;
     let want = dev.dtoh(&out).map_err(|e| e.to_string())?;
     let t_cublas = measure(dev, &mut group, "cublas", shape, || {
-        cublas_gemm(dev, blas, shape, &a, &b, &mut out)
+        cublas_gemm(dev, blas, shape, &a, &b, &mut out, f32_out)
     })?;
     for v in GemmBf16Variant::ALL {
         let mut case = || -> Result<Timing, String> {
@@ -172,8 +175,66 @@ fn shape_cases(
             Err(why) => report.fail(v.name(), &size, "cuBLAS bf16", &why),
         }
     }
+    bf16_output(dev, &mut group, blas, shape, &a, &b, &want, report);
     group.finish();
     Ok(())
+}
+
+/// Rung 7 (bf16 `D` through TMA stores) against cuBLAS with a bf16 `C`, both checked against the f32 result
+/// first (within the f32 tolerance plus one bf16 step).
+#[allow(clippy::too_many_arguments)]
+fn bf16_output(
+    dev: &Device,
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    blas: &CudaBlas,
+    shape: (u32, u32, u32),
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    want: &[f32],
+    report: &mut Report,
+) {
+    let (m, n, k) = shape;
+    let size = format!("{m}x{n}x{k}");
+    let name = "7 persistent tma-store bf16 out";
+    let bf16_out = cublas_sys::cudaDataType::CUDA_R_16BF;
+    let check = |what: &str, got: &DeviceBuffer<bf16>| -> Result<(), String> {
+        let got: Vec<f32> = dev
+            .dtoh(got)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|x| x.to_f32())
+            .collect();
+        let tol = 2e-3 * (k as f32).sqrt() + 1e-3;
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            if (g - w).is_nan() || (g - w).abs() > tol + w.abs() / 128.0 {
+                return Err(format!("{what}: element {i} is {g}, the f32 result is {w}"));
+            }
+        }
+        Ok(())
+    };
+    let mut cases = || -> Result<(Timing, Timing), String> {
+        let mut d = dev
+            .alloc_zeros::<bf16>(m as usize * n as usize)
+            .map_err(|e| e.to_string())?;
+        cublas_gemm(dev, blas, shape, a, b, &mut d, bf16_out)?;
+        check("cuBLAS bf16 out", &d)?;
+        let t_cublas = measure(dev, group, "cublas bf16 out", shape, || {
+            cublas_gemm(dev, blas, shape, a, b, &mut d, bf16_out)
+        })?;
+        let run = |d: &mut DeviceBuffer<bf16>| {
+            gemm_bf16_out_bf16(dev, m, n, k, 1.0, a, b, 0.0, None, d)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        run(&mut d)?;
+        check(name, &d)?;
+        let t = measure(dev, group, name, shape, || run(&mut d))?;
+        Ok((t, t_cublas))
+    };
+    match cases() {
+        Ok((t, t_cublas)) => report.pass(name, &size, t, "cuBLAS bf16 out", t_cublas),
+        Err(why) => report.fail(name, &size, "cuBLAS bf16 out", &why),
+    }
 }
 
 fn main() {

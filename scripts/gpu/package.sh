@@ -29,9 +29,10 @@ TARGETS=(
   "test|runtime_env|-p prism-runtime --test runtime_env|PRISM_BACKEND overrides Device::auto"
   "test|runtime_tensor_map|-p prism-runtime --test runtime_tensor_map|tensor maps (cuTensorMapEncodeTiled, TMA box per swizzle vs CPU), cluster launches (cuLaunchKernelEx), 227 KiB dynamic smem"
   "test|gemm_bf16|-p prism --test gemm_bf16|Hopper bf16 GEMM ladder (TMA, wgmma, rings, setmaxnreg) vs an f64 CPU reference, ragged sizes"
+  "test|gemm_bf16_out|-p prism --test gemm_bf16_out|rung 7: bf16 output through shared memory and TMA stores vs an f64 CPU reference, ragged sizes"
   "test|emu_vs_gpu|-p prism --test emu_vs_gpu|differential check: nvcc fixtures and workspace kernels, emulator vs GPU, every output byte"
   "bench|sgemm|-p prism --bench sgemm|sgemm ladder and Fig. 6 TF32 vs cuBLAS SGEMM / TF32, 1024-4096"
-  "bench|gemm_bf16|-p prism --bench gemm_bf16|bf16 GEMM ladder vs cuBLAS bf16 (cublasGemmEx), 2048-8192 and two LLM shapes"
+  "bench|gemm_bf16|-p prism --bench gemm_bf16|bf16 GEMM ladder vs cuBLAS bf16 (cublasGemmEx; f32 and bf16 output), 2048-8192 and two LLM shapes"
   "bench|scan|-p prism --bench scan|decoupled look-back scan vs device-to-device copy, 2^20-2^28"
   "bench|reduce|-p prism --bench reduce|device-wide reduction vs device-to-device copy, 2^20-2^28"
 )

@@ -227,11 +227,16 @@ impl Em<'_> {
             ));
         }
         let src = self.mem_arg(&args[1])?;
-        if src.space != Space::Shared || !src.maps.is_empty() || src.elem != elem {
+        // A partition `|x| x` hands the whole allocation to a group of threads (a consumer warpgroup's own
+        // epilogue tile): still the allocation itself.
+        let whole = src.maps.iter().all(
+            |m| matches!((&m.params[..], &m.body.kind), ([p], ExprKind::Var(v)) if *p == v.name),
+        );
+        if src.space != Space::Shared || !whole || src.elem != elem {
             return Err(err(
                 "TMA",
                 args[1].span,
-                format!("`tma_store` stores a whole shared allocation of {elem} (a `Shared<[{elem}; N], L>` itself)"),
+                format!("`tma_store` stores a whole shared allocation of {elem} (a `Shared<[{elem}; N], L>` itself, or an `|x| x` partition of it)"),
             ));
         }
         let box_dims =

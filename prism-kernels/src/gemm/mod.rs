@@ -11,11 +11,13 @@
 //! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
 //! | 6 | [`gemm_bf16_cluster`]`<256, 4, 1>` | rung 4 in 2-block clusters: the two blocks share the B tile, loaded once with a multicast TMA load |
 //! | 5 | [`gemm_bf16_persistent`]`<BN, STAGES, GROUP_M>` | rung 4 on a persistent grid (one block per SM), tiles in grouped order for L2 reuse, one ring across a block's tiles, `accumulate` false on each tile's first k-step |
+//! | 7 | [`gemm_bf16_tma_store`]`<256, 4, 8>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]) |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
-//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. A TMA-store epilogue
-//! (rung 7) is not written yet: see docs/KERNELS.md.
+//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. Rung 7's bf16 output
+//! goes through shared memory and TMA stores; the f32 rungs store their fragments directly
+//! ([`wgmma_tile_to_f32`]): see docs/KERNELS.md.
 
 use prism_macros::{prism_device, prism_kernel};
 use prism_runtime::half::bf16;
@@ -23,6 +25,9 @@ use prism_runtime::{
     Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError, TensorMap, TensorSwizzle,
 };
 use std::fmt;
+
+mod tma_store;
+pub use tma_store::{gemm_bf16_out_bf16, gemm_bf16_tma_store};
 
 /// The `m64nNk16` accumulator fragment of a warpgroup (PTX ISA, wgmma D layout: register `i` of thread `t`
 /// holds row `16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2)`, column `8·(i / 4) + 2·(t % 4) + i % 2`) →
@@ -710,8 +715,11 @@ pub enum GemmError {
     },
     /// `k` breaks TMA's rule that row strides are multiples of 16 bytes (8 bf16), or is 0.
     K(u32),
-    /// `n` breaks TMA's 16-byte stride rule for a `k × n` row-major `B` ([`gemm_bf16_kn`]).
+    /// `n` breaks TMA's 16-byte stride rule for a `k × n` row-major `B` ([`gemm_bf16_kn`]) or a bf16 `D`
+    /// ([`gemm_bf16_out_bf16`]).
     N(u32),
+    /// `beta` is not 0 but no `C` was given ([`gemm_bf16_out_bf16`]).
+    NoC(f32),
     /// The grid would need more blocks than a launch allows.
     TooLarge(u32, u32),
     /// The runtime refused (tensor maps, launch).
@@ -731,8 +739,9 @@ impl fmt::Display for GemmError {
             ),
             GemmError::N(n) => write!(
                 f,
-                "n = {n}: a k × n row-major B needs rows of a multiple of 16 bytes, so n must be a multiple of 8"
+                "n = {n}: a k × n row-major B or a bf16 D needs rows of a multiple of 16 bytes, so n must be a multiple of 8"
             ),
+            GemmError::NoC(beta) => write!(f, "beta = {beta} scales C, but no C was given"),
             GemmError::TooLarge(m, n) => write!(f, "{m} × {n} needs more than 2^31 - 1 blocks"),
             GemmError::Runtime(e) => write!(f, "{e}"),
         }

@@ -1,0 +1,321 @@
+//! Rung 7 of the bf16 GEMM ladder: `D = alpha · A · Bᵀ + beta · C` with a **bf16** `D`, written back through
+//! shared memory and TMA stores (the epilogue of the fastest published Hopper GEMMs), on the persistent,
+//! warp-specialized mainloop of rung 5.
+
+use super::GemmError;
+use prism_macros::prism_kernel;
+use prism_runtime::half::bf16;
+use prism_runtime::{
+    Device, DeviceBuffer, LaunchDims, LaunchReport, TensorMap, TensorMapMut, TensorSwizzle,
+};
+
+/// Rung 7: rung 5 (persistent grid, grouped tile order, one ring across a block's tiles, setmaxnreg) with a
+/// bf16 result. Each consumer warpgroup converts its 64 × `BN` accumulator tile to bf16, 64 columns at a
+/// time, into its own 64 × 64 shared box in the 128-byte swizzle (the layout TMA reads), and one of its
+/// threads stores the box with `tma_store`: TMA clips the box at `D`'s edges, so ragged sizes need no guards
+/// on the store. `beta ≠ 0`
+/// reads the old values from `c` (guarded loads; `c` may be any buffer of `m × n` bf16, `d`'s own included
+/// only through a separate handle on the host). Launch `min(tiles, SMs)` blocks of 384 threads; `a` maps `A`
+/// with box 64 × 128, `b` maps `B` with box 64 × `BN`, `d` maps `D` with box 64 × 64, all with 128-byte
+/// swizzle.
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 384,
+    instances = [(256, 4, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const bf16,
+    d: TensorMapMut<bf16, 2>,
+) {
+    let tiles_m: u32 = (m + 127) / 128;
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let nblk: u32 = grid_dim();
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let iters: u32 = (tiles + nblk - 1 - blk) / nblk; // 0 when blk >= tiles (blk < nblk)
+    group(block[1], || {
+        let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+        // Each consumer warpgroup's epilogue box (handed to it whole: `|x| x`).
+        let e1: Shared<[bf16; 64 * 64], Swizzle128>;
+        let e2: Shared<[bf16; 64 * 64], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    e2,
+                    thread[128],
+                    |x| x,
+                    |e2_w| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                for it in 0..iters {
+                                    let tile: u32 = blk + it * nblk;
+                                    let width: u32 = GROUP_M * tiles_n;
+                                    let first_m: u32 = (tile / width) * GROUP_M;
+                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+                                    let tm: u32 = first_m + (tile % width) % rows;
+                                    let tn: u32 = (tile % width) / rows;
+                                    for kt in 0..k_tiles {
+                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            match split(thread) {
+                                                1 => {
+                                                    tma_load(sa_s, a, kt * 64, tm * 128);
+                                                    tma_load(sb_s, b, kt * 64, tn * BN);
+                                                }
+                                            }
+                                        });
+                                    }
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                for it in 0..iters {
+                                    let tile: u32 = blk + it * nblk;
+                                    let width: u32 = GROUP_M * tiles_n;
+                                    let first_m: u32 = (tile / width) * GROUP_M;
+                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+                                    let tm: u32 = first_m + (tile % width) % rows;
+                                    let tn: u32 = (tile % width) / rows;
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            for kk in 0..4 {
+                                                wgmma_bf16(
+                                                    &mut acc,
+                                                    sa_s,
+                                                    kk * 16,
+                                                    sb_s,
+                                                    kk * 16,
+                                                    kt > 0 || kk > 0,
+                                                );
+                                            }
+                                        });
+                                    }
+                                    let row0: u32 = tm * 128;
+                                    let col0: u32 = tn * BN;
+                                    for j in 0..BN / 64 {
+                                        partition(
+                                            e1_w,
+                                            thread[1],
+                                            |x| x,
+                                            |e_t| {
+                                                group(thread[1], || {
+                                                    // Registers 32j..32j + 32 hold columns 64j..64j + 64 of the fragment.
+                                                    for q in 0..32 {
+                                                        let row: u32 = r0 + 8 * ((q / 2) % 2);
+                                                        let col: u32 = c0 + 8 * (q / 4) + q % 2;
+                                                        let mut v: f32 = alpha * acc[32 * j + q];
+                                                        if beta != 0.0
+                                                            && row0 + row < m
+                                                            && col0 + 64 * j + col < n
+                                                        {
+                                                            v = v + beta
+                                                                * (c[(row0 + row) * n
+                                                                    + col0
+                                                                    + 64 * j
+                                                                    + col]
+                                                                    as f32);
+                                                        }
+                                                        // The 128-byte swizzle: 16-byte chunk q of row r sits at chunk q ^ (r % 8).
+                                                        e_t[row * 64
+                                                            + ((col / 8) ^ (row % 8)) * 8
+                                                            + col % 8] = v as bf16;
+                                                    }
+                                                });
+                                            },
+                                        );
+                                        match split(thread) {
+                                            1 => {
+                                                tma_store(d, e1_w, col0 + 64 * j, row0);
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                for it in 0..iters {
+                                    let tile: u32 = blk + it * nblk;
+                                    let width: u32 = GROUP_M * tiles_n;
+                                    let first_m: u32 = (tile / width) * GROUP_M;
+                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+                                    let tm: u32 = first_m + (tile % width) % rows;
+                                    let tn: u32 = (tile % width) / rows;
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            for kk in 0..4 {
+                                                wgmma_bf16(
+                                                    &mut acc,
+                                                    sa_s,
+                                                    64 * 64 + kk * 16,
+                                                    sb_s,
+                                                    kk * 16,
+                                                    kt > 0 || kk > 0,
+                                                );
+                                            }
+                                        });
+                                    }
+                                    let row0: u32 = tm * 128 + 64;
+                                    let col0: u32 = tn * BN;
+                                    for j in 0..BN / 64 {
+                                        partition(
+                                            e2_w,
+                                            thread[1],
+                                            |x| x,
+                                            |e_t| {
+                                                group(thread[1], || {
+                                                    // Registers 32j..32j + 32 hold columns 64j..64j + 64 of the fragment.
+                                                    for q in 0..32 {
+                                                        let row: u32 = r0 + 8 * ((q / 2) % 2);
+                                                        let col: u32 = c0 + 8 * (q / 4) + q % 2;
+                                                        let mut v: f32 = alpha * acc[32 * j + q];
+                                                        if beta != 0.0
+                                                            && row0 + row < m
+                                                            && col0 + 64 * j + col < n
+                                                        {
+                                                            v = v + beta
+                                                                * (c[(row0 + row) * n
+                                                                    + col0
+                                                                    + 64 * j
+                                                                    + col]
+                                                                    as f32);
+                                                        }
+                                                        // The 128-byte swizzle: 16-byte chunk q of row r sits at chunk q ^ (r % 8).
+                                                        e_t[row * 64
+                                                            + ((col / 8) ^ (row % 8)) * 8
+                                                            + col % 8] = v as bf16;
+                                                    }
+                                                });
+                                            },
+                                        );
+                                        match split(thread) {
+                                            1 => {
+                                                tma_store(d, e2_w, col0 + 64 * j, row0);
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    });
+}
+
+/// `D = alpha · A · Bᵀ + beta · C` with a **bf16** result, on rung 7 ([`gemm_bf16_tma_store`]): `a` is
+/// `m × k` row-major bf16, `b` is `n × k` row-major bf16 (as for [`super::gemm_bf16`]), `c` (read only when
+/// `beta ≠ 0`) and `d` are `m × n` row-major bf16; products accumulate in f32 and are rounded once. Any `m`,
+/// `n`, `k` ≥ 1 with `k` and `n` multiples of 8 (TMA's 16-byte row strides for `A`, `B` and `D`); `c = None`
+/// needs `beta = 0`. Sizes, lengths and the `c`/`beta` pairing are checked before anything runs.
+///
+/// ```
+/// use prism_kernels::gemm::gemm_bf16_out_bf16;
+/// use prism_runtime::{half::bf16, Device};
+/// let dev = Device::auto()?;
+/// let (m, n, k) = (70, 24, 32);
+/// let a: Vec<bf16> = (0..m * k).map(|i| bf16::from_f32((i % 7) as f32 - 3.0)).collect();
+/// let b: Vec<bf16> = (0..n * k).map(|i| bf16::from_f32((i % 5) as f32 * 0.5)).collect();
+/// let (da, db) = (dev.htod(&a)?, dev.htod(&b)?);
+/// let mut dd = dev.alloc_zeros::<bf16>(m * n)?;
+/// gemm_bf16_out_bf16(&dev, m as u32, n as u32, k as u32, 1.0, &da, &db, 0.0, None, &mut dd)?;
+/// let d = dev.dtoh(&dd)?;
+/// let want: f32 = (0..k).map(|x| a[5 * k + x].to_f32() * b[3 * k + x].to_f32()).sum();
+/// assert_eq!(d[5 * n + 3], bf16::from_f32(want));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_out_bf16(
+    dev: &Device,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    beta: f32,
+    c: Option<&DeviceBuffer<bf16>>,
+    d: &mut DeviceBuffer<bf16>,
+) -> Result<LaunchReport, GemmError> {
+    let mut lengths = vec![
+        ("a", m, k, a.len()),
+        ("b", n, k, b.len()),
+        ("d", m, n, d.len()),
+    ];
+    if let Some(c) = c {
+        lengths.push(("c", m, n, c.len()));
+    }
+    for (operand, rows, cols, got) in lengths {
+        let want = rows as u64 * cols as u64;
+        if want != got as u64 {
+            return Err(GemmError::Length { operand, want, got });
+        }
+    }
+    if k == 0 || !k.is_multiple_of(8) {
+        return Err(GemmError::K(k));
+    }
+    if !n.is_multiple_of(8) {
+        return Err(GemmError::N(n));
+    }
+    if c.is_none() && beta != 0.0 {
+        return Err(GemmError::NoC(beta));
+    }
+    if m == 0 || n == 0 {
+        return Ok(LaunchReport {
+            backend: dev.backend(),
+            emu: None,
+        });
+    }
+    let tiles = m.div_ceil(128) as u64 * n.div_ceil(256) as u64;
+    if tiles > i32::MAX as u64 {
+        return Err(GemmError::TooLarge(m, n));
+    }
+    let ma = TensorMap::row_major_2d(a, m as u64, k as u64, 128, 64, TensorSwizzle::B128)?;
+    let mb = TensorMap::row_major_2d(b, n as u64, k as u64, 256, 64, TensorSwizzle::B128)?;
+    // With beta = 0 the kernel never reads `c`: any bf16 buffer stands in.
+    let c = c.unwrap_or(a);
+    let mut md = TensorMapMut::tiled(
+        d,
+        [n as u64, m as u64],
+        &[n as u64 * 2],
+        [64, 64],
+        TensorSwizzle::B128,
+    )?;
+    // Persistent: one block per SM (the emulator reports none: 132, an H100's count).
+    let blocks = tiles.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64);
+    let dims = LaunchDims::new(blocks as u32, 384);
+    Ok(gemm_bf16_tma_store::<256, 4, 8>::launch(
+        dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md,
+    )?)
+}
