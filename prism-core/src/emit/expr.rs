@@ -122,21 +122,7 @@ impl<'a> Em<'a> {
                 op: op @ (BinOp::And | BinOp::Or),
                 lhs,
                 rhs,
-            } if !pure(rhs) => {
-                // Short-circuit: the right side may read memory that the left side guards.
-                let a = self.scalar(lhs)?;
-                let a = self.coerce(a, ScalarType::Bool, lhs.span)?;
-                let r = self.fresh(ScalarType::Bool);
-                self.mov_into(&r, &a, ScalarType::Bool);
-                let done = self.label();
-                let neg = if *op == BinOp::And { "!" } else { "" };
-                self.line(format!("@{neg}{r} bra {done};"));
-                let b = self.scalar(rhs)?;
-                let b = self.coerce(b, ScalarType::Bool, rhs.span)?;
-                self.mov_into(&r, &b, ScalarType::Bool);
-                self.put_label(&done);
-                Ok(Value::S(Val::Reg(r, ScalarType::Bool)))
-            }
+            } if !pure(rhs) => self.short_circuit(op, lhs, rhs),
             ExprKind::Binary { op, lhs, rhs } => {
                 let a = self.scalar(lhs)?;
                 let b = self.scalar(rhs)?;
@@ -188,54 +174,74 @@ impl<'a> Em<'a> {
                 cond,
                 then_value,
                 else_value,
-            } => {
-                let c = self.scalar(cond)?;
-                let c = self.coerce(c, ScalarType::Bool, cond.span)?;
-                if let Val::Imm(Imm::Bool(b), _) = c {
-                    return self.expr(if b { then_value } else { else_value });
-                }
-                let p = self.reg(&c, ScalarType::Bool);
-                if pure(then_value) && pure(else_value) {
-                    let a = self.scalar(then_value)?;
-                    let b = self.scalar(else_value)?;
-                    let t = a.ty().or(b.ty()).unwrap_or(ScalarType::I32);
-                    let a = self.coerce(a, t, then_value.span)?;
-                    let b = self.coerce(b, t, else_value.span)?;
-                    let r = self.fresh(t);
-                    if t == ScalarType::Bool {
-                        let (x, y) = (self.reg(&a, t), self.reg(&b, t));
-                        // r = (p & x) | (!p & y)
-                        let tmp = self.fresh(t);
-                        self.line(format!("and.pred {r}, {p}, {x};"));
-                        self.line(format!("and.pred {tmp}, !{p}, {y};"));
-                        self.line(format!("or.pred {r}, {r}, {tmp};"));
-                    } else {
-                        let (x, y) = (self.op(&a, t), self.op(&b, t));
-                        let st = if t.size() == 2 { "b16" } else { ptx_ty(t) };
-                        self.line(format!("selp.{st} {r}, {x}, {y}, {p};"));
-                    }
-                    Ok(Value::S(Val::Reg(r, t)))
-                } else {
-                    // Only the chosen side runs (it may read memory).
-                    let (else_l, end) = (self.label(), self.label());
-                    self.line(format!("@!{p} bra {else_l};"));
-                    let a = self.scalar(then_value)?;
-                    let t = a.ty().unwrap_or(ScalarType::I32);
-                    let r = self.fresh(t);
-                    let a = self.coerce(a, t, then_value.span)?;
-                    self.mov_into(&r, &a, t);
-                    self.line(format!("bra.uni {end};"));
-                    self.put_label(&else_l);
-                    let b = self.scalar(else_value)?;
-                    let b = self.coerce(b, t, else_value.span)?;
-                    self.mov_into(&r, &b, t);
-                    self.put_label(&end);
-                    Ok(Value::S(Val::Reg(r, t)))
-                }
-            }
+            } => self.select(cond, then_value, else_value),
             ExprKind::Asm { template, operands } => {
                 self.asm(template, operands, e.span).map(|_| Value::Unit)
             }
+        }
+    }
+
+    /// `&&` / `||` whose right side is not pure: it runs only when the left side does not decide.
+    fn short_circuit(&mut self, op: &BinOp, lhs: &Expr, rhs: &Expr) -> R<Value> {
+        // Short-circuit: the right side may read memory that the left side guards.
+        let a = self.scalar(lhs)?;
+        let a = self.coerce(a, ScalarType::Bool, lhs.span)?;
+        let r = self.fresh(ScalarType::Bool);
+        self.mov_into(&r, &a, ScalarType::Bool);
+        let done = self.label();
+        let neg = if *op == BinOp::And { "!" } else { "" };
+        self.line(format!("@{neg}{r} bra {done};"));
+        let b = self.scalar(rhs)?;
+        let b = self.coerce(b, ScalarType::Bool, rhs.span)?;
+        self.mov_into(&r, &b, ScalarType::Bool);
+        self.put_label(&done);
+        Ok(Value::S(Val::Reg(r, ScalarType::Bool)))
+    }
+
+    /// `if c { a } else { b }` as a value: `selp` when both sides are pure, else a branch so only the chosen side runs.
+    fn select(&mut self, cond: &Expr, then_value: &Expr, else_value: &Expr) -> R<Value> {
+        let c = self.scalar(cond)?;
+        let c = self.coerce(c, ScalarType::Bool, cond.span)?;
+        if let Val::Imm(Imm::Bool(b), _) = c {
+            return self.expr(if b { then_value } else { else_value });
+        }
+        let p = self.reg(&c, ScalarType::Bool);
+        if pure(then_value) && pure(else_value) {
+            let a = self.scalar(then_value)?;
+            let b = self.scalar(else_value)?;
+            let t = a.ty().or(b.ty()).unwrap_or(ScalarType::I32);
+            let a = self.coerce(a, t, then_value.span)?;
+            let b = self.coerce(b, t, else_value.span)?;
+            let r = self.fresh(t);
+            if t == ScalarType::Bool {
+                let (x, y) = (self.reg(&a, t), self.reg(&b, t));
+                // r = (p & x) | (!p & y)
+                let tmp = self.fresh(t);
+                self.line(format!("and.pred {r}, {p}, {x};"));
+                self.line(format!("and.pred {tmp}, !{p}, {y};"));
+                self.line(format!("or.pred {r}, {r}, {tmp};"));
+            } else {
+                let (x, y) = (self.op(&a, t), self.op(&b, t));
+                let st = if t.size() == 2 { "b16" } else { ptx_ty(t) };
+                self.line(format!("selp.{st} {r}, {x}, {y}, {p};"));
+            }
+            Ok(Value::S(Val::Reg(r, t)))
+        } else {
+            // Only the chosen side runs (it may read memory).
+            let (else_l, end) = (self.label(), self.label());
+            self.line(format!("@!{p} bra {else_l};"));
+            let a = self.scalar(then_value)?;
+            let t = a.ty().unwrap_or(ScalarType::I32);
+            let r = self.fresh(t);
+            let a = self.coerce(a, t, then_value.span)?;
+            self.mov_into(&r, &a, t);
+            self.line(format!("bra.uni {end};"));
+            self.put_label(&else_l);
+            let b = self.scalar(else_value)?;
+            let b = self.coerce(b, t, else_value.span)?;
+            self.mov_into(&r, &b, t);
+            self.put_label(&end);
+            Ok(Value::S(Val::Reg(r, t)))
         }
     }
 
@@ -366,72 +372,8 @@ impl<'a> Em<'a> {
             )
             .help("convert with `as f32` first"));
         }
-        let cmp = |op: BinOp| -> Option<&'static str> {
-            Some(match op {
-                Eq => "eq",
-                Ne => {
-                    if t.is_float() {
-                        "neu"
-                    } else {
-                        "ne"
-                    }
-                }
-                Lt => {
-                    if t.is_float() || t.is_signed() {
-                        "lt"
-                    } else {
-                        "lo"
-                    }
-                }
-                Le => {
-                    if t.is_float() || t.is_signed() {
-                        "le"
-                    } else {
-                        "ls"
-                    }
-                }
-                Gt => {
-                    if t.is_float() || t.is_signed() {
-                        "gt"
-                    } else {
-                        "hi"
-                    }
-                }
-                Ge => {
-                    if t.is_float() || t.is_signed() {
-                        "ge"
-                    } else {
-                        "hs"
-                    }
-                }
-                _ => return None,
-            })
-        };
-        if let Some(c) = cmp(op) {
-            let p = self.fresh(ScalarType::Bool);
-            if t == ScalarType::Bool {
-                let (x, y) = (self.reg(&a, t), self.reg(&b, t));
-                match op {
-                    Eq => self.line(format!("xor.pred {p}, {x}, {y};\n\tnot.pred {p}, {p};")),
-                    Ne => self.line(format!("xor.pred {p}, {x}, {y};")),
-                    _ => {
-                        return Err(err(
-                            "EMIT-TYPE",
-                            span,
-                            "bool values only compare with == and !=",
-                        ))
-                    }
-                }
-            } else {
-                let (x, y) = (self.reg(&a, t), self.op(&b, t));
-                let ct = if t.is_int() {
-                    bits_cmp_ty(t, c)
-                } else {
-                    ptx_ty(t)
-                };
-                self.line(format!("setp.{c}.{ct} {p}, {x}, {y};"));
-            }
-            return Ok(Val::Reg(p, ScalarType::Bool));
+        if let Some(c) = cmp_op(op, t) {
+            return self.compare(op, c, &a, &b, t, span);
         }
         let r = self.fresh(t);
         let x = self.reg(&a, t);
@@ -486,6 +428,43 @@ impl<'a> Em<'a> {
         };
         self.line(format!("{ins} {r}, {x}, {y};"));
         Ok(Val::Reg(r, t))
+    }
+
+    /// A comparison (`c` its PTX condition) into a fresh predicate; bools compare with `==` / `!=` only.
+    fn compare(
+        &mut self,
+        op: BinOp,
+        c: &str,
+        a: &Val,
+        b: &Val,
+        t: ScalarType,
+        span: Span,
+    ) -> R<Val> {
+        use BinOp::*;
+        let p = self.fresh(ScalarType::Bool);
+        if t == ScalarType::Bool {
+            let (x, y) = (self.reg(a, t), self.reg(b, t));
+            match op {
+                Eq => self.line(format!("xor.pred {p}, {x}, {y};\n\tnot.pred {p}, {p};")),
+                Ne => self.line(format!("xor.pred {p}, {x}, {y};")),
+                _ => {
+                    return Err(err(
+                        "EMIT-TYPE",
+                        span,
+                        "bool values only compare with == and !=",
+                    ))
+                }
+            }
+        } else {
+            let (x, y) = (self.reg(a, t), self.op(b, t));
+            let ct = if t.is_int() {
+                bits_cmp_ty(t, c)
+            } else {
+                ptx_ty(t)
+            };
+            self.line(format!("setp.{c}.{ct} {p}, {x}, {y};"));
+        }
+        Ok(Val::Reg(p, ScalarType::Bool))
     }
 
     pub(super) fn cast(&mut self, v: Val, to: ScalarType, span: Span) -> R<Val> {
@@ -757,4 +736,49 @@ pub(super) fn mentions(e: &Expr, var: &str) -> bool {
         } => mentions(cond, var) || mentions(then_value, var) || mentions(else_value, var),
         ExprKind::Asm { operands, .. } => operands.iter().any(|o| mentions(&o.expr, var)),
     }
+}
+
+/// The PTX condition of a comparison operator on `t` (unsigned integers compare with lo/ls/hi/hs), or
+/// `None` for a non-comparison.
+fn cmp_op(op: BinOp, t: ScalarType) -> Option<&'static str> {
+    use BinOp::*;
+    Some(match op {
+        Eq => "eq",
+        Ne => {
+            if t.is_float() {
+                "neu"
+            } else {
+                "ne"
+            }
+        }
+        Lt => {
+            if t.is_float() || t.is_signed() {
+                "lt"
+            } else {
+                "lo"
+            }
+        }
+        Le => {
+            if t.is_float() || t.is_signed() {
+                "le"
+            } else {
+                "ls"
+            }
+        }
+        Gt => {
+            if t.is_float() || t.is_signed() {
+                "gt"
+            } else {
+                "hi"
+            }
+        }
+        Ge => {
+            if t.is_float() || t.is_signed() {
+                "ge"
+            } else {
+                "hs"
+            }
+        }
+        _ => return None,
+    })
 }

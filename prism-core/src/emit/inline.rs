@@ -66,63 +66,7 @@ impl<'a> Em<'a> {
             .unwrap_or(self.ctx.persp);
         for (p, a) in f.params.iter().zip(args) {
             let persp = p.at.map(|x| x.perspective).unwrap_or(top);
-            let b = match &p.ty {
-                Type::Scalar(t) => {
-                    let v = self.with_target(persp, |s| s.scalar(a))?;
-                    let v = self.coerce(v, *t, a.span)?;
-                    let val = match v {
-                        Val::Imm(..) => v,
-                        v => {
-                            let r = self.fresh(*t);
-                            self.mov_into(&r, &v, *t);
-                            Val::Reg(r, *t)
-                        }
-                    };
-                    Binding::Scalar { val, persp }
-                }
-                Type::Ptr { .. } | Type::Shared { .. } => Binding::Mem {
-                    view: self.mem_arg(a)?,
-                    persp,
-                },
-                Type::TensorMap { .. } => {
-                    return Err(err("TYPE", a.span, "tensor maps are kernel parameters"))
-                }
-                Type::ArrayRef { elem, .. } => match self.expr(a)? {
-                    // `&mut a` aliases the caller's registers.
-                    Value::Arr(vals, _) => {
-                        let regs = vals.iter().map(|v| self.reg(v, *elem)).collect();
-                        Binding::Array {
-                            regs,
-                            elem: *elem,
-                            persp: Perspective::thread(1),
-                        }
-                    }
-                    _ => {
-                        return Err(err(
-                            "EMIT-TYPE",
-                            a.span,
-                            "expected `&array` or `&mut array`",
-                        ))
-                    }
-                },
-                Type::Array { elem, .. } => match self.expr(a)? {
-                    Value::Arr(vals, _) => {
-                        let mut regs = Vec::new();
-                        for v in vals {
-                            let v = self.coerce(v, *elem, a.span)?;
-                            let r = self.fresh(*elem);
-                            self.mov_into(&r, &v, *elem);
-                            regs.push(r);
-                        }
-                        Binding::Array {
-                            regs,
-                            elem: *elem,
-                            persp,
-                        }
-                    }
-                    _ => return Err(err("EMIT-TYPE", a.span, "expected an array")),
-                },
-            };
+            let b = self.arg_binding(p, a, persp)?;
             scope.insert(p.name.name.clone(), b);
         }
         let saved_env = std::mem::replace(&mut self.env, vec![scope]);
@@ -159,6 +103,69 @@ impl<'a> Em<'a> {
             }
             v => Ok(v),
         }
+    }
+
+    /// The binding of device-function parameter `p` to the caller's argument `a`: a scalar is evaluated at
+    /// the parameter's perspective into a fresh register, memory passes its view, `&array` aliases the
+    /// caller's registers and an array by value is copied.
+    fn arg_binding(&mut self, p: &Param, a: &Expr, persp: Perspective) -> R<Binding> {
+        Ok(match &p.ty {
+            Type::Scalar(t) => {
+                let v = self.with_target(persp, |s| s.scalar(a))?;
+                let v = self.coerce(v, *t, a.span)?;
+                let val = match v {
+                    Val::Imm(..) => v,
+                    v => {
+                        let r = self.fresh(*t);
+                        self.mov_into(&r, &v, *t);
+                        Val::Reg(r, *t)
+                    }
+                };
+                Binding::Scalar { val, persp }
+            }
+            Type::Ptr { .. } | Type::Shared { .. } => Binding::Mem {
+                view: self.mem_arg(a)?,
+                persp,
+            },
+            Type::TensorMap { .. } => {
+                return Err(err("TYPE", a.span, "tensor maps are kernel parameters"))
+            }
+            Type::ArrayRef { elem, .. } => match self.expr(a)? {
+                // `&mut a` aliases the caller's registers.
+                Value::Arr(vals, _) => {
+                    let regs = vals.iter().map(|v| self.reg(v, *elem)).collect();
+                    Binding::Array {
+                        regs,
+                        elem: *elem,
+                        persp: Perspective::thread(1),
+                    }
+                }
+                _ => {
+                    return Err(err(
+                        "EMIT-TYPE",
+                        a.span,
+                        "expected `&array` or `&mut array`",
+                    ))
+                }
+            },
+            Type::Array { elem, .. } => match self.expr(a)? {
+                Value::Arr(vals, _) => {
+                    let mut regs = Vec::new();
+                    for v in vals {
+                        let v = self.coerce(v, *elem, a.span)?;
+                        let r = self.fresh(*elem);
+                        self.mov_into(&r, &v, *elem);
+                        regs.push(r);
+                    }
+                    Binding::Array {
+                        regs,
+                        elem: *elem,
+                        persp,
+                    }
+                }
+                _ => return Err(err("EMIT-TYPE", a.span, "expected an array")),
+            },
+        })
     }
 
     pub(super) fn asm(&mut self, template: &str, operands: &[AsmOperand], span: Span) -> R<()> {

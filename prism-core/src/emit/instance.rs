@@ -90,99 +90,15 @@ pub(super) fn emit_instance(
     let mut params_decl = Vec::new();
     let mut params = Vec::new();
     for (i, p) in f.params.iter().enumerate() {
-        let pname = format!("{entry}_param_{i}");
         let persp = p.at.map(|a| a.perspective).unwrap_or(top);
-        match &p.ty {
-            Type::Ptr { elem, mutable } => {
-                params_decl.push(format!("\t.param .u64 {pname}"));
-                let a = em.fresh(ScalarType::U64);
-                let g = em.fresh(ScalarType::U64);
-                em.line(format!("ld.param.u64 {a}, [{pname}];"));
-                em.line(format!("cvta.to.global.u64 {g}, {a};"));
-                let view = View {
-                    space: Space::Global,
-                    base: Val::Reg(g, ScalarType::U64),
-                    elem: *elem,
-                    readonly: !*mutable,
-                    maps: Vec::new(),
-                    layout: SmemLayout::Linear,
-                    len: 0,
-                    peer: None,
-                };
-                em.bind(&p.name.name, Binding::Mem { view, persp });
-                params.push(ParamInfo {
-                    name: p.name.name.clone(),
-                    kind: ParamKind::Ptr {
-                        elem: *elem,
-                        mutable: *mutable,
-                    },
-                });
-            }
-            Type::Scalar(t) => {
-                let (pt, rt) = match t {
-                    ScalarType::Bool => ("u32", ScalarType::U32),
-                    ScalarType::F16 | ScalarType::BF16 => ("b16", *t),
-                    _ => (ptx_ty(*t), *t),
-                };
-                params_decl.push(format!("\t.param .{pt} {pname}"));
-                let r = em.fresh(rt);
-                em.line(format!("ld.param.{pt} {r}, [{pname}];"));
-                let val = if *t == ScalarType::Bool {
-                    let p = em.fresh(ScalarType::Bool);
-                    em.line(format!("setp.ne.u32 {p}, {r}, 0;"));
-                    Val::Reg(p, ScalarType::Bool)
-                } else {
-                    Val::Reg(r, rt)
-                };
-                em.bind(&p.name.name, Binding::Scalar { val, persp });
-                params.push(ParamInfo {
-                    name: p.name.name.clone(),
-                    kind: ParamKind::Scalar(*t),
-                });
-            }
-            Type::TensorMap {
-                elem,
-                rank,
-                mutable,
-            } => {
-                // By value, as `cuLaunchKernel` copies it; TMA reads it through its generic address.
-                params_decl.push(format!("\t.param .align 64 .b8 {pname}[128]"));
-                let a = em.fresh(ScalarType::U64);
-                let g = em.fresh(ScalarType::U64);
-                em.line(format!("mov.b64 {a}, {pname};"));
-                em.line(format!("cvta.param.u64 {g}, {a};"));
-                em.bind(
-                    &p.name.name,
-                    Binding::TensorMap {
-                        param: i,
-                        addr: g,
-                        elem: *elem,
-                        rank: *rank,
-                    },
-                );
-                params.push(ParamInfo {
-                    name: p.name.name.clone(),
-                    kind: ParamKind::TensorMap {
-                        elem: *elem,
-                        rank: *rank,
-                        mutable: *mutable,
-                        box_dims: Vec::new(),
-                        swizzle: SmemLayout::Linear,
-                    },
-                });
-            }
-            _ => {
-                return Err(Diagnostic::new(
-                    "EMIT-PARAM",
-                    p.span,
-                    format!(
-                        "kernel parameter `{}` must be a scalar or a global pointer",
-                        p.name
-                    ),
-                )
-                .help("pass arrays through global memory (`*const T` / `*mut T`)"))
-            }
-        }
+        entry_param(
+            &mut em,
+            &entry,
+            (i, p),
+            persp,
+            &mut params_decl,
+            &mut params,
+        )?;
     }
 
     // Execution starts at grid[1]: rank = ctaid·T + tid; narrowing to the kernel's top perspective is a group.
@@ -214,6 +130,20 @@ pub(super) fn emit_instance(
         }
     }
 
+    let contract = contract_of(f, &em, threads, blocks);
+    let ptx = em.finish(&entry, &params_decl, threads);
+    Ok(CompiledKernel {
+        entry,
+        instance: inst.to_vec(),
+        ptx,
+        params,
+        contract,
+    })
+}
+
+/// The launch contract of the instance: exact threads/blocks where declared, the multiples its `requires`
+/// perspectives and cluster imply, and the shared memory it allocated.
+fn contract_of(f: &Function, em: &Em, threads: Option<u32>, blocks: Option<u32>) -> Contract {
     let mut contract = Contract {
         threads_multiple_of: 1,
         threads_exact: threads,
@@ -235,14 +165,112 @@ pub(super) fn emit_instance(
             Level::Grid => {}
         }
     }
-    let ptx = em.finish(&entry, &params_decl, threads);
-    Ok(CompiledKernel {
-        entry,
-        instance: inst.to_vec(),
-        ptx,
-        params,
-        contract,
-    })
+    contract
+}
+
+/// Declares kernel parameter `i` of the entry, loads it in the prologue and binds its name: a global
+/// pointer becomes a memory view, a scalar a register, a tensor map its generic address.
+fn entry_param(
+    em: &mut Em,
+    entry: &str,
+    (i, p): (usize, &Param),
+    persp: Perspective,
+    params_decl: &mut Vec<String>,
+    params: &mut Vec<ParamInfo>,
+) -> R<()> {
+    let pname = format!("{entry}_param_{i}");
+    match &p.ty {
+        Type::Ptr { elem, mutable } => {
+            params_decl.push(format!("\t.param .u64 {pname}"));
+            let a = em.fresh(ScalarType::U64);
+            let g = em.fresh(ScalarType::U64);
+            em.line(format!("ld.param.u64 {a}, [{pname}];"));
+            em.line(format!("cvta.to.global.u64 {g}, {a};"));
+            let view = View {
+                space: Space::Global,
+                base: Val::Reg(g, ScalarType::U64),
+                elem: *elem,
+                readonly: !*mutable,
+                maps: Vec::new(),
+                layout: SmemLayout::Linear,
+                len: 0,
+                peer: None,
+            };
+            em.bind(&p.name.name, Binding::Mem { view, persp });
+            params.push(ParamInfo {
+                name: p.name.name.clone(),
+                kind: ParamKind::Ptr {
+                    elem: *elem,
+                    mutable: *mutable,
+                },
+            });
+        }
+        Type::Scalar(t) => {
+            let (pt, rt) = match t {
+                ScalarType::Bool => ("u32", ScalarType::U32),
+                ScalarType::F16 | ScalarType::BF16 => ("b16", *t),
+                _ => (ptx_ty(*t), *t),
+            };
+            params_decl.push(format!("\t.param .{pt} {pname}"));
+            let r = em.fresh(rt);
+            em.line(format!("ld.param.{pt} {r}, [{pname}];"));
+            let val = if *t == ScalarType::Bool {
+                let p = em.fresh(ScalarType::Bool);
+                em.line(format!("setp.ne.u32 {p}, {r}, 0;"));
+                Val::Reg(p, ScalarType::Bool)
+            } else {
+                Val::Reg(r, rt)
+            };
+            em.bind(&p.name.name, Binding::Scalar { val, persp });
+            params.push(ParamInfo {
+                name: p.name.name.clone(),
+                kind: ParamKind::Scalar(*t),
+            });
+        }
+        Type::TensorMap {
+            elem,
+            rank,
+            mutable,
+        } => {
+            // By value, as `cuLaunchKernel` copies it; TMA reads it through its generic address.
+            params_decl.push(format!("\t.param .align 64 .b8 {pname}[128]"));
+            let a = em.fresh(ScalarType::U64);
+            let g = em.fresh(ScalarType::U64);
+            em.line(format!("mov.b64 {a}, {pname};"));
+            em.line(format!("cvta.param.u64 {g}, {a};"));
+            em.bind(
+                &p.name.name,
+                Binding::TensorMap {
+                    param: i,
+                    addr: g,
+                    elem: *elem,
+                    rank: *rank,
+                },
+            );
+            params.push(ParamInfo {
+                name: p.name.name.clone(),
+                kind: ParamKind::TensorMap {
+                    elem: *elem,
+                    rank: *rank,
+                    mutable: *mutable,
+                    box_dims: Vec::new(),
+                    swizzle: SmemLayout::Linear,
+                },
+            });
+        }
+        _ => {
+            return Err(Diagnostic::new(
+                "EMIT-PARAM",
+                p.span,
+                format!(
+                    "kernel parameter `{}` must be a scalar or a global pointer",
+                    p.name
+                ),
+            )
+            .help("pass arrays through global memory (`*const T` / `*mut T`)"))
+        }
+    }
+    Ok(())
 }
 
 impl<'a> Em<'a> {

@@ -70,64 +70,8 @@ impl<'a> Em<'a> {
                 cond,
                 then_block,
                 else_block,
-            } => {
-                let uni = self.uniform(cond);
-                let c = self.scalar(cond)?;
-                let c = self.coerce(c, ScalarType::Bool, cond.span)?;
-                if let Val::Imm(Imm::Bool(b), _) = c {
-                    // Constant condition (e.g. on a const generic): only the taken side is emitted.
-                    if b {
-                        self.block(then_block)?;
-                    } else if let Some(e) = else_block {
-                        self.block(e)?;
-                    }
-                    return Ok(());
-                }
-                let p = self.reg(&c, ScalarType::Bool);
-                let else_l = self.label();
-                let bra = if uni { "bra.uni" } else { "bra" };
-                self.line(format!("@!{p} {bra} {else_l};"));
-                self.block(then_block)?;
-                if let Some(e) = else_block {
-                    let end = self.label();
-                    self.line(format!("bra.uni {end};"));
-                    self.put_label(&else_l);
-                    self.block(e)?;
-                    self.put_label(&end);
-                } else {
-                    self.put_label(&else_l);
-                }
-                Ok(())
-            }
-            StmtKind::While { cond, body } => {
-                let uni = self.uniform(cond);
-                let head = self.label();
-                let end = self.label();
-                self.put_label(&head);
-                let c = self.scalar(cond)?;
-                let c = self.coerce(c, ScalarType::Bool, cond.span)?;
-                match c {
-                    Val::Imm(Imm::Bool(false), _) => {}
-                    Val::Imm(..) => {}
-                    _ => {
-                        let p = self.reg(&c, ScalarType::Bool);
-                        let bra = if uni { "bra.uni" } else { "bra" };
-                        self.line(format!("@!{p} {bra} {end};"));
-                    }
-                }
-                if !matches!(c, Val::Imm(Imm::Bool(false), _)) {
-                    self.loops.push(LoopLabels {
-                        cont: head.clone(),
-                        brk: end.clone(),
-                    });
-                    let r = self.block(body);
-                    self.loops.pop();
-                    r?;
-                    self.line(format!("bra.uni {head};"));
-                }
-                self.put_label(&end);
-                Ok(())
-            }
+            } => self.if_stmt(cond, then_block, else_block.as_ref()),
+            StmtKind::While { cond, body } => self.while_stmt(cond, body),
             StmtKind::For {
                 var,
                 start,
@@ -234,6 +178,68 @@ impl<'a> Em<'a> {
             } => self.peer(target, rank, new_name, body),
             StmtKind::Barrier(b) => self.barrier(*b, s.span),
         }
+    }
+
+    /// `while`: the condition is tested at the head; `continue` jumps to it, `break` past the loop.
+    fn while_stmt(&mut self, cond: &Expr, body: &Block) -> R<()> {
+        let uni = self.uniform(cond);
+        let head = self.label();
+        let end = self.label();
+        self.put_label(&head);
+        let c = self.scalar(cond)?;
+        let c = self.coerce(c, ScalarType::Bool, cond.span)?;
+        match c {
+            Val::Imm(Imm::Bool(false), _) => {}
+            Val::Imm(..) => {}
+            _ => {
+                let p = self.reg(&c, ScalarType::Bool);
+                let bra = if uni { "bra.uni" } else { "bra" };
+                self.line(format!("@!{p} {bra} {end};"));
+            }
+        }
+        if !matches!(c, Val::Imm(Imm::Bool(false), _)) {
+            self.loops.push(LoopLabels {
+                cont: head.clone(),
+                brk: end.clone(),
+            });
+            let r = self.block(body);
+            self.loops.pop();
+            r?;
+            self.line(format!("bra.uni {head};"));
+        }
+        self.put_label(&end);
+        Ok(())
+    }
+
+    /// `if`: a constant condition emits only the taken side; a uniform one branches with `bra.uni`.
+    fn if_stmt(&mut self, cond: &Expr, then_block: &Block, else_block: Option<&Block>) -> R<()> {
+        let uni = self.uniform(cond);
+        let c = self.scalar(cond)?;
+        let c = self.coerce(c, ScalarType::Bool, cond.span)?;
+        if let Val::Imm(Imm::Bool(b), _) = c {
+            // Constant condition (e.g. on a const generic): only the taken side is emitted.
+            if b {
+                self.block(then_block)?;
+            } else if let Some(e) = else_block {
+                self.block(e)?;
+            }
+            return Ok(());
+        }
+        let p = self.reg(&c, ScalarType::Bool);
+        let else_l = self.label();
+        let bra = if uni { "bra.uni" } else { "bra" };
+        self.line(format!("@!{p} {bra} {else_l};"));
+        self.block(then_block)?;
+        if let Some(e) = else_block {
+            let end = self.label();
+            self.line(format!("bra.uni {end};"));
+            self.put_label(&else_l);
+            self.block(e)?;
+            self.put_label(&end);
+        } else {
+            self.put_label(&else_l);
+        }
+        Ok(())
     }
 
     pub(super) fn let_stmt(
