@@ -1,0 +1,449 @@
+//! Intrinsic calls: arity, argument types, perspectives and memory (collectives, atomics, vector memory,
+//! tensor cores, async copies, `id()`); the Hopper ones are in `hopper.rs`.
+
+use super::*;
+
+/// The element types an atomic intrinsic supports (as the emitter lowers them to PTX `atom`): `None` when
+/// `t` is one, else the list for the help line.
+pub(super) fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
+    use ScalarType::*;
+    match name {
+        "atomic_add" => {
+            (!matches!(t, U32 | I32 | U64 | F32 | F64)).then_some("u32, i32, u64, f32 and f64")
+        }
+        "atomic_max" | "atomic_min" => {
+            (!matches!(t, U32 | I32 | U64 | I64)).then_some("u32, i32, u64 and i64")
+        }
+        _ => (t == Bool || t.size() == 2).then_some("32- and 64-bit types"),
+    }
+}
+
+/// Largest thread-local (register) array, as the emitter lowers it.
+pub(super) const MAX_REG_ARRAY: i64 = 4096;
+
+impl<'a> Cx<'a> {
+    /// [INTRINSIC] intrinsics with perspective signatures (docs/SYNTAX.md); replicated when called from a
+    /// broader perspective the required one divides.
+    pub(super) fn intrinsic(
+        &mut self,
+        e: &Expr,
+        name: &Ident,
+        args: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
+        let n = name.name.as_str();
+        let t1 = Perspective::thread(1);
+        let w = Perspective::thread(32);
+        let need = |cx: &mut Self, p: Perspective| cx.need_perspective(name, p, code);
+        if let Some(t) = self.hopper_intrinsic(name, args, code) {
+            return t;
+        }
+        let arity = |cx: &mut Self, k: usize| -> bool {
+            if args.len() != k {
+                cx.errors.push(err(
+                    "TYPE",
+                    name.span,
+                    format!("`{n}` takes {k} argument(s), found {}", args.len()),
+                ));
+                false
+            } else {
+                true
+            }
+        };
+        let at = |p: Perspective, what: &str| Sink {
+            p,
+            rule: "CALL-ARG",
+            what: format!("{what} of `{n}` ({p})"),
+            id_target: None,
+        };
+        match n {
+            "id" => {
+                if !args.is_empty() {
+                    self.errors
+                        .push(err("TYPE", name.span, "`id()` takes no arguments"));
+                }
+                self.t_id(e, sink);
+                Ty::Scalar(ScalarType::U32)
+            }
+            "sync_threads" => {
+                need(self, Perspective::block(1));
+                arity(self, 0);
+                Ty::Unit
+            }
+            "sync_warp" => {
+                need(self, w);
+                arity(self, 0);
+                Ty::Unit
+            }
+            "fence" => {
+                arity(self, 0);
+                Ty::Unit
+            }
+            // The launch's block and grid size: the same for every thread of the grid, so the result is at
+            // grid[1] and may flow anywhere.
+            "block_dim" | "grid_dim" => {
+                arity(self, 0);
+                Ty::Scalar(ScalarType::U32)
+            }
+            "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => {
+                need(self, w);
+                if !arity(self, 2) {
+                    return Ty::Err;
+                }
+                let v = self.expr(&args[0], &at(t1, "the value"), code);
+                if !matches!(
+                    v,
+                    Ty::Scalar(ScalarType::U32 | ScalarType::I32 | ScalarType::F32)
+                        | Ty::IntLit
+                        | Ty::FloatLit
+                        | Ty::Err
+                ) {
+                    self.errors.push(err(
+                        "TYPE",
+                        args[0].span,
+                        format!("`{n}` shuffles 32-bit values, found {v}"),
+                    ));
+                }
+                let dp = if n == "shfl_idx" { t1 } else { w };
+                let d = self.expr(&args[1], &at(dp, "the lane argument"), code);
+                self.expect_ty(
+                    &d,
+                    &Ty::Scalar(ScalarType::U32),
+                    args[1].span,
+                    &format!("the lane argument of `{n}`"),
+                );
+                self.result_read_up(e.span, n, t1, sink);
+                match v {
+                    Ty::IntLit => Ty::Scalar(ScalarType::I32),
+                    Ty::FloatLit => Ty::Scalar(ScalarType::F32),
+                    v => v,
+                }
+            }
+            "vote_all" | "vote_any" | "ballot" => {
+                need(self, w);
+                if !arity(self, 1) {
+                    return Ty::Err;
+                }
+                let t = self.expr(&args[0], &at(t1, "the predicate"), code);
+                self.expect_ty(
+                    &t,
+                    &Ty::Scalar(ScalarType::Bool),
+                    args[0].span,
+                    &format!("the predicate of `{n}`"),
+                );
+                self.result_read_up(e.span, n, w, sink);
+                if n == "ballot" {
+                    Ty::Scalar(ScalarType::U32)
+                } else {
+                    Ty::Scalar(ScalarType::Bool)
+                }
+            }
+            "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" | "atomic_cas" => {
+                need(self, t1);
+                let k = if n == "atomic_cas" { 4 } else { 3 };
+                if !arity(self, k) {
+                    return Ty::Err;
+                }
+                let elem = self.ptr_arg(name, &args[0], true, None, code);
+                if let Some(el) = elem {
+                    if let Some(ok) = atomic_types(n, el) {
+                        self.errors.push(
+                            err(
+                                "INTRINSIC",
+                                args[0].span,
+                                format!("`{n}` is not available on {el} memory (PTX has no such `atom`)"),
+                            )
+                            .help(format!("`{n}` works on {ok}")),
+                        );
+                    }
+                }
+                let i = self.expr(&args[1], &at(t1, "the index"), code);
+                self.expect_int(&i, args[1].span, "an index");
+                for v in &args[2..] {
+                    let t = self.expr(v, &at(t1, "the value"), code);
+                    if let Some(el) = elem {
+                        self.expect_ty(&t, &Ty::Scalar(el), v.span, &format!("the value of `{n}`"));
+                    }
+                }
+                self.result_read_up(e.span, n, t1, sink);
+                elem.map(Ty::Scalar).unwrap_or(Ty::Err)
+            }
+            "mma_m16n8k8_tf32" => {
+                need(self, w);
+                if !arity(self, 3) {
+                    return Ty::Err;
+                }
+                self.array_ref_arg(name, &args[0], true, ScalarType::F32, 4, "c");
+                self.array_ref_arg(name, &args[1], false, ScalarType::F32, 4, "a");
+                self.array_ref_arg(name, &args[2], false, ScalarType::F32, 2, "b");
+                Ty::Unit
+            }
+            "ldmatrix_x4" | "ldmatrix_x2" | "ldmatrix_x1" => {
+                need(self, w);
+                if !arity(self, 2) {
+                    return Ty::Err;
+                }
+                self.ptr_arg(name, &args[0], false, Some(Space::Shared), code);
+                let i = self.expr(&args[1], &at(t1, "the row index"), code);
+                self.expect_int(&i, args[1].span, "an index");
+                self.result_read_up(e.span, n, t1, sink);
+                let k = match n {
+                    "ldmatrix_x4" => 4,
+                    "ldmatrix_x2" => 2,
+                    _ => 1,
+                };
+                Ty::Array {
+                    elem: ScalarType::U32,
+                    len: Some(k),
+                }
+            }
+            "load4" | "load2" => {
+                if !arity(self, 2) {
+                    return Ty::Err;
+                }
+                let k = if n == "load4" { 4 } else { 2 };
+                // Reads: the pointer must be readable at the sink (READ-UP), like `p[i]`.
+                let elem = match &args[0].kind {
+                    ExprKind::Var(id) => {
+                        let vi = self.use_var(id);
+                        vi.and_then(|vi| {
+                            let v = self.vars[vi].clone();
+                            if v.is_async {
+                                self.async_only(&v, id.span);
+                                return None;
+                            }
+                            match v.ty {
+                                Ty::Ptr { elem, space, .. } => {
+                                    self.read_up(vi, id.span, sink);
+                                    if space == Space::Shared {
+                                        self.arr_access_shared(&v, id.span, code);
+                                    }
+                                    Some(elem)
+                                }
+                                _ => {
+                                    self.errors.push(err(
+                                        "TYPE",
+                                        id.span,
+                                        format!(
+                                            "`{n}` loads through a pointer, `{}` is {}",
+                                            v.name, v.ty
+                                        ),
+                                    ));
+                                    None
+                                }
+                            }
+                        })
+                    }
+                    _ => {
+                        self.errors.push(err(
+                            "TYPE",
+                            args[0].span,
+                            format!("`{n}` takes a pointer variable"),
+                        ));
+                        None
+                    }
+                };
+                self.vector_access(n, k, elem, args[0].span);
+                let isink = Sink {
+                    id_target: None,
+                    ..sink.clone()
+                };
+                let i = self.expr(&args[1], &isink, code);
+                self.expect_int(&i, args[1].span, "an index");
+                elem.map(|el| Ty::Array {
+                    elem: el,
+                    len: Some(k),
+                })
+                .unwrap_or(Ty::Err)
+            }
+            "store4" | "store2" => {
+                if !arity(self, 3) {
+                    return Ty::Err;
+                }
+                let k = if n == "store4" { 4 } else { 2 };
+                let elem = self.ptr_arg(name, &args[0], true, None, code);
+                self.vector_access(n, k, elem, args[0].span);
+                let i = self.expr(&args[1], &at(t1, "the index"), code);
+                self.expect_int(&i, args[1].span, "an index");
+                let v = self.expr(&args[2], &at(t1, "the value"), code);
+                if let Some(el) = elem {
+                    self.expect_ty(
+                        &v,
+                        &Ty::Array {
+                            elem: el,
+                            len: Some(k),
+                        },
+                        args[2].span,
+                        &format!("the value of `{n}`"),
+                    );
+                }
+                Ty::Unit
+            }
+            "cp_async" | "cp_async_bulk" => {
+                need(self, t1);
+                if !arity(self, 5) {
+                    return Ty::Err;
+                }
+                // Destination: an `async_` name (the only place it may appear).
+                let dst_elem = self.async_dst(n, &args[0], n == "cp_async_bulk");
+                let i = self.expr(&args[1], &at(t1, "the destination index"), code);
+                self.expect_int(&i, args[1].span, "an index");
+                let src_elem = self.ptr_arg(name, &args[2], false, None, code);
+                if let ExprKind::Var(id) = &args[2].kind {
+                    if let Some(v) = self.lookup(&id.name).map(|i| &self.vars[i]) {
+                        if let Ty::Ptr {
+                            space: Space::Shared,
+                            ..
+                        } = v.ty
+                        {
+                            self.errors.push(
+                                err(
+                                    "INTRINSIC",
+                                    id.span,
+                                    format!(
+                                        "`{n}` copies from global into shared memory, but its source `{}` is shared memory",
+                                        v.name
+                                    ),
+                                )
+                                .help("copy between shared allocations with plain loads and stores"),
+                            );
+                        }
+                    }
+                }
+                if let (Some(a), Some(b)) = (dst_elem, src_elem) {
+                    if a != b {
+                        self.errors.push(err(
+                            "TYPE",
+                            args[2].span,
+                            format!("`{n}` copies {b} into {a}"),
+                        ));
+                    }
+                }
+                let i = self.expr(&args[3], &at(t1, "the source index"), code);
+                self.expect_int(&i, args[3].span, "an index");
+                let bytes = self.eval(&args[4]).ok();
+                let ok = match (n, bytes) {
+                    ("cp_async", Some(4 | 8 | 16)) => true,
+                    ("cp_async_bulk", Some(b)) => b > 0 && b % 16 == 0 && b < 1 << 20,
+                    _ => false,
+                };
+                if !ok {
+                    self.errors.push(err(
+                        "INTRINSIC",
+                        args[4].span,
+                        if n == "cp_async" {
+                            "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string()
+                        } else {
+                            "`cp_async_bulk` copies a constant multiple of 16 bytes below 1 MiB"
+                                .to_string()
+                        },
+                    ));
+                }
+                Ty::Unit
+            }
+            _ => Ty::Err,
+        }
+    }
+
+    /// The destination of an async copy (`cp_async`, `cp_async_bulk`, `tma_load`): an `async_` name (ASYNC-ONLY)
+    /// of shared memory; bulk copies complete on a block-wide mbarrier, so their target is at block[1]
+    /// (ASYNC-BULK). Returns the element type.
+    pub(super) fn async_dst(&mut self, n: &str, a: &Expr, bulk: bool) -> Option<ScalarType> {
+        let args = std::slice::from_ref(a);
+        let mut dst_elem = None;
+        match &args[0].kind {
+            ExprKind::Var(id) => {
+                if let Some(vi) = self.use_var(id) {
+                    let v = self.vars[vi].clone();
+                    if !v.is_async {
+                        self.errors.push(
+                            err("ASYNC-ONLY", id.span, format!("the destination of `{n}` must be an `async_` name, `{}` is not", v.name))
+                                .help(format!("wrap it: `async_({}, |{}_async| {{ {n}({}_async, ..) }})`", v.name, v.name, v.name)),
+                        );
+                    }
+                    if let Ty::Ptr { elem, space, .. } = v.ty {
+                        dst_elem = Some(elem);
+                        if bulk && space == Space::Shared && v.at != Perspective::block(1) {
+                            self.errors.push(
+                                err(
+                                    "ASYNC-BULK",
+                                    id.span,
+                                    format!(
+                                        "`{n}` needs its `async_` target at block[1], `{}` is at {}",
+                                        v.name, v.at
+                                    ),
+                                )
+                                .help(
+                                    "copy into a shared allocation seen at block[1] (`async_(s, ..)` on `let s: Shared<[T; N]>;` itself): \
+                                     its copies complete on one mbarrier that every thread of the block waits on",
+                                ),
+                            );
+                        }
+                        if space != Space::Shared {
+                            self.errors.push(
+                                err(
+                                    "INTRINSIC",
+                                    id.span,
+                                    format!(
+                                        "`{n}` copies from global into shared memory, but its destination `{}` is global memory",
+                                        v.name
+                                    ),
+                                )
+                                .help(format!(
+                                    "copy into a shared allocation (`let s: Shared<[T; N]>;` then `async_(s, |s_async| {{ {n}(s_async, ..) }})`), or read the source with plain loads"
+                                )),
+                            );
+                        }
+                    }
+                }
+            }
+            _ => self.errors.push(err(
+                "ASYNC-ONLY",
+                args[0].span,
+                format!("the destination of `{n}` must be an `async_` name"),
+            )),
+        }
+        dst_elem
+    }
+
+    /// [INTRINSIC] `load2/4`, `store2/4`: PTX vector accesses (`ld.v2/v4`, `st.v2/v4`) of at most 16 bytes
+    /// (sm_90), not of predicates.
+    pub(super) fn vector_access(&mut self, n: &str, k: i64, elem: Option<ScalarType>, span: Span) {
+        let Some(el) = elem else {
+            return;
+        };
+        if el == ScalarType::Bool {
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    span,
+                    format!("`{n}` has no form for bool memory"),
+                )
+                .help("access the elements one by one: `p[i]`"),
+            );
+        } else if el.size() as i64 * k > 16 {
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    span,
+                    format!(
+                        "`{n}` of {el} moves {} bytes; vector accesses are at most 16 bytes on sm_90",
+                        el.size() as i64 * k
+                    ),
+                )
+                .help(format!("use `{}2` twice", &n[..n.len() - 1])),
+            );
+        }
+    }
+
+    /// [T-ID] `id()` only where its target perspective is known: a variable's initializer or assigned value.
+    pub(super) fn t_id(&mut self, e: &Expr, sink: &Sink) {
+        if sink.id_target.is_none() {
+            self.errors.push(
+                err("T-ID", e.span, format!("`id()` used in {}: its meaning depends on the perspective of the variable it is assigned to", sink.what))
+                    .help("assign id() to a variable whose perspective says which id you want, e.g. `#[at(thread[1])] let tid: u32 = id();`"),
+            );
+        }
+    }
+}
