@@ -3,6 +3,47 @@
 
 use super::*;
 
+/// One intrinsic call under check: what the rules of every family read.
+#[derive(Clone, Copy)]
+struct Call<'c> {
+    e: &'c Expr,
+    name: &'c Ident,
+    /// The intrinsic's name.
+    n: &'c str,
+    args: &'c [Expr],
+    sink: &'c Sink,
+    code: Perspective,
+}
+
+/// The call's code must run at perspective `p` (the intrinsic's perspective signature).
+fn need(cx: &mut Cx, c: &Call, p: Perspective) {
+    cx.need_perspective(c.name, p, c.code)
+}
+
+/// Whether the call has `k` arguments; a TYPE error when not.
+fn arity(cx: &mut Cx, c: &Call, k: usize) -> bool {
+    if c.args.len() != k {
+        cx.errors.push(err(
+            "TYPE",
+            c.name.span,
+            format!("`{}` takes {k} argument(s), found {}", c.n, c.args.len()),
+        ));
+        false
+    } else {
+        true
+    }
+}
+
+/// The sink of an argument read at perspective `p` (`what` names it in diagnostics).
+fn at(c: &Call, p: Perspective, what: &str) -> Sink {
+    Sink {
+        p,
+        rule: "CALL-ARG",
+        what: format!("{what} of `{}` ({p})", c.n),
+        id_target: None,
+    }
+}
+
 /// The element types an atomic intrinsic supports (as the emitter lowers them to PTX `atom`): `None` when
 /// `t` is one, else the list for the help line.
 pub(super) fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
@@ -22,8 +63,7 @@ pub(super) fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
 pub(super) const MAX_REG_ARRAY: i64 = 4096;
 
 impl<'a> Cx<'a> {
-    /// [INTRINSIC] intrinsics with perspective signatures (docs/SYNTAX.md); replicated when called from a
-    /// broader perspective the required one divides.
+    /// An intrinsic call: the Hopper ones, else the rules of its family (unknown names are not intrinsics).
     pub(super) fn intrinsic(
         &mut self,
         e: &Expr,
@@ -32,32 +72,48 @@ impl<'a> Cx<'a> {
         sink: &Sink,
         code: Perspective,
     ) -> Ty {
-        let n = name.name.as_str();
-        let t1 = Perspective::thread(1);
-        let w = Perspective::thread(32);
-        let need = |cx: &mut Self, p: Perspective| cx.need_perspective(name, p, code);
         if let Some(t) = self.hopper_intrinsic(name, args, code) {
             return t;
         }
-        let arity = |cx: &mut Self, k: usize| -> bool {
-            if args.len() != k {
-                cx.errors.push(err(
-                    "TYPE",
-                    name.span,
-                    format!("`{n}` takes {k} argument(s), found {}", args.len()),
-                ));
-                false
-            } else {
-                true
+        let c = Call {
+            e,
+            name,
+            n: name.name.as_str(),
+            args,
+            sink,
+            code,
+        };
+        let family: fn(&mut Self, &Call) -> Ty = match c.n {
+            "id" | "sync_threads" | "sync_warp" | "fence" | "block_dim" | "grid_dim" => {
+                Self::i_special
             }
+            "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => Self::i_shfl,
+            "vote_all" | "vote_any" | "ballot" => Self::i_vote,
+            "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" | "atomic_cas" => {
+                Self::i_atomic
+            }
+            "mma_m16n8k8_tf32" | "ldmatrix_x4" | "ldmatrix_x2" | "ldmatrix_x1" => {
+                Self::i_tensor_core
+            }
+            "load4" | "load2" => Self::i_load_vec,
+            "store4" | "store2" => Self::i_store_vec,
+            "cp_async" | "cp_async_bulk" => Self::i_cp_async,
+            _ => return Ty::Err,
         };
-        let at = |p: Perspective, what: &str| Sink {
-            p,
-            rule: "CALL-ARG",
-            what: format!("{what} of `{n}` ({p})"),
-            id_target: None,
-        };
-        match n {
+        family(self, &c)
+    }
+
+    /// `id()`, the barriers and fence, and the launch dimensions.
+    fn i_special(&mut self, c: &Call) -> Ty {
+        let Call {
+            e,
+            name,
+            args,
+            sink,
+            ..
+        } = *c;
+        let w = Perspective::thread(32);
+        match c.n {
             "id" => {
                 if !args.is_empty() {
                     self.errors
@@ -67,111 +123,163 @@ impl<'a> Cx<'a> {
                 Ty::Scalar(ScalarType::U32)
             }
             "sync_threads" => {
-                need(self, Perspective::block(1));
-                arity(self, 0);
+                need(self, c, Perspective::block(1));
+                arity(self, c, 0);
                 Ty::Unit
             }
             "sync_warp" => {
-                need(self, w);
-                arity(self, 0);
+                need(self, c, w);
+                arity(self, c, 0);
                 Ty::Unit
             }
             "fence" => {
-                arity(self, 0);
+                arity(self, c, 0);
                 Ty::Unit
             }
             // The launch's block and grid size: the same for every thread of the grid, so the result is at
             // grid[1] and may flow anywhere.
             "block_dim" | "grid_dim" => {
-                arity(self, 0);
+                arity(self, c, 0);
                 Ty::Scalar(ScalarType::U32)
             }
-            "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => {
-                need(self, w);
-                if !arity(self, 2) {
-                    return Ty::Err;
-                }
-                let v = self.expr(&args[0], &at(t1, "the value"), code);
-                if !matches!(
-                    v,
-                    Ty::Scalar(ScalarType::U32 | ScalarType::I32 | ScalarType::F32)
-                        | Ty::IntLit
-                        | Ty::FloatLit
-                        | Ty::Err
-                ) {
-                    self.errors.push(err(
-                        "TYPE",
+            _ => Ty::Err,
+        }
+    }
+
+    /// Warp shuffles: 32-bit values, at thread[32]; the lane argument at thread[32] except for `shfl_idx`.
+    fn i_shfl(&mut self, c: &Call) -> Ty {
+        let Call {
+            e,
+            n,
+            args,
+            sink,
+            code,
+            ..
+        } = *c;
+        let t1 = Perspective::thread(1);
+        let w = Perspective::thread(32);
+        need(self, c, w);
+        if !arity(self, c, 2) {
+            return Ty::Err;
+        }
+        let v = self.expr(&args[0], &at(c, t1, "the value"), code);
+        if !matches!(
+            v,
+            Ty::Scalar(ScalarType::U32 | ScalarType::I32 | ScalarType::F32)
+                | Ty::IntLit
+                | Ty::FloatLit
+                | Ty::Err
+        ) {
+            self.errors.push(err(
+                "TYPE",
+                args[0].span,
+                format!("`{n}` shuffles 32-bit values, found {v}"),
+            ));
+        }
+        let dp = if n == "shfl_idx" { t1 } else { w };
+        let d = self.expr(&args[1], &at(c, dp, "the lane argument"), code);
+        self.expect_ty(
+            &d,
+            &Ty::Scalar(ScalarType::U32),
+            args[1].span,
+            &format!("the lane argument of `{n}`"),
+        );
+        self.result_read_up(e.span, n, t1, sink);
+        match v {
+            Ty::IntLit => Ty::Scalar(ScalarType::I32),
+            Ty::FloatLit => Ty::Scalar(ScalarType::F32),
+            v => v,
+        }
+    }
+
+    /// Warp votes and ballots, at thread[32].
+    fn i_vote(&mut self, c: &Call) -> Ty {
+        let Call {
+            e,
+            n,
+            args,
+            sink,
+            code,
+            ..
+        } = *c;
+        let t1 = Perspective::thread(1);
+        let w = Perspective::thread(32);
+        need(self, c, w);
+        if !arity(self, c, 1) {
+            return Ty::Err;
+        }
+        let t = self.expr(&args[0], &at(c, t1, "the predicate"), code);
+        self.expect_ty(
+            &t,
+            &Ty::Scalar(ScalarType::Bool),
+            args[0].span,
+            &format!("the predicate of `{n}`"),
+        );
+        self.result_read_up(e.span, n, w, sink);
+        if n == "ballot" {
+            Ty::Scalar(ScalarType::U32)
+        } else {
+            Ty::Scalar(ScalarType::Bool)
+        }
+    }
+
+    /// Atomics: a memory argument, an index and the values, of an element type the emitter lowers.
+    fn i_atomic(&mut self, c: &Call) -> Ty {
+        let Call {
+            e,
+            name,
+            n,
+            args,
+            sink,
+            code,
+        } = *c;
+        let t1 = Perspective::thread(1);
+        need(self, c, t1);
+        let k = if n == "atomic_cas" { 4 } else { 3 };
+        if !arity(self, c, k) {
+            return Ty::Err;
+        }
+        let elem = self.ptr_arg(name, &args[0], true, None, code);
+        if let Some(el) = elem {
+            if let Some(ok) = atomic_types(n, el) {
+                self.errors.push(
+                    err(
+                        "INTRINSIC",
                         args[0].span,
-                        format!("`{n}` shuffles 32-bit values, found {v}"),
-                    ));
-                }
-                let dp = if n == "shfl_idx" { t1 } else { w };
-                let d = self.expr(&args[1], &at(dp, "the lane argument"), code);
-                self.expect_ty(
-                    &d,
-                    &Ty::Scalar(ScalarType::U32),
-                    args[1].span,
-                    &format!("the lane argument of `{n}`"),
+                        format!("`{n}` is not available on {el} memory (PTX has no such `atom`)"),
+                    )
+                    .help(format!("`{n}` works on {ok}")),
                 );
-                self.result_read_up(e.span, n, t1, sink);
-                match v {
-                    Ty::IntLit => Ty::Scalar(ScalarType::I32),
-                    Ty::FloatLit => Ty::Scalar(ScalarType::F32),
-                    v => v,
-                }
             }
-            "vote_all" | "vote_any" | "ballot" => {
-                need(self, w);
-                if !arity(self, 1) {
-                    return Ty::Err;
-                }
-                let t = self.expr(&args[0], &at(t1, "the predicate"), code);
-                self.expect_ty(
-                    &t,
-                    &Ty::Scalar(ScalarType::Bool),
-                    args[0].span,
-                    &format!("the predicate of `{n}`"),
-                );
-                self.result_read_up(e.span, n, w, sink);
-                if n == "ballot" {
-                    Ty::Scalar(ScalarType::U32)
-                } else {
-                    Ty::Scalar(ScalarType::Bool)
-                }
+        }
+        let i = self.expr(&args[1], &at(c, t1, "the index"), code);
+        self.expect_int(&i, args[1].span, "an index");
+        for v in &args[2..] {
+            let t = self.expr(v, &at(c, t1, "the value"), code);
+            if let Some(el) = elem {
+                self.expect_ty(&t, &Ty::Scalar(el), v.span, &format!("the value of `{n}`"));
             }
-            "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" | "atomic_cas" => {
-                need(self, t1);
-                let k = if n == "atomic_cas" { 4 } else { 3 };
-                if !arity(self, k) {
-                    return Ty::Err;
-                }
-                let elem = self.ptr_arg(name, &args[0], true, None, code);
-                if let Some(el) = elem {
-                    if let Some(ok) = atomic_types(n, el) {
-                        self.errors.push(
-                            err(
-                                "INTRINSIC",
-                                args[0].span,
-                                format!("`{n}` is not available on {el} memory (PTX has no such `atom`)"),
-                            )
-                            .help(format!("`{n}` works on {ok}")),
-                        );
-                    }
-                }
-                let i = self.expr(&args[1], &at(t1, "the index"), code);
-                self.expect_int(&i, args[1].span, "an index");
-                for v in &args[2..] {
-                    let t = self.expr(v, &at(t1, "the value"), code);
-                    if let Some(el) = elem {
-                        self.expect_ty(&t, &Ty::Scalar(el), v.span, &format!("the value of `{n}`"));
-                    }
-                }
-                self.result_read_up(e.span, n, t1, sink);
-                elem.map(Ty::Scalar).unwrap_or(Ty::Err)
-            }
+        }
+        self.result_read_up(e.span, n, t1, sink);
+        elem.map(Ty::Scalar).unwrap_or(Ty::Err)
+    }
+
+    /// The tf32 `mma` and `ldmatrix` (warp-wide, register arrays and shared memory).
+    fn i_tensor_core(&mut self, c: &Call) -> Ty {
+        let Call {
+            e,
+            name,
+            n,
+            args,
+            sink,
+            code,
+        } = *c;
+        let t1 = Perspective::thread(1);
+        let w = Perspective::thread(32);
+        match c.n {
             "mma_m16n8k8_tf32" => {
-                need(self, w);
-                if !arity(self, 3) {
+                need(self, c, w);
+                if !arity(self, c, 3) {
                     return Ty::Err;
                 }
                 self.array_ref_arg(name, &args[0], true, ScalarType::F32, 4, "c");
@@ -180,12 +288,12 @@ impl<'a> Cx<'a> {
                 Ty::Unit
             }
             "ldmatrix_x4" | "ldmatrix_x2" | "ldmatrix_x1" => {
-                need(self, w);
-                if !arity(self, 2) {
+                need(self, c, w);
+                if !arity(self, c, 2) {
                     return Ty::Err;
                 }
                 self.ptr_arg(name, &args[0], false, Some(Space::Shared), code);
-                let i = self.expr(&args[1], &at(t1, "the row index"), code);
+                let i = self.expr(&args[1], &at(c, t1, "the row index"), code);
                 self.expect_int(&i, args[1].span, "an index");
                 self.result_read_up(e.span, n, t1, sink);
                 let k = match n {
@@ -198,152 +306,177 @@ impl<'a> Cx<'a> {
                     len: Some(k),
                 }
             }
-            "load4" | "load2" => {
-                if !arity(self, 2) {
-                    return Ty::Err;
-                }
-                let k = if n == "load4" { 4 } else { 2 };
-                // Reads: the pointer must be readable at the sink (READ-UP), like `p[i]`.
-                let elem = match &args[0].kind {
-                    ExprKind::Var(id) => {
-                        let vi = self.use_var(id);
-                        vi.and_then(|vi| {
-                            let v = self.vars[vi].clone();
-                            if v.is_async {
-                                self.async_only(&v, id.span);
-                                return None;
-                            }
-                            match v.ty {
-                                Ty::Ptr { elem, space, .. } => {
-                                    self.read_up(vi, id.span, sink);
-                                    if space == Space::Shared {
-                                        self.arr_access_shared(&v, id.span, code);
-                                    }
-                                    Some(elem)
-                                }
-                                _ => {
-                                    self.errors.push(err(
-                                        "TYPE",
-                                        id.span,
-                                        format!(
-                                            "`{n}` loads through a pointer, `{}` is {}",
-                                            v.name, v.ty
-                                        ),
-                                    ));
-                                    None
-                                }
-                            }
-                        })
-                    }
-                    _ => {
-                        self.errors.push(err(
-                            "TYPE",
-                            args[0].span,
-                            format!("`{n}` takes a pointer variable"),
-                        ));
-                        None
-                    }
-                };
-                self.vector_access(n, k, elem, args[0].span);
-                let isink = Sink {
-                    id_target: None,
-                    ..sink.clone()
-                };
-                let i = self.expr(&args[1], &isink, code);
-                self.expect_int(&i, args[1].span, "an index");
-                elem.map(|el| Ty::Array {
-                    elem: el,
-                    len: Some(k),
-                })
-                .unwrap_or(Ty::Err)
-            }
-            "store4" | "store2" => {
-                if !arity(self, 3) {
-                    return Ty::Err;
-                }
-                let k = if n == "store4" { 4 } else { 2 };
-                let elem = self.ptr_arg(name, &args[0], true, None, code);
-                self.vector_access(n, k, elem, args[0].span);
-                let i = self.expr(&args[1], &at(t1, "the index"), code);
-                self.expect_int(&i, args[1].span, "an index");
-                let v = self.expr(&args[2], &at(t1, "the value"), code);
-                if let Some(el) = elem {
-                    self.expect_ty(
-                        &v,
-                        &Ty::Array {
-                            elem: el,
-                            len: Some(k),
-                        },
-                        args[2].span,
-                        &format!("the value of `{n}`"),
-                    );
-                }
-                Ty::Unit
-            }
-            "cp_async" | "cp_async_bulk" => {
-                need(self, t1);
-                if !arity(self, 5) {
-                    return Ty::Err;
-                }
-                // Destination: an `async_` name (the only place it may appear).
-                let dst_elem = self.async_dst(n, &args[0], n == "cp_async_bulk");
-                let i = self.expr(&args[1], &at(t1, "the destination index"), code);
-                self.expect_int(&i, args[1].span, "an index");
-                let src_elem = self.ptr_arg(name, &args[2], false, None, code);
-                if let ExprKind::Var(id) = &args[2].kind {
-                    if let Some(v) = self.lookup(&id.name).map(|i| &self.vars[i]) {
-                        if let Ty::Ptr {
-                            space: Space::Shared,
-                            ..
-                        } = v.ty
-                        {
-                            self.errors.push(
-                                err(
-                                    "INTRINSIC",
-                                    id.span,
-                                    format!(
-                                        "`{n}` copies from global into shared memory, but its source `{}` is shared memory",
-                                        v.name
-                                    ),
-                                )
-                                .help("copy between shared allocations with plain loads and stores"),
-                            );
-                        }
-                    }
-                }
-                if let (Some(a), Some(b)) = (dst_elem, src_elem) {
-                    if a != b {
-                        self.errors.push(err(
-                            "TYPE",
-                            args[2].span,
-                            format!("`{n}` copies {b} into {a}"),
-                        ));
-                    }
-                }
-                let i = self.expr(&args[3], &at(t1, "the source index"), code);
-                self.expect_int(&i, args[3].span, "an index");
-                let bytes = self.eval(&args[4]).ok();
-                let ok = match (n, bytes) {
-                    ("cp_async", Some(4 | 8 | 16)) => true,
-                    ("cp_async_bulk", Some(b)) => b > 0 && b % 16 == 0 && b < 1 << 20,
-                    _ => false,
-                };
-                if !ok {
-                    self.errors.push(err(
-                        "INTRINSIC",
-                        args[4].span,
-                        if n == "cp_async" {
-                            "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string()
-                        } else {
-                            "`cp_async_bulk` copies a constant multiple of 16 bytes below 1 MiB"
-                                .to_string()
-                        },
-                    ));
-                }
-                Ty::Unit
-            }
             _ => Ty::Err,
         }
+    }
+
+    /// Vector loads (`load2`, `load4`).
+    fn i_load_vec(&mut self, c: &Call) -> Ty {
+        let Call {
+            n,
+            args,
+            sink,
+            code,
+            ..
+        } = *c;
+        if !arity(self, c, 2) {
+            return Ty::Err;
+        }
+        let k = if n == "load4" { 4 } else { 2 };
+        // Reads: the pointer must be readable at the sink (READ-UP), like `p[i]`.
+        let elem = match &args[0].kind {
+            ExprKind::Var(id) => {
+                let vi = self.use_var(id);
+                vi.and_then(|vi| {
+                    let v = self.vars[vi].clone();
+                    if v.is_async {
+                        self.async_only(&v, id.span);
+                        return None;
+                    }
+                    match v.ty {
+                        Ty::Ptr { elem, space, .. } => {
+                            self.read_up(vi, id.span, sink);
+                            if space == Space::Shared {
+                                self.arr_access_shared(&v, id.span, code);
+                            }
+                            Some(elem)
+                        }
+                        _ => {
+                            self.errors.push(err(
+                                "TYPE",
+                                id.span,
+                                format!("`{n}` loads through a pointer, `{}` is {}", v.name, v.ty),
+                            ));
+                            None
+                        }
+                    }
+                })
+            }
+            _ => {
+                self.errors.push(err(
+                    "TYPE",
+                    args[0].span,
+                    format!("`{n}` takes a pointer variable"),
+                ));
+                None
+            }
+        };
+        self.vector_access(n, k, elem, args[0].span);
+        let isink = Sink {
+            id_target: None,
+            ..sink.clone()
+        };
+        let i = self.expr(&args[1], &isink, code);
+        self.expect_int(&i, args[1].span, "an index");
+        elem.map(|el| Ty::Array {
+            elem: el,
+            len: Some(k),
+        })
+        .unwrap_or(Ty::Err)
+    }
+
+    /// Vector stores (`store2`, `store4`).
+    fn i_store_vec(&mut self, c: &Call) -> Ty {
+        let Call {
+            name,
+            n,
+            args,
+            code,
+            ..
+        } = *c;
+        let t1 = Perspective::thread(1);
+        if !arity(self, c, 3) {
+            return Ty::Err;
+        }
+        let k = if n == "store4" { 4 } else { 2 };
+        let elem = self.ptr_arg(name, &args[0], true, None, code);
+        self.vector_access(n, k, elem, args[0].span);
+        let i = self.expr(&args[1], &at(c, t1, "the index"), code);
+        self.expect_int(&i, args[1].span, "an index");
+        let v = self.expr(&args[2], &at(c, t1, "the value"), code);
+        if let Some(el) = elem {
+            self.expect_ty(
+                &v,
+                &Ty::Array {
+                    elem: el,
+                    len: Some(k),
+                },
+                args[2].span,
+                &format!("the value of `{n}`"),
+            );
+        }
+        Ty::Unit
+    }
+
+    /// `cp_async` and `cp_async_bulk`: global to shared memory, inside an `async_` scope.
+    fn i_cp_async(&mut self, c: &Call) -> Ty {
+        let Call {
+            name,
+            n,
+            args,
+            code,
+            ..
+        } = *c;
+        let t1 = Perspective::thread(1);
+        need(self, c, t1);
+        if !arity(self, c, 5) {
+            return Ty::Err;
+        }
+        // Destination: an `async_` name (the only place it may appear).
+        let dst_elem = self.async_dst(n, &args[0], n == "cp_async_bulk");
+        let i = self.expr(&args[1], &at(c, t1, "the destination index"), code);
+        self.expect_int(&i, args[1].span, "an index");
+        let src_elem = self.ptr_arg(name, &args[2], false, None, code);
+        if let ExprKind::Var(id) = &args[2].kind {
+            if let Some(v) = self.lookup(&id.name).map(|i| &self.vars[i]) {
+                if let Ty::Ptr {
+                    space: Space::Shared,
+                    ..
+                } = v.ty
+                {
+                    self.errors.push(
+                        err(
+                            "INTRINSIC",
+                            id.span,
+                            format!(
+                                "`{n}` copies from global into shared memory, but its source `{}` is shared memory",
+                                v.name
+                            ),
+                        )
+                        .help("copy between shared allocations with plain loads and stores"),
+                    );
+                }
+            }
+        }
+        if let (Some(a), Some(b)) = (dst_elem, src_elem) {
+            if a != b {
+                self.errors.push(err(
+                    "TYPE",
+                    args[2].span,
+                    format!("`{n}` copies {b} into {a}"),
+                ));
+            }
+        }
+        let i = self.expr(&args[3], &at(c, t1, "the source index"), code);
+        self.expect_int(&i, args[3].span, "an index");
+        let bytes = self.eval(&args[4]).ok();
+        let ok = match (n, bytes) {
+            ("cp_async", Some(4 | 8 | 16)) => true,
+            ("cp_async_bulk", Some(b)) => b > 0 && b % 16 == 0 && b < 1 << 20,
+            _ => false,
+        };
+        if !ok {
+            self.errors.push(err(
+                "INTRINSIC",
+                args[4].span,
+                if n == "cp_async" {
+                    "`cp_async` copies 4, 8 or 16 bytes (a constant)".to_string()
+                } else {
+                    "`cp_async_bulk` copies a constant multiple of 16 bytes below 1 MiB".to_string()
+                },
+            ));
+        }
+        Ty::Unit
     }
 
     /// The destination of an async copy (`cp_async`, `cp_async_bulk`, `tma_load`): an `async_` name (ASYNC-ONLY)
