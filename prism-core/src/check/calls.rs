@@ -264,177 +264,221 @@ impl<'a> Cx<'a> {
                     &format!("parameter `{}` of `{}`", p.name, fname.name),
                 );
             }
-            Type::Ptr { elem, mutable } => {
-                let ExprKind::Var(id) = &a.kind else {
-                    self.errors.push(err(
+            Type::Ptr { .. } => self.ptr_param_arg(fname, a, p, pat, code),
+            Type::ArrayRef { .. } => {
+                self.array_ref_param_arg(fname, a, p, pat, callee_consts, code)
+            }
+            Type::Array { .. } | Type::Shared { .. } | Type::TensorMap { .. } => {}
+        }
+    }
+
+    /// An array-reference argument: `&a` / `&mut a` of a thread-local array of the parameter's type (or a
+    /// forwarded array-reference parameter); `&mut` needs a mutable array at exactly the parameter's perspective.
+    fn array_ref_param_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        pat: Perspective,
+        callee_consts: &dyn Fn(&str) -> Option<i64>,
+        code: Perspective,
+    ) {
+        let Type::ArrayRef { elem, len, mutable } = &p.ty else {
+            return;
+        };
+        let (inner, amut) = match &a.kind {
+            ExprKind::Ref { mutable, expr } => (&**expr, *mutable),
+            // Forwarding an array-reference parameter as in Rust: `f(out)`.
+            ExprKind::Var(_) => (a, *mutable),
+            _ => {
+                self.errors.push(err(
+                    "CALL-ARG",
+                    a.span,
+                    format!(
+                        "parameter `{}` of `{}` takes `&{}a` of a thread-local array",
+                        p.name,
+                        fname.name,
+                        if *mutable { "mut " } else { "" }
+                    ),
+                ));
+                return;
+            }
+        };
+        let ExprKind::Var(id) = &inner.kind else {
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        let Ty::Array { elem: ve, len: vl } = v.ty else {
+            if v.ty != Ty::Err {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "parameter `{}` of `{}` is an array reference, but `{}` has type {}",
+                        p.name, fname.name, v.name, v.ty
+                    ),
+                ));
+            }
+            return;
+        };
+        let want_len = eval_const(len, callee_consts).ok();
+        if ve != *elem || matches!((vl, want_len), (Some(x), Some(y)) if x != y) {
+            self.errors.push(err(
+                "TYPE",
+                id.span,
+                format!(
+                    "parameter `{}` of `{}` is [{elem}; {}], but `{}` is {}",
+                    p.name,
+                    fname.name,
+                    want_len.map(|l| l.to_string()).unwrap_or("_".into()),
+                    v.name,
+                    v.ty
+                ),
+            ));
+        }
+        if *mutable {
+            if !amut {
+                self.errors.push(err(
+                    "CALL-ARG",
+                    a.span,
+                    format!(
+                        "parameter `{}` of `{}` is `&mut`: pass `&mut {}`",
+                        p.name, fname.name, v.name
+                    ),
+                ));
+            }
+            if !v.mutable {
+                self.errors.push(
+                    err("MUT", id.span, format!("`{}` is not mutable", v.name))
+                        .help(format!("declare it `let mut {}`", v.name)),
+                );
+            }
+            if v.at != pat {
+                self.errors.push(
+                    err(
                         "CALL-ARG",
-                        a.span,
-                        format!(
-                            "parameter `{}` of `{}` is a pointer: pass a pointer variable",
-                            p.name, fname.name
-                        ),
-                    ));
-                    return;
-                };
-                let Some(vi) = self.use_var(id) else { return };
-                let v = self.vars[vi].clone();
-                if v.is_async {
-                    self.async_only(&v, id.span);
-                    return;
-                }
-                let Ty::Ptr {
-                    elem: ve,
-                    mutable: vm,
-                    space,
-                } = v.ty
-                else {
-                    if v.ty != Ty::Err {
-                        self.errors.push(err(
-                            "TYPE",
-                            id.span,
-                            format!(
-                                "parameter `{}` of `{}` is a pointer, but `{}` has type {}",
-                                p.name, fname.name, v.name, v.ty
-                            ),
-                        ));
-                    }
-                    return;
-                };
-                if ve != *elem {
-                    self.errors.push(err(
-                        "TYPE",
                         id.span,
                         format!(
-                            "parameter `{}` of `{}` points to {elem}, but `{}` points to {ve}",
-                            p.name, fname.name, v.name
+                            "`{}` is at {} but `&mut` parameter `{}` of `{}` needs exactly {pat}",
+                            v.name, v.at, p.name, fname.name
                         ),
-                    ));
-                }
-                if *mutable {
-                    if !vm {
-                        self.errors.push(err(
-                            "CONST",
-                            id.span,
-                            format!(
-                                "`{}` is `*const` but parameter `{}` of `{}` is `*mut`",
-                                v.name, p.name, fname.name
-                            ),
-                        ));
-                    }
-                    if v.at != pat {
-                        self.errors.push(
-                            err(
-                                "CALL-ARG",
-                                id.span,
-                                format!("`{}` is at {} but parameter `{}` of `{}` is a `*mut` pointer at {pat}: mutable pointers must match exactly", v.name, v.at, p.name, fname.name),
-                            )
-                            .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
-                            .help(format!("narrow it to {pat} with `partition`/`claim` first")),
-                        );
-                    }
-                } else if !self.le(pat, v.at) {
-                    self.errors.push(
+                    )
+                    .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
+                    .help(format!(
+                        "declare it `#[at(thread[1])] let mut {} = ..;`",
+                        v.name
+                    )),
+                );
+            }
+            self.write_down(&v, id.span, code);
+        } else if !self.le(pat, v.at) {
+            self.errors.push(err(
+                "CALL-ARG",
+                id.span,
+                format!(
+                    "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
+                    v.name, v.at, p.name, fname.name
+                ),
+            ));
+        }
+    }
+
+    /// A pointer argument: a pointer variable of the element type; `*mut` at exactly the parameter's
+    /// perspective, `*const` at it or broader.
+    fn ptr_param_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        pat: Perspective,
+        code: Perspective,
+    ) {
+        let Type::Ptr { elem, mutable } = &p.ty else {
+            return;
+        };
+        let ExprKind::Var(id) = &a.kind else {
+            self.errors.push(err(
+                "CALL-ARG",
+                a.span,
+                format!(
+                    "parameter `{}` of `{}` is a pointer: pass a pointer variable",
+                    p.name, fname.name
+                ),
+            ));
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        if v.is_async {
+            self.async_only(&v, id.span);
+            return;
+        }
+        let Ty::Ptr {
+            elem: ve,
+            mutable: vm,
+            space,
+        } = v.ty
+        else {
+            if v.ty != Ty::Err {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "parameter `{}` of `{}` is a pointer, but `{}` has type {}",
+                        p.name, fname.name, v.name, v.ty
+                    ),
+                ));
+            }
+            return;
+        };
+        if ve != *elem {
+            self.errors.push(err(
+                "TYPE",
+                id.span,
+                format!(
+                    "parameter `{}` of `{}` points to {elem}, but `{}` points to {ve}",
+                    p.name, fname.name, v.name
+                ),
+            ));
+        }
+        if *mutable {
+            if !vm {
+                self.errors.push(err(
+                    "CONST",
+                    id.span,
+                    format!(
+                        "`{}` is `*const` but parameter `{}` of `{}` is `*mut`",
+                        v.name, p.name, fname.name
+                    ),
+                ));
+            }
+            if v.at != pat {
+                self.errors.push(
                         err(
                             "CALL-ARG",
                             id.span,
-                            format!(
-                                "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
-                                v.name, v.at, p.name, fname.name
-                            ),
+                            format!("`{}` is at {} but parameter `{}` of `{}` is a `*mut` pointer at {pat}: mutable pointers must match exactly", v.name, v.at, p.name, fname.name),
                         )
-                        .note(v.span, format!("`{}` declared here at {}", v.name, v.at)),
+                        .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
+                        .help(format!("narrow it to {pat} with `partition`/`claim` first")),
                     );
-                }
-                if space == Space::Shared {
-                    self.arr_access_shared(&v, id.span, code);
-                }
             }
-            Type::ArrayRef { elem, len, mutable } => {
-                let (inner, amut) = match &a.kind {
-                    ExprKind::Ref { mutable, expr } => (&**expr, *mutable),
-                    // Forwarding an array-reference parameter as in Rust: `f(out)`.
-                    ExprKind::Var(_) => (a, *mutable),
-                    _ => {
-                        self.errors.push(err(
-                            "CALL-ARG",
-                            a.span,
-                            format!(
-                                "parameter `{}` of `{}` takes `&{}a` of a thread-local array",
-                                p.name,
-                                fname.name,
-                                if *mutable { "mut " } else { "" }
-                            ),
-                        ));
-                        return;
-                    }
-                };
-                let ExprKind::Var(id) = &inner.kind else {
-                    return;
-                };
-                let Some(vi) = self.use_var(id) else { return };
-                let v = self.vars[vi].clone();
-                let Ty::Array { elem: ve, len: vl } = v.ty else {
-                    if v.ty != Ty::Err {
-                        self.errors.push(err("TYPE", id.span, format!("parameter `{}` of `{}` is an array reference, but `{}` has type {}", p.name, fname.name, v.name, v.ty)));
-                    }
-                    return;
-                };
-                let want_len = eval_const(len, callee_consts).ok();
-                if ve != *elem || matches!((vl, want_len), (Some(x), Some(y)) if x != y) {
-                    self.errors.push(err(
-                        "TYPE",
-                        id.span,
-                        format!(
-                            "parameter `{}` of `{}` is [{elem}; {}], but `{}` is {}",
-                            p.name,
-                            fname.name,
-                            want_len.map(|l| l.to_string()).unwrap_or("_".into()),
-                            v.name,
-                            v.ty
-                        ),
-                    ));
-                }
-                if *mutable {
-                    if !amut {
-                        self.errors.push(err(
-                            "CALL-ARG",
-                            a.span,
-                            format!(
-                                "parameter `{}` of `{}` is `&mut`: pass `&mut {}`",
-                                p.name, fname.name, v.name
-                            ),
-                        ));
-                    }
-                    if !v.mutable {
-                        self.errors.push(
-                            err("MUT", id.span, format!("`{}` is not mutable", v.name))
-                                .help(format!("declare it `let mut {}`", v.name)),
-                        );
-                    }
-                    if v.at != pat {
-                        self.errors.push(
-                            err(
-                                "CALL-ARG",
-                                id.span,
-                                format!("`{}` is at {} but `&mut` parameter `{}` of `{}` needs exactly {pat}", v.name, v.at, p.name, fname.name),
-                            )
-                            .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
-                            .help(format!("declare it `#[at(thread[1])] let mut {} = ..;`", v.name)),
-                        );
-                    }
-                    self.write_down(&v, id.span, code);
-                } else if !self.le(pat, v.at) {
-                    self.errors.push(err(
-                        "CALL-ARG",
-                        id.span,
-                        format!(
-                            "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
-                            v.name, v.at, p.name, fname.name
-                        ),
-                    ));
-                }
-            }
-            Type::Array { .. } | Type::Shared { .. } | Type::TensorMap { .. } => {}
+        } else if !self.le(pat, v.at) {
+            self.errors.push(
+                err(
+                    "CALL-ARG",
+                    id.span,
+                    format!(
+                        "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
+                        v.name, v.at, p.name, fname.name
+                    ),
+                )
+                .note(v.span, format!("`{}` declared here at {}", v.name, v.at)),
+            );
+        }
+        if space == Space::Shared {
+            self.arr_access_shared(&v, id.span, code);
         }
     }
 

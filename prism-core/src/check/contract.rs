@@ -93,6 +93,24 @@ pub(super) fn requires_rule(f: &Function, errors: &mut Vec<Diagnostic>) -> Facts
 impl<'a> Cx<'a> {
     pub(super) fn run(&mut self) {
         let f = self.f;
+        self.launch_shape();
+        // Parameters.
+        for p in &f.params {
+            self.param(p);
+        }
+        let top = self.facts.top;
+        // The body's own scope stays open for the tail expression.
+        for s in &f.body.stmts {
+            self.stmt(s, top);
+        }
+        self.tail();
+        self.smem_limit();
+        self.cluster_rule();
+    }
+
+    /// `threads = ..` and `blocks = ..` (rule 1): in range and multiples of what `requires` needs.
+    fn launch_shape(&mut self) {
+        let f = self.f;
         // threads / blocks (rule 1).
         if let Some(e) = &f.threads {
             if let Some(v) = self.eval_opt(e, "`threads`") {
@@ -143,112 +161,112 @@ impl<'a> Cx<'a> {
                 }
             }
         }
-        // Parameters.
-        for p in &f.params {
-            let at = match &p.ty {
-                Type::ArrayRef { .. } => {
-                    if let Some(a) = &p.at {
-                        if a.perspective != Perspective::thread(1) {
-                            self.errors.push(err(
-                                "T-DECL",
-                                a.span,
-                                format!("array reference `{}` is thread-local: its perspective is thread[1], not {}", p.name, a.perspective),
-                            ));
-                        }
+    }
+
+    /// A parameter: its perspective (T-DECL, PARAM-MUT) and type, declared in the function's scope.
+    fn param(&mut self, p: &Param) {
+        let f = self.f;
+        let at = match &p.ty {
+            Type::ArrayRef { .. } => {
+                if let Some(a) = &p.at {
+                    if a.perspective != Perspective::thread(1) {
+                        self.errors.push(err(
+                            "T-DECL",
+                            a.span,
+                            format!("array reference `{}` is thread-local: its perspective is thread[1], not {}", p.name, a.perspective),
+                        ));
                     }
-                    Perspective::thread(1)
                 }
-                _ => p.at.map(|a| a.perspective).unwrap_or(self.facts.top),
-            };
-            if let Some(a) = &p.at {
-                if !self.le(a.perspective, self.facts.top) {
-                    self.errors.push(err(
-                        "T-DECL",
+                Perspective::thread(1)
+            }
+            _ => p.at.map(|a| a.perspective).unwrap_or(self.facts.top),
+        };
+        if let Some(a) = &p.at {
+            if !self.le(a.perspective, self.facts.top) {
+                self.errors.push(err(
+                    "T-DECL",
+                    a.span,
+                    format!(
+                        "parameter `{}` at {} is not narrower than or equal to the function's top perspective {}",
+                        p.name, a.perspective, self.facts.top
+                    ),
+                ));
+            }
+        }
+        // Paper 000 §3.4.2: thread-shared data gets a narrower perspective only from a shared allocation
+        // (block[1]), `partition` (T-PARTITION: y at π/c) or `claim` (T-CLAIM). A kernel's pointer
+        // arguments come from the host, the same address for every thread: a `*mut` one declared
+        // narrower than the kernel would let every unit write "its own" copy of the same memory.
+        if let (FnKind::Kernel, Type::Ptr { mutable: true, .. }, Some(a)) = (f.kind, &p.ty, &p.at) {
+            if a.perspective != self.facts.top {
+                self.errors.push(
+                    err(
+                        "PARAM-MUT",
                         a.span,
                         format!(
-                            "parameter `{}` at {} is not narrower than or equal to the function's top perspective {}",
-                            p.name, a.perspective, self.facts.top
+                            "`*mut` kernel parameter `{}` is declared at {}, narrower than the kernel's {}: \
+                             the host passes the same pointer to every {}, so their writes through it would race",
+                            p.name, a.perspective, self.facts.top, a.perspective
                         ),
-                    ));
-                }
-            }
-            // Paper 000 §3.4.2: thread-shared data gets a narrower perspective only from a shared allocation
-            // (block[1]), `partition` (T-PARTITION: y at π/c) or `claim` (T-CLAIM). A kernel's pointer
-            // arguments come from the host, the same address for every thread: a `*mut` one declared
-            // narrower than the kernel would let every unit write "its own" copy of the same memory.
-            if let (FnKind::Kernel, Type::Ptr { mutable: true, .. }, Some(a)) =
-                (f.kind, &p.ty, &p.at)
-            {
-                if a.perspective != self.facts.top {
-                    self.errors.push(
-                        err(
-                            "PARAM-MUT",
-                            a.span,
-                            format!(
-                                "`*mut` kernel parameter `{}` is declared at {}, narrower than the kernel's {}: \
-                                 the host passes the same pointer to every {}, so their writes through it would race",
-                                p.name, a.perspective, self.facts.top, a.perspective
-                            ),
-                        )
-                        .note(p.name.span, format!("`{}` is one address for the whole launch", p.name))
-                        .help(format!(
-                            "declare it at {} (or drop `#[at]`) and narrow it with `partition({}, {}, |i| .., |{}_part| ..)` \
-                             (paper 000 §3.4.2, T-PARTITION)",
-                            self.facts.top, p.name, a.perspective, p.name
-                        )),
-                    );
-                }
-            }
-            if f.kind == FnKind::Kernel && matches!(p.ty, Type::ArrayRef { .. }) {
-                self.errors.push(
-                    err("TYPE", p.span, "kernels cannot take array references")
-                        .help("pass a pointer `*const T`"),
+                    )
+                    .note(p.name.span, format!("`{}` is one address for the whole launch", p.name))
+                    .help(format!(
+                        "declare it at {} (or drop `#[at]`) and narrow it with `partition({}, {}, |i| .., |{}_part| ..)` \
+                         (paper 000 §3.4.2, T-PARTITION)",
+                        self.facts.top, p.name, a.perspective, p.name
+                    )),
                 );
             }
-            let (ty, mutable) = match &p.ty {
-                Type::Scalar(s) => (Ty::Scalar(*s), false),
-                Type::Ptr { elem, mutable } => (
-                    Ty::Ptr {
+        }
+        if f.kind == FnKind::Kernel && matches!(p.ty, Type::ArrayRef { .. }) {
+            self.errors.push(
+                err("TYPE", p.span, "kernels cannot take array references")
+                    .help("pass a pointer `*const T`"),
+            );
+        }
+        let (ty, mutable) = match &p.ty {
+            Type::Scalar(s) => (Ty::Scalar(*s), false),
+            Type::Ptr { elem, mutable } => (
+                Ty::Ptr {
+                    elem: *elem,
+                    mutable: *mutable,
+                    space: Space::Global,
+                },
+                *mutable,
+            ),
+            Type::ArrayRef { elem, len, mutable } => {
+                let len = self.eval_opt(len, "an array length");
+                (Ty::Array { elem: *elem, len }, *mutable)
+            }
+            Type::TensorMap {
+                elem,
+                rank,
+                mutable,
+            } => {
+                if f.kind != FnKind::Kernel {
+                    self.errors.push(
+                        err("TYPE", p.span, "tensor maps are kernel parameters")
+                            .help("take the `TensorMap` in the kernel and call `tma_load` there"),
+                    );
+                }
+                (
+                    Ty::TensorMap {
                         elem: *elem,
+                        rank: *rank,
                         mutable: *mutable,
-                        space: Space::Global,
                     },
-                    *mutable,
-                ),
-                Type::ArrayRef { elem, len, mutable } => {
-                    let len = self.eval_opt(len, "an array length");
-                    (Ty::Array { elem: *elem, len }, *mutable)
-                }
-                Type::TensorMap {
-                    elem,
-                    rank,
-                    mutable,
-                } => {
-                    if f.kind != FnKind::Kernel {
-                        self.errors.push(
-                            err("TYPE", p.span, "tensor maps are kernel parameters").help(
-                                "take the `TensorMap` in the kernel and call `tma_load` there",
-                            ),
-                        );
-                    }
-                    (
-                        Ty::TensorMap {
-                            elem: *elem,
-                            rank: *rank,
-                            mutable: *mutable,
-                        },
-                        false,
-                    )
-                }
-                Type::Array { .. } | Type::Shared { .. } => (Ty::Err, false),
-            };
-            self.declare(&p.name, at, ty, mutable);
-        }
+                    false,
+                )
+            }
+            Type::Array { .. } | Type::Shared { .. } => (Ty::Err, false),
+        };
+        self.declare(&p.name, at, ty, mutable);
+    }
+
+    /// The tail expression: the device function's value, at its result perspective, of its return type.
+    fn tail(&mut self) {
+        let f = self.f;
         let top = self.facts.top;
-        // The body's own scope stays open for the tail expression.
-        for s in &f.body.stmts {
-            self.stmt(s, top);
-        }
         // Tail expression: the device function's value (T-FUNCTION-CALL result perspective).
         let ret_at = f.returns.map(|r| r.perspective).unwrap_or(top);
         match (&f.body.tail, &f.ret) {
@@ -289,8 +307,6 @@ impl<'a> Cx<'a> {
                 );
             }
         }
-        self.smem_limit();
-        self.cluster_rule();
     }
 
     pub(super) fn instance(&self, values: Vec<i64>) -> CheckedInstance {

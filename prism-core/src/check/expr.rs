@@ -119,125 +119,134 @@ impl<'a> Cx<'a> {
                 cond,
                 then_value,
                 else_value,
-            } => {
-                let csink = Sink {
-                    p: code,
-                    rule: "READ-UP",
-                    what: format!("the `if` condition at code perspective {code}"),
-                    id_target: None,
-                };
-                // The condition must also be readable at the sink: take the narrower requirement of both.
-                let ct = self.expr(cond, &csink, code);
-                if !self.le(sink.p, code) {
+            } => self.e_select(cond, then_value, else_value, sink, code),
+            ExprKind::Asm {
+                template: _,
+                operands,
+            } => self.e_asm(e, operands, sink, code),
+        }
+    }
+
+    /// `if c { a } else { b }` as a value: the condition is read at the code perspective (and at the sink), both sides alike.
+    fn e_select(
+        &mut self,
+        cond: &Expr,
+        then_value: &Expr,
+        else_value: &Expr,
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
+        let csink = Sink {
+            p: code,
+            rule: "READ-UP",
+            what: format!("the `if` condition at code perspective {code}"),
+            id_target: None,
+        };
+        // The condition must also be readable at the sink: take the narrower requirement of both.
+        let ct = self.expr(cond, &csink, code);
+        if !self.le(sink.p, code) {
+            let s2 = Sink {
+                id_target: None,
+                ..sink.clone()
+            };
+            let _ = self.expr_silent_vars(cond, &s2);
+        }
+        self.expect_ty(
+            &ct,
+            &Ty::Scalar(ScalarType::Bool),
+            cond.span,
+            "the `if` condition",
+        );
+        let a = self.expr(then_value, sink, code);
+        let b = self.expr(else_value, sink, code);
+        unify(&a, &b).unwrap_or_else(|| {
+            self.errors.push(err(
+                "TYPE",
+                else_value.span,
+                format!("`if` branches have different types: {a} and {b}"),
+            ));
+            Ty::Err
+        })
+    }
+
+    /// `asm!`: inside `unsafe`; inputs are values or element addresses (`&p[i]`, checked like reads), outputs `let mut` variables.
+    fn e_asm(&mut self, e: &Expr, operands: &[AsmOperand], sink: &Sink, code: Perspective) -> Ty {
+        if self.unsafe_depth == 0 {
+            self.errors.push(
+                err("UNSAFE-WRAP", e.span, "`asm!` outside an `unsafe` block")
+                    .help("write `unsafe { asm!(..); }` inside a `#[prism_device]` function"),
+            );
+        }
+        for op in operands {
+            match op.dir {
+                AsmDir::In => {
                     let s2 = Sink {
                         id_target: None,
                         ..sink.clone()
                     };
-                    let _ = self.expr_silent_vars(cond, &s2);
-                }
-                self.expect_ty(
-                    &ct,
-                    &Ty::Scalar(ScalarType::Bool),
-                    cond.span,
-                    "the `if` condition",
-                );
-                let a = self.expr(then_value, sink, code);
-                let b = self.expr(else_value, sink, code);
-                unify(&a, &b).unwrap_or_else(|| {
-                    self.errors.push(err(
-                        "TYPE",
-                        else_value.span,
-                        format!("`if` branches have different types: {a} and {b}"),
-                    ));
-                    Ty::Err
-                })
-            }
-            ExprKind::Asm {
-                template: _,
-                operands,
-            } => {
-                if self.unsafe_depth == 0 {
-                    self.errors.push(
-                        err("UNSAFE-WRAP", e.span, "`asm!` outside an `unsafe` block").help(
-                            "write `unsafe { asm!(..); }` inside a `#[prism_device]` function",
-                        ),
+                    // `&p[i]`: the address of an element of global (`in(u64)`) or shared (`in(u32)`)
+                    // memory, for instructions the language has no intrinsic for (acquire loads,
+                    // atomics with other semantics, ...). The element access is checked like a read.
+                    if let Some(space) = self.memory_element(&op.expr) {
+                        let _ = self.expr(asm_address_target(&op.expr), &s2, code);
+                        let want = match space {
+                            Space::Global => ScalarType::U64,
+                            Space::Shared => ScalarType::U32,
+                        };
+                        if op.ty != want {
+                            self.errors.push(
+                                err(
+                                    "TYPE",
+                                    op.expr.span,
+                                    format!(
+                                        "asm operand `{}` is the address of {} memory: declare it `in({want})`",
+                                        op.name,
+                                        if want == ScalarType::U64 { "global" } else { "shared" },
+                                    ),
+                                )
+                                .help("global addresses are 64-bit, shared addresses 32-bit"),
+                            );
+                        }
+                        continue;
+                    }
+                    let t = self.expr(&op.expr, &s2, code);
+                    self.expect_ty(
+                        &t,
+                        &Ty::Scalar(op.ty),
+                        op.expr.span,
+                        &format!("asm operand `{}`", op.name),
                     );
                 }
-                for op in operands {
-                    match op.dir {
-                        AsmDir::In => {
-                            let s2 = Sink {
-                                id_target: None,
-                                ..sink.clone()
-                            };
-                            // `&p[i]`: the address of an element of global (`in(u64)`) or shared (`in(u32)`)
-                            // memory, for instructions the language has no intrinsic for (acquire loads,
-                            // atomics with other semantics, ...). The element access is checked like a read.
-                            if let Some(space) = self.memory_element(&op.expr) {
-                                let _ = self.expr(asm_address_target(&op.expr), &s2, code);
-                                let want = match space {
-                                    Space::Global => ScalarType::U64,
-                                    Space::Shared => ScalarType::U32,
-                                };
-                                if op.ty != want {
-                                    self.errors.push(
-                                        err(
-                                            "TYPE",
-                                            op.expr.span,
-                                            format!(
-                                                "asm operand `{}` is the address of {} memory: declare it `in({want})`",
-                                                op.name,
-                                                if want == ScalarType::U64 { "global" } else { "shared" },
-                                            ),
-                                        )
-                                        .help("global addresses are 64-bit, shared addresses 32-bit"),
-                                    );
-                                }
-                                continue;
+                AsmDir::Out | AsmDir::InOut => {
+                    if let ExprKind::Var(id) = &op.expr.kind {
+                        if let Some(vi) = self.use_var(id) {
+                            let v = self.vars[vi].clone();
+                            if !v.mutable || v.konst.is_some() {
+                                self.errors.push(err(
+                                    "MUT",
+                                    id.span,
+                                    format!("asm output `{}` must be a `let mut` variable", v.name),
+                                ));
                             }
-                            let t = self.expr(&op.expr, &s2, code);
+                            self.write_down(&v, id.span, code);
                             self.expect_ty(
-                                &t,
+                                &v.ty,
                                 &Ty::Scalar(op.ty),
-                                op.expr.span,
+                                id.span,
                                 &format!("asm operand `{}`", op.name),
                             );
                         }
-                        AsmDir::Out | AsmDir::InOut => {
-                            if let ExprKind::Var(id) = &op.expr.kind {
-                                if let Some(vi) = self.use_var(id) {
-                                    let v = self.vars[vi].clone();
-                                    if !v.mutable || v.konst.is_some() {
-                                        self.errors.push(err(
-                                            "MUT",
-                                            id.span,
-                                            format!(
-                                                "asm output `{}` must be a `let mut` variable",
-                                                v.name
-                                            ),
-                                        ));
-                                    }
-                                    self.write_down(&v, id.span, code);
-                                    self.expect_ty(
-                                        &v.ty,
-                                        &Ty::Scalar(op.ty),
-                                        id.span,
-                                        &format!("asm operand `{}`", op.name),
-                                    );
-                                }
-                            } else {
-                                self.errors.push(err(
-                                    "TYPE",
-                                    op.expr.span,
-                                    "asm outputs must be variables",
-                                ));
-                            }
-                        }
+                    } else {
+                        self.errors.push(err(
+                            "TYPE",
+                            op.expr.span,
+                            "asm outputs must be variables",
+                        ));
                     }
                 }
-                Ty::Unit
             }
         }
+        Ty::Unit
     }
 
     /// Checks only the variable reads of `e` against `sink` (no types), for the second constraint on select

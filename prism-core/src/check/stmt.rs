@@ -350,62 +350,7 @@ impl<'a> Cx<'a> {
         code: Perspective,
     ) {
         match &place.kind {
-            ExprKind::Var(id) => {
-                let Some(vi) = self.use_var(id) else {
-                    self.expr(
-                        value,
-                        &Sink {
-                            p: code,
-                            rule: "WRITE-DOWN",
-                            what: "an unknown variable".into(),
-                            id_target: Some(code),
-                        },
-                        code,
-                    );
-                    return;
-                };
-                let v = self.vars[vi].clone();
-                if v.konst.is_some() {
-                    self.errors.push(err(
-                        "MUT",
-                        id.span,
-                        format!("cannot assign to const generic `{}`", v.name),
-                    ));
-                    return;
-                }
-                if matches!(v.ty, Ty::Ptr { .. }) {
-                    self.errors.push(
-                        err(
-                            "TYPE",
-                            id.span,
-                            format!("cannot assign to pointer `{}`", v.name),
-                        )
-                        .help("write through it: `p[i] = v`"),
-                    );
-                    return;
-                }
-                if !v.mutable {
-                    self.errors.push(
-                        err(
-                            "MUT",
-                            id.span,
-                            format!("cannot assign twice to immutable variable `{}`", v.name),
-                        )
-                        .note(v.span, "declared here")
-                        .help(format!("declare it `let mut {}`", v.name)),
-                    );
-                }
-                self.write_down(&v, id.span, code);
-                let sink = Sink {
-                    p: v.at,
-                    rule: "WRITE-DOWN",
-                    what: format!("`{}` ({})", v.name, v.at),
-                    id_target: Some(v.at),
-                };
-                let ty = self.expr(value, &sink, code);
-                let want = v.ty.clone();
-                self.assign_ty(op, &ty, &want, value.span, &v.name);
-            }
+            ExprKind::Var(id) => self.assign_var(id, op, value, code),
             ExprKind::Index { base, indices } => {
                 let ExprKind::Var(id) = &base.kind else {
                     self.errors
@@ -492,6 +437,64 @@ impl<'a> Cx<'a> {
                 .errors
                 .push(err("TYPE", place.span, "cannot assign to this expression")),
         }
+    }
+
+    /// Assignment to a variable (T-ASSN): mutable, not a const generic or pointer; the value written down to its perspective.
+    fn assign_var(&mut self, id: &Ident, op: Option<BinOp>, value: &Expr, code: Perspective) {
+        let Some(vi) = self.use_var(id) else {
+            self.expr(
+                value,
+                &Sink {
+                    p: code,
+                    rule: "WRITE-DOWN",
+                    what: "an unknown variable".into(),
+                    id_target: Some(code),
+                },
+                code,
+            );
+            return;
+        };
+        let v = self.vars[vi].clone();
+        if v.konst.is_some() {
+            self.errors.push(err(
+                "MUT",
+                id.span,
+                format!("cannot assign to const generic `{}`", v.name),
+            ));
+            return;
+        }
+        if matches!(v.ty, Ty::Ptr { .. }) {
+            self.errors.push(
+                err(
+                    "TYPE",
+                    id.span,
+                    format!("cannot assign to pointer `{}`", v.name),
+                )
+                .help("write through it: `p[i] = v`"),
+            );
+            return;
+        }
+        if !v.mutable {
+            self.errors.push(
+                err(
+                    "MUT",
+                    id.span,
+                    format!("cannot assign twice to immutable variable `{}`", v.name),
+                )
+                .note(v.span, "declared here")
+                .help(format!("declare it `let mut {}`", v.name)),
+            );
+        }
+        self.write_down(&v, id.span, code);
+        let sink = Sink {
+            p: v.at,
+            rule: "WRITE-DOWN",
+            what: format!("`{}` ({})", v.name, v.at),
+            id_target: Some(v.at),
+        };
+        let ty = self.expr(value, &sink, code);
+        let want = v.ty.clone();
+        self.assign_ty(op, &ty, &want, value.span, &v.name);
     }
 
     pub(super) fn t_for(
