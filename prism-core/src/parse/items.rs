@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// What the attribute's arguments say (unset ones are `None` / empty).
+#[derive(Default)]
+struct FnAttrs {
+    requires: Option<(Vec<SpannedPerspective>, Span)>,
+    smem: Option<Box<Expr>>,
+    threads: Option<Box<Expr>>,
+    blocks: Option<Box<Expr>>,
+    cluster: Option<Box<Expr>>,
+    returns: Option<SpannedPerspective>,
+    instances: Vec<Instance>,
+}
+
 impl Cx {
     pub(super) fn function(
         &mut self,
@@ -12,75 +24,20 @@ impl Cx {
     ) -> Option<Function> {
         let sig = &item.sig;
         let name = ident(&sig.ident);
-        let mut requires: Option<(Vec<SpannedPerspective>, Span)> = None;
-        let mut smem = None;
-        let mut threads = None;
-        let mut blocks = None;
-        let mut cluster = None;
-        let mut returns = None;
-        let mut instances = Vec::new();
         let attr_name = if kind == FnKind::Kernel {
             "prism_kernel"
         } else {
             "prism_device"
         };
-        for a in args {
-            match a {
-                syn::Expr::Call(c) if path_ident(&c.func).is_some_and(|i| i == "requires") => {
-                    let mut ps = Vec::new();
-                    for p in &c.args {
-                        match self.perspective(p) {
-                            Ok(p) => ps.push(p),
-                            Err(d) => self.err(d),
-                        }
-                    }
-                    if c.args.is_empty() {
-                        self.err(syntax(c.span(), "`requires()` needs at least one perspective")
-                            .help("e.g. `requires(grid[1], block[1], thread[32])`"));
-                    }
-                    requires = Some((ps, c.span()));
-                }
-                syn::Expr::Assign(asg) => {
-                    let Some(key) = path_ident(&asg.left) else {
-                        self.err(syntax(asg.left.span(), "expected `smem`, `threads`, `blocks`, `returns` or `instances`"));
-                        continue;
-                    };
-                    match key.to_string().as_str() {
-                        "smem" | "threads" | "blocks" | "cluster" => {
-                            let e = match self.expr(&asg.right) {
-                                Ok(e) => Box::new(e),
-                                Err(d) => {
-                                    self.err(d);
-                                    continue;
-                                }
-                            };
-                            match key.to_string().as_str() {
-                                "smem" => smem = Some(e),
-                                "threads" => threads = Some(e),
-                                "cluster" => cluster = Some(e),
-                                _ => blocks = Some(e),
-                            }
-                        }
-                        "returns" => match self.perspective(&asg.right) {
-                            Ok(p) => returns = Some(p),
-                            Err(d) => self.err(d),
-                        },
-                        "instances" => match self.instances(&asg.right) {
-                            Ok(v) => instances = v,
-                            Err(d) => self.err(d),
-                        },
-                        other => self.err(
-                            syntax(key.span(), format!("unknown `{attr_name}` argument `{other}`"))
-                                .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
-                        ),
-                    }
-                }
-                other => self.err(
-                    syntax(other.span(), format!("unexpected `{attr_name}` argument"))
-                        .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
-                ),
-            }
-        }
+        let FnAttrs {
+            requires,
+            smem,
+            threads,
+            blocks,
+            cluster,
+            returns,
+            instances,
+        } = self.fn_attrs(attr_name, args);
         let (requires, requires_span) = match requires {
             Some(r) => r,
             None => {
@@ -114,40 +71,7 @@ impl Cx {
         if let Some(w) = &sig.generics.where_clause {
             self.err(syntax(w.span(), "`where` clauses are not supported"));
         }
-        let mut const_params = Vec::new();
-        for g in &sig.generics.params {
-            match g {
-                syn::GenericParam::Const(c) => {
-                    let ty = match &c.ty {
-                        syn::Type::Path(p) if p.qself.is_none() => p
-                            .path
-                            .get_ident()
-                            .and_then(|i| scalar_from_name(&i.to_string())),
-                        _ => None,
-                    };
-                    match ty {
-                        Some(ty) if ty.is_int() => const_params.push(ConstParam {
-                            name: ident(&c.ident),
-                            ty,
-                        }),
-                        _ => self.err(syntax(
-                            c.ty.span(),
-                            "const generic parameters must have type u32, i32, u64 or i64",
-                        )),
-                    }
-                    if c.default.is_some() {
-                        self.err(
-                            syntax(c.ident.span(), "const generic defaults are not supported")
-                                .help("list the values in `instances = [..]`"),
-                        );
-                    }
-                }
-                other => self.err(
-                    syntax(other.span(), "only const generic parameters are supported")
-                        .help("write `const N: u32` and list the values in `instances = [..]`"),
-                ),
-            }
-        }
+        let const_params = self.const_params(sig);
         let mut params = Vec::new();
         for a in &sig.inputs {
             match a {
@@ -201,6 +125,108 @@ impl Cx {
             span: sig.ident.span(),
             origin: None,
         })
+    }
+
+    /// The arguments of `#[prism_kernel(..)]` / `#[prism_device(..)]`: `requires(..)` and `key = value`s.
+    fn fn_attrs(&mut self, attr_name: &str, args: &[syn::Expr]) -> FnAttrs {
+        let mut at = FnAttrs::default();
+        for a in args {
+            match a {
+                syn::Expr::Call(c) if path_ident(&c.func).is_some_and(|i| i == "requires") => {
+                    let mut ps = Vec::new();
+                    for p in &c.args {
+                        match self.perspective(p) {
+                            Ok(p) => ps.push(p),
+                            Err(d) => self.err(d),
+                        }
+                    }
+                    if c.args.is_empty() {
+                        self.err(syntax(c.span(), "`requires()` needs at least one perspective")
+                            .help("e.g. `requires(grid[1], block[1], thread[32])`"));
+                    }
+                    at.requires = Some((ps, c.span()));
+                }
+                syn::Expr::Assign(asg) => {
+                    let Some(key) = path_ident(&asg.left) else {
+                        self.err(syntax(asg.left.span(), "expected `smem`, `threads`, `blocks`, `returns` or `instances`"));
+                        continue;
+                    };
+                    match key.to_string().as_str() {
+                        "smem" | "threads" | "blocks" | "cluster" => {
+                            let e = match self.expr(&asg.right) {
+                                Ok(e) => Box::new(e),
+                                Err(d) => {
+                                    self.err(d);
+                                    continue;
+                                }
+                            };
+                            match key.to_string().as_str() {
+                                "smem" => at.smem = Some(e),
+                                "threads" => at.threads = Some(e),
+                                "cluster" => at.cluster = Some(e),
+                                _ => at.blocks = Some(e),
+                            }
+                        }
+                        "returns" => match self.perspective(&asg.right) {
+                            Ok(p) => at.returns = Some(p),
+                            Err(d) => self.err(d),
+                        },
+                        "instances" => match self.instances(&asg.right) {
+                            Ok(v) => at.instances = v,
+                            Err(d) => self.err(d),
+                        },
+                        other => self.err(
+                            syntax(key.span(), format!("unknown `{attr_name}` argument `{other}`"))
+                                .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
+                        ),
+                    }
+                }
+                other => self.err(
+                    syntax(other.span(), format!("unexpected `{attr_name}` argument"))
+                        .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
+                ),
+            }
+        }
+        at
+    }
+
+    /// The const generic parameters (integers, no defaults); anything else is a SYNTAX error.
+    fn const_params(&mut self, sig: &syn::Signature) -> Vec<ConstParam> {
+        let mut const_params = Vec::new();
+        for g in &sig.generics.params {
+            match g {
+                syn::GenericParam::Const(c) => {
+                    let ty = match &c.ty {
+                        syn::Type::Path(p) if p.qself.is_none() => p
+                            .path
+                            .get_ident()
+                            .and_then(|i| scalar_from_name(&i.to_string())),
+                        _ => None,
+                    };
+                    match ty {
+                        Some(ty) if ty.is_int() => const_params.push(ConstParam {
+                            name: ident(&c.ident),
+                            ty,
+                        }),
+                        _ => self.err(syntax(
+                            c.ty.span(),
+                            "const generic parameters must have type u32, i32, u64 or i64",
+                        )),
+                    }
+                    if c.default.is_some() {
+                        self.err(
+                            syntax(c.ident.span(), "const generic defaults are not supported")
+                                .help("list the values in `instances = [..]`"),
+                        );
+                    }
+                }
+                other => self.err(
+                    syntax(other.span(), "only const generic parameters are supported")
+                        .help("write `const N: u32` and list the values in `instances = [..]`"),
+                ),
+            }
+        }
+        const_params
     }
 
     pub(super) fn instances(&mut self, e: &syn::Expr) -> PResult<Vec<Instance>> {
