@@ -70,44 +70,9 @@ pub struct Checked {
     pub instances: Vec<CheckedInstance>,
 }
 
-/// Intrinsics the checker knows (docs/SYNTAX.md). Device functions may not shadow them.
-pub const INTRINSICS: &[&str] = &[
-    "id",
-    "sync_threads",
-    "sync_warp",
-    "shfl_down",
-    "shfl_up",
-    "shfl_xor",
-    "shfl_idx",
-    "vote_all",
-    "vote_any",
-    "ballot",
-    "atomic_add",
-    "atomic_max",
-    "atomic_min",
-    "atomic_exch",
-    "atomic_cas",
-    "mma_m16n8k8_tf32",
-    "ldmatrix_x4",
-    "ldmatrix_x2",
-    "ldmatrix_x1",
-    "load4",
-    "load2",
-    "store4",
-    "store2",
-    "cp_async",
-    "cp_async_bulk",
-    "fence",
-    "block_dim",
-    "grid_dim",
-    "tma_load",
-    "tma_store",
-    "tma_load_multicast",
-    "wgmma_bf16",
-    "wgmma_f16",
-    "set_max_regs",
-    "sync_cluster",
-];
+/// Intrinsics the checker knows (docs/SYNTAX.md; [`crate::intrinsics::TABLE`]). Device functions may not
+/// shadow them.
+pub const INTRINSICS: &[&str] = &crate::intrinsics::NAMES;
 
 /// Checks `f` against the rules of paper 000; `deps` are the device functions it may call.
 pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Diagnostic>> {

@@ -2,6 +2,7 @@
 //! tensor cores, async copies, `id()`); the Hopper ones are in `hopper.rs`.
 
 use super::*;
+use crate::intrinsics::{lookup, Arity, Intrinsic, Need};
 
 /// One intrinsic call under check: what the rules of every family read.
 #[derive(Clone, Copy)]
@@ -13,15 +14,23 @@ struct Call<'c> {
     args: &'c [Expr],
     sink: &'c Sink,
     code: Perspective,
+    /// Its row of the intrinsics table.
+    spec: &'static Intrinsic,
 }
 
-/// The call's code must run at perspective `p` (the intrinsic's perspective signature).
-fn need(cx: &mut Cx, c: &Call, p: Perspective) {
-    cx.need_perspective(c.name, p, c.code)
+/// The call's code must run at the perspective the intrinsic needs (its row of the table).
+fn need(cx: &mut Cx, c: &Call) {
+    if let Need::At(p) = c.spec.need {
+        cx.need_perspective(c.name, p, c.code)
+    }
 }
 
-/// Whether the call has `k` arguments; a TYPE error when not.
-fn arity(cx: &mut Cx, c: &Call, k: usize) -> bool {
+/// Whether the call has as many arguments as the table says; a TYPE error when not. (Only the Hopper rows,
+/// checked in `hopper.rs`, have other arities than a fixed count.)
+fn arity(cx: &mut Cx, c: &Call) -> bool {
+    let Arity::Exactly(k) = c.spec.arity else {
+        return true;
+    };
     if c.args.len() != k {
         cx.errors.push(err(
             "TYPE",
@@ -62,6 +71,24 @@ pub(super) fn atomic_types(name: &str, t: ScalarType) -> Option<&'static str> {
 /// Largest thread-local (register) array, as the emitter lowers it.
 pub(super) const MAX_REG_ARRAY: i64 = 4096;
 
+/// The rules of one intrinsic family.
+type Family<'a> = fn(&mut Cx<'a>, &Call) -> Ty;
+
+/// The family of each intrinsic this module checks (the Hopper ones are `hopper.rs`'s).
+fn family<'a>(name: &str) -> Option<Family<'a>> {
+    Some(match name {
+        "id" | "sync_threads" | "sync_warp" | "fence" | "block_dim" | "grid_dim" => Cx::i_special,
+        "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => Cx::i_shfl,
+        "vote_all" | "vote_any" | "ballot" => Cx::i_vote,
+        "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" | "atomic_cas" => Cx::i_atomic,
+        "mma_m16n8k8_tf32" | "ldmatrix_x4" | "ldmatrix_x2" | "ldmatrix_x1" => Cx::i_tensor_core,
+        "load4" | "load2" => Cx::i_load_vec,
+        "store4" | "store2" => Cx::i_store_vec,
+        "cp_async" | "cp_async_bulk" => Cx::i_cp_async,
+        _ => return None,
+    })
+}
+
 impl<'a> Cx<'a> {
     /// An intrinsic call: the Hopper ones, else the rules of its family (unknown names are not intrinsics).
     pub(super) fn intrinsic(
@@ -75,6 +102,9 @@ impl<'a> Cx<'a> {
         if let Some(t) = self.hopper_intrinsic(name, args, code) {
             return t;
         }
+        let Some(spec) = lookup(&name.name) else {
+            return Ty::Err;
+        };
         let c = Call {
             e,
             name,
@@ -82,23 +112,10 @@ impl<'a> Cx<'a> {
             args,
             sink,
             code,
+            spec,
         };
-        let family: fn(&mut Self, &Call) -> Ty = match c.n {
-            "id" | "sync_threads" | "sync_warp" | "fence" | "block_dim" | "grid_dim" => {
-                Self::i_special
-            }
-            "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => Self::i_shfl,
-            "vote_all" | "vote_any" | "ballot" => Self::i_vote,
-            "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" | "atomic_cas" => {
-                Self::i_atomic
-            }
-            "mma_m16n8k8_tf32" | "ldmatrix_x4" | "ldmatrix_x2" | "ldmatrix_x1" => {
-                Self::i_tensor_core
-            }
-            "load4" | "load2" => Self::i_load_vec,
-            "store4" | "store2" => Self::i_store_vec,
-            "cp_async" | "cp_async_bulk" => Self::i_cp_async,
-            _ => return Ty::Err,
+        let Some(family) = family(c.n) else {
+            return Ty::Err;
         };
         family(self, &c)
     }
@@ -112,7 +129,6 @@ impl<'a> Cx<'a> {
             sink,
             ..
         } = *c;
-        let w = Perspective::thread(32);
         match c.n {
             "id" => {
                 if !args.is_empty() {
@@ -123,23 +139,23 @@ impl<'a> Cx<'a> {
                 Ty::Scalar(ScalarType::U32)
             }
             "sync_threads" => {
-                need(self, c, Perspective::block(1));
-                arity(self, c, 0);
+                need(self, c);
+                arity(self, c);
                 Ty::Unit
             }
             "sync_warp" => {
-                need(self, c, w);
-                arity(self, c, 0);
+                need(self, c);
+                arity(self, c);
                 Ty::Unit
             }
             "fence" => {
-                arity(self, c, 0);
+                arity(self, c);
                 Ty::Unit
             }
             // The launch's block and grid size: the same for every thread of the grid, so the result is at
             // grid[1] and may flow anywhere.
             "block_dim" | "grid_dim" => {
-                arity(self, c, 0);
+                arity(self, c);
                 Ty::Scalar(ScalarType::U32)
             }
             _ => Ty::Err,
@@ -158,8 +174,8 @@ impl<'a> Cx<'a> {
         } = *c;
         let t1 = Perspective::thread(1);
         let w = Perspective::thread(32);
-        need(self, c, w);
-        if !arity(self, c, 2) {
+        need(self, c);
+        if !arity(self, c) {
             return Ty::Err;
         }
         let v = self.expr(&args[0], &at(c, t1, "the value"), code);
@@ -204,8 +220,8 @@ impl<'a> Cx<'a> {
         } = *c;
         let t1 = Perspective::thread(1);
         let w = Perspective::thread(32);
-        need(self, c, w);
-        if !arity(self, c, 1) {
+        need(self, c);
+        if !arity(self, c) {
             return Ty::Err;
         }
         let t = self.expr(&args[0], &at(c, t1, "the predicate"), code);
@@ -232,11 +248,11 @@ impl<'a> Cx<'a> {
             args,
             sink,
             code,
+            ..
         } = *c;
         let t1 = Perspective::thread(1);
-        need(self, c, t1);
-        let k = if n == "atomic_cas" { 4 } else { 3 };
-        if !arity(self, c, k) {
+        need(self, c);
+        if !arity(self, c) {
             return Ty::Err;
         }
         let elem = self.ptr_arg(name, &args[0], true, None, code);
@@ -273,13 +289,13 @@ impl<'a> Cx<'a> {
             args,
             sink,
             code,
+            ..
         } = *c;
         let t1 = Perspective::thread(1);
-        let w = Perspective::thread(32);
         match c.n {
             "mma_m16n8k8_tf32" => {
-                need(self, c, w);
-                if !arity(self, c, 3) {
+                need(self, c);
+                if !arity(self, c) {
                     return Ty::Err;
                 }
                 self.array_ref_arg(name, &args[0], true, ScalarType::F32, 4, "c");
@@ -288,8 +304,8 @@ impl<'a> Cx<'a> {
                 Ty::Unit
             }
             "ldmatrix_x4" | "ldmatrix_x2" | "ldmatrix_x1" => {
-                need(self, c, w);
-                if !arity(self, c, 2) {
+                need(self, c);
+                if !arity(self, c) {
                     return Ty::Err;
                 }
                 self.ptr_arg(name, &args[0], false, Some(Space::Shared), code);
@@ -319,7 +335,7 @@ impl<'a> Cx<'a> {
             code,
             ..
         } = *c;
-        if !arity(self, c, 2) {
+        if !arity(self, c) {
             return Ty::Err;
         }
         let k = if n == "load4" { 4 } else { 2 };
@@ -385,7 +401,7 @@ impl<'a> Cx<'a> {
             ..
         } = *c;
         let t1 = Perspective::thread(1);
-        if !arity(self, c, 3) {
+        if !arity(self, c) {
             return Ty::Err;
         }
         let k = if n == "store4" { 4 } else { 2 };
@@ -418,8 +434,8 @@ impl<'a> Cx<'a> {
             ..
         } = *c;
         let t1 = Perspective::thread(1);
-        need(self, c, t1);
-        if !arity(self, c, 5) {
+        need(self, c);
+        if !arity(self, c) {
             return Ty::Err;
         }
         // Destination: an `async_` name (the only place it may appear).
@@ -578,5 +594,34 @@ impl<'a> Cx<'a> {
                     .help("assign id() to a variable whose perspective says which id you want, e.g. `#[at(thread[1])] let tid: u32 = id();`"),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intrinsics::TABLE;
+
+    /// The checker has rules here for exactly the table's intrinsics that are not Hopper's, each with a
+    /// fixed arity.
+    #[test]
+    fn families_match_the_table() {
+        let hopper = [
+            "tma_load",
+            "tma_store",
+            "tma_load_multicast",
+            "wgmma_bf16",
+            "wgmma_f16",
+            "set_max_regs",
+            "sync_cluster",
+        ];
+        for i in TABLE {
+            let checked = family(i.name).is_some();
+            assert_eq!(checked, !hopper.contains(&i.name), "{}", i.name);
+            if checked {
+                assert!(matches!(i.arity, Arity::Exactly(_)), "{}", i.name);
+            }
+        }
+        assert!(family("warp_load").is_none());
     }
 }

@@ -2,26 +2,28 @@
 //! cores, async copies); the Hopper ones are in `hopper.rs`. Any other call is a device function.
 
 use super::*;
+use crate::intrinsics::{lookup, Arity};
 
 /// One intrinsic family's lowering: called with the intrinsic's name, its arguments and the call's span.
 type Lowering<'a> = fn(&mut Em<'a>, &str, &[Expr], Span) -> R<Value>;
 
-/// The intrinsics lowered in this module: how many arguments each takes and its family's lowering.
-fn lowering<'a>(name: &str) -> Option<(usize, Lowering<'a>)> {
+/// The lowering of each intrinsic this module lowers (its arity is the table's, [`crate::intrinsics`]).
+fn lowering<'a>(name: &str) -> Option<Lowering<'a>> {
     Some(match name {
         "id" | "sync_threads" | "sync_warp" | "fence" | "block_dim" | "grid_dim" => {
-            (0, Em::lower_special)
+            Em::lower_special
         }
-        "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => (2, Em::lower_shfl),
-        "vote_all" | "vote_any" | "ballot" => (1, Em::lower_vote),
-        "atomic_cas" => (4, Em::lower_atomic),
-        "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" => (3, Em::lower_atomic),
-        "load2" | "load4" => (2, Em::lower_load_vec),
-        "store2" | "store4" => (3, Em::lower_store_vec),
-        "mma_m16n8k8_tf32" => (3, Em::lower_mma_tf32),
-        "ldmatrix_x1" | "ldmatrix_x2" | "ldmatrix_x4" => (2, Em::lower_ldmatrix),
-        "cp_async" => (5, Em::lower_cp_async),
-        "cp_async_bulk" => (5, Em::lower_cp_async_bulk),
+        "shfl_down" | "shfl_up" | "shfl_xor" | "shfl_idx" => Em::lower_shfl,
+        "vote_all" | "vote_any" | "ballot" => Em::lower_vote,
+        "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" | "atomic_cas" => {
+            Em::lower_atomic
+        }
+        "load2" | "load4" => Em::lower_load_vec,
+        "store2" | "store4" => Em::lower_store_vec,
+        "mma_m16n8k8_tf32" => Em::lower_mma_tf32,
+        "ldmatrix_x1" | "ldmatrix_x2" | "ldmatrix_x4" => Em::lower_ldmatrix,
+        "cp_async" => Em::lower_cp_async,
+        "cp_async_bulk" => Em::lower_cp_async_bulk,
         _ => return None,
     })
 }
@@ -41,8 +43,15 @@ impl<'a> Em<'a> {
             return r;
         }
         // Device functions shadow nothing: intrinsic names are reserved (docs/SYNTAX.md).
-        let Some((k, lower)) = lowering(&name) else {
+        let Some(lower) = lowering(&name) else {
             return self.call_device(path, generics, args, span);
+        };
+        let Some(Arity::Exactly(k)) = lookup(&name).map(|i| i.arity) else {
+            return Err(err(
+                "EMIT-CALL",
+                span,
+                format!("`{name}` has no fixed arity in the intrinsics table"),
+            ));
         };
         let n = args.len();
         if n != k {
@@ -413,5 +422,33 @@ impl<'a> Em<'a> {
                 format!("expected a thread-local array of {n} elements"),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intrinsics::TABLE;
+
+    /// The emitter lowers here exactly the table's intrinsics that are not Hopper's, each with a fixed arity.
+    #[test]
+    fn lowerings_match_the_table() {
+        let hopper = [
+            "tma_load",
+            "tma_store",
+            "tma_load_multicast",
+            "wgmma_bf16",
+            "wgmma_f16",
+            "set_max_regs",
+            "sync_cluster",
+        ];
+        for i in TABLE {
+            let lowered = lowering(i.name).is_some();
+            assert_eq!(lowered, !hopper.contains(&i.name), "{}", i.name);
+            if lowered {
+                assert!(matches!(i.arity, Arity::Exactly(_)), "{}", i.name);
+            }
+        }
+        assert!(lowering("not_an_intrinsic").is_none());
     }
 }
