@@ -32,8 +32,7 @@ use super::unsynchronizable;
 use crate::ast::{
     Barrier, Block, Expr, ExprKind, Function, Ident, Level, Perspective, Stmt, StmtKind, Type,
 };
-use crate::check::INTRINSICS;
-use crate::intrinsics::MemEffect;
+use crate::intrinsics::{lookup, MemEffect};
 use crate::Diagnostic;
 use proc_macro2::Span;
 use std::collections::{BTreeMap, HashMap};
@@ -118,7 +117,7 @@ pub(crate) fn called_names(f: &Function) -> Vec<String> {
                 args,
             } => {
                 if let Some(p) = path.last() {
-                    if !INTRINSICS.contains(&p.name.as_str()) {
+                    if lookup(&p.name).is_none() {
                         out.push(p.name.clone());
                     }
                 }
@@ -617,7 +616,7 @@ impl<'a> Infer<'a> {
                 for g in generics {
                     self.expr_accs(g, names, scratch, out);
                 }
-                if let Some(intrinsic) = crate::intrinsics::lookup(name) {
+                if let Some(intrinsic) = lookup(name) {
                     for (i, a) in args.iter().enumerate() {
                         match (
                             Self::mem_token(names, a),
