@@ -13,6 +13,7 @@ use crate::ast::Perspective;
 /// How many arguments an intrinsic takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arity {
+    /// This many.
     Exactly(usize),
     /// The destination, the tensor map and one coordinate per dimension of the map (TMA).
     TwoPlusRank,
@@ -35,7 +36,9 @@ pub enum Need {
 /// What an intrinsic does to one of its memory arguments. A memory argument with no entry is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemEffect {
+    /// It reads the argument's memory.
     Read,
+    /// It writes it.
     Write,
     /// Concurrent with other atomics by design, ordered against plain reads and writes.
     Atomic,
@@ -46,8 +49,11 @@ pub enum MemEffect {
 /// One intrinsic.
 #[derive(Clone, Copy, Debug)]
 pub struct Intrinsic {
+    /// The name a call uses (reserved: no device function may take it).
     pub name: &'static str,
+    /// How many arguments it takes.
     pub arity: Arity,
+    /// The perspective its calls need.
     pub need: Need,
     /// Its memory arguments (by position) and what it does to each.
     pub memory: &'static [(usize, MemEffect)],
@@ -62,6 +68,7 @@ const READ0: &[(usize, MemEffect)] = &[(0, MemEffect::Read)];
 const WRITE0: &[(usize, MemEffect)] = &[(0, MemEffect::Write)];
 const COPY: &[(usize, MemEffect)] = &[(0, MemEffect::AsyncWrite), (2, MemEffect::Read)];
 
+/// A row with a fixed arity.
 const fn i(
     name: &'static str,
     arity: usize,
