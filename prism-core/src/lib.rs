@@ -10,6 +10,7 @@ pub mod check;
 pub mod consteval;
 pub mod diag;
 pub mod emit;
+pub mod intrinsics;
 pub mod parse;
 pub mod sync;
 

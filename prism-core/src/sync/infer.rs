@@ -32,7 +32,7 @@ use super::unsynchronizable;
 use crate::ast::{
     Barrier, Block, Expr, ExprKind, Function, Ident, Level, Perspective, Stmt, StmtKind, Type,
 };
-use crate::check::INTRINSICS;
+use crate::intrinsics::{lookup, MemEffect};
 use crate::Diagnostic;
 use proc_macro2::Span;
 use std::collections::{BTreeMap, HashMap};
@@ -117,7 +117,7 @@ pub(crate) fn called_names(f: &Function) -> Vec<String> {
                 args,
             } => {
                 if let Some(p) = path.last() {
-                    if !INTRINSICS.contains(&p.name.as_str()) {
+                    if lookup(&p.name).is_none() {
                         out.push(p.name.clone());
                     }
                 }
@@ -294,6 +294,17 @@ enum Acc {
     Atomic,
     /// `cp_async` into an `async_` name: completes only after `cp.async.wait_all`.
     AsyncWrite,
+}
+
+impl From<MemEffect> for Acc {
+    fn from(e: MemEffect) -> Acc {
+        match e {
+            MemEffect::Read => Acc::Read,
+            MemEffect::Write => Acc::Write,
+            MemEffect::Atomic => Acc::Atomic,
+            MemEffect::AsyncWrite => Acc::AsyncWrite,
+        }
+    }
 }
 
 /// Accesses of one level since the last barrier covering it.
@@ -605,26 +616,13 @@ impl<'a> Infer<'a> {
                 for g in generics {
                     self.expr_accs(g, names, scratch, out);
                 }
-                let fixed: &[(usize, Acc)] = match name {
-                    "atomic_add" | "atomic_max" | "atomic_min" | "atomic_exch" | "atomic_cas" => {
-                        &[(0, Acc::Atomic)]
-                    }
-                    "load2" | "load4" | "ldmatrix_x1" | "ldmatrix_x2" | "ldmatrix_x4" => {
-                        &[(0, Acc::Read)]
-                    }
-                    "store2" | "store4" => &[(0, Acc::Write)],
-                    "cp_async" | "cp_async_bulk" => &[(0, Acc::AsyncWrite), (2, Acc::Read)],
-                    "tma_load" | "tma_load_multicast" => &[(0, Acc::AsyncWrite)],
-                    "tma_store" => &[(1, Acc::Read)],
-                    _ => &[],
-                };
-                if INTRINSICS.contains(&name) {
+                if let Some(intrinsic) = lookup(name) {
                     for (i, a) in args.iter().enumerate() {
                         match (
                             Self::mem_token(names, a),
-                            fixed.iter().find(|(j, _)| *j == i),
+                            intrinsic.memory.iter().find(|(j, _)| *j == i),
                         ) {
-                            (Some(t), Some((_, k))) => out.push((t, *k)),
+                            (Some(t), Some((_, k))) => out.push((t, Acc::from(*k))),
                             // A memory name where no access is declared: count it as a read.
                             (Some(t), None) => out.push((t, Acc::Read)),
                             (None, _) => self.expr_accs(a, names, scratch, out),

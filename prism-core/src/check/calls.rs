@@ -1,0 +1,636 @@
+//! Calls of device functions (T-FUNCTION-CALL): arity, const arguments and instances, each argument's
+//! perspective and memory, and the result's perspective.
+
+use super::*;
+
+impl<'a> Cx<'a> {
+    pub(super) fn e_call(
+        &mut self,
+        e: &Expr,
+        path: &[Ident],
+        generics: &[Expr],
+        args: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
+        let Some(name) = path.last() else {
+            return Ty::Err;
+        };
+        if path.len() == 1 && INTRINSICS.contains(&name.name.as_str()) {
+            if !generics.is_empty() {
+                self.errors.push(err(
+                    "TYPE",
+                    name.span,
+                    format!("intrinsic `{}` takes no generic arguments", name.name),
+                ));
+            }
+            return self.intrinsic(e, name, args, sink, code);
+        }
+        let deps = self.deps;
+        let Some(callee) = deps.iter().find(|d| d.name.name == name.name) else {
+            let mut known: Vec<&str> = deps.iter().map(|d| d.name.name.as_str()).collect();
+            known.sort();
+            let mut d = err(
+                "UNKNOWN-FN",
+                name.span,
+                format!("cannot find device function `{}`", name.name),
+            );
+            let close = known
+                .iter()
+                .chain(INTRINSICS.iter())
+                .find(|k| edit_distance(k, &name.name) <= 2)
+                .map(|s| s.to_string());
+            d = match close {
+                Some(c) => d.help(format!(
+                    "did you mean `{c}`? known device functions: {}",
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    }
+                )),
+                None => d.help(format!(
+                    "known device functions: {}; intrinsics: {}",
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    },
+                    INTRINSICS.join(", ")
+                )),
+            };
+            self.errors.push(d);
+            for a in args {
+                let s2 = Sink {
+                    id_target: None,
+                    ..sink.clone()
+                };
+                if !matches!(a.kind, ExprKind::Ref { .. }) {
+                    self.expr(a, &s2, code);
+                }
+            }
+            return Ty::Err;
+        };
+        self.t_function_call(e, name, callee, generics, args, sink, code)
+    }
+
+    /// [T-FUNCTION-CALL] the callee's perspective signature is satisfied at the call site (§3.6).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn t_function_call(
+        &mut self,
+        e: &Expr,
+        name: &Ident,
+        callee: &Function,
+        generics: &[Expr],
+        args: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
+        if callee.kind == FnKind::Kernel {
+            self.errors.push(
+                err(
+                    "T-FUNCTION-CALL",
+                    name.span,
+                    format!("`{}` is a kernel and cannot be called", name.name),
+                )
+                .help("call `#[prism_device]` functions"),
+            );
+            return Ty::Err;
+        }
+        if callee.name.name == self.f.name.name {
+            self.errors.push(
+                err(
+                    "T-FUNCTION-CALL",
+                    name.span,
+                    format!("recursive call of `{}`", name.name),
+                )
+                .help("device functions are inlined: recursion is not supported"),
+            );
+            return Ty::Err;
+        }
+        let ctop = callee
+            .requires
+            .first()
+            .map(|p| p.perspective)
+            .unwrap_or(Perspective::thread(1));
+        if !self.le(ctop, code) {
+            self.errors.push(
+                err(
+                    "T-FUNCTION-CALL",
+                    name.span,
+                    format!("`{}` requires {ctop} but is called from {code}", name.name),
+                )
+                .note(callee.name.span, format!("`{}` declares requires({})", name.name, callee.requires.iter().map(|p| p.perspective.to_string()).collect::<Vec<_>>().join(", ")))
+                .help(format!("call it from code at {ctop} or broader (where {ctop} divides it), e.g. inside `group({ctop}, ..)` or a split arm")),
+            );
+        }
+        // Inner thread requirements of a block-level callee must hold for the caller's threads per block.
+        if ctop.level > Level::Thread {
+            for p in &callee.requires {
+                if p.perspective.level == Level::Thread && !self.t.is_multiple_of(p.perspective.n) {
+                    self.errors.push(
+                        err(
+                            "T-FUNCTION-CALL",
+                            name.span,
+                            format!(
+                                "`{}` requires {} inside {ctop}, but this kernel only guarantees {}",
+                                name.name,
+                                p.perspective,
+                                self.t_desc()
+                            ),
+                        )
+                        .help(format!("add {} to this function's `requires` or set `threads = N` with N a multiple of {}", p.perspective, p.perspective.n)),
+                    );
+                }
+                if p.perspective.level == Level::Block
+                    && ctop.level == Level::Grid
+                    && !self.b.is_multiple_of(p.perspective.n)
+                {
+                    self.errors.push(err(
+                        "T-FUNCTION-CALL",
+                        name.span,
+                        format!("`{}` requires {} inside {ctop}, but blocks per grid are only known to be a multiple of {}", name.name, p.perspective, self.b),
+                    ));
+                }
+            }
+        }
+        // Const generics.
+        let mut gvals: Vec<Option<i64>> = Vec::new();
+        if generics.len() != callee.const_params.len() {
+            self.errors.push(err(
+                "TYPE",
+                name.span,
+                format!(
+                    "`{}` takes {} const generic argument(s), found {}",
+                    name.name,
+                    callee.const_params.len(),
+                    generics.len()
+                ),
+            ));
+        } else {
+            for g in generics {
+                gvals.push(self.eval_opt(g, "a const generic argument"));
+            }
+        }
+        let callee_consts = |n: &str| -> Option<i64> {
+            callee
+                .const_params
+                .iter()
+                .position(|c| c.name.name == n)
+                .and_then(|i| gvals.get(i).copied().flatten())
+        };
+        // Shared memory of the callee (T-Function-Call: m' ≤ m).
+        if let Some(bytes) = fn_smem(callee, &callee_consts, self.deps, 0) {
+            self.callee_smem = self.callee_smem.max(bytes);
+            if bytes > 0 {
+                self.first_smem_call.get_or_insert(name.span);
+            }
+        }
+        if args.len() != callee.params.len() {
+            self.errors.push(err(
+                "TYPE",
+                name.span,
+                format!(
+                    "`{}` takes {} argument(s), found {}",
+                    name.name,
+                    callee.params.len(),
+                    args.len()
+                ),
+            ));
+        }
+        for (a, p) in args.iter().zip(&callee.params) {
+            let pat = match p.ty {
+                Type::ArrayRef { .. } => Perspective::thread(1),
+                _ => p.at.map(|x| x.perspective).unwrap_or(ctop),
+            };
+            self.call_arg(name, a, p, pat, &callee_consts, code);
+        }
+        // The result has the callee's `returns` perspective (default: its top).
+        let ret = match &callee.ret {
+            None => Ty::Unit,
+            Some((t, _)) => match t {
+                Type::Scalar(s) => Ty::Scalar(*s),
+                _ => Ty::Err,
+            },
+        };
+        if ret != Ty::Unit {
+            let rp = callee.returns.map(|r| r.perspective).unwrap_or(ctop);
+            self.result_read_up(e.span, &name.name, rp, sink);
+        }
+        ret
+    }
+
+    /// A call's result at perspective `rp` flows into `sink`.
+    pub(super) fn result_read_up(&mut self, span: Span, name: &str, rp: Perspective, sink: &Sink) {
+        if !self.le(sink.p, rp) {
+            self.errors.push(
+                err(
+                    sink.rule,
+                    span,
+                    format!(
+                        "the result of `{name}` is at {rp} but is read into {}",
+                        sink.what
+                    ),
+                )
+                .help(format!("assign it to a variable at {rp} or narrower")),
+            );
+        }
+    }
+
+    /// [CALL-ARG] scalars may be broader than the parameter; `*mut` pointers must match exactly; `*const`
+    /// pointers may be broader; array references pass thread-local arrays (`&mut` exactly thread[1]).
+    pub(super) fn call_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        pat: Perspective,
+        callee_consts: &dyn Fn(&str) -> Option<i64>,
+        code: Perspective,
+    ) {
+        match &p.ty {
+            Type::Scalar(s) => {
+                let sink = Sink {
+                    p: pat,
+                    rule: "CALL-ARG",
+                    what: format!("parameter `{}` of `{}` ({pat})", p.name, fname.name),
+                    id_target: None,
+                };
+                let t = self.expr(a, &sink, code);
+                self.expect_ty(
+                    &t,
+                    &Ty::Scalar(*s),
+                    a.span,
+                    &format!("parameter `{}` of `{}`", p.name, fname.name),
+                );
+            }
+            Type::Ptr { .. } => self.ptr_param_arg(fname, a, p, pat, code),
+            Type::ArrayRef { .. } => {
+                self.array_ref_param_arg(fname, a, p, pat, callee_consts, code)
+            }
+            Type::Array { .. } | Type::Shared { .. } | Type::TensorMap { .. } => {}
+        }
+    }
+
+    /// An array-reference argument: `&a` / `&mut a` of a thread-local array of the parameter's type (or a
+    /// forwarded array-reference parameter); `&mut` needs a mutable array at exactly the parameter's perspective.
+    fn array_ref_param_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        pat: Perspective,
+        callee_consts: &dyn Fn(&str) -> Option<i64>,
+        code: Perspective,
+    ) {
+        let Type::ArrayRef { elem, len, mutable } = &p.ty else {
+            return;
+        };
+        let (inner, amut) = match &a.kind {
+            ExprKind::Ref { mutable, expr } => (&**expr, *mutable),
+            // Forwarding an array-reference parameter as in Rust: `f(out)`.
+            ExprKind::Var(_) => (a, *mutable),
+            _ => {
+                self.errors.push(err(
+                    "CALL-ARG",
+                    a.span,
+                    format!(
+                        "parameter `{}` of `{}` takes `&{}a` of a thread-local array",
+                        p.name,
+                        fname.name,
+                        if *mutable { "mut " } else { "" }
+                    ),
+                ));
+                return;
+            }
+        };
+        let ExprKind::Var(id) = &inner.kind else {
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        let Ty::Array { elem: ve, len: vl } = v.ty else {
+            if v.ty != Ty::Err {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "parameter `{}` of `{}` is an array reference, but `{}` has type {}",
+                        p.name, fname.name, v.name, v.ty
+                    ),
+                ));
+            }
+            return;
+        };
+        let want_len = eval_const(len, callee_consts).ok();
+        if ve != *elem || matches!((vl, want_len), (Some(x), Some(y)) if x != y) {
+            self.errors.push(err(
+                "TYPE",
+                id.span,
+                format!(
+                    "parameter `{}` of `{}` is [{elem}; {}], but `{}` is {}",
+                    p.name,
+                    fname.name,
+                    want_len.map(|l| l.to_string()).unwrap_or("_".into()),
+                    v.name,
+                    v.ty
+                ),
+            ));
+        }
+        if *mutable {
+            if !amut {
+                self.errors.push(err(
+                    "CALL-ARG",
+                    a.span,
+                    format!(
+                        "parameter `{}` of `{}` is `&mut`: pass `&mut {}`",
+                        p.name, fname.name, v.name
+                    ),
+                ));
+            }
+            if !v.mutable {
+                self.errors.push(
+                    err("MUT", id.span, format!("`{}` is not mutable", v.name))
+                        .help(format!("declare it `let mut {}`", v.name)),
+                );
+            }
+            if v.at != pat {
+                self.errors.push(
+                    err(
+                        "CALL-ARG",
+                        id.span,
+                        format!(
+                            "`{}` is at {} but `&mut` parameter `{}` of `{}` needs exactly {pat}",
+                            v.name, v.at, p.name, fname.name
+                        ),
+                    )
+                    .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
+                    .help(format!(
+                        "declare it `#[at(thread[1])] let mut {} = ..;`",
+                        v.name
+                    )),
+                );
+            }
+            self.write_down(&v, id.span, code);
+        } else if !self.le(pat, v.at) {
+            self.errors.push(err(
+                "CALL-ARG",
+                id.span,
+                format!(
+                    "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
+                    v.name, v.at, p.name, fname.name
+                ),
+            ));
+        }
+    }
+
+    /// A pointer argument: a pointer variable of the element type; `*mut` at exactly the parameter's
+    /// perspective, `*const` at it or broader.
+    fn ptr_param_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        pat: Perspective,
+        code: Perspective,
+    ) {
+        let Type::Ptr { elem, mutable } = &p.ty else {
+            return;
+        };
+        let ExprKind::Var(id) = &a.kind else {
+            self.errors.push(err(
+                "CALL-ARG",
+                a.span,
+                format!(
+                    "parameter `{}` of `{}` is a pointer: pass a pointer variable",
+                    p.name, fname.name
+                ),
+            ));
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        if v.is_async {
+            self.async_only(&v, id.span);
+            return;
+        }
+        let Ty::Ptr {
+            elem: ve,
+            mutable: vm,
+            space,
+        } = v.ty
+        else {
+            if v.ty != Ty::Err {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "parameter `{}` of `{}` is a pointer, but `{}` has type {}",
+                        p.name, fname.name, v.name, v.ty
+                    ),
+                ));
+            }
+            return;
+        };
+        if ve != *elem {
+            self.errors.push(err(
+                "TYPE",
+                id.span,
+                format!(
+                    "parameter `{}` of `{}` points to {elem}, but `{}` points to {ve}",
+                    p.name, fname.name, v.name
+                ),
+            ));
+        }
+        if *mutable {
+            if !vm {
+                self.errors.push(err(
+                    "CONST",
+                    id.span,
+                    format!(
+                        "`{}` is `*const` but parameter `{}` of `{}` is `*mut`",
+                        v.name, p.name, fname.name
+                    ),
+                ));
+            }
+            if v.at != pat {
+                self.errors.push(
+                        err(
+                            "CALL-ARG",
+                            id.span,
+                            format!("`{}` is at {} but parameter `{}` of `{}` is a `*mut` pointer at {pat}: mutable pointers must match exactly", v.name, v.at, p.name, fname.name),
+                        )
+                        .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
+                        .help(format!("narrow it to {pat} with `partition`/`claim` first")),
+                    );
+            }
+        } else if !self.le(pat, v.at) {
+            self.errors.push(
+                err(
+                    "CALL-ARG",
+                    id.span,
+                    format!(
+                        "`{}` is at {} but parameter `{}` of `{}` needs {pat} or broader",
+                        v.name, v.at, p.name, fname.name
+                    ),
+                )
+                .note(v.span, format!("`{}` declared here at {}", v.name, v.at)),
+            );
+        }
+        if space == Space::Shared {
+            self.arr_access_shared(&v, id.span, code);
+        }
+    }
+
+    /// A pointer argument of an intrinsic: `write` needs a mutable pointer at thread[1] ([STORE]/[CONST]).
+    pub(super) fn ptr_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        write: bool,
+        space: Option<Space>,
+        code: Perspective,
+    ) -> Option<ScalarType> {
+        let ExprKind::Var(id) = &a.kind else {
+            self.errors.push(err(
+                "TYPE",
+                a.span,
+                format!("`{}` takes a pointer variable here", fname.name),
+            ));
+            return None;
+        };
+        let vi = self.use_var(id)?;
+        let v = self.vars[vi].clone();
+        if v.is_async {
+            self.async_only(&v, id.span);
+            return None;
+        }
+        let Ty::Ptr {
+            elem,
+            mutable,
+            space: sp,
+        } = v.ty
+        else {
+            if v.ty != Ty::Err {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!("`{}` takes a pointer, `{}` is {}", fname.name, v.name, v.ty),
+                ));
+            }
+            return None;
+        };
+        if let Some(want) = space {
+            if want != sp {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "`{}` needs shared memory, `{}` is global memory",
+                        fname.name, v.name
+                    ),
+                ));
+            }
+        }
+        if write {
+            if fname.name.starts_with("atomic") {
+                // Atomics may go through broader pointers (their point is concurrent access).
+                if !mutable {
+                    self.errors.push(err(
+                        "CONST",
+                        id.span,
+                        format!(
+                            "`{}` writes through `{}`, which is `*const`",
+                            fname.name, v.name
+                        ),
+                    ));
+                }
+                if sp == Space::Shared {
+                    self.arr_access_shared(&v, id.span, code);
+                }
+            } else {
+                self.store(&v, id.span, mutable, sp, code);
+            }
+        } else if sp == Space::Shared {
+            self.arr_access_shared(&v, id.span, code);
+        }
+        Some(elem)
+    }
+
+    /// `&a`/`&mut a` of a thread-local `[elem; len]` for an intrinsic; `&mut` needs exactly thread[1].
+    pub(super) fn array_ref_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        mutable: bool,
+        elem: ScalarType,
+        len: i64,
+        pname: &str,
+    ) {
+        let ExprKind::Ref { mutable: am, expr } = &a.kind else {
+            self.errors.push(err(
+                "CALL-ARG",
+                a.span,
+                format!(
+                    "argument `{pname}` of `{}` is `&{}[{elem}; {len}]`",
+                    fname.name,
+                    if mutable { "mut " } else { "" }
+                ),
+            ));
+            return;
+        };
+        let ExprKind::Var(id) = &expr.kind else {
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        let want = Ty::Array {
+            elem,
+            len: Some(len),
+        };
+        match &v.ty {
+            Ty::Array { elem: ve, len: vl } if *ve == elem && vl.is_none_or(|l| l == len) => {}
+            Ty::Err => return,
+            other => {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "argument `{pname}` of `{}` must be {want}, `{}` is {other}",
+                        fname.name, v.name
+                    ),
+                ));
+                return;
+            }
+        }
+        if mutable {
+            if !am {
+                self.errors.push(err(
+                    "CALL-ARG",
+                    a.span,
+                    format!(
+                        "argument `{pname}` of `{}` is written: pass `&mut {}`",
+                        fname.name, v.name
+                    ),
+                ));
+            }
+            if !v.mutable {
+                self.errors.push(
+                    err("MUT", id.span, format!("`{}` is not mutable", v.name))
+                        .help(format!("declare it `let mut {}`", v.name)),
+                );
+            }
+            if v.at != Perspective::thread(1) {
+                self.errors.push(
+                    err(
+                        "CALL-ARG",
+                        id.span,
+                        format!("`{}` is at {} but argument `{pname}` of `{}` must be exactly thread[1] (each thread's own fragment)", v.name, v.at, fname.name),
+                    )
+                    .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
+                    .help(format!("declare it `#[at(thread[1])] let mut {} = ..;`", v.name)),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Perspectives: the algebra (units, ordering), `group`, `split`, `partition`, `claim` and `async_`
+//! (T-GROUP, T-SPLIT, T-PARTITION, T-CLAIM, ASYNC), and where a call needs a perspective.
+
+use super::*;
+
+pub(super) fn narrower_syntactic(a: Perspective, b: Perspective) -> bool {
+    a.narrower_eq_syntactic(b)
+}
+
+impl<'a> Cx<'a> {
+    /// Guaranteed divisor of the number of `inner` units in one `outer` (§3.2, appendix A.1).
+    pub(super) fn units(&self, inner: Level, outer: Perspective) -> Option<u64> {
+        let n = outer.n as u64;
+        match (outer.level, inner) {
+            (a, b) if a == b => Some(n),
+            (Level::Block, Level::Thread) => Some(n * self.t as u64),
+            (Level::Grid, Level::Block) => Some(n * self.b as u64),
+            (Level::Grid, Level::Thread) => Some(n * self.b as u64 * self.t as u64),
+            _ => None,
+        }
+    }
+
+    /// `a ≤ b`: `a` is narrower than or equal to `b`, alignment included.
+    pub(super) fn le(&self, a: Perspective, b: Perspective) -> bool {
+        match self.units(a.level, b) {
+            Some(d) => d % a.n as u64 == 0,
+            None => false,
+        }
+    }
+
+    pub(super) fn t_desc(&self) -> String {
+        match self.t_exact {
+            Some(t) => format!("threads = {t}"),
+            None => format!("threads per block a multiple of {}", self.t),
+        }
+    }
+
+    /// [T-GROUP] `group(P)` replicates narrower code P across the current perspective (Fig. 7).
+    pub(super) fn t_group(&mut self, at: &SpannedPerspective, body: &Block, code: Perspective) {
+        let p = at.perspective;
+        if !self.le(p, code) {
+            let why = if p.level > code.level {
+                format!("{} is a broader level than {}", p.level, code.level)
+            } else if p.level == code.level {
+                format!("{} does not divide {}", p.n, code.n)
+            } else {
+                format!(
+                    "{} {} units are guaranteed in {code} ({}), and {} does not divide that",
+                    self.units(p.level, code).unwrap_or(0),
+                    p.level,
+                    self.t_desc(),
+                    p.n
+                )
+            };
+            self.errors.push(
+                err("T-GROUP", at.span, format!("cannot group {p} inside {code}: {why}"))
+                    .help("group into a perspective narrower than the current one that divides it evenly (add thread[n] to `requires` or set `threads = N`)"),
+            );
+        }
+        self.body(body, p);
+    }
+
+    /// [T-SPLIT] n-ary split: the arms' sizes fit the available units, each aligned to its size (Figs. 9, 10).
+    pub(super) fn t_split(
+        &mut self,
+        span: Span,
+        level: Level,
+        unit: u32,
+        arms: &[SplitArm],
+        code: Perspective,
+    ) {
+        let id = self.next_split;
+        self.next_split += 1;
+        let avail = self.units(level, code);
+        let sizes: Vec<String> = arms
+            .iter()
+            .map(|a| (a.size / unit.max(1)).to_string())
+            .collect();
+        let desc = if unit == 1 {
+            format!("split({level}) {{ {} }}", sizes.join(", "))
+        } else {
+            format!(
+                "split({}) {{ {} }}",
+                if unit == 32 { "warp" } else { "warpgroup" },
+                sizes.join(", ")
+            )
+        };
+        match avail {
+            None => self.errors.push(err(
+                "T-SPLIT",
+                span,
+                format!(
+                    "cannot split {code} by {level}: {level} is broader than the code perspective"
+                ),
+            )),
+            Some(d) => {
+                let mut off: u64 = 0;
+                for a in arms {
+                    let n = a.size as u64;
+                    if off + n > d {
+                        self.errors.push(
+                            err(
+                                "T-SPLIT",
+                                a.size_span,
+                                format!("{desc} does not fit in {code}: arms need {} {level} units but only {d} are guaranteed", arms.iter().map(|a| a.size as u64).sum::<u64>()),
+                            )
+                            .help(if code.level > level { format!("guaranteed units come from `requires`/`threads` ({})", self.t_desc()) } else { "make the arms add up to at most the perspective's size".into() }),
+                        );
+                        break;
+                    }
+                    if d % n != 0 {
+                        self.errors.push(err(
+                            "T-SPLIT",
+                            a.size_span,
+                            format!("in {desc} inside {code}: arm {level}[{n}] does not divide the {d} available {level} units"),
+                        ));
+                    } else if !off.is_multiple_of(n) {
+                        self.errors.push(
+                            err(
+                                "T-SPLIT",
+                                a.size_span,
+                                format!("in {desc} inside {code}: arm {level}[{n}] starts at offset {off}, which is not aligned to {n}"),
+                            )
+                            .help("order the arms largest first, or pad with smaller arms so each starts at a multiple of its size"),
+                        );
+                    }
+                    off += n;
+                }
+            }
+        }
+        for (i, a) in arms.iter().enumerate() {
+            let p = Perspective::new(level, a.size);
+            self.arms.push(Arm {
+                split: id,
+                arm: i,
+                at: p,
+            });
+            self.body(&a.body, p);
+            self.arms.pop();
+        }
+    }
+
+    /// The pointer a partition/claim/async_ narrows: must be memory (not a local array).
+    pub(super) fn memory_target(&mut self, rule: &'static str, target: &Ident) -> Option<usize> {
+        let vi = self.use_var(target)?;
+        let v = &self.vars[vi];
+        match v.ty {
+            Ty::Ptr { .. } => Some(vi),
+            Ty::Err => None,
+            _ => {
+                let d = err(
+                    rule,
+                    target.span,
+                    format!(
+                        "`{}` has type {} but only pointers and shared allocations can be narrowed",
+                        v.name, v.ty
+                    ),
+                )
+                .help("thread-local arrays are already per-thread; index them directly");
+                self.errors.push(d);
+                None
+            }
+        }
+    }
+
+    /// [T-PARTITION] (T-Partition / T-Lower): `x` at the code perspective is split into views at narrower P.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn t_partition(
+        &mut self,
+        span: Span,
+        target: &Ident,
+        at: &SpannedPerspective,
+        index: &IndexFn,
+        new_name: &Ident,
+        body: &Block,
+        code: Perspective,
+    ) {
+        let p = at.perspective;
+        let vi = self.memory_target("T-PARTITION", target);
+        if let Some(vi) = vi {
+            let v = self.vars[vi].clone();
+            if v.at != code {
+                self.errors.push(
+                    err(
+                        "T-PARTITION",
+                        target.span,
+                        format!("`{}` is at {} but the code is at {code}: only memory at the code perspective can be partitioned", v.name, v.at),
+                    )
+                    .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
+                    .help(format!("partition it from code at {}", v.at)),
+                );
+            }
+            if v.is_async {
+                self.async_only(&v, target.span);
+            }
+        }
+        if !self.le(p, code) {
+            self.errors.push(err(
+                "T-PARTITION",
+                at.span,
+                format!("cannot partition into {p} from {code}: {p} is not narrower than {code} with alignment ({})", self.t_desc()),
+            ));
+        }
+        // The index function reads at P: its parameters are P-local integers.
+        let mark = self.vars.len();
+        for ip in &index.params {
+            self.declare(ip, p, Ty::IntLit, false);
+        }
+        // T-PARTITION: the closure maps each P unit to its part of `x`, so it reads at P (READ-UP into P).
+        let sink = Sink {
+            p,
+            rule: "T-PARTITION",
+            what: format!(
+                "the index closure of `partition({}, {p}, ..)`, which computes one offset per {p} unit",
+                target.name
+            ),
+            id_target: None,
+        };
+        let ity = self.expr(&index.body, &sink, code);
+        self.expect_int(&ity, index.body.span, "the partition index");
+        self.vars.truncate(mark);
+        let Some(vi) = vi else {
+            self.body(body, code);
+            return;
+        };
+        let saved = self.vars[vi].hidden.replace(Hidden::Partition(span));
+        let ty = self.vars[vi].ty.clone();
+        let mutable = self.vars[vi].mutable;
+        let mark = self.vars.len();
+        let ni = self.declare(new_name, p, ty, mutable);
+        self.vars[ni].index_arity = index.params.len();
+        self.vars[ni].is_async = self.vars[vi].is_async;
+        self.block_in_scope(body, code);
+        self.vars.truncate(mark);
+        self.vars[vi].hidden = saved;
+    }
+
+    pub(super) fn block_in_scope(&mut self, b: &Block, code: Perspective) {
+        let saved = self.loop_depth;
+        self.loop_depth = 0;
+        self.block(b, code);
+        self.loop_depth = saved;
+    }
+
+    /// [T-CLAIM] `claim(x, P, |y| ..)`: y at P is usable in one split arm at P only ([CLAIM-ONE-BRANCH]).
+    pub(super) fn t_claim(
+        &mut self,
+        span: Span,
+        target: &Ident,
+        at: &SpannedPerspective,
+        new_name: &Ident,
+        body: &Block,
+        code: Perspective,
+    ) {
+        let p = at.perspective;
+        let vi = self.memory_target("T-CLAIM", target);
+        if let Some(vi) = vi {
+            let v = self.vars[vi].clone();
+            if v.at != code {
+                self.errors.push(
+                    err(
+                        "T-CLAIM",
+                        target.span,
+                        format!("`{}` is at {} but the code is at {code}: only memory at the code perspective can be claimed", v.name, v.at),
+                    )
+                    .note(v.span, format!("`{}` declared here at {}", v.name, v.at)),
+                );
+            }
+        }
+        if !self.le(p, code) {
+            self.errors.push(err(
+                "T-CLAIM",
+                at.span,
+                format!("cannot claim {p} from {code}: {p} is not narrower than {code} with alignment ({})", self.t_desc()),
+            ));
+        }
+        let Some(vi) = vi else {
+            self.body(body, code);
+            return;
+        };
+        let saved = self.vars[vi].hidden.replace(Hidden::Claim(span));
+        let ty = self.vars[vi].ty.clone();
+        let mutable = self.vars[vi].mutable;
+        let mark = self.vars.len();
+        let ni = self.declare(new_name, p, ty, mutable);
+        self.vars[ni].index_arity = self.vars[vi].index_arity;
+        self.vars[ni].claim = Some(ClaimInfo {
+            at: p,
+            arm_base: self.arms.len(),
+            first_use: None,
+        });
+        self.block_in_scope(body, code);
+        self.vars.truncate(mark);
+        self.vars[vi].hidden = saved;
+    }
+
+    /// §3.7 `async_(x, |y| ..)`: x hidden, y only for async copies ([ASYNC-ONLY]).
+    pub(super) fn t_async(
+        &mut self,
+        span: Span,
+        target: &Ident,
+        new_name: &Ident,
+        body: &Block,
+        code: Perspective,
+    ) {
+        let Some(vi) = self.memory_target("ASYNC-ONLY", target) else {
+            self.body(body, code);
+            return;
+        };
+        let saved = self.vars[vi].hidden.replace(Hidden::Async(span));
+        let (ty, at, mutable) = (
+            self.vars[vi].ty.clone(),
+            self.vars[vi].at,
+            self.vars[vi].mutable,
+        );
+        let mark = self.vars.len();
+        let ni = self.declare(new_name, at, ty, mutable);
+        self.vars[ni].is_async = true;
+        self.vars[ni].index_arity = self.vars[vi].index_arity;
+        self.block_in_scope(body, code);
+        self.vars.truncate(mark);
+        self.vars[vi].hidden = saved;
+    }
+
+    /// [ASYNC-ONLY] an `async_` name may only be the destination of an async copy intrinsic.
+    pub(super) fn async_only(&mut self, v: &Var, span: Span) {
+        self.errors.push(
+            err(
+                "ASYNC-ONLY",
+                span,
+                format!("`{}` is an `async_` name: only async copy intrinsics (`cp_async`, `cp_async_bulk`) may use it", v.name),
+            )
+            .note(v.span, "bound by `async_` here")
+            .help(format!("pass it as the destination: `cp_async({}, di, src, si, 16)`", v.name)),
+        );
+    }
+
+    /// [INTRINSIC] the intrinsic `name` requires perspective `p` to divide the code perspective.
+    pub(super) fn need_perspective(&mut self, name: &Ident, p: Perspective, code: Perspective) {
+        if !self.le(p, code) {
+            let why = if p.level > code.level || (p.level == code.level && p.n > code.n) {
+                format!("{code} has fewer threads than {p}")
+            } else {
+                format!("{p} does not divide {code} ({})", self.t_desc())
+            };
+            self.errors.push(
+                err(
+                    "INTRINSIC",
+                    name.span,
+                    format!(
+                        "`{}` requires {p} but is called from {code}: {why}",
+                        name.name
+                    ),
+                )
+                .help(format!(
+                    "call it inside `group({p}, || {{ .. }})` or a split arm of {p}"
+                )),
+            );
+        }
+    }
+}

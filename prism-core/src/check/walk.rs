@@ -1,0 +1,103 @@
+//! Walks over the syntax tree that several rules share: the variables an expression names, every statement
+//! of a block, every call.
+
+use super::*;
+
+pub(super) fn walk_vars(e: &Expr, f: &mut dyn FnMut(&str)) {
+    walk_var_idents(e, &mut |id| f(&id.name));
+}
+
+pub(super) fn walk_var_idents(e: &Expr, f: &mut dyn FnMut(&Ident)) {
+    match &e.kind {
+        ExprKind::Var(id) => f(id),
+        ExprKind::Lit(_) | ExprKind::Asm { .. } => {}
+        ExprKind::Index { base, indices } => {
+            walk_var_idents(base, f);
+            indices.iter().for_each(|i| walk_var_idents(i, f));
+        }
+        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
+            walk_var_idents(expr, f)
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk_var_idents(lhs, f);
+            walk_var_idents(rhs, f);
+        }
+        ExprKind::Call { args, generics, .. } => {
+            generics.iter().for_each(|a| walk_var_idents(a, f));
+            args.iter().for_each(|a| walk_var_idents(a, f));
+        }
+        ExprKind::MethodCall { recv, args, .. } => {
+            walk_var_idents(recv, f);
+            args.iter().for_each(|a| walk_var_idents(a, f));
+        }
+        ExprKind::ArrayLit(items) => items.iter().for_each(|a| walk_var_idents(a, f)),
+        ExprKind::ArrayRepeat { value, len } => {
+            walk_var_idents(value, f);
+            walk_var_idents(len, f);
+        }
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => {
+            walk_var_idents(cond, f);
+            walk_var_idents(then_value, f);
+            walk_var_idents(else_value, f);
+        }
+    }
+}
+
+pub(super) fn walk_block(b: &Block, f: &mut dyn FnMut(&Stmt)) {
+    for s in &b.stmts {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                walk_block(then_block, f);
+                if let Some(e) = else_block {
+                    walk_block(e, f);
+                }
+            }
+            StmtKind::While { body, .. }
+            | StmtKind::For { body, .. }
+            | StmtKind::Group { body, .. }
+            | StmtKind::Partition { body, .. }
+            | StmtKind::Claim { body, .. }
+            | StmtKind::Async { body, .. }
+            | StmtKind::Peer { body, .. }
+            | StmtKind::Ring { body, .. }
+            | StmtKind::RingUse { body, .. }
+            | StmtKind::Unsafe { body } => walk_block(body, f),
+            StmtKind::Split { arms, .. } => arms.iter().for_each(|a| walk_block(&a.body, f)),
+            _ => {}
+        }
+    }
+}
+
+pub(crate) fn walk_calls(b: &Block, f: &mut dyn FnMut(&str, &Expr)) {
+    fn in_expr(e: &Expr, f: &mut dyn FnMut(&str, &Expr)) {
+        if let ExprKind::Call { path, args, .. } = &e.kind {
+            if let Some(n) = path.last() {
+                f(&n.name, e);
+            }
+            args.iter().for_each(|a| in_expr(a, f));
+        }
+    }
+    walk_block(b, &mut |s| match &s.kind {
+        StmtKind::Expr(e) => in_expr(e, f),
+        StmtKind::Let { init: Some(e), .. } => in_expr(e, f),
+        StmtKind::Assign { value, .. } => in_expr(value, f),
+        _ => {}
+    });
+}
+
+/// The `p[i]` inside an `&p[i]` asm address operand.
+pub(super) fn asm_address_target(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Ref { expr, .. } => expr,
+        _ => e,
+    }
+}

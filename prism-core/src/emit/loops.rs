@@ -1,0 +1,299 @@
+//! `for` loops: unrolled (constant trip counts, loops that index register arrays) or emitted as a loop.
+
+use super::expr::mentions;
+use super::*;
+
+impl<'a> Em<'a> {
+    pub(super) fn for_stmt(
+        &mut self,
+        var: &Ident,
+        start: &Expr,
+        end: &Expr,
+        step: Option<&Expr>,
+        body: &Block,
+        span: Span,
+    ) -> R<()> {
+        let consts = (
+            self.const_i64(start),
+            self.const_i64(end),
+            step.map(|s| self.const_i64(s)).transpose(),
+        );
+        // The increment of a run-time loop with constant bounds would wrap past the type's maximum (e.g.
+        // `(0..u32::MAX).step_by(16)`): then the loop exits before adding instead of after.
+        let mut guard_wrap = false;
+        if let (Ok(a), Ok(b), Ok(st)) = consts {
+            // Trip counts in i128: bounds and steps anywhere in i64 (and u32/u64 types) cannot overflow.
+            let (a, b, st) = (a as i128, b as i128, st.unwrap_or(1) as i128);
+            if st <= 0 {
+                return Err(err("EMIT-LOOP", span, "`step_by` must be positive"));
+            }
+            let trips = if b > a { (b - a + st - 1) / st } else { 0 };
+            let max = match self.loop_ty(start, end) {
+                Some(ScalarType::U32) | None => u32::MAX as i128,
+                Some(ScalarType::I32) => i32::MAX as i128,
+                Some(ScalarType::U64) => u64::MAX as i128,
+                _ => i64::MAX as i128,
+            };
+            guard_wrap = trips > 0 && a + (trips - 1) * st + st > max;
+            let indexes = indexes_reg_array(body, &var.name, &self.array_names(body));
+            if trips <= SMALL_TRIP || (indexes && trips <= MAX_UNROLL) {
+                // Unrolled: the variable is a constant in each copy (register arrays stay in registers).
+                let ty = self.loop_ty(start, end);
+                let end_l = self.label();
+                let mut i = a;
+                while i < b {
+                    let cont = self.label();
+                    self.env.push(Scope::new());
+                    self.bind(
+                        &var.name,
+                        Binding::Scalar {
+                            val: Val::Imm(Imm::Int(i), ty),
+                            persp: Perspective::grid(1),
+                        },
+                    );
+                    self.loops.push(LoopLabels {
+                        cont: cont.clone(),
+                        brk: end_l.clone(),
+                    });
+                    let r = self.block(body);
+                    self.loops.pop();
+                    self.env.pop();
+                    r?;
+                    self.put_label(&cont);
+                    i += st;
+                }
+                self.put_label(&end_l);
+                return Ok(());
+            }
+        }
+        // A run-time loop.
+        let uni = self.uniform(start)
+            && self.uniform(end)
+            && step.map(|s| self.uniform(s)).unwrap_or(true);
+        let s0 = self.scalar(start)?;
+        let e0 = self.scalar(end)?;
+        let t = s0.ty().or(e0.ty()).unwrap_or(ScalarType::U32);
+        let s0 = self.coerce(s0, t, start.span)?;
+        let e0 = self.coerce(e0, t, end.span)?;
+        let e_reg = match e0 {
+            Val::Imm(..) => e0,
+            v => {
+                let r = self.fresh(t);
+                self.mov_into(&r, &v, t);
+                Val::Reg(r, t)
+            }
+        };
+        let st = match step {
+            Some(s) => {
+                let v = self.scalar(s)?;
+                // `step_by` takes its own integer type (usize in Rust): convert it to the loop's.
+                let v = match v.ty() {
+                    Some(vt) if vt != t => self.cast(v, t, s.span)?,
+                    _ => self.coerce(v, t, s.span)?,
+                };
+                match v {
+                    Val::Imm(..) => v,
+                    v => {
+                        let r = self.fresh(t);
+                        self.mov_into(&r, &v, t);
+                        Val::Reg(r, t)
+                    }
+                }
+            }
+            None => Val::Imm(Imm::Int(1), Some(t)),
+        };
+        let i = self.fresh(t);
+        self.mov_into(&i, &s0, t);
+        let (head, cont, end_l) = (self.label(), self.label(), self.label());
+        self.put_label(&head);
+        let p = self.fresh(ScalarType::Bool);
+        let eo = self.op(&e_reg, t);
+        self.line(format!("setp.ge.{} {p}, {i}, {eo};", ptx_ty(t)));
+        let bra = if uni { "bra.uni" } else { "bra" };
+        self.line(format!("@{p} {bra} {end_l};"));
+        self.env.push(Scope::new());
+        // The body sees an immutable copy, so closures capturing it keep this iteration's value.
+        let iv = self.fresh(t);
+        self.line(format!("mov.{} {iv}, {i};", bits_ty(t)));
+        let persp = if uni {
+            Perspective::grid(1)
+        } else {
+            self.ctx.persp
+        };
+        self.bind(
+            &var.name,
+            Binding::Scalar {
+                val: Val::Reg(iv, t),
+                persp,
+            },
+        );
+        self.loops.push(LoopLabels {
+            cont: cont.clone(),
+            brk: end_l.clone(),
+        });
+        let r = self.block(body);
+        self.loops.pop();
+        self.env.pop();
+        r?;
+        self.put_label(&cont);
+        let so = self.op(&st, t);
+        if guard_wrap {
+            // i < end here: leave when end - i <= step, before i + step can wrap.
+            let rem = self.fresh(t);
+            let q = self.fresh(ScalarType::Bool);
+            self.line(format!("sub.{} {rem}, {eo}, {i};", ptx_ty(t)));
+            let ut = if t.size() == 8 { "u64" } else { "u32" };
+            self.line(format!("setp.le.{ut} {q}, {rem}, {so};"));
+            self.line(format!("@{q} {bra} {end_l};"));
+        }
+        self.line(format!("add.{} {i}, {i}, {so};", ptx_ty(t)));
+        self.line(format!("bra.uni {head};"));
+        self.put_label(&end_l);
+        Ok(())
+    }
+
+    pub(super) fn loop_ty(&self, start: &Expr, end: &Expr) -> Option<ScalarType> {
+        let lit_ty = |e: &Expr| match &e.kind {
+            ExprKind::Lit(Lit::Int(_, t)) => *t,
+            ExprKind::Var(id) => match self.env.iter().rev().find_map(|s| s.get(&id.name)) {
+                Some(Binding::Scalar { val, .. }) => val.ty(),
+                _ => None,
+            },
+            ExprKind::Cast { ty, .. } => Some(*ty),
+            _ => None,
+        };
+        lit_ty(start).or_else(|| lit_ty(end))
+    }
+
+    /// Names of register arrays visible now or declared in `body`.
+    pub(super) fn array_names(&self, body: &Block) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for s in &self.env {
+            for (k, b) in s {
+                if matches!(b, Binding::Array { .. }) {
+                    v.push(k.clone());
+                }
+            }
+        }
+        collect_array_lets(body, &mut v);
+        v
+    }
+}
+
+pub(super) fn collect_array_lets(b: &Block, out: &mut Vec<String>) {
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Let { name, ty, init, .. } => {
+                let arr = matches!(ty, Some(Type::Array { .. }))
+                    || matches!(
+                        init.as_ref().map(|e| &e.kind),
+                        Some(ExprKind::ArrayLit(_) | ExprKind::ArrayRepeat { .. })
+                    );
+                if arr {
+                    out.push(name.name.clone());
+                }
+            }
+            _ => {
+                for_each_block(s, &mut |b| collect_array_lets(b, out));
+            }
+        }
+    }
+}
+
+pub(super) fn for_each_block(s: &Stmt, f: &mut dyn FnMut(&Block)) {
+    match &s.kind {
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => {
+            f(then_block);
+            if let Some(e) = else_block {
+                f(e);
+            }
+        }
+        StmtKind::While { body, .. }
+        | StmtKind::For { body, .. }
+        | StmtKind::Group { body, .. }
+        | StmtKind::Partition { body, .. }
+        | StmtKind::Claim { body, .. }
+        | StmtKind::Async { body, .. }
+        | StmtKind::Peer { body, .. }
+        | StmtKind::Ring { body, .. }
+        | StmtKind::RingUse { body, .. }
+        | StmtKind::Unsafe { body } => f(body),
+        StmtKind::Split { arms, .. } => arms.iter().for_each(|a| f(&a.body)),
+        _ => {}
+    }
+}
+
+/// `body` indexes one of the register arrays `arrays` with an index that mentions `var`.
+pub(super) fn indexes_reg_array(body: &Block, var: &str, arrays: &[String]) -> bool {
+    fn expr(e: &Expr, var: &str, arrays: &[String]) -> bool {
+        match &e.kind {
+            ExprKind::Index { base, indices } => {
+                let hit = matches!(&base.kind, ExprKind::Var(id) if arrays.contains(&id.name))
+                    && indices.iter().any(|i| mentions(i, var));
+                hit || indices.iter().any(|i| expr(i, var, arrays))
+            }
+            ExprKind::Unary { expr: x, .. }
+            | ExprKind::Cast { expr: x, .. }
+            | ExprKind::Ref { expr: x, .. } => expr(x, var, arrays),
+            ExprKind::Binary { lhs, rhs, .. } => expr(lhs, var, arrays) || expr(rhs, var, arrays),
+            ExprKind::Call {
+                path,
+                args,
+                generics,
+            } => {
+                // wgmma offsets must be constants: unroll loops that step through the operands.
+                let wgmma = path.last().is_some_and(|p| p.name.starts_with("wgmma_"))
+                    && args.iter().any(|a| mentions(a, var));
+                wgmma
+                    || args.iter().any(|a| expr(a, var, arrays))
+                    || generics.iter().any(|g| mentions(g, var))
+            }
+            ExprKind::MethodCall { recv, args, .. } => {
+                expr(recv, var, arrays) || args.iter().any(|a| expr(a, var, arrays))
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                expr(cond, var, arrays)
+                    || expr(then_value, var, arrays)
+                    || expr(else_value, var, arrays)
+            }
+            ExprKind::ArrayLit(v) => v.iter().any(|a| expr(a, var, arrays)),
+            ExprKind::Asm { operands, .. } => operands.iter().any(|o| expr(&o.expr, var, arrays)),
+            _ => false,
+        }
+    }
+    fn block(b: &Block, var: &str, arrays: &[String]) -> bool {
+        b.stmts.iter().any(|s| stmt(s, var, arrays))
+            || b.tail.as_ref().is_some_and(|t| expr(t, var, arrays))
+    }
+    fn stmt(s: &Stmt, var: &str, arrays: &[String]) -> bool {
+        let own = match &s.kind {
+            StmtKind::Let { init, .. } => init.as_ref().is_some_and(|e| expr(e, var, arrays)),
+            StmtKind::Assign { place, value, .. } => {
+                expr(place, var, arrays) || expr(value, var, arrays)
+            }
+            StmtKind::Expr(e) => expr(e, var, arrays),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => expr(cond, var, arrays),
+            // Inner loops whose bounds depend on `var` become constant only if this one is unrolled.
+            StmtKind::For {
+                start, end, step, ..
+            } => {
+                mentions(start, var)
+                    || mentions(end, var)
+                    || step.as_ref().is_some_and(|x| mentions(x, var))
+            }
+            _ => false,
+        };
+        let mut inner = false;
+        for_each_block(s, &mut |b| inner |= block(b, var, arrays));
+        own || inner
+    }
+    block(body, var, arrays)
+}

@@ -1,0 +1,269 @@
+//! Perspectives and memory views: the rank of the current perspective, narrowing into a group, `id()`,
+//! the scopes that rebind a memory name, and addressing, loading and storing through a view.
+
+use super::loops::for_each_block;
+use super::*;
+
+impl<'a> Em<'a> {
+    /// The rank in threads within the current unit: blk·T + thr.
+    pub(super) fn rank(&mut self) -> Val {
+        let (blk, thr, t) = (self.ctx.blk.clone(), self.ctx.thr.clone(), self.t.clone());
+        let bt = self.u32_bin("mul", &blk, &t);
+        self.u32_bin("add", &bt, &thr)
+    }
+
+    /// S-GROUP: narrowing to `p` keeps rank mod size(p).
+    pub(super) fn group_into(&mut self, p: Perspective) -> R<()> {
+        let cur = self.ctx.persp;
+        if cur == p {
+            return Ok(());
+        }
+        match p.level {
+            Level::Grid => {}
+            Level::Block => {
+                if cur.level == Level::Grid || cur.level == Level::Block {
+                    let b = self.ctx.blk.clone();
+                    self.ctx.blk = self.u32_bin("rem", &b, &Val::imm_u32(p.n));
+                }
+            }
+            Level::Thread => {
+                // size(thread[k]) divides T (the launch contract), so (blk·T + thr) mod k = thr mod k.
+                let thr = self.ctx.thr.clone();
+                let exact = matches!((&self.t, cur.level), (Val::Imm(Imm::Int(t), _), Level::Block | Level::Grid) if *t == p.n as i128);
+                self.ctx.thr = if exact {
+                    thr
+                } else {
+                    self.u32_bin("rem", &thr, &Val::imm_u32(p.n))
+                };
+                self.ctx.blk = Val::imm_u32(0);
+                self.ctx.units = ring_sites::group(&self.ctx.units, p.n);
+            }
+        }
+        self.ctx.persp = p;
+        Ok(())
+    }
+
+    /// E-PARTITION-ID / §3.5: `id()` stored into a variable of perspective `target` = rank / size(target).
+    pub(super) fn id_value(&mut self, target: Perspective) -> Val {
+        match target.level {
+            Level::Grid => Val::imm_u32(0),
+            Level::Block => {
+                if self.ctx.persp.level == Level::Thread {
+                    Val::imm_u32(0)
+                } else {
+                    let b = self.ctx.blk.clone();
+                    self.u32_bin("div", &b, &Val::imm_u32(target.n))
+                }
+            }
+            Level::Thread => {
+                let thr = self.ctx.thr.clone();
+                let tq = self.u32_bin("div", &thr, &Val::imm_u32(target.n));
+                if self.ctx.persp.level == Level::Thread {
+                    tq
+                } else {
+                    // m divides T: rank / m = blk·(T/m) + thr/m.
+                    let (blk, t) = (self.ctx.blk.clone(), self.t.clone());
+                    let per = self.u32_bin("div", &t, &Val::imm_u32(target.n));
+                    let bp = self.u32_bin("mul", &blk, &per);
+                    self.u32_bin("add", &bp, &tq)
+                }
+            }
+        }
+    }
+
+    pub(super) fn mem_binding(&self, id: &Ident) -> R<(View, Perspective)> {
+        match self.lookup(id)? {
+            Binding::Mem { view, persp } => Ok((view, persp)),
+            _ => Err(err(
+                "EMIT-TYPE",
+                id.span,
+                format!("`{}` is not a pointer or shared allocation", id.name),
+            )),
+        }
+    }
+
+    pub(super) fn scope_with(
+        &mut self,
+        target: &Ident,
+        new_name: &Ident,
+        b: Binding,
+        body: &Block,
+    ) -> R<()> {
+        self.env.push(Scope::new());
+        self.bind(&target.name, Binding::Hidden);
+        self.bind(&new_name.name, b);
+        let r = self.block(body);
+        self.env.pop();
+        r.map(|_| ())
+    }
+
+    /// Bytes of the shared allocations written in `b` itself (callees excluded), each 16-byte aligned, in
+    /// order: the same layout `let_stmt` produces.
+    pub(super) fn own_smem(&self, b: &Block) -> R<u32> {
+        fn walk(em: &Em, b: &Block, acc: &mut u32) -> R<()> {
+            for s in &b.stmts {
+                if let StmtKind::Let {
+                    ty: Some(Type::Shared { elem, len, layout }),
+                    ..
+                } = &s.kind
+                {
+                    let n = em.const_u32(len)?;
+                    *acc = (layout.place(*acc as u64).min(u32::MAX as u64) as u32)
+                        .saturating_add(n.saturating_mul(elem.size()));
+                } else {
+                    let mut r = Ok(());
+                    for_each_block(s, &mut |inner| {
+                        if r.is_ok() {
+                            r = walk(em, inner, acc);
+                        }
+                    });
+                    r?;
+                }
+            }
+            Ok(())
+        }
+        let mut acc = 0;
+        walk(self, b, &mut acc)?;
+        Ok(acc.div_ceil(16) * 16)
+    }
+
+    /// Applies the view's index closures (innermost partition first) and returns the address register.
+    pub(super) fn address(&mut self, view: &View, mut idx: Vec<Val>, span: Span) -> R<String> {
+        for m in view.maps.iter().rev() {
+            if m.params.len() != idx.len() {
+                return Err(err(
+                    "T-PARTITION",
+                    span,
+                    format!(
+                        "this partition's index closure takes {} index(es), {} given",
+                        m.params.len(),
+                        idx.len()
+                    ),
+                )
+                .help("write `y[(i, j)]` for a closure `|i, j| ..`"));
+            }
+            let mut scope = m.env.clone();
+            for (p, v) in m.params.iter().zip(idx.drain(..)) {
+                scope.insert(
+                    p.clone(),
+                    Binding::Scalar {
+                        val: v,
+                        persp: self.ctx.persp,
+                    },
+                );
+            }
+            let saved = std::mem::replace(&mut self.env, vec![scope]);
+            let r = self.scalar(&m.body);
+            self.env = saved;
+            idx = vec![r?];
+        }
+        if idx.len() != 1 {
+            return Err(err("EMIT-INDEX", span, "a pointer takes one index").help(
+                "multi-index `y[(i, j)]` needs a partition closure with that many parameters",
+            ));
+        }
+        let i = idx.pop().unwrap_or(Val::imm_u32(0));
+        let size = view.elem.size() as i128;
+        match view.space {
+            Space::Global => {
+                let base = self.reg(&view.base, ScalarType::U64);
+                let r = self.fresh(ScalarType::U64);
+                match (i.ty(), &i) {
+                    (_, Val::Imm(Imm::Int(x), _)) => {
+                        let off = *x * size;
+                        if off == 0 {
+                            return Ok(base);
+                        }
+                        self.line(format!("add.s64 {r}, {base}, {off};"));
+                    }
+                    (Some(t @ (ScalarType::U32 | ScalarType::I32)), Val::Reg(x, _)) => {
+                        let w = self.fresh(ScalarType::U64);
+                        self.line(format!("mul.wide.{} {w}, {x}, {size};", ptx_ty(t)));
+                        self.line(format!("add.s64 {r}, {base}, {w};"));
+                    }
+                    (Some(ScalarType::U64 | ScalarType::I64), Val::Reg(x, _)) => {
+                        let w = self.fresh(ScalarType::U64);
+                        self.line(format!("mul.lo.s64 {w}, {x}, {size};"));
+                        self.line(format!("add.s64 {r}, {base}, {w};"));
+                    }
+                    _ => return Err(err("EMIT-INDEX", span, "an index must be an integer")),
+                }
+                Ok(r)
+            }
+            Space::Shared => {
+                let smem = self.smem_base();
+                let i = match i.ty() {
+                    Some(ScalarType::U64 | ScalarType::I64) => {
+                        self.cast(i, ScalarType::U32, span)?
+                    }
+                    Some(t) if !t.is_int() => {
+                        return Err(err("EMIT-INDEX", span, "an index must be an integer"))
+                    }
+                    _ => i,
+                };
+                let off = self.u32_bin("mul", &i, &Val::imm_u32(size as u32));
+                let off = self.u32_bin("add", &view.base, &off);
+                let r = self.fresh(ScalarType::U32);
+                let o = self.op(&off, ScalarType::U32);
+                self.line(format!("add.s32 {r}, {smem}, {o};"));
+                if let Some(rank) = &view.peer {
+                    // The same offset in block `rank` of the cluster (PTX ISA `mapa`).
+                    let rr = self.op(rank, ScalarType::U32);
+                    let m = self.fresh(ScalarType::U32);
+                    self.line(format!("mapa.shared::cluster.u32 {m}, {r}, {rr};"));
+                    return Ok(m);
+                }
+                Ok(r)
+            }
+        }
+    }
+
+    pub(super) fn space_str(view: &View, read: bool) -> &'static str {
+        match view.space {
+            Space::Global if read && view.readonly => "global.nc",
+            Space::Global => "global",
+            Space::Shared if view.peer.is_some() => "shared::cluster",
+            Space::Shared => "shared",
+        }
+    }
+
+    /// Loads one element (`vec == None`) at `addr`.
+    pub(super) fn load(&mut self, view: &View, addr: &str, _vec: Option<u32>) -> Val {
+        let t = view.elem;
+        let sp = Self::space_str(view, true);
+        if t == ScalarType::Bool {
+            let w = self.fresh(ScalarType::U32);
+            self.line(format!("ld.{sp}.u8 {w}, [{addr}];"));
+            let p = self.fresh(ScalarType::Bool);
+            self.line(format!("setp.ne.u32 {p}, {w}, 0;"));
+            return Val::Reg(p, t);
+        }
+        let r = self.fresh(t);
+        self.line(format!("ld.{sp}.{} {r}, [{addr}];", mem_ty(t)));
+        Val::Reg(r, t)
+    }
+
+    pub(super) fn store(&mut self, view: &View, addr: &str, vals: &[Val]) {
+        let t = view.elem;
+        let sp = Self::space_str(view, false);
+        if vals.len() == 1 {
+            if t == ScalarType::Bool {
+                let p = self.reg(&vals[0], t);
+                let w = self.fresh(ScalarType::U32);
+                self.line(format!("selp.u32 {w}, 1, 0, {p};"));
+                self.line(format!("st.{sp}.u8 [{addr}], {w};"));
+                return;
+            }
+            let r = self.reg(&vals[0], t);
+            self.line(format!("st.{sp}.{} [{addr}], {r};", mem_ty(t)));
+        } else {
+            let regs: Vec<String> = vals.iter().map(|v| self.reg(v, t)).collect();
+            self.line(format!(
+                "st.{sp}.v{}.{} [{addr}], {{{}}};",
+                vals.len(),
+                mem_ty(t),
+                regs.join(", ")
+            ));
+        }
+    }
+}

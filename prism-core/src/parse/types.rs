@@ -1,0 +1,193 @@
+//! Types: scalars, pointers, arrays and array references, `Shared<..>` with its layout, tensor maps.
+
+use super::*;
+
+pub(super) fn scalar_from_name(s: &str) -> Option<ScalarType> {
+    Some(match s {
+        "bool" => ScalarType::Bool,
+        "u32" => ScalarType::U32,
+        "i32" => ScalarType::I32,
+        "u64" => ScalarType::U64,
+        "i64" => ScalarType::I64,
+        "f32" => ScalarType::F32,
+        "f64" => ScalarType::F64,
+        "f16" => ScalarType::F16,
+        "bf16" => ScalarType::BF16,
+        _ => return None,
+    })
+}
+
+pub(super) const TYPES_HELP: &str =
+    "supported types: u32 i32 u64 i64 f32 f64 bool f16 bf16, *const T, *mut T, [T; N], \
+                          &[T; N], &mut [T; N], Shared<[T; N]>, Shared<[T; N], Swizzle128>, TensorMap<T, RANK>";
+
+/// The layout argument of `Shared<[T; N], L>`.
+pub(super) fn smem_layout(g: &syn::GenericArgument) -> PResult<SmemLayout> {
+    if let syn::GenericArgument::Type(syn::Type::Path(p)) = g {
+        if let Some(l) = p
+            .path
+            .get_ident()
+            .and_then(|i| SmemLayout::from_name(&i.to_string()))
+        {
+            return Ok(l);
+        }
+    }
+    Err(syntax(g.span(), "unknown shared-memory layout")
+        .help("one of `Linear`, `Swizzle32`, `Swizzle64`, `Swizzle128` (K-major rows of 32/64/128 bytes, as TMA writes and wgmma reads them), `Swizzle32Mn`, `Swizzle64Mn`, `Swizzle128Mn` (MN-major rows)"))
+}
+
+impl Cx {
+    pub(super) fn scalar(&mut self, t: &syn::Type) -> PResult<ScalarType> {
+        if let syn::Type::Path(p) = t {
+            if p.qself.is_none() {
+                if let Some(s) = p
+                    .path
+                    .get_ident()
+                    .and_then(|i| scalar_from_name(&i.to_string()))
+                {
+                    return Ok(s);
+                }
+            }
+        }
+        if let syn::Type::Group(g) = t {
+            return self.scalar(&g.elem);
+        }
+        Err(syntax(t.span(), "expected a scalar type")
+            .help("one of u32 i32 u64 i64 f32 f64 bool f16 bf16"))
+    }
+
+    pub(super) fn array(&mut self, t: &syn::Type) -> PResult<(ScalarType, Box<Expr>)> {
+        match t {
+            syn::Type::Array(a) => Ok((self.scalar(&a.elem)?, Box::new(self.expr(&a.len)?))),
+            syn::Type::Group(g) => self.array(&g.elem),
+            _ => Err(syntax(t.span(), "expected an array type `[T; N]`")),
+        }
+    }
+
+    /// `TensorMap<T, RANK>`: element type and a literal rank 1..=5.
+    pub(super) fn tensor_map(&mut self, seg: &syn::PathSegment) -> PResult<Type> {
+        const WANT: &str = "expected `TensorMap<T, RANK>` with a scalar type and a rank 1..=5";
+        let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
+            return Err(syntax(seg.span(), WANT));
+        };
+        let mut it = ab.args.iter();
+        let (Some(syn::GenericArgument::Type(t)), Some(r), None) =
+            (it.next(), it.next(), it.next())
+        else {
+            return Err(syntax(seg.span(), WANT));
+        };
+        let elem = self.scalar(t)?;
+        let rank = match r {
+            syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            })) => i.base10_parse::<u32>().ok(),
+            _ => None,
+        };
+        match rank {
+            Some(rank @ 1..=5) => Ok(Type::TensorMap {
+                elem,
+                rank,
+                mutable: seg.ident == "TensorMapMut",
+            }),
+            _ => Err(syntax(r.span(), WANT)
+                .help("TMA tensors have 1 to 5 dimensions: `TensorMap<bf16, 2>`")),
+        }
+    }
+
+    pub(super) fn ty(&mut self, t: &syn::Type, cx: TyCtx) -> PResult<Type> {
+        match t {
+            syn::Type::Group(g) => self.ty(&g.elem, cx),
+            syn::Type::Paren(p) => self.ty(&p.elem, cx),
+            syn::Type::Ptr(p) => {
+                if cx == TyCtx::Let || cx == TyCtx::Return {
+                    return Err(
+                        syntax(t.span(), "pointer variables can only be parameters").help(
+                            "use `partition`/`claim` to narrow a pointer, or index it directly",
+                        ),
+                    );
+                }
+                Ok(Type::Ptr {
+                    elem: self.scalar(&p.elem)?,
+                    mutable: p.mutability.is_some(),
+                })
+            }
+            syn::Type::Array(_) => {
+                if cx == TyCtx::Param {
+                    return Err(syntax(t.span(), "arrays are passed by reference")
+                        .help("write `&[T; N]` or `&mut [T; N]`"));
+                }
+                let (elem, len) = self.array(t)?;
+                Ok(Type::Array { elem, len })
+            }
+            syn::Type::Reference(r) => {
+                if cx != TyCtx::Param {
+                    return Err(syntax(
+                        t.span(),
+                        "references are only allowed as device-function parameters",
+                    )
+                    .help("declare a local array `[T; N]`, pass it with `&a` / `&mut a`"));
+                }
+                if let Some(l) = &r.lifetime {
+                    return Err(syntax(l.span(), "lifetimes are not supported"));
+                }
+                let (elem, len) = self
+                    .array(&r.elem)
+                    .map_err(|d| d.help("references must be to arrays: `&[T; N]`"))?;
+                Ok(Type::ArrayRef {
+                    elem,
+                    len,
+                    mutable: r.mutability.is_some(),
+                })
+            }
+            syn::Type::Path(p) if p.qself.is_none() => {
+                let last = p.path.segments.last();
+                if p.path.segments.len() == 1 {
+                    if let Some(seg) = last {
+                        if seg.ident == "Shared" {
+                            if cx != TyCtx::Let {
+                                return Err(syntax(t.span(), "`Shared<..>` is only allowed in `let`")
+                                    .help("declare shared memory with `let s: Shared<[T; N]>;` at block[1]"));
+                            }
+                            if let syn::PathArguments::AngleBracketed(ab) = &seg.arguments {
+                                let mut it = ab.args.iter();
+                                if let (Some(syn::GenericArgument::Type(inner)), l, None) =
+                                    (it.next(), it.next(), it.next())
+                                {
+                                    let (elem, len) = self.array(inner)?;
+                                    let layout = match l {
+                                        None => SmemLayout::Linear,
+                                        Some(g) => smem_layout(g)?,
+                                    };
+                                    return Ok(Type::Shared { elem, len, layout });
+                                }
+                            }
+                            return Err(syntax(
+                                t.span(),
+                                "expected `Shared<[T; N]>` or `Shared<[T; N], Swizzle128>`",
+                            ));
+                        }
+                        if seg.ident == "TensorMap" || seg.ident == "TensorMapMut" {
+                            if cx != TyCtx::Param {
+                                return Err(syntax(t.span(), "`TensorMap<T, RANK>` is only allowed as a kernel parameter")
+                                    .help("take the tensor map as a parameter `a: TensorMap<bf16, 2>`; the host builds it with `prism_runtime::TensorMap`"));
+                            }
+                            return self.tensor_map(seg);
+                        }
+                    }
+                }
+                Ok(Type::Scalar(
+                    self.scalar(t).map_err(|d| d.help(TYPES_HELP))?,
+                ))
+            }
+            _ => Err(syntax(t.span(), "unsupported type").help(TYPES_HELP)),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum TyCtx {
+    Param,
+    Let,
+    Return,
+}
