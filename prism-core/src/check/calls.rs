@@ -264,11 +264,11 @@ impl<'a> Cx<'a> {
                     &format!("parameter `{}` of `{}`", p.name, fname.name),
                 );
             }
-            Type::Ptr { .. } => self.ptr_param_arg(fname, a, p, pat, code),
+            Type::Ptr { .. } | Type::Shared { .. } => self.ptr_param_arg(fname, a, p, pat, code),
             Type::ArrayRef { .. } => {
                 self.array_ref_param_arg(fname, a, p, pat, callee_consts, code)
             }
-            Type::Array { .. } | Type::Shared { .. } | Type::TensorMap { .. } => {}
+            Type::Array { .. } | Type::TensorMap { .. } => {}
         }
     }
 
@@ -394,8 +394,11 @@ impl<'a> Cx<'a> {
         pat: Perspective,
         code: Perspective,
     ) {
-        let Type::Ptr { elem, mutable } = &p.ty else {
-            return;
+        // A `Shared<[T; N], L>` parameter is a read-only pointer into the caller's shared memory.
+        let (elem, mutable, shared) = match &p.ty {
+            Type::Ptr { elem, mutable } => (elem, mutable, false),
+            Type::Shared { elem, .. } => (elem, &false, true),
+            _ => return,
         };
         let ExprKind::Var(id) = &a.kind else {
             self.errors.push(err(
@@ -475,6 +478,20 @@ impl<'a> Cx<'a> {
                     ),
                 )
                 .note(v.span, format!("`{}` declared here at {}", v.name, v.at)),
+            );
+        }
+        if shared && space != Space::Shared {
+            self.errors.push(
+                err(
+                    "CALL-ARG",
+                    id.span,
+                    format!(
+                        "parameter `{}` of `{}` is shared memory, but `{}` is global memory",
+                        p.name, fname.name, v.name
+                    ),
+                )
+                .note(v.span, format!("`{}` declared here", v.name))
+                .help("pass a shared allocation (`let s: Shared<[T; N], L>;`) or a ring slot"),
             );
         }
         if space == Space::Shared {

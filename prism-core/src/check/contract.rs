@@ -258,7 +258,25 @@ impl<'a> Cx<'a> {
                     false,
                 )
             }
-            Type::Array { .. } | Type::Shared { .. } => (Ty::Err, false),
+            // A caller's shared memory, read-only (wgmma operands, loads); its layout and length are checked
+            // at each call (the emitter sees the caller's allocation).
+            Type::Shared { elem, .. } if f.kind == FnKind::Device => (
+                Ty::Ptr {
+                    elem: *elem,
+                    mutable: false,
+                    space: Space::Shared,
+                },
+                false,
+            ),
+            Type::Shared { .. } => {
+                self.errors.push(
+                    err("TYPE", p.span, "kernels take global memory, not shared memory").help(
+                        "allocate shared memory in the kernel: `let s: Shared<[T; N]>;` at block[1]",
+                    ),
+                );
+                (Ty::Err, false)
+            }
+            Type::Array { .. } => (Ty::Err, false),
         };
         self.declare(&p.name, at, ty, mutable);
     }

@@ -424,20 +424,26 @@ impl Cx<'_> {
 
     /// `&mut d`: a thread-local f32 array of N/2 registers, N a multiple of 8 up to 256 (m64nNk16).
     fn accumulator_arg(&mut self, name: &Ident, a: &Expr) {
-        let ExprKind::Ref {
-            mutable: true,
-            expr,
-        } = &a.kind
-        else {
-            self.errors.push(err(
-                "CALL-ARG",
-                a.span,
-                format!(
-                    "the accumulator of `{}` is written: pass `&mut d` with `d: [f32; N / 2]`",
-                    name.name
-                ),
-            ));
-            return;
+        // `&mut d`, or a device function forwarding its `acc: &mut [f32; N]` parameter as `acc`.
+        let forwarded = matches!(&a.kind, ExprKind::Var(id)
+            if self.lookup(&id.name).is_some_and(|i| self.vars[i].mutable));
+        let expr = match &a.kind {
+            ExprKind::Ref {
+                mutable: true,
+                expr,
+            } => &**expr,
+            _ if forwarded => a,
+            _ => {
+                self.errors.push(err(
+                    "CALL-ARG",
+                    a.span,
+                    format!(
+                        "the accumulator of `{}` is written: pass `&mut d` with `d: [f32; N / 2]`",
+                        name.name
+                    ),
+                ));
+                return;
+            }
         };
         let ExprKind::Var(id) = &expr.kind else {
             return;

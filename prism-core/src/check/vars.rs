@@ -252,7 +252,10 @@ impl<'a> Cx<'a> {
 
     /// [T-ARR-ACCESS-SHARED] shared memory is only accessed from code at block[1] or narrower.
     pub(super) fn arr_access_shared(&mut self, v: &Var, span: Span, code: Perspective) {
-        if !self.le(code, Perspective::block(1)) {
+        // In a device function, thread-level code is a unit its caller has inside one block (the call is
+        // checked against the caller's launch facts, which the callee does not see).
+        let device_thread_code = self.f.kind == FnKind::Device && code.level == Level::Thread;
+        if !device_thread_code && !self.le(code, Perspective::block(1)) {
             self.errors.push(err(
                 "T-ARR-ACCESS-SHARED",
                 span,

@@ -227,12 +227,7 @@ impl Em<'_> {
             ));
         }
         let src = self.mem_arg(&args[1])?;
-        // A partition `|x| x` hands the whole allocation to a group of threads (a consumer warpgroup's own
-        // epilogue tile): still the allocation itself.
-        let whole = src.maps.iter().all(
-            |m| matches!((&m.params[..], &m.body.kind), ([p], ExprKind::Var(v)) if *p == v.name),
-        );
-        if src.space != Space::Shared || !whole || src.elem != elem {
+        if src.space != Space::Shared || !whole_allocation(&src) || src.elem != elem {
             return Err(err(
                 "TMA",
                 args[1].span,
@@ -869,4 +864,44 @@ fn multicast_bytes(body: &Block, names: &[Ident], views: &[View], stages: u32) -
         }
     });
     bytes
+}
+
+/// A `Shared<[T; N], L>` device-function parameter takes a whole shared allocation or ring slot (`|x| x`
+/// partitions included) of element `T`, layout `L` and at least `N` elements: what the callee's wgmma
+/// descriptors and TMA boxes assume of it.
+pub(super) fn shared_param(
+    view: &View,
+    (elem, len, layout): (ScalarType, i64, SmemLayout),
+    name: &str,
+    span: Span,
+) -> R<()> {
+    let whole = whole_allocation(view);
+    let fits = view.space == Space::Shared
+        && whole
+        && view.elem == elem
+        && view.layout == layout
+        && view.len as i64 >= len;
+    if fits {
+        return Ok(());
+    }
+    Err(err(
+        "CALL-ARG",
+        span,
+        format!(
+            "parameter `{name}` is `Shared<[{elem}; {len}], {layout}>`: pass a whole shared allocation (or ring slot) \
+             of at least {len} {elem} in that layout; this is {} elements of {} ({}){}",
+            view.len,
+            view.elem,
+            view.layout,
+            if whole { "" } else { ", a partition of one" }
+        ),
+    ))
+}
+
+/// The view is a whole shared allocation: no partition, or only `|x| x` ones (which hand the whole
+/// allocation to a group of threads, e.g. a consumer warpgroup's own epilogue tile).
+fn whole_allocation(view: &View) -> bool {
+    view.maps
+        .iter()
+        .all(|m| matches!((&m.params[..], &m.body.kind), ([p], ExprKind::Var(v)) if *p == v.name))
 }

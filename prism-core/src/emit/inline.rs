@@ -67,6 +67,23 @@ impl<'a> Em<'a> {
         for (p, a) in f.params.iter().zip(args) {
             let persp = p.at.map(|x| x.perspective).unwrap_or(top);
             let b = self.arg_binding(p, a, persp)?;
+            if let (Type::Shared { elem, len, layout }, Binding::Mem { view, .. }) = (&p.ty, &b) {
+                let konst = |n: &str| match scope.get(n) {
+                    Some(Binding::Scalar {
+                        val: Val::Imm(Imm::Int(v), _),
+                        ..
+                    }) => Some(*v as i64),
+                    _ => None,
+                };
+                let want = crate::consteval::eval_const(len, &konst).map_err(|_| {
+                    err(
+                        "CALL-ARG",
+                        p.span,
+                        "the length of a `Shared` parameter must be a constant",
+                    )
+                })?;
+                hopper::shared_param(view, (*elem, want, *layout), &p.name.name, a.span)?;
+            }
             scope.insert(p.name.name.clone(), b);
         }
         let saved_env = std::mem::replace(&mut self.env, vec![scope]);

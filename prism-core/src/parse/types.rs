@@ -145,8 +145,10 @@ impl Cx {
                 if p.path.segments.len() == 1 {
                     if let Some(seg) = last {
                         if seg.ident == "Shared" {
-                            if cx != TyCtx::Let {
-                                return Err(syntax(t.span(), "`Shared<..>` is only allowed in `let`")
+                            // In `let` an allocation; as a (device-function) parameter a caller's shared
+                            // memory with that layout.
+                            if cx == TyCtx::Return {
+                                return Err(syntax(t.span(), "`Shared<..>` is only allowed in `let` and as a parameter")
                                     .help("declare shared memory with `let s: Shared<[T; N]>;` at block[1]"));
                             }
                             if let syn::PathArguments::AngleBracketed(ab) = &seg.arguments {

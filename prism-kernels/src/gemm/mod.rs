@@ -26,8 +26,29 @@ use prism_runtime::{
 };
 use std::fmt;
 
-mod tma_store;
-pub use tma_store::{gemm_bf16_out_bf16, gemm_bf16_tma_store};
+/// One 64-wide k-tile of a consumer warpgroup: four `wgmma.m64nNk16` (`N` = `2·ACC` columns) over rows
+/// `64·HALF .. 64·HALF + 64` of the A tile `a` and the whole B tile `b` (K-major, 64 K per row, 128-byte
+/// swizzle: what `tma_load` writes); `fresh` makes the first of them overwrite `acc` (a tile's first k-step)
+/// instead of adding to it. The wgmmas are still in flight when this returns: the compiler retires them
+/// where `acc` or the tiles are next touched (or keeps them in flight across a ring's next `drain`).
+#[prism_device(requires(thread[128]))]
+pub fn wgmma_k_tile<const HALF: u32, const ACC: u32>(
+    acc: &mut [f32; ACC],
+    a: Shared<[bf16; (HALF + 1) * 64 * 64], Swizzle128>,
+    b: Shared<[bf16; 2 * ACC * 64], Swizzle128>,
+    fresh: bool,
+) {
+    for kk in 0..4 {
+        wgmma_bf16(
+            acc,
+            a,
+            HALF * 64 * 64 + kk * 16,
+            b,
+            kk * 16,
+            !fresh || kk > 0,
+        );
+    }
+}
 
 /// The `m64nNk16` accumulator fragment of a warpgroup (PTX ISA, wgmma D layout: register `i` of thread `t`
 /// holds row `16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2)`, column `8·(i / 4) + 2·(t % 4) + i % 2`) →
@@ -69,6 +90,10 @@ pub fn wgmma_tile_to_f32<const N: u32>(
         },
     );
 }
+
+// Rung 7 calls the device functions above (macro scope: declared after them).
+mod tma_store;
+pub use tma_store::{gemm_bf16_out_bf16, gemm_bf16_tma_store};
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
 /// swizzle span of bf16). Launch `ceil(m / 64) · ceil(n / BN)` blocks of 128 threads; `a` maps `A` with box
@@ -113,9 +138,7 @@ pub fn gemm_bf16_tma_wgmma<const BN: u32>(
                             }
                         });
                     });
-                    for kk in 0..4 {
-                        wgmma_bf16(&mut acc, sa, kk * 16, sb, kk * 16);
-                    }
+                    wgmma_k_tile::<0, { BN / 2 }>(&mut acc, sa, sb, false);
                 }
                 // The block is one warpgroup.
                 partition(
@@ -280,9 +303,7 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 let mut acc = [0.0f32; BN / 2];
                                 for kt in 0..k_tiles {
                                     drain(r, kt, |sa_s, sb_s| {
-                                        for kk in 0..4 {
-                                            wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16);
-                                        }
+                                        wgmma_k_tile::<0, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
                                     });
                                 }
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
@@ -304,15 +325,7 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 let mut acc = [0.0f32; BN / 2];
                                 for kt in 0..k_tiles {
                                     drain(r, kt, |sa_s, sb_s| {
-                                        for kk in 0..4 {
-                                            wgmma_bf16(
-                                                &mut acc,
-                                                sa_s,
-                                                64 * 64 + kk * 16,
-                                                sb_s,
-                                                kk * 16,
-                                            );
-                                        }
+                                        wgmma_k_tile::<1, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
                                     });
                                 }
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
@@ -411,9 +424,7 @@ pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 let mut acc = [0.0f32; BN / 2];
                                 for kt in 0..k_tiles {
                                     drain(r, kt, |sa_s, sb_s| {
-                                        for kk in 0..4 {
-                                            wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16);
-                                        }
+                                        wgmma_k_tile::<0, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
                                     });
                                 }
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
@@ -435,15 +446,7 @@ pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 let mut acc = [0.0f32; BN / 2];
                                 for kt in 0..k_tiles {
                                     drain(r, kt, |sa_s, sb_s| {
-                                        for kk in 0..4 {
-                                            wgmma_bf16(
-                                                &mut acc,
-                                                sa_s,
-                                                64 * 64 + kk * 16,
-                                                sb_s,
-                                                kk * 16,
-                                            );
-                                        }
+                                        wgmma_k_tile::<1, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
                                     });
                                 }
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
@@ -543,16 +546,12 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                     let tn: u32 = (tile % width) / rows;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            for kk in 0..4 {
-                                                wgmma_bf16(
-                                                    &mut acc,
-                                                    sa_s,
-                                                    kk * 16,
-                                                    sb_s,
-                                                    kk * 16,
-                                                    kt > 0 || kk > 0,
-                                                );
-                                            }
+                                            wgmma_k_tile::<0, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
                                         });
                                     }
                                     wgmma_tile_to_f32::<{ BN / 2 }>(
@@ -580,16 +579,12 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                     let tn: u32 = (tile % width) / rows;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            for kk in 0..4 {
-                                                wgmma_bf16(
-                                                    &mut acc,
-                                                    sa_s,
-                                                    64 * 64 + kk * 16,
-                                                    sb_s,
-                                                    kk * 16,
-                                                    kt > 0 || kk > 0,
-                                                );
-                                            }
+                                            wgmma_k_tile::<1, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
                                         });
                                     }
                                     wgmma_tile_to_f32::<{ BN / 2 }>(

@@ -101,16 +101,12 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                     let tn: u32 = (tile % width) / rows;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            for kk in 0..4 {
-                                                wgmma_bf16(
-                                                    &mut acc,
-                                                    sa_s,
-                                                    kk * 16,
-                                                    sb_s,
-                                                    kk * 16,
-                                                    kt > 0 || kk > 0,
-                                                );
-                                            }
+                                            wgmma_k_tile::<0, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
                                         });
                                     }
                                     let row0: u32 = tm * 128;
@@ -173,16 +169,12 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                     let tn: u32 = (tile % width) / rows;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            for kk in 0..4 {
-                                                wgmma_bf16(
-                                                    &mut acc,
-                                                    sa_s,
-                                                    64 * 64 + kk * 16,
-                                                    sb_s,
-                                                    kk * 16,
-                                                    kt > 0 || kk > 0,
-                                                );
-                                            }
+                                            wgmma_k_tile::<1, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
                                         });
                                     }
                                     let row0: u32 = tm * 128 + 64;
