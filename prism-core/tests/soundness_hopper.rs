@@ -43,14 +43,20 @@ fn hopper_programs_never_misuse_collectives() {
     let mut rng = Rng(0x40_9e_e5);
     let (mut accepted, mut with_regs, mut two_rings, mut with_tma, mut multicast) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut device_steps = 0u64;
     let mut rules = std::collections::BTreeMap::<String, u64>::new();
     for case in 0..cases() {
         let src = generate_hopper(&mut rng);
         let functions = parse::parse_source(&src).unwrap_or_else(|e| {
             panic!("case {case}: the generator wrote a program that does not parse: {e:?}\n{src}")
         });
+        let deps: Vec<_> = functions
+            .iter()
+            .filter(|f| f.kind == FnKind::Device)
+            .cloned()
+            .collect();
         for f in functions.iter().filter(|f| f.kind == FnKind::Kernel) {
-            let kernels = match compile_kernel(f, &[]) {
+            let kernels = match compile_kernel(f, &deps) {
                 Ok(k) => k,
                 Err(diags) => {
                     for d in diags {
@@ -63,6 +69,7 @@ fn hopper_programs_never_misuse_collectives() {
             with_regs += src.contains("set_max_regs") as u64;
             two_rings += src.contains("let rs1:") as u64;
             with_tma += src.contains("tma_load") as u64;
+            device_steps += src.contains("k_step::<") as u64;
             multicast += src.contains("tma_load_multicast") as u64;
             for k in kernels {
                 let module = Module::parse(&k.ptx).unwrap_or_else(|e| {
@@ -142,7 +149,7 @@ fn hopper_programs_never_misuse_collectives() {
         }
     }
     println!(
-        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills, {multicast} multicast in clusters); \
+        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills, {multicast} multicast in clusters, {device_steps} with k-steps in a device function); \
          rejected by rule: {rules:?}; none went wrong on the emulator",
         cases()
     );
@@ -151,7 +158,7 @@ fn hopper_programs_never_misuse_collectives() {
         "too few well-typed programs ({accepted}) to say anything"
     );
     assert!(
-        with_regs > 0 && two_rings > 0 && with_tma > 0 && multicast > 0,
+        with_regs > 0 && two_rings > 0 && with_tma > 0 && multicast > 0 && device_steps > 0,
         "the generator must cover set_max_regs, consecutive rings, TMA fills and multicast"
     );
 }

@@ -14,7 +14,7 @@
 //!   count per warpgroup, and all of them within the SM's 64 K registers.
 
 use super::{err, ring_sites, Binding, Em, Space, Val, Value, View, R};
-use crate::ast::{Block, Expr, ExprKind, Ident, Level, ScalarType, SmemLayout};
+use crate::ast::{Block, Expr, ExprKind, Ident, Level, Param, ScalarType, SmemLayout};
 use proc_macro2::Span;
 
 /// A `ring`: its slots and the arrivals that complete a phase of its full / empty mbarriers (the distinct
@@ -58,6 +58,50 @@ impl Em<'_> {
             ));
             self.raw_line(&format!("mov.pred {pending}, 0;"));
         }
+    }
+
+    /// Entering a device function: the wgmma operands in flight are known inside by the names of the
+    /// parameters they are passed as (the "touches an operand in flight" test is by name). Returns the
+    /// caller's names for [`Self::wgmma_names_leave`].
+    pub(super) fn wgmma_names_enter(&mut self, params: &[Param], args: &[Expr]) -> Vec<String> {
+        let caller = std::mem::take(&mut self.wgmma_names);
+        self.wgmma_names = (params.iter().zip(args))
+            .filter(|(_, a)| caller.iter().any(|n| super::expr::mentions(a, n)))
+            .map(|(p, _)| p.name.name.clone())
+            .collect();
+        caller
+    }
+
+    /// Leaving a device function with wgmmas in flight: their operands are the caller's arguments again;
+    /// one the caller cannot name (a callee's local) retires them here.
+    pub(super) fn wgmma_names_leave(
+        &mut self,
+        caller: Vec<String>,
+        params: &[Param],
+        args: &[Expr],
+    ) {
+        if !self.wgmma_open && !self.wgmma_inflight {
+            self.wgmma_names.clear();
+            return;
+        }
+        let inside = std::mem::take(&mut self.wgmma_names);
+        let mut names = caller;
+        for n in &inside {
+            let Some((_, a)) = params.iter().zip(args).find(|(p, _)| p.name.name == *n) else {
+                self.wgmma_names = inside;
+                self.wgmma_retire();
+                return;
+            };
+            let Some(v) = root_var(a) else {
+                self.wgmma_names = inside;
+                self.wgmma_retire();
+                return;
+            };
+            if !names.contains(&v) {
+                names.push(v);
+            }
+        }
+        self.wgmma_names = names;
     }
 
     /// A line that never ends a wgmma run (the run's own bookkeeping).
@@ -904,4 +948,14 @@ fn whole_allocation(view: &View) -> bool {
     view.maps
         .iter()
         .all(|m| matches!((&m.params[..], &m.body.kind), ([p], ExprKind::Var(v)) if *p == v.name))
+}
+
+/// The variable an argument passes (`x`, `&mut x`, `x[i]`), if it is one.
+fn root_var(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Var(id) => Some(id.name.clone()),
+        ExprKind::Ref { expr, .. } => root_var(expr),
+        ExprKind::Index { base, .. } => root_var(base),
+        _ => None,
+    }
 }

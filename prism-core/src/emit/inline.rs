@@ -87,6 +87,7 @@ impl<'a> Em<'a> {
             scope.insert(p.name.name.clone(), b);
         }
         let saved_env = std::mem::replace(&mut self.env, vec![scope]);
+        let caller_wgmma = self.wgmma_names_enter(&f.params, args);
         let saved_ctx = self.ctx.clone();
         let saved_loops = std::mem::take(&mut self.loops);
         let saved_target = self.id_target.take();
@@ -104,6 +105,7 @@ impl<'a> Em<'a> {
         (self.smem_next, self.smem_callee_base) = saved_smem;
         self.depth -= 1;
         self.env = saved_env;
+        self.wgmma_names_leave(caller_wgmma, &f.params, args);
         self.ctx = saved_ctx;
         self.loops = saved_loops;
         self.id_target = saved_target;

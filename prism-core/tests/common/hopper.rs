@@ -36,11 +36,18 @@ pub fn generate_hopper(rng: &mut Rng) -> String {
         ("requires(grid[1], block[1], warpgroup)", "", "")
     };
     format!(
-        "#[prism_kernel({attrs}, threads = {threads}, smem = 200000)]\n\
+        "{K_STEP}#[prism_kernel({attrs}, threads = {threads}, smem = 200000)]\n\
          fn generated(a: *const f32, c: *mut f32, n: u32, ta: TensorMap<bf16, 2>, tb: TensorMap<bf16, 2>) {{\n\
          {rank}group(block[1], || {{\n{body}}});\n{tail}}}\n"
     )
 }
+
+/// A drain's k-step as a device function over the ring's slots (`Shared` parameters, a forwarded
+/// accumulator): `K` wgmmas, the first one overwriting the accumulator when `fresh`.
+const K_STEP: &str = "#[prism_device(requires(thread[128]))]\n\
+    fn k_step<const K: u32>(acc: &mut [f32; 32], a: Shared<[bf16; 64 * 64], Swizzle128>, \
+    b: Shared<[bf16; 64 * 64], Swizzle128>, fresh: bool) {\n\
+    for kk in 0..K {\nwgmma_bf16(acc, a, kk * 16, b, kk * 16, !fresh || kk > 0);\n}\n}\n";
 
 /// A register count a warpgroup may ask for (sometimes one that breaks the budget or the range).
 fn regs(rng: &mut Rng, producer: bool) -> u32 {
@@ -150,12 +157,17 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
                 "for i in {lo}..{hi} {{\ndrain(rr, i, |rs_d, rt_d| {{\n"
             ));
             let k = if wide { 1 + rng.below(4) } else { 1 };
-            for kk in 0..k {
-                out.push_str(&format!(
-                    "wgmma_bf16(&mut racc, rs_d, {}, rt_d, {});\n",
-                    16 * kk,
-                    16 * kk
-                ));
+            if rng.below(4) == 0 {
+                // The k-step in a device function over the slots (`Shared` parameters).
+                out.push_str(&format!("k_step::<{k}>(&mut racc, rs_d, rt_d, i == 0);\n"));
+            } else {
+                for kk in 0..k {
+                    out.push_str(&format!(
+                        "wgmma_bf16(&mut racc, rs_d, {}, rt_d, {});\n",
+                        16 * kk,
+                        16 * kk
+                    ));
+                }
             }
             out.push_str("});\n}\n");
         }
