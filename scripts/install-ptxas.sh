@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs ptxas from PyPI (DESIGN.md §4) into .tools/ptxas, unless it is already there.
+# Installs ptxas from PyPI (the nvidia-cuda-nvcc wheel: no CUDA toolkit needed) into .tools/ptxas, unless it is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PTXAS=.tools/ptxas/nvidia/cuda_nvcc/bin/ptxas

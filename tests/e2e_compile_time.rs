@@ -1,5 +1,5 @@
 //! The compile-time cost of a kernel, without the proc-macro machinery: parse + check + emit of the Fig. 6
-//! kernel (with its device function) through prism-core, as `#[prism_kernel]` runs it. DESIGN.md's target is
+//! kernel (with its device function) through prism-core, as `#[prism_kernel]` runs it. the project's target is
 //! well under 100 ms per kernel (measured in release builds); this test prints the time and fails only on
 //! an order-of-magnitude regression.
 

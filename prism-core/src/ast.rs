@@ -184,7 +184,7 @@ pub enum Type {
 }
 
 /// How a shared allocation is laid out (`Shared<[T; N], L>`): plain, or in rows of the swizzle span with the
-/// 16-byte chunks of row `r` XOR-permuted by `r % (span / 16)` (PTX ISA §5.5.7; `../shared/HOPPER.md` §3). A
+/// 16-byte chunks of row `r` XOR-permuted by `r % (span / 16)` (PTX ISA §5.5.7: the same XOR for TMA writes and wgmma reads). A
 /// `SwizzleN` allocation is K-major (each row of `span` bytes holds consecutive K elements of one M or N row,
 /// as TMA writes a row-major `A` or an `n × k` `B`); a `SwizzleNMn` one is MN-major (each row holds
 /// consecutive M or N elements of one K: a `k × n` row-major `B`), which wgmma reads transposed.
@@ -234,7 +234,7 @@ impl SmemLayout {
     }
 
     /// Alignment the allocation needs so the swizzle pattern starts at its first byte (8 rows of the span):
-    /// then wgmma descriptors carry base offset 0 (HOPPER.md §2.6).
+    /// then wgmma descriptors carry base offset 0 (PTX ISA §9.7.15.5.1.2.2, the base offset).
     pub fn align(self) -> u32 {
         match self {
             SmemLayout::Linear => 16,

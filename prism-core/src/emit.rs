@@ -1,4 +1,4 @@
-//! Checked tree → PTX (DESIGN.md §4). The execution model, the rank/`id()` mapping, register arrays,
+//! Checked tree → PTX (docs/ARCHITECTURE.md). The execution model, the rank/`id()` mapping, register arrays,
 //! uniform branches and the barrier policy are described in `docs/CODEGEN.md`.
 //!
 //! The emitter walks the tree once per kernel instance, with an environment that maps names to registers

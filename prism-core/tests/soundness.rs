@@ -1,4 +1,4 @@
-//! Type-and-perspective safety (paper 000 §4.3, Theorem 4.1) as a property test (DESIGN.md §6): every
+//! Type-and-perspective safety (paper 000 §4.3, Theorem 4.1) as a property test: every
 //! generated program that the checker accepts is compiled and run on the emulator, and must never run a
 //! collective operation with the wrong threads — no barrier divergence, no collective misuse, no deadlock.
 //!

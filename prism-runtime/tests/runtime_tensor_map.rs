@@ -244,7 +244,7 @@ impl Rng {
     }
 }
 
-/// HOPPER.md §3.1: the 16-byte chunk index (bits 4..) is XORed with the 128-byte line index (bits 7..), 1,
+/// The swizzle (PTX ISA §5.5.7): the 16-byte chunk index (bits 4..) is XORed with the 128-byte line index (bits 7..), 1,
 /// 2 or 3 bits of it for the 32, 64 and 128-byte swizzles.
 fn swizzled(a: usize, s: TensorSwizzle) -> usize {
     let bits = match s {

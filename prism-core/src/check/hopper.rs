@@ -1,4 +1,4 @@
-//! The perspective rules of the Hopper intrinsics (docs/SYNTAX.md "Hopper"; facts in `../shared/HOPPER.md`).
+//! The perspective rules of the Hopper intrinsics (docs/SYNTAX.md "Hopper"; the PTX ISA 8.0 sections cited per rule).
 //!
 //! * `tma_load(dst_async, map, c0, ..)`: one thread issues a TMA tensor copy of a whole box into an `async_`
 //!   name of a shared allocation at block[1] (like `cp_async_bulk`, ASYNC-ONLY / ASYNC-BULK); the box and

@@ -1,4 +1,4 @@
-//! Lowering of the Hopper intrinsics (sm_90a; facts and sources in `../shared/HOPPER.md`).
+//! Lowering of the Hopper intrinsics (sm_90a; PTX ISA 8.0: wgmma §9.7.15, tensor copies §9.7.9.27, mbarrier §9.7.13.15, setmaxnreg §9.7.19.5, cluster barriers §9.7.13.3 and directives §11.7; what was confirmed on a GPU: docs/HOPPER-PROBES.md).
 //!
 //! * `tma_load` → `mbarrier.expect_tx` + `cp.async.bulk.tensor.Nd...mbarrier::complete_tx::bytes` on the
 //!   mbarrier of the destination's `async_` scope (the block-wide protocol of `cp_async_bulk`). The box is the
@@ -373,7 +373,7 @@ impl Em<'_> {
         p
     }
 
-    /// The 64-bit shared-memory matrix descriptor (PTX ISA §9.7.15.5.1.2.2; HOPPER.md §2) of the `rows`×16
+    /// The 64-bit shared-memory matrix descriptor (PTX ISA §9.7.15.5.1.2.2) of the `rows`×16
     /// operand that starts at element `off` of the allocation `mem`, and its `imm-trans` (1 for MN-major).
     fn wgmma_descriptor(
         &mut self,
@@ -454,7 +454,7 @@ impl Em<'_> {
     }
 
     /// `setmaxnreg` sets the executing warpgroup's count *relative to the count it has* (`.inc` needs
-    /// current ≤ n, `.dec` current ≥ n, HOPPER.md §7), so each warpgroup gets one count: every call that a
+    /// current ≤ n, `.dec` current ≥ n, PTX ISA §9.7.19.5), so each warpgroup gets one count: every call that a
     /// warpgroup may run sets the same value, and the direction is taken against the entry count. Then the
     /// register file must hold every warpgroup's count at once (64 K per SM, one block of these).
     fn set_max_regs(&mut self, args: &[Expr], span: Span) -> R<()> {
@@ -519,7 +519,7 @@ impl Em<'_> {
     }
 
     /// Registers per thread at entry when the kernel uses `set_max_regs`: the block's share of the 64 K
-    /// register file, a multiple of 8, at most 256 (ptxas needs a known entry count, HOPPER.md §7).
+    /// register file, a multiple of 8, at most 256 (ptxas needs a known entry count, PTX ISA §9.7.19.5).
     pub(super) fn maxnreg_entry(&self) -> u32 {
         let t = self.threads.unwrap_or(1024).max(1);
         (65536 / t / 8 * 8).min(256)

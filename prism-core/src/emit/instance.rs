@@ -327,7 +327,7 @@ impl<'a> Em<'a> {
             let _ = writeln!(s, ".reqnctapercluster {}, 1, 1", self.cluster);
         }
         if !self.set_max_regs_used.is_empty() {
-            // setmaxnreg needs a known register count at entry (HOPPER.md §7).
+            // setmaxnreg needs a known register count at entry (PTX ISA §9.7.19.5).
             let _ = writeln!(s, ".maxnreg {}", self.maxnreg_entry());
         }
         s.push_str("{\n");

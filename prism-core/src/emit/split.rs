@@ -75,7 +75,7 @@ impl<'a> Em<'a> {
     pub(super) fn barrier(&mut self, b: Barrier, span: Span) -> R<()> {
         if self.proxy_fences && !(b.at.level == Level::Thread && b.at.n == 1) {
             // Generic-proxy writes to shared memory become visible to wgmma (async proxy) only after a
-            // proxy fence by the writers, before the barrier that publishes them (HOPPER.md §1.6, §5.6).
+            // proxy fence by the writers, before the barrier that publishes them (PTX ISA §9.7.13.4, §9.7.15.4: the async proxy).
             self.line("fence.proxy.async.shared::cta;".to_string());
         }
         if b.wait_async {

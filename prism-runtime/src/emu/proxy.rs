@@ -1,7 +1,7 @@
 //! The async proxy, checked (part of race detection: off with `check_races = false`, `--no-races`).
 //!
 //! TMA copies and wgmma access shared memory through the *async proxy*; ordinary loads and stores use the
-//! generic proxy (PTX ISA §9.7.13.4, HOPPER.md §5.6). Two mistakes that work by luck on today's hardware
+//! generic proxy (PTX ISA §9.7.13.4). Two mistakes that work by luck on today's hardware
 //! are reported as `DataRace` faults:
 //!
 //! 1. Shared memory written through the generic proxy and then read by the async proxy (a TMA store of an

@@ -121,7 +121,7 @@ struct WgOp {
 }
 
 /// Byte address of element (r, k) of an R×16 operand (16-bit elements) through a descriptor, before the
-/// swizzle (HOPPER.md §2.4, confirmed on hardware for every mode and both majors).
+/// swizzle (PTX ISA §9.7.15.5.1.2.1.3, canonical layouts; confirmed on hardware for every mode and both majors: docs/HOPPER-PROBES.md).
 fn operand_addr(start: u64, lbo: u64, sbo: u64, mode: u64, mn_major: bool, r: u64, k: u64) -> u64 {
     let w = match mode {
         1 => 8,
@@ -139,7 +139,7 @@ fn operand_addr(start: u64, lbo: u64, sbo: u64, mode: u64, mn_major: bool, r: u6
     }
 }
 
-/// The swizzle XOR on an absolute shared-memory byte address (HOPPER.md §3.1); `mode` as in descriptors.
+/// The swizzle XOR on an absolute shared-memory byte address (PTX ISA §5.5.7); `mode` as in descriptors.
 pub(super) fn swizzle(a: u64, mode: u64) -> u64 {
     let m = match mode {
         1 => 7,
