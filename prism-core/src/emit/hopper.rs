@@ -1,4 +1,6 @@
-//! Lowering of the Hopper intrinsics (sm_90a; PTX ISA 8.0: wgmma §9.7.15, tensor copies §9.7.9.27, mbarrier §9.7.13.15, setmaxnreg §9.7.19.5, cluster barriers §9.7.13.3 and directives §11.7; what was confirmed on a GPU: docs/HOPPER-PROBES.md).
+//! Lowering of the Hopper intrinsics (sm_90a; PTX ISA 8.0: wgmma §9.7.15, tensor copies §9.7.9.27,
+//! mbarrier §9.7.13.15, setmaxnreg §9.7.19.5, cluster barriers §9.7.13.3 and directives §11.7; what was
+//! confirmed on a GPU: docs/HOPPER-PROBES.md).
 //!
 //! * `tma_load` → `mbarrier.expect_tx` + `cp.async.bulk.tensor.Nd...mbarrier::complete_tx::bytes` on the
 //!   mbarrier of the destination's `async_` scope (the block-wide protocol of `cp_async_bulk`). The box is the
