@@ -144,6 +144,7 @@ pub const TABLE: &[Intrinsic] = &[
         memory: &[],
     },
     i("set_max_regs", 1, WARPGROUP, &[]),
+    i("stmatrix_bf16", 3, WARPGROUP, &[(0, MemEffect::Write)]),
     i("sync_cluster", 0, Need::Cluster, &[]),
 ];
 

@@ -147,6 +147,28 @@ impl Cx<'_> {
                 }
                 Some(Ty::Unit)
             }
+            "stmatrix_bf16" => {
+                // The warpgroup stores its m64n64 accumulator fragment into its own 64 × 64 tile: a
+                // collective write, so the tile is the warpgroup's (`partition(e, thread[128], |x| x, ..)`).
+                self.need_perspective(name, wg, code);
+                if args.len() != 3 {
+                    self.arity_error(name, "3", args.len());
+                    return Some(Ty::Err);
+                }
+                self.stmatrix_tile_arg(name, &args[0], wg);
+                // `&acc` of a wgmma accumulator (`[f32; N / 2]`); the box `j` is a constant (checked against
+                // the fragment's width by the emitter, after unrolling).
+                if !matches!(&args[1].kind, ExprKind::Ref { mutable: false, .. }) {
+                    self.errors.push(err(
+                        "STMATRIX",
+                        args[1].span,
+                        "the fragment is `&acc`, an accumulator array",
+                    ));
+                }
+                let t = self.expr(&args[2], &at(wg, "the box index"), code);
+                self.expect_int(&t, args[2].span, "a box index");
+                Some(Ty::Unit)
+            }
             "set_max_regs" => {
                 self.need_perspective(name, wg, code);
                 if args.len() != 1 {
@@ -172,6 +194,43 @@ impl Cx<'_> {
                 Some(Ty::Unit)
             }
             _ => None,
+        }
+    }
+
+    /// [STMATRIX] the tile a warpgroup stores into is a writable shared bf16 view at exactly its
+    /// perspective (each warpgroup writes its own tile, whole).
+    fn stmatrix_tile_arg(&mut self, name: &Ident, a: &Expr, wg: Perspective) {
+        let ExprKind::Var(id) = &a.kind else {
+            self.errors.push(err(
+                "STMATRIX",
+                a.span,
+                "`stmatrix_bf16` stores into a shared tile variable",
+            ));
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        let ok = matches!(
+            v.ty,
+            Ty::Ptr {
+                elem: ScalarType::BF16,
+                mutable: true,
+                space: Space::Shared
+            }
+        );
+        if !ok || v.at != wg {
+            self.errors.push(
+                err(
+                    "STMATRIX",
+                    id.span,
+                    format!(
+                        "`{}` stores a warpgroup's tile: `{}` must be writable shared bf16 memory at {wg}, not {} at {}",
+                        name.name, v.name, v.ty, v.at
+                    ),
+                )
+                .note(v.span, format!("`{}` declared here", v.name))
+                .help("hand each warpgroup its tile: `partition(e, thread[128], |x| x, |e_w| { .. })` at block[1]"),
+            );
         }
     }
 

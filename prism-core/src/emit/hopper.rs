@@ -145,6 +145,7 @@ impl Em<'_> {
             "wgmma_bf16" => self.wgmma(args, ScalarType::BF16, span),
             "wgmma_f16" => self.wgmma(args, ScalarType::F16, span),
             "set_max_regs" => self.set_max_regs(args, span),
+            "stmatrix_bf16" => self.stmatrix_bf16(args),
             "sync_cluster" => {
                 // Arrive (release) and wait (acquire): every thread of the cluster, shared memory of every
                 // block of it ordered (PTX ISA §9.7.13.3.2).
@@ -453,6 +454,99 @@ impl Em<'_> {
         self.line(format!("bfe.u64 {a64}, {a64}, 4, 14;"));
         self.line(format!("or.b64 {desc}, {a64}, {fixed};"));
         Ok((desc, view.layout.mn_major() as u32))
+    }
+
+    /// `stmatrix_bf16(tile, &acc, j)`: columns `64j .. 64j + 64` of the warpgroup's m64nN accumulator fragment
+    /// (the wgmma D layout: registers `32j .. 32j + 32` of each thread) rounded to bf16 into its 64 × 64 tile
+    /// in the 128-byte swizzle, with four `stmatrix.m8n8.x4` per warp (PTX ISA §9.7.14.5.15; the layout TMA
+    /// stores from). Box registers `8q .. 8q + 8` are columns `16q .. 16q + 16` of the warp's 16 rows: four
+    /// 8 × 8 matrices (rows 0–7 and 8–15 of column blocks `2q`, `2q + 1`), lane `l` giving the address of
+    /// row `l % 8` of matrix `l / 8`.
+    fn stmatrix_bf16(&mut self, args: &[Expr]) -> R<()> {
+        let tile = self.mem_arg(&args[0])?;
+        if tile.space != Space::Shared
+            || !whole_allocation(&tile)
+            || tile.elem != ScalarType::BF16
+            || tile.layout != SmemLayout::Swizzle128
+            || tile.len != 64 * 64
+        {
+            return Err(err(
+                "STMATRIX",
+                args[0].span,
+                format!(
+                    "`stmatrix_bf16` stores into a whole `Shared<[bf16; 64 * 64], Swizzle128>` (this is {} {} in {})",
+                    tile.len, tile.elem, tile.layout
+                ),
+            ));
+        }
+        let frag = match self.expr(&args[1])? {
+            Value::Arr(v, ScalarType::F32) => v,
+            _ => {
+                return Err(err(
+                    "STMATRIX",
+                    args[1].span,
+                    "the fragment is `&acc` with `acc: [f32; N / 2]`",
+                ))
+            }
+        };
+        let j = self.const_u32(&args[2])? as usize;
+        if frag.len() % 32 != 0 || 32 * (j + 1) > frag.len() {
+            return Err(err(
+                "STMATRIX",
+                args[2].span,
+                format!(
+                    "box {j} of a {}-register fragment: a box is 32 registers (64 columns), the fragment has {}",
+                    frag.len(),
+                    frag.len() / 32
+                ),
+            ));
+        }
+        let vals = &frag[32 * j..32 * (j + 1)];
+        // Within the warpgroup: warp w, lane l; this lane addresses row 16w + 8·((l / 8) % 2) + l % 8 and
+        // column block 2q + l / 16.
+        let t = self.ctx.thr.clone();
+        let t = self.u32_bin("rem", &t, &Val::imm_u32(128));
+        let w = self.u32_bin("div", &t, &Val::imm_u32(32));
+        let l = self.u32_bin("rem", &t, &Val::imm_u32(32));
+        let m = self.u32_bin("div", &l, &Val::imm_u32(8));
+        let half = self.u32_bin("rem", &m, &Val::imm_u32(2));
+        let half = self.u32_bin("mul", &half, &Val::imm_u32(8));
+        let r = self.u32_bin("rem", &l, &Val::imm_u32(8));
+        let w16 = self.u32_bin("mul", &w, &Val::imm_u32(16));
+        let row = self.u32_bin("add", &w16, &half);
+        let row = self.u32_bin("add", &row, &r);
+        let hi = self.u32_bin("div", &l, &Val::imm_u32(16));
+        let row_bytes = self.u32_bin("mul", &row, &Val::imm_u32(128));
+        let base = self.address(&tile, vec![Val::imm_u32(0)], args[0].span)?;
+        let line = self.u32_bin("add", &Val::Reg(base, ScalarType::U32), &row_bytes);
+        for q in 0..4u32 {
+            let cb = self.u32_bin("add", &hi, &Val::imm_u32(2 * q));
+            // The 128-byte swizzle: 16-byte chunk `cb` of row `row` sits at chunk `cb ^ (row % 8)`.
+            let chunk = self.fresh(ScalarType::U32);
+            let (cbr, rr) = (self.op(&cb, ScalarType::U32), self.op(&r, ScalarType::U32));
+            self.line(format!("xor.b32 {chunk}, {cbr}, {rr};"));
+            let off = self.u32_bin("mul", &Val::Reg(chunk, ScalarType::U32), &Val::imm_u32(16));
+            let addr = self.u32_bin("add", &line, &off);
+            let mut regs = Vec::new();
+            for k in 0..4 {
+                let i = (8 * q + 2 * k) as usize;
+                let (lo, hi_v) = (
+                    self.op(&vals[i], ScalarType::F32),
+                    self.op(&vals[i + 1], ScalarType::F32),
+                );
+                let p = self.fresh(ScalarType::U32);
+                // The lower column goes to the low half.
+                self.line(format!("cvt.rn.bf16x2.f32 {p}, {hi_v}, {lo};"));
+                regs.push(p);
+            }
+            let a = self.op(&addr, ScalarType::U32);
+            self.line(format!(
+                "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{a}], {{{}}};",
+                regs.join(", ")
+            ));
+        }
+        self.sm90a = true;
+        Ok(())
     }
 
     /// `setmaxnreg` sets the executing warpgroup's count *relative to the count it has* (`.inc` needs

@@ -11,8 +11,8 @@ use prism_runtime::{
 
 /// Rung 7: rung 5 (persistent grid, grouped tile order, one ring across a block's tiles, setmaxnreg) with a
 /// bf16 result. Each consumer warpgroup converts its 64 × `BN` accumulator tile to bf16, 64 columns at a
-/// time, into its own 64 × 64 shared box in the 128-byte swizzle (the layout TMA reads), and one of its
-/// threads stores the box with `tma_store`: TMA clips the box at `D`'s edges, so ragged sizes need no guards
+/// time, into its own 64 × 64 shared box in the 128-byte swizzle (the layout TMA reads) with `stmatrix_bf16`,
+/// and one of its threads stores the box with `tma_store`: TMA clips the box at `D`'s edges, so ragged sizes need no guards
 /// on the store. `beta ≠ 0`
 /// reads the old values from `c` (guarded loads; `c` may be any buffer of `m × n` bf16, `d`'s own included
 /// only through a separate handle on the host). Launch `min(tiles, SMs)` blocks of 384 threads; `a` maps `A`
@@ -112,36 +112,21 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                     let row0: u32 = tm * 128;
                                     let col0: u32 = tn * BN;
                                     for j in 0..BN / 64 {
-                                        partition(
-                                            e1_w,
-                                            thread[1],
-                                            |x| x,
-                                            |e_t| {
-                                                group(thread[1], || {
-                                                    // Registers 32j..32j + 32 hold columns 64j..64j + 64 of the fragment.
-                                                    for q in 0..32 {
-                                                        let row: u32 = r0 + 8 * ((q / 2) % 2);
-                                                        let col: u32 = c0 + 8 * (q / 4) + q % 2;
-                                                        let mut v: f32 = alpha * acc[32 * j + q];
-                                                        if beta != 0.0
-                                                            && row0 + row < m
-                                                            && col0 + 64 * j + col < n
-                                                        {
-                                                            v = v + beta
-                                                                * (c[(row0 + row) * n
-                                                                    + col0
-                                                                    + 64 * j
-                                                                    + col]
-                                                                    as f32);
-                                                        }
-                                                        // The 128-byte swizzle: 16-byte chunk q of row r sits at chunk q ^ (r % 8).
-                                                        e_t[row * 64
-                                                            + ((col / 8) ^ (row % 8)) * 8
-                                                            + col % 8] = v as bf16;
-                                                    }
-                                                });
-                                            },
-                                        );
+                                        // Columns 64j..64j + 64 of the fragment (registers 32j..32j + 32), scaled in place.
+                                        group(thread[1], || {
+                                            for q in 0..32 {
+                                                let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
+                                                let col: u32 =
+                                                    col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
+                                                acc[32 * j + q] = alpha * acc[32 * j + q];
+                                                if beta != 0.0 && row < m && col < n {
+                                                    acc[32 * j + q] = acc[32 * j + q]
+                                                        + beta * (c[row * n + col] as f32);
+                                                }
+                                            }
+                                        });
+                                        // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
+                                        stmatrix_bf16(e1_w, &acc, j);
                                         match split(thread) {
                                             1 => {
                                                 tma_store(d, e1_w, col0 + 64 * j, row0);
@@ -180,36 +165,21 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                     let row0: u32 = tm * 128 + 64;
                                     let col0: u32 = tn * BN;
                                     for j in 0..BN / 64 {
-                                        partition(
-                                            e2_w,
-                                            thread[1],
-                                            |x| x,
-                                            |e_t| {
-                                                group(thread[1], || {
-                                                    // Registers 32j..32j + 32 hold columns 64j..64j + 64 of the fragment.
-                                                    for q in 0..32 {
-                                                        let row: u32 = r0 + 8 * ((q / 2) % 2);
-                                                        let col: u32 = c0 + 8 * (q / 4) + q % 2;
-                                                        let mut v: f32 = alpha * acc[32 * j + q];
-                                                        if beta != 0.0
-                                                            && row0 + row < m
-                                                            && col0 + 64 * j + col < n
-                                                        {
-                                                            v = v + beta
-                                                                * (c[(row0 + row) * n
-                                                                    + col0
-                                                                    + 64 * j
-                                                                    + col]
-                                                                    as f32);
-                                                        }
-                                                        // The 128-byte swizzle: 16-byte chunk q of row r sits at chunk q ^ (r % 8).
-                                                        e_t[row * 64
-                                                            + ((col / 8) ^ (row % 8)) * 8
-                                                            + col % 8] = v as bf16;
-                                                    }
-                                                });
-                                            },
-                                        );
+                                        // Columns 64j..64j + 64 of the fragment (registers 32j..32j + 32), scaled in place.
+                                        group(thread[1], || {
+                                            for q in 0..32 {
+                                                let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
+                                                let col: u32 =
+                                                    col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
+                                                acc[32 * j + q] = alpha * acc[32 * j + q];
+                                                if beta != 0.0 && row < m && col < n {
+                                                    acc[32 * j + q] = acc[32 * j + q]
+                                                        + beta * (c[row * n + col] as f32);
+                                                }
+                                            }
+                                        });
+                                        // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
+                                        stmatrix_bf16(e2_w, &acc, j);
                                         match split(thread) {
                                             1 => {
                                                 tma_store(d, e2_w, col0 + 64 * j, row0);
