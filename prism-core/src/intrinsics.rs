@@ -148,6 +148,19 @@ pub const TABLE: &[Intrinsic] = &[
     i("sync_cluster", 0, Need::Cluster, &[]),
 ];
 
+/// The rows that `check/hopper.rs` and `emit/hopper.rs` check and lower (the other families are dispatched
+/// through this table by `check/intrinsics.rs` and `emit/intrinsics.rs`).
+pub const HOPPER: &[&str] = &[
+    "tma_load",
+    "tma_store",
+    "tma_load_multicast",
+    "wgmma_bf16",
+    "wgmma_f16",
+    "set_max_regs",
+    "stmatrix_bf16",
+    "sync_cluster",
+];
+
 /// The names of [`TABLE`], in its order.
 pub const NAMES: [&str; TABLE.len()] = names();
 
