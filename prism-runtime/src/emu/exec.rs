@@ -36,6 +36,9 @@ mod exec_fast;
 // Arithmetic and comparisons over 32 lanes at once.
 #[path = "exec_alu.rs"]
 mod exec_alu;
+// Blocks on several OS threads, committed only when they did not interact (issue 12).
+#[path = "parallel.rs"]
+mod parallel;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -237,6 +240,8 @@ struct L<'a> {
     same_st: Vec<(u64, [u64; 4])>,
     /// Lane arrays of the fast paths, kept between instructions (taken while one runs).
     fast: Option<Box<exec_fast::Scratch>>,
+    /// Set when this launch state runs blocks in isolation on a worker thread (`parallel.rs`).
+    spec: Option<parallel::Worker<'a>>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -263,93 +268,125 @@ fn splitmix(s: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The shape and inputs of one launch, as `Emulator::launch_cluster` validated them.
+pub(crate) struct LaunchArgs {
+    pub fi: usize,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub cluster: [u32; 3],
+    pub dyn_bytes: u32,
+    pub params: Vec<u8>,
+    pub gaddrs: Vec<u64>,
+}
+
 pub(crate) fn run_launch(
     e: &mut Emulator,
     m: &Module,
-    fi: usize,
-    grid: [u32; 3],
-    block: [u32; 3],
-    cluster: [u32; 3],
-    dyn_bytes: u32,
-    params: Vec<u8>,
-    gaddrs: Vec<u64>,
+    a: LaunchArgs,
 ) -> Result<LaunchReport, EmuError> {
-    let csize = (cluster[0] * cluster[1] * cluster[2]) as usize;
-    let nthreads = block[0] * block[1] * block[2];
-    let seed = match e.cfg.schedule {
-        Schedule::RoundRobin => 0x1234_5678,
-        Schedule::Random { seed } => seed ^ 0xA5A5_5A5A_DEAD_BEEF,
-    };
-    let pic = m
-        .code
-        .iter()
-        .map(|i| InstrCounters {
-            ptx_line: i.line as usize,
-            ..Default::default()
-        })
-        .collect();
+    // Blocks over several OS threads when they turn out not to interact (`parallel.rs`); otherwise, and
+    // whenever that run cannot vouch for its result, the launch runs here as it always did.
+    if let Some(report) = parallel::try_parallel(e, m, &a) {
+        return Ok(report);
+    }
     let launch_id = e.launches;
     let cfg = e.cfg.clone();
-    let reserved = misc::reserved_bytes(m);
-    let mut l = L {
-        m,
-        allocs: &mut e.allocs,
-        cfg,
-        grid,
-        bdim: block,
-        nthreads,
-        smem_size: (reserved + m.dyn_offset(fi)) as usize + dyn_bytes as usize,
-        dyn_off: reserved + m.dyn_offset(fi),
-        dyn_bytes,
-        reserved,
-        params,
-        gaddrs,
-        pic,
-        faults: Vec::new(),
-        race_seen: HashSet::new(),
-        rng: seed,
-        steps: 0,
-        launch_id,
-        abort: false,
-        last_alloc: 0,
-        acc_g: Vec::with_capacity(64),
-        acc_s: Vec::with_capacity(64),
-        scratch: Vec::with_capacity(256),
-        local_size: misc::local_bytes(m),
-        atomics: 0,
-        mma_ops: 0,
-        clock: 0,
-        printf: Vec::new(),
-        cluster,
-        remote: vec![None; csize],
-        remote_mbar: vec![None; csize],
-        cbar: HashMap::new(),
-        async_write: false,
-        same_st: Vec::with_capacity(32),
-        fast: None,
-    };
-    let entry_pc = m.funcs[fi].start;
+    let mut l = L::new(m, &mut e.allocs, cfg, &a, launch_id);
+    let entry_pc = m.funcs[a.fi].start;
     let blocks = l.run_blocks(entry_pc);
-    let mut counters = Counters::default();
-    for p in &l.pic {
-        counters.add(p);
+    l.finish(blocks)
+}
+
+impl<'a> L<'a> {
+    /// The launch state before any block has run.
+    fn new(
+        m: &'a Module,
+        allocs: &'a mut Vec<Alloc>,
+        cfg: EmuConfig,
+        a: &LaunchArgs,
+        launch_id: u64,
+    ) -> L<'a> {
+        let cluster = a.cluster;
+        let csize = (cluster[0] * cluster[1] * cluster[2]) as usize;
+        let block = a.block;
+        let nthreads = block[0] * block[1] * block[2];
+        let seed = match cfg.schedule {
+            Schedule::RoundRobin => 0x1234_5678,
+            Schedule::Random { seed } => seed ^ 0xA5A5_5A5A_DEAD_BEEF,
+        };
+        let pic = m
+            .code
+            .iter()
+            .map(|i| InstrCounters {
+                ptx_line: i.line as usize,
+                ..Default::default()
+            })
+            .collect();
+        let reserved = misc::reserved_bytes(m);
+        let fi = a.fi;
+        L {
+            m,
+            allocs,
+            cfg,
+            grid: a.grid,
+            bdim: block,
+            nthreads,
+            smem_size: (reserved + m.dyn_offset(fi)) as usize + a.dyn_bytes as usize,
+            dyn_off: reserved + m.dyn_offset(fi),
+            dyn_bytes: a.dyn_bytes,
+            reserved,
+            params: a.params.clone(),
+            gaddrs: a.gaddrs.clone(),
+            pic,
+            faults: Vec::new(),
+            race_seen: HashSet::new(),
+            rng: seed,
+            steps: 0,
+            launch_id,
+            abort: false,
+            last_alloc: 0,
+            acc_g: Vec::with_capacity(64),
+            acc_s: Vec::with_capacity(64),
+            scratch: Vec::with_capacity(256),
+            local_size: misc::local_bytes(m),
+            atomics: 0,
+            mma_ops: 0,
+            clock: 0,
+            printf: Vec::new(),
+            cluster,
+            remote: vec![None; csize],
+            remote_mbar: vec![None; csize],
+            cbar: HashMap::new(),
+            async_write: false,
+            same_st: Vec::with_capacity(32),
+            fast: None,
+            spec: None,
+        }
     }
-    counters.atomics = l.atomics;
-    counters.mma_ops = l.mma_ops;
-    counters.blocks = blocks;
-    let report = LaunchReport {
-        counters,
-        per_instruction: std::mem::take(&mut l.pic),
-        printf: std::mem::take(&mut l.printf),
-    };
-    if l.faults.is_empty() {
-        Ok(report)
-    } else {
-        Err(EmuError::Faulted {
-            faults: std::mem::take(&mut l.faults),
-            report: Box::new(report),
-        })
+
+    /// The launch's report (and faults) once `blocks` blocks have run.
+    fn finish(mut self, blocks: u64) -> Result<LaunchReport, EmuError> {
+        let mut counters = Counters::default();
+        for p in &self.pic {
+            counters.add(p);
+        }
+        counters.atomics = self.atomics;
+        counters.mma_ops = self.mma_ops;
+        counters.blocks = blocks;
+        let report = LaunchReport {
+            counters,
+            per_instruction: std::mem::take(&mut self.pic),
+            printf: std::mem::take(&mut self.printf),
+            parallel_blocks: 0,
+        };
+        if self.faults.is_empty() {
+            Ok(report)
+        } else {
+            Err(EmuError::Faulted {
+                faults: std::mem::take(&mut self.faults),
+                report: Box::new(report),
+            })
+        }
     }
 }
 
@@ -567,7 +604,10 @@ impl L<'_> {
             Sreg::LanemaskLe => (1u64 << (lane + 1)) - 1,
             Sreg::LanemaskGt => (!((1u64 << (lane + 1)) - 1)) & 0xffff_ffff,
             Sreg::LanemaskGe => (!((1u64 << lane) - 1)) & 0xffff_ffff,
-            Sreg::Clock | Sreg::Clock64 | Sreg::Globaltimer => self.clock,
+            Sreg::Clock | Sreg::Clock64 | Sreg::Globaltimer => {
+                self.spec_clock();
+                self.clock
+            }
             Sreg::Smid => (b.lin % 132) as u64,
             Sreg::Nsmid => 132,
             Sreg::DynSmem => self.dyn_bytes as u64,
@@ -578,7 +618,11 @@ impl L<'_> {
             Sreg::Nclusterid(d) => (self.grid[d as usize] / self.cluster[d as usize]) as u64,
             Sreg::ClusterCtarank => b.crank as u64,
             Sreg::ClusterNctarank => (self.cluster[0] * self.cluster[1] * self.cluster[2]) as u64,
-            Sreg::Reserved(_) | Sreg::ClockHi | Sreg::ExplicitCluster => self.sreg_misc(s),
+            Sreg::ClockHi => {
+                self.spec_clock();
+                self.sreg_misc(s)
+            }
+            Sreg::Reserved(_) | Sreg::ExplicitCluster => self.sreg_misc(s),
             Sreg::Zero => 0,
         }
     }
@@ -989,6 +1033,9 @@ impl L<'_> {
             Loc::Global(..) => self.acc_g.push((gaddr, size as u32)),
             Loc::Shared(o) => self.acc_s.push((o as u32, size as u32)),
             _ => {}
+        }
+        if self.spec.is_some() {
+            self.spec_note(loc, size, acc);
         }
         self.check_access(b, wi, lane, loc, size, acc, pc, gaddr);
     }

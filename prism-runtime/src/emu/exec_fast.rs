@@ -449,7 +449,12 @@ impl L<'_> {
         }
         match region {
             Region::Local => {}
-            Region::Global(_) => {
+            Region::Global(i) => {
+                if self.spec.is_some() {
+                    for l in each(exec) {
+                        self.spec_note(Loc::Global(i, offs[l]), size, acc);
+                    }
+                }
                 let counted = sorted_sectors(addr, exec, size).or_else(|| {
                     let bits =
                         window_bits(exec, |l| addr[l] >> 5, |l| (addr[l] + size as u64 - 1) >> 5)?;
