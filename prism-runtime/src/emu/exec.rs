@@ -1034,8 +1034,8 @@ impl L<'_> {
             Loc::Shared(o) => self.acc_s.push((o as u32, size as u32)),
             _ => {}
         }
-        if self.spec.is_some() {
-            self.spec_note(loc, size, acc);
+        if self.spec.is_some() && self.spec_note(loc, size, acc) {
+            return;
         }
         self.check_access(b, wi, lane, loc, size, acc, pc, gaddr);
     }

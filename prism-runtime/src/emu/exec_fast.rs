@@ -437,8 +437,18 @@ impl L<'_> {
         acc: Acc,
         pc: u32,
     ) {
-        if self.cfg.check_races {
+        // A parallel run notes global accesses (`parallel.rs`); a read of data several blocks read needs
+        // no race check there.
+        let mut checked = exec;
+        if let (Region::Global(i), true) = (region, self.spec.is_some()) {
             for l in each(exec) {
+                if self.spec_note(Loc::Global(i, offs[l]), size, acc) {
+                    checked &= !(1 << l);
+                }
+            }
+        }
+        if self.cfg.check_races {
+            for l in each(checked) {
                 let loc = match region {
                     Region::Shared => Loc::Shared(offs[l]),
                     Region::Local => Loc::Local(offs[l]),
@@ -449,12 +459,7 @@ impl L<'_> {
         }
         match region {
             Region::Local => {}
-            Region::Global(i) => {
-                if self.spec.is_some() {
-                    for l in each(exec) {
-                        self.spec_note(Loc::Global(i, offs[l]), size, acc);
-                    }
-                }
+            Region::Global(_) => {
                 let counted = sorted_sectors(addr, exec, size).or_else(|| {
                     let bits =
                         window_bits(exec, |l| addr[l] >> 5, |l| (addr[l] + size as u64 - 1) >> 5)?;

@@ -47,24 +47,25 @@ pub(super) struct Worker<'a> {
     clock: Cell<bool>,
 }
 
-/// Notes one access by block `me - 1` to a word; false when it makes two blocks interact.
-fn note_word(cell: &AtomicU32, me: u32, write: bool) -> bool {
+/// Notes one access by block `me - 1` to a word; the word's new state, or `None` when the access makes
+/// two blocks interact.
+fn note_word(cell: &AtomicU32, me: u32, write: bool) -> Option<u32> {
     let mut cur = cell.load(Relaxed);
     loop {
         let next = if write {
             if cur == WRITTEN | me {
-                return true;
+                return Some(cur);
             }
             if cur != 0 && cur != me {
-                return false;
+                return None;
             }
             WRITTEN | me
         } else {
             if cur == me || cur == SHARED || cur == WRITTEN | me {
-                return true;
+                return Some(cur);
             }
             if cur & WRITTEN != 0 {
-                return false;
+                return None;
             }
             if cur == 0 {
                 me
@@ -73,7 +74,7 @@ fn note_word(cell: &AtomicU32, me: u32, write: bool) -> bool {
             }
         };
         match cell.compare_exchange_weak(cur, next, Relaxed, Relaxed) {
-            Ok(_) => return true,
+            Ok(_) => return Some(next),
             Err(x) => cur = x,
         }
     }
@@ -81,26 +82,34 @@ fn note_word(cell: &AtomicU32, me: u32, write: bool) -> bool {
 
 impl L<'_> {
     /// Notes an access of the block this worker runs (only called with `spec` set): a global access in the
-    /// word map, a write of kernel parameters (shared by all blocks) as an interaction.
-    pub(super) fn spec_note(&mut self, loc: Loc, size: usize, acc: Acc) {
-        let Some(wk) = &self.spec else { return };
-        let ok = match loc {
+    /// word map, a write of kernel parameters (shared by all blocks) as an interaction. True when the
+    /// access is a read of words that several blocks have read: no block may write them any more (that
+    /// would end the run), so no race can be reported on them and the race shadow need not follow them.
+    pub(super) fn spec_note(&mut self, loc: Loc, size: usize, acc: Acc) -> bool {
+        let Some(wk) = &self.spec else { return false };
+        let (ok, shared) = match loc {
             Loc::Global(i, o) => {
                 let words = &wk.spec.words[i];
                 let last = (o + size.max(1) - 1) / 4;
-                (o / 4..=last).all(|k| {
-                    words
-                        .get(k)
-                        .is_some_and(|c| note_word(c, wk.me, acc != Acc::Read))
-                })
+                let mut shared = acc == Acc::Read;
+                let ok = (o / 4..=last).all(|k| match words.get(k) {
+                    Some(c) => {
+                        let r = note_word(c, wk.me, acc != Acc::Read);
+                        shared &= r == Some(SHARED);
+                        r.is_some()
+                    }
+                    None => false,
+                });
+                (ok, shared)
             }
-            Loc::Param(_) => acc == Acc::Read,
-            _ => true,
+            Loc::Param(_) => (acc == Acc::Read, false),
+            _ => (true, false),
         };
         if !ok {
             wk.spec.abort.store(true, Relaxed);
             self.abort = true;
         }
+        shared && ok
     }
 
     /// Records a read of a special register whose value depends on the interleaving of blocks.
