@@ -352,6 +352,9 @@ pub struct Emulator {
     next_addr: u64,
     module_globals: HashMap<u64, Vec<u64>>,
     pub(crate) launches: u64,
+    /// Kernels (module id, entry) not to run on several threads: their parallel run was discarded, or
+    /// they use global atomics (`exec/parallel.rs`).
+    pub(crate) serial_kernels: std::collections::HashSet<(u64, usize)>,
 }
 
 impl Emulator {
@@ -363,6 +366,7 @@ impl Emulator {
             next_addr: GLOBAL_BASE,
             module_globals: HashMap::new(),
             launches: 0,
+            serial_kernels: Default::default(),
         }
     }
 

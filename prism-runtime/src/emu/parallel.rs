@@ -136,12 +136,21 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
     let total: u64 = a.grid.iter().map(|&d| d as u64).product();
     let workers = (e.cfg.threads as u64).min(total / 2);
     let bytes: u64 = e.allocs.iter().map(|x| x.data.len() as u64).sum();
+    let kernel = (m.id, a.fi);
     if workers < 2
         || e.cfg.schedule != Schedule::RoundRobin
         || a.cluster != [1, 1, 1]
         || total > MAX_BLOCKS
         || bytes.saturating_mul(workers) > MAX_COPY_BYTES
+        || e.serial_kernels.contains(&kernel)
     {
+        return None;
+    }
+    // Global atomics almost always combine blocks' results (a sum, a counter, a ticket), often only at
+    // the end of each block: such a launch would run twice. Not tried; neither is a kernel whose earlier
+    // parallel run was discarded (a performance choice only: the one-thread run is always exact).
+    if global_atomics(m, a.fi) {
+        e.serial_kernels.insert(kernel);
         return None;
     }
     // Each block gets its share of the step budget: when every block stays within it, the launch's total
@@ -176,6 +185,7 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
             .collect()
     });
     if spec.abort.load(Relaxed) || outs.iter().any(|o| o.is_none()) {
+        e.serial_kernels.insert(kernel);
         return None;
     }
     let outs: Vec<Out> = outs.into_iter().flatten().collect();
@@ -206,6 +216,35 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
         printf: Vec::new(),
         parallel_blocks: total,
     })
+}
+
+/// Whether the code the entry `fi` can reach has an atomic or reduction on global memory (or on a
+/// generic address, which may be global).
+fn global_atomics(m: &Module, fi: usize) -> bool {
+    let mut seen = vec![false; m.funcs.len()];
+    let mut todo = vec![fi];
+    seen[fi] = true;
+    while let Some(f) = todo.pop() {
+        let (lo, hi) = (m.funcs[f].start as usize, m.funcs[f].end as usize);
+        for ins in m.code.get(lo..hi).unwrap_or_default() {
+            match &ins.kind {
+                Kind::Atom(Space::Global | Space::Generic, ..) => return true,
+                Kind::Call => {
+                    for op in &ins.args {
+                        if let Operand::Func(g) = op {
+                            let g = *g as usize;
+                            if g < seen.len() && !seen[g] {
+                                seen[g] = true;
+                                todo.push(g);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 fn add_instr(p: &mut InstrCounters, q: &InstrCounters) {
