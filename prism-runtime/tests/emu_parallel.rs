@@ -151,6 +151,38 @@ $L_end:
     ret;
 }
 
+.func (.param .b32 twice_ret) twice(.param .b32 twice_x)
+{
+    .reg .b32 %r<3>;
+    ld.param.u32 %r1, [twice_x];
+    add.s32 %r2, %r1, %r1;
+    st.param.b32 [twice_ret], %r2;
+    ret;
+}
+
+// out[gid] = twice(gid), through a device-function call (its arguments are `.param` variables).
+.visible .entry calls(.param .u64 out)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.s32 %r4, %r1, %r2, %r3;
+    {
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r4;
+    .param .b32 retval0;
+    call.uni (retval0), twice, (param0);
+    ld.param.b32 %r5, [retval0+0];
+    }
+    mul.wide.u32 %rd2, %r4, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+}
+
 // Block 3 never finishes (a Livelock once the step budget is spent); the others write their word.
 .visible .entry one_spins(.param .u64 out)
 {
@@ -260,6 +292,14 @@ fn independent_blocks_run_in_parallel_with_the_one_thread_result() {
         let (text, _) = run("indep", 16, &[iota(64), vec![0; 16 * 64]], setup, 2);
         assert!(text.contains("blocks: 16"), "{text}");
     }
+}
+
+#[test]
+fn device_function_calls_run_in_parallel() {
+    let (par, res) = both("calls", 8, &[vec![0; 8 * 64]], PLAIN);
+    assert_eq!(par, 8, "{res}");
+    let want: Vec<u8> = (0..8 * 64u32).flat_map(|g| (2 * g).to_le_bytes()).collect();
+    assert!(res.contains(&format!("memory=[{want:?}]")), "{res}");
 }
 
 #[test]

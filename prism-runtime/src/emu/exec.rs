@@ -39,6 +39,10 @@ mod exec_alu;
 // Blocks on several OS threads, committed only when they did not interact (issue 12).
 #[path = "parallel.rs"]
 mod parallel;
+// The race detector's shadow cells: per word while accesses cover whole words (issue 12).
+#[path = "shadow.rs"]
+mod shadow;
+pub(crate) use shadow::ShadowMem;
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -147,7 +151,7 @@ struct Block {
     lin: u32,
     warps: Vec<Warp>,
     shared: Vec<u8>,
-    sh_shadow: Vec<Shadow>,
+    sh_shadow: ShadowMem,
     local: Vec<u8>,
     bars: Vec<Bar>,
     inst: Vec<Inst>,
@@ -1061,8 +1065,7 @@ impl L<'_> {
                 let launch = self.launch_id;
                 let a = &mut self.allocs[i];
                 if a.shadow_launch != launch {
-                    a.shadow.clear();
-                    a.shadow.resize(a.data.len(), Shadow::default());
+                    a.shadow.reset(a.data.len());
                     a.shadow_launch = launch;
                 }
                 self.race(b, wi, lane, Some(i), o, size, acc, pc, gaddr);
@@ -1128,8 +1131,8 @@ impl L<'_> {
         {
             let (ti, ins) = (&b.thr_inst, &b.inst);
             let sh: &mut [Shadow] = match alloc {
-                Some(i) => &mut self.allocs[i].shadow[off..off + size],
-                None => &mut b.sh_shadow[off..off + size],
+                Some(i) => self.allocs[i].shadow.cells(off, size),
+                None => b.sh_shadow.cells(off, size),
             };
             // A plain read and an atomic read-modify-write of the same word do not race: hardware loads are
             // single-copy atomic, and CUDA's documented atomicCAS loops start with exactly such a read. A plain

@@ -338,7 +338,7 @@ impl From<PtxError> for EmuError {
 pub(crate) struct Alloc {
     pub base: u64,
     pub data: Vec<u8>,
-    pub shadow: Vec<exec::Shadow>,
+    pub shadow: exec::ShadowMem,
     pub shadow_launch: u64,
 }
 
@@ -389,7 +389,7 @@ impl Emulator {
         self.allocs.push(Alloc {
             base,
             data: vec![0; bytes],
-            shadow: Vec::new(),
+            shadow: exec::ShadowMem::default(),
             shadow_launch: u64::MAX,
         });
         base

@@ -274,7 +274,7 @@ fn work(
         .map(|x| Alloc {
             base: x.base,
             data: x.data.clone(),
-            shadow: Vec::new(),
+            shadow: ShadowMem::default(),
             shadow_launch: u64::MAX,
         })
         .collect();

@@ -129,9 +129,9 @@ impl L<'_> {
             warps,
             shared: vec![0; self.smem_size],
             sh_shadow: if self.cfg.check_races {
-                vec![Shadow::default(); self.smem_size]
+                ShadowMem::new(self.smem_size)
             } else {
-                Vec::new()
+                ShadowMem::default()
             },
             local: vec![0; self.local_size * nthreads as usize],
             bars: vec![Bar::default(); 16],
