@@ -46,7 +46,7 @@ impl ShadowMem {
     /// The cells of bytes `off .. off + size` (in bounds, `size` ≥ 1), in address order: one per word
     /// while the shadow is in word mode and the access covers whole words, else one per byte.
     pub(crate) fn cells(&mut self, off: usize, size: usize) -> &mut [Shadow] {
-        if !self.bytes && (off | size) % 4 != 0 {
+        if !self.bytes && !(off | size).is_multiple_of(4) {
             self.split();
         }
         if self.bytes {
