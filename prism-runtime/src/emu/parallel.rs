@@ -177,11 +177,19 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
     let (launch_id, src) = (e.launches, &e.allocs);
     let outs: Vec<Option<Out>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
-            .map(|_| s.spawn(|| work(&spec, src, m, a, cfg.clone(), launch_id, total)))
+            .map(|_| {
+                let cfg = cfg.clone();
+                std::thread::Builder::new()
+                    .spawn_scoped(s, || work(&spec, src, m, a, cfg, launch_id, total))
+            })
             .collect();
+        // A thread the system refused is a discarded run (the others stop at once), not a panic.
+        if handles.iter().any(|h| h.is_err()) {
+            spec.abort.store(true, Relaxed);
+        }
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or(None))
+            .map(|h| h.ok().and_then(|h| h.join().unwrap_or(None)))
             .collect()
     });
     if spec.abort.load(Relaxed) || outs.iter().any(|o| o.is_none()) {
