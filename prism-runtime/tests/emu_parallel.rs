@@ -183,6 +183,24 @@ $L_end:
     ret;
 }
 
+// buf[gid] = buf[gid + 64] + 1: each block reads the words the next block writes.
+.visible .entry shift(.param .u64 buf)
+{
+    .reg .b32 %r<7>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [buf];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.s32 %r4, %r1, %r2, %r3;
+    mul.wide.u32 %rd2, %r4, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r5, [%rd3+256];
+    add.s32 %r6, %r5, 1;
+    st.global.u32 [%rd3], %r6;
+    ret;
+}
+
 // Block 3 never finishes (a Livelock once the step budget is spent); the others write their word.
 .visible .entry one_spins(.param .u64 out)
 {
@@ -351,6 +369,12 @@ fn interacting_blocks_run_on_one_thread() {
     assert_eq!(par, 0, "cross-block atomics: {res}");
     let total: Vec<u8> = (8u32 * 64).to_le_bytes().to_vec();
     assert!(res.contains(&format!("memory=[{total:?}")), "{res}");
+    // Each block reads what the next one writes (the one-thread run decides who is first).
+    for races in [true, false] {
+        let setup = Setup { races, ..PLAIN };
+        let (par, res) = both("shift", 8, &[iota(9 * 64)], setup);
+        assert_eq!(par, 0, "neighbour reads: {res}");
+    }
     // A flag block 0 raises and the others spin on (races off: the hand-off is plain stores).
     let setup = Setup {
         races: false,
