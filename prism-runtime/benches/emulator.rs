@@ -68,10 +68,12 @@ fn prepare(line: &str) -> Launch {
     }
 }
 
-/// Runs the launch once; returns (time of the launch alone, counters).
-fn run(l: &Launch, races: bool) -> (Duration, Counters) {
+/// Runs the launch once on `threads` OS threads; returns (time of the launch alone, counters, blocks
+/// that ran in parallel).
+fn run(l: &Launch, races: bool, threads: usize) -> (Duration, Counters, u64) {
     let mut emu = Emulator::new(EmuConfig {
         check_races: races,
+        threads,
         ..EmuConfig::default()
     });
     let params: Vec<ParamValue> = l
@@ -92,7 +94,7 @@ fn run(l: &Launch, races: bool) -> (Duration, Counters) {
     let r = emu
         .launch(&l.module, &l.kernel, l.grid, l.block, l.smem, &params)
         .unwrap_or_else(|e| panic!("{}: {e}", l.kernel));
-    (t0.elapsed(), r.counters)
+    (t0.elapsed(), r.counters, r.parallel_blocks)
 }
 
 /// The tiled matmul of kernels.cu in C: for each 16×16 block, each tile of K, the block's threads load
@@ -194,19 +196,24 @@ fn main() {
         .unwrap_or_default();
     let mut summary = Vec::new();
     for (name, line) in CASES {
-        if !["on", "off"]
-            .iter()
-            .any(|r| format!("emulator/{name}/races_{r}").contains(&filter))
-        {
+        let ids = |races: bool, threads: usize| {
+            let r = if races { "on" } else { "off" };
+            format!("{name}/races_{r}/threads_{threads}")
+        };
+        if ![false, true].iter().any(|&r| {
+            [1, 2]
+                .iter()
+                .any(|&t| format!("emulator/{}", ids(r, t)).contains(&filter))
+        }) {
             continue;
         }
         let l = prepare(line);
-        for races in [false, true] {
-            let id = format!("{name}/races_{}", if races { "on" } else { "off" });
+        for (races, threads) in [(false, 1), (false, 2), (true, 1), (true, 2)] {
+            let id = ids(races, threads);
             if !format!("emulator/{id}").contains(&filter) {
                 continue;
             }
-            let (_, counters) = run(&l, races);
+            let (_, counters, par) = run(&l, races, threads);
             let wi = counters.warp_instructions;
             let mut g = c.benchmark_group("emulator");
             g.throughput(Throughput::Elements(wi));
@@ -215,7 +222,7 @@ fn main() {
                 bch.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let (dt, _) = run(&l, races);
+                        let (dt, _, _) = run(&l, races, threads);
                         best = best.min(dt.as_secs_f64());
                         total += dt;
                     }
@@ -224,17 +231,26 @@ fn main() {
             });
             g.finish();
             if best.is_finite() {
-                summary.push((id, wi, best));
+                summary.push((id, wi, best, par));
             }
         }
     }
-    println!("\nsummary (best of the samples, one thread):");
+    println!("\nsummary (best of the samples; parallel = blocks kept from a parallel run):");
     println!(
-        "{:36} {:>14} {:>10} {:>16}",
-        "case", "warp-instr", "seconds", "M warp-instr/s"
+        "{:46} {:>14} {:>10} {:>16} {:>9} {:>8}",
+        "case", "warp-instr", "seconds", "M warp-instr/s", "parallel", "speed-up"
     );
-    for (id, wi, s) in &summary {
-        println!("{id:36} {wi:>14} {s:>10.4} {:>16.2}", *wi as f64 / s / 1e6);
+    for (id, wi, s, par) in &summary {
+        // Two threads against one, same case and race setting.
+        let one = id.replace("threads_2", "threads_1");
+        let up = summary
+            .iter()
+            .find(|x| id.ends_with("threads_2") && x.0 == one)
+            .map_or(String::new(), |x| format!("{:.2}x", x.2 / s));
+        println!(
+            "{id:46} {wi:>14} {s:>10.4} {:>16.2} {par:>9} {up:>8}",
+            *wi as f64 / s / 1e6
+        );
     }
     // `cc -O2` vectorises the inner loops (GCC 12+); the scalar build is the one-lane-at-a-time reference.
     for flags in [&["-O2"][..], &["-O2", "-fno-tree-vectorize"][..]] {
@@ -244,9 +260,9 @@ fn main() {
                     "native tiled matmul 256^3 (cc {}): {native:.6} s",
                     flags.join(" ")
                 );
-                for (id, _, s) in summary
+                for (id, _, s, _) in summary
                     .iter()
-                    .filter(|(id, _, _)| id.starts_with("matmul_tiled"))
+                    .filter(|(id, _, _, _)| id.starts_with("matmul_tiled"))
                 {
                     println!("  {id}: emulator / native = {:.1}x", s / native);
                 }

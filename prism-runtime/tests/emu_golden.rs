@@ -78,8 +78,9 @@ fn cases() -> Vec<String> {
     out
 }
 
-/// Runs one case under one configuration; returns its record (one line).
-fn record(case: &str, config: &str) -> String {
+/// Runs one case under one configuration with `threads` OS threads; returns its record (one line) and
+/// whether the blocks ran on several threads (`LaunchReport::parallel_blocks`).
+fn record(case: &str, config: &str, threads: usize) -> (String, bool) {
     let mut args: Vec<String> = case.split_whitespace().map(String::from).collect();
     args[0] = format!("{FIXTURES}/{}", args[0]);
     args.extend(config.split_whitespace().map(String::from));
@@ -102,6 +103,7 @@ fn record(case: &str, config: &str) -> String {
         },
         check_races: inv.races,
         max_steps: inv.max_steps.unwrap_or(EmuConfig::default().max_steps),
+        threads,
     });
     let mut params = Vec::new();
     let mut bufs = Vec::new();
@@ -130,7 +132,7 @@ fn record(case: &str, config: &str) -> String {
     let (faults, report) = match r {
         Ok(r) => (Vec::new(), r),
         Err(EmuError::Faulted { faults, report }) => (faults, *report),
-        Err(e) => return format!("error: {e}"),
+        Err(e) => return (format!("error: {e}"), false),
     };
     let faults: Vec<String> = faults
         .iter()
@@ -150,23 +152,32 @@ fn record(case: &str, config: &str) -> String {
         .iter()
         .map(|&(a, n)| format!("{:016x}", fnv(&emu.read(a, n).expect("read"))))
         .collect();
-    format!(
+    let text = format!(
         "counters={:?} per_instruction={:016x} printf={:016x} buffers=[{}] faults={:?}",
         report.counters,
         fnv(&pi),
         fnv(report.printf.join("\n").as_bytes()),
         bufs.join(","),
         faults
-    )
+    );
+    (text, report.parallel_blocks > 0)
 }
 
 #[test]
 fn interpreter_matches_recorded_results() {
     let path = format!("{FIXTURES}/emu_golden.txt");
     let mut got = BTreeMap::new();
+    // Every record on one OS thread and on two (blocks that do not interact run in parallel there, and
+    // must give exactly the one-thread result).
+    let mut two = BTreeMap::new();
+    let mut parallel = 0;
     for case in cases() {
         for config in CONFIGS {
-            got.insert(format!("{case} [{config}]"), record(&case, config));
+            let key = format!("{case} [{config}]");
+            got.insert(key.clone(), record(&case, config, 1).0);
+            let (r, par) = record(&case, config, 2);
+            parallel += par as usize;
+            two.insert(key, r);
         }
     }
     if std::env::var_os("PRISM_BLESS").is_some() {
@@ -185,6 +196,21 @@ fn interpreter_matches_recorded_results() {
         want.insert(k.to_string(), v.trim().to_string());
     }
     let mut bad = Vec::new();
+    for (k, v) in &two {
+        if got.get(k) != Some(v) {
+            bad.push(format!(
+                "{k}\n  one thread:  {:?}\n  two threads: {v}",
+                got.get(k)
+            ));
+        }
+    }
+    // Launches of ≥ 4 blocks under the round-robin schedule (independent or lockstep) whose blocks do not
+    // interact: vector_add, matmuls, sgemms, transposes, ... (29 when this was written).
+    println!("{parallel} records ran their blocks on two threads");
+    assert!(
+        parallel >= 20,
+        "only {parallel} records ran their blocks in parallel"
+    );
     for (k, v) in &got {
         match want.get(k) {
             Some(w) if w == v => {}

@@ -643,6 +643,7 @@ fn run_emulator(
         },
         check_races: inv.races,
         max_steps: inv.max_steps.unwrap_or(EmuConfig::default().max_steps),
+        threads: super::default_threads(),
     };
     let mut emu = Emulator::new(cfg);
     let mut params = Vec::with_capacity(inputs.len());

@@ -36,6 +36,17 @@ mod exec_fast;
 // Arithmetic and comparisons over 32 lanes at once.
 #[path = "exec_alu.rs"]
 mod exec_alu;
+// Blocks on several OS threads, committed only when they did not interact (issue 12).
+#[path = "parallel.rs"]
+mod parallel;
+// The race detector's shadow cells: per word while accesses cover whole words (issue 12).
+#[path = "shadow.rs"]
+mod shadow;
+pub(crate) use shadow::ShadowMem;
+// A launch's state from its arguments, and its report.
+#[path = "launch.rs"]
+mod launch;
+pub(crate) use launch::{run_launch, LaunchArgs};
 
 /// Shadow state of one byte of shared or global memory (race detection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -144,7 +155,7 @@ struct Block {
     lin: u32,
     warps: Vec<Warp>,
     shared: Vec<u8>,
-    sh_shadow: Vec<Shadow>,
+    sh_shadow: ShadowMem,
     local: Vec<u8>,
     bars: Vec<Bar>,
     inst: Vec<Inst>,
@@ -237,6 +248,8 @@ struct L<'a> {
     same_st: Vec<(u64, [u64; 4])>,
     /// Lane arrays of the fast paths, kept between instructions (taken while one runs).
     fast: Option<Box<exec_fast::Scratch>>,
+    /// Set when this launch state runs blocks in isolation on a worker thread (`parallel.rs`).
+    spec: Option<parallel::Worker<'a>>,
 }
 
 fn mask_bits(bits: u32) -> u64 {
@@ -261,96 +274,6 @@ fn splitmix(s: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_launch(
-    e: &mut Emulator,
-    m: &Module,
-    fi: usize,
-    grid: [u32; 3],
-    block: [u32; 3],
-    cluster: [u32; 3],
-    dyn_bytes: u32,
-    params: Vec<u8>,
-    gaddrs: Vec<u64>,
-) -> Result<LaunchReport, EmuError> {
-    let csize = (cluster[0] * cluster[1] * cluster[2]) as usize;
-    let nthreads = block[0] * block[1] * block[2];
-    let seed = match e.cfg.schedule {
-        Schedule::RoundRobin => 0x1234_5678,
-        Schedule::Random { seed } => seed ^ 0xA5A5_5A5A_DEAD_BEEF,
-    };
-    let pic = m
-        .code
-        .iter()
-        .map(|i| InstrCounters {
-            ptx_line: i.line as usize,
-            ..Default::default()
-        })
-        .collect();
-    let launch_id = e.launches;
-    let cfg = e.cfg.clone();
-    let reserved = misc::reserved_bytes(m);
-    let mut l = L {
-        m,
-        allocs: &mut e.allocs,
-        cfg,
-        grid,
-        bdim: block,
-        nthreads,
-        smem_size: (reserved + m.dyn_offset(fi)) as usize + dyn_bytes as usize,
-        dyn_off: reserved + m.dyn_offset(fi),
-        dyn_bytes,
-        reserved,
-        params,
-        gaddrs,
-        pic,
-        faults: Vec::new(),
-        race_seen: HashSet::new(),
-        rng: seed,
-        steps: 0,
-        launch_id,
-        abort: false,
-        last_alloc: 0,
-        acc_g: Vec::with_capacity(64),
-        acc_s: Vec::with_capacity(64),
-        scratch: Vec::with_capacity(256),
-        local_size: misc::local_bytes(m),
-        atomics: 0,
-        mma_ops: 0,
-        clock: 0,
-        printf: Vec::new(),
-        cluster,
-        remote: vec![None; csize],
-        remote_mbar: vec![None; csize],
-        cbar: HashMap::new(),
-        async_write: false,
-        same_st: Vec::with_capacity(32),
-        fast: None,
-    };
-    let entry_pc = m.funcs[fi].start;
-    let blocks = l.run_blocks(entry_pc);
-    let mut counters = Counters::default();
-    for p in &l.pic {
-        counters.add(p);
-    }
-    counters.atomics = l.atomics;
-    counters.mma_ops = l.mma_ops;
-    counters.blocks = blocks;
-    let report = LaunchReport {
-        counters,
-        per_instruction: std::mem::take(&mut l.pic),
-        printf: std::mem::take(&mut l.printf),
-    };
-    if l.faults.is_empty() {
-        Ok(report)
-    } else {
-        Err(EmuError::Faulted {
-            faults: std::mem::take(&mut l.faults),
-            report: Box::new(report),
-        })
-    }
 }
 
 enum Step {
@@ -567,7 +490,10 @@ impl L<'_> {
             Sreg::LanemaskLe => (1u64 << (lane + 1)) - 1,
             Sreg::LanemaskGt => (!((1u64 << (lane + 1)) - 1)) & 0xffff_ffff,
             Sreg::LanemaskGe => (!((1u64 << lane) - 1)) & 0xffff_ffff,
-            Sreg::Clock | Sreg::Clock64 | Sreg::Globaltimer => self.clock,
+            Sreg::Clock | Sreg::Clock64 | Sreg::Globaltimer => {
+                self.spec_clock();
+                self.clock
+            }
             Sreg::Smid => (b.lin % 132) as u64,
             Sreg::Nsmid => 132,
             Sreg::DynSmem => self.dyn_bytes as u64,
@@ -578,7 +504,11 @@ impl L<'_> {
             Sreg::Nclusterid(d) => (self.grid[d as usize] / self.cluster[d as usize]) as u64,
             Sreg::ClusterCtarank => b.crank as u64,
             Sreg::ClusterNctarank => (self.cluster[0] * self.cluster[1] * self.cluster[2]) as u64,
-            Sreg::Reserved(_) | Sreg::ClockHi | Sreg::ExplicitCluster => self.sreg_misc(s),
+            Sreg::ClockHi => {
+                self.spec_clock();
+                self.sreg_misc(s)
+            }
+            Sreg::Reserved(_) | Sreg::ExplicitCluster => self.sreg_misc(s),
             Sreg::Zero => 0,
         }
     }
@@ -990,6 +920,9 @@ impl L<'_> {
             Loc::Shared(o) => self.acc_s.push((o as u32, size as u32)),
             _ => {}
         }
+        if self.spec.is_some() && self.spec_note(loc, size, acc) {
+            return;
+        }
         self.check_access(b, wi, lane, loc, size, acc, pc, gaddr);
     }
 
@@ -1014,8 +947,7 @@ impl L<'_> {
                 let launch = self.launch_id;
                 let a = &mut self.allocs[i];
                 if a.shadow_launch != launch {
-                    a.shadow.clear();
-                    a.shadow.resize(a.data.len(), Shadow::default());
+                    a.shadow.reset(a.data.len());
                     a.shadow_launch = launch;
                 }
                 self.race(b, wi, lane, Some(i), o, size, acc, pc, gaddr);
@@ -1081,8 +1013,8 @@ impl L<'_> {
         {
             let (ti, ins) = (&b.thr_inst, &b.inst);
             let sh: &mut [Shadow] = match alloc {
-                Some(i) => &mut self.allocs[i].shadow[off..off + size],
-                None => &mut b.sh_shadow[off..off + size],
+                Some(i) => self.allocs[i].shadow.cells(off, size),
+                None => b.sh_shadow.cells(off, size),
             };
             // A plain read and an atomic read-modify-write of the same word do not race: hardware loads are
             // single-copy atomic, and CUDA's documented atomicCAS loops start with exactly such a read. A plain

@@ -437,8 +437,18 @@ impl L<'_> {
         acc: Acc,
         pc: u32,
     ) {
-        if self.cfg.check_races {
+        // A parallel run notes global accesses (`parallel.rs`); a read of data several blocks read needs
+        // no race check there.
+        let mut checked = exec;
+        if let (Region::Global(i), true) = (region, self.spec.is_some()) {
             for l in each(exec) {
+                if self.spec_note(Loc::Global(i, offs[l]), size, acc) {
+                    checked &= !(1 << l);
+                }
+            }
+        }
+        if self.cfg.check_races {
+            for l in each(checked) {
                 let loc = match region {
                     Region::Shared => Loc::Shared(offs[l]),
                     Region::Local => Loc::Local(offs[l]),

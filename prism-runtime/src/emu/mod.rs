@@ -56,6 +56,21 @@ pub struct EmuConfig {
     pub check_races: bool,
     /// Bound on executed warp-instructions per launch; exceeding it reports [`FaultKind::Livelock`].
     pub max_steps: u64,
+    /// OS threads a launch may run its blocks on (1 = one thread). Several are used only where the result
+    /// is provably that of one thread (see `docs/EMULATOR.md`, "Blocks on several OS threads"); the
+    /// default is the environment variable `PRISM_EMU_THREADS`, else the machine's available cores.
+    pub threads: usize,
+}
+
+/// [`EmuConfig::threads`]' default: `PRISM_EMU_THREADS` when it holds a positive number, else the
+/// available cores (at most 64).
+pub fn default_threads() -> usize {
+    std::env::var("PRISM_EMU_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(64)
 }
 
 impl Default for EmuConfig {
@@ -65,6 +80,7 @@ impl Default for EmuConfig {
             warp_mode: WarpMode::Independent,
             check_races: true,
             max_steps: 200_000_000,
+            threads: default_threads(),
         }
     }
 }
@@ -264,6 +280,9 @@ pub struct LaunchReport {
     pub per_instruction: Vec<InstrCounters>,
     /// Lines printed by device-side `printf` (`vprintf`), in the order the threads ran them.
     pub printf: Vec<String>,
+    /// Blocks that ran on worker threads in a parallel run whose result was kept (0 when the launch ran
+    /// on one thread, or its parallel attempt was discarded and it ran again on one).
+    pub parallel_blocks: u64,
 }
 
 /// Emulator errors.
@@ -319,7 +338,7 @@ impl From<PtxError> for EmuError {
 pub(crate) struct Alloc {
     pub base: u64,
     pub data: Vec<u8>,
-    pub shadow: Vec<exec::Shadow>,
+    pub shadow: exec::ShadowMem,
     pub shadow_launch: u64,
 }
 
@@ -333,6 +352,9 @@ pub struct Emulator {
     next_addr: u64,
     module_globals: HashMap<u64, Vec<u64>>,
     pub(crate) launches: u64,
+    /// Kernels (module id, entry) not to run on several threads: their parallel run was discarded, or
+    /// they use global atomics (`exec/parallel.rs`).
+    pub(crate) serial_kernels: std::collections::HashSet<(u64, usize)>,
 }
 
 impl Emulator {
@@ -344,6 +366,7 @@ impl Emulator {
             next_addr: GLOBAL_BASE,
             module_globals: HashMap::new(),
             launches: 0,
+            serial_kernels: Default::default(),
         }
     }
 
@@ -366,7 +389,7 @@ impl Emulator {
         self.allocs.push(Alloc {
             base,
             data: vec![0; bytes],
-            shadow: Vec::new(),
+            shadow: exec::ShadowMem::default(),
             shadow_launch: u64::MAX,
         });
         base
@@ -594,16 +617,15 @@ impl Emulator {
         .map_err(EmuError::BadLaunch)?;
         let gaddrs = self.module_addrs(module);
         self.launches += 1;
-        exec::run_launch(
-            self,
-            module,
+        let args = exec::LaunchArgs {
             fi,
             grid,
             block,
             cluster,
-            dynamic_smem_bytes,
-            pbuf,
+            dyn_bytes: dynamic_smem_bytes,
+            params: pbuf,
             gaddrs,
-        )
+        };
+        exec::run_launch(self, module, args)
     }
 }

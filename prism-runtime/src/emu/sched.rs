@@ -86,7 +86,7 @@ impl L<'_> {
 
     /// Block `rank` of cluster `cid` (clusters in grid order, x fastest; ranks x fastest within a cluster,
     /// as measured on an H100), every thread at `entry_pc`.
-    fn new_block(&self, cid: u32, rank: u32, entry_pc: u32) -> Block {
+    pub(super) fn new_block(&self, cid: u32, rank: u32, entry_pc: u32) -> Block {
         let [gx, gy, _] = self.grid;
         let c = self.cluster;
         let (ncx, ncy) = (gx / c[0], gy / c[1]);
@@ -129,9 +129,9 @@ impl L<'_> {
             warps,
             shared: vec![0; self.smem_size],
             sh_shadow: if self.cfg.check_races {
-                vec![Shadow::default(); self.smem_size]
+                ShadowMem::new(self.smem_size)
             } else {
-                Vec::new()
+                ShadowMem::default()
             },
             local: vec![0; self.local_size * nthreads as usize],
             bars: vec![Bar::default(); 16],
@@ -156,7 +156,7 @@ impl L<'_> {
 
     /// Runs block `b` for a slice (up to 16 warp quanta); true when the block has finished (every thread
     /// exited, or no thread can make progress: the stall is diagnosed as a fault).
-    fn run_slice(&mut self, b: &mut Block) -> bool {
+    pub(super) fn run_slice(&mut self, b: &mut Block) -> bool {
         let nw = b.warps.len();
         let random = matches!(self.cfg.schedule, Schedule::Random { .. });
         for _ in 0..16 {

@@ -91,6 +91,10 @@ impl L<'_> {
         a: u64,
     ) -> Option<TensorMap> {
         let loc = self.resolve(b, wi, lane, Space::Generic, a, 128, pc)?;
+        if self.spec.is_some() {
+            // (Only noted: the map's bytes are not race-checked on the one-thread path either.)
+            let _ = self.spec_note(loc, 128, super::Acc::Read);
+        }
         let bytes = self.mem_slice(b, loc)[..128].to_vec();
         match TensorMap::decode(&bytes) {
             Ok(m) => Some(m),

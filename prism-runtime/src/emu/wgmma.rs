@@ -839,7 +839,7 @@ impl L<'_> {
         let mut bad = None;
         let mut last = None;
         for i in lo.min(hi)..hi {
-            let s = b.sh_shadow[i];
+            let s = b.sh_shadow.get(i);
             if last == Some((s.w, s.w_ep)) {
                 continue;
             }

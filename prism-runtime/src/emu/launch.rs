@@ -1,0 +1,126 @@
+//! A launch: its state from the validated arguments, the choice between a parallel and a one-thread run,
+//! and its report.
+
+use super::*;
+
+/// The shape and inputs of one launch, as `Emulator::launch_cluster` validated them.
+pub(crate) struct LaunchArgs {
+    pub fi: usize,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub cluster: [u32; 3],
+    pub dyn_bytes: u32,
+    pub params: Vec<u8>,
+    pub gaddrs: Vec<u64>,
+}
+
+pub(crate) fn run_launch(
+    e: &mut Emulator,
+    m: &Module,
+    a: LaunchArgs,
+) -> Result<LaunchReport, EmuError> {
+    // Blocks over several OS threads when they turn out not to interact (`parallel.rs`); otherwise, and
+    // whenever that run cannot vouch for its result, the launch runs here as it always did.
+    if let Some(report) = parallel::try_parallel(e, m, &a) {
+        return Ok(report);
+    }
+    let launch_id = e.launches;
+    let cfg = e.cfg.clone();
+    let mut l = L::new(m, &mut e.allocs, cfg, &a, launch_id);
+    let entry_pc = m.funcs[a.fi].start;
+    let blocks = l.run_blocks(entry_pc);
+    l.finish(blocks)
+}
+
+impl<'a> L<'a> {
+    /// The launch state before any block has run.
+    pub(super) fn new(
+        m: &'a Module,
+        allocs: &'a mut Vec<Alloc>,
+        cfg: EmuConfig,
+        a: &LaunchArgs,
+        launch_id: u64,
+    ) -> L<'a> {
+        let cluster = a.cluster;
+        let csize = (cluster[0] * cluster[1] * cluster[2]) as usize;
+        let block = a.block;
+        let nthreads = block[0] * block[1] * block[2];
+        let seed = match cfg.schedule {
+            Schedule::RoundRobin => 0x1234_5678,
+            Schedule::Random { seed } => seed ^ 0xA5A5_5A5A_DEAD_BEEF,
+        };
+        let pic = m
+            .code
+            .iter()
+            .map(|i| InstrCounters {
+                ptx_line: i.line as usize,
+                ..Default::default()
+            })
+            .collect();
+        let reserved = misc::reserved_bytes(m);
+        let fi = a.fi;
+        L {
+            m,
+            allocs,
+            cfg,
+            grid: a.grid,
+            bdim: block,
+            nthreads,
+            smem_size: (reserved + m.dyn_offset(fi)) as usize + a.dyn_bytes as usize,
+            dyn_off: reserved + m.dyn_offset(fi),
+            dyn_bytes: a.dyn_bytes,
+            reserved,
+            params: a.params.clone(),
+            gaddrs: a.gaddrs.clone(),
+            pic,
+            faults: Vec::new(),
+            race_seen: HashSet::new(),
+            rng: seed,
+            steps: 0,
+            launch_id,
+            abort: false,
+            last_alloc: 0,
+            acc_g: Vec::with_capacity(64),
+            acc_s: Vec::with_capacity(64),
+            scratch: Vec::with_capacity(256),
+            local_size: misc::local_bytes(m),
+            atomics: 0,
+            mma_ops: 0,
+            clock: 0,
+            printf: Vec::new(),
+            cluster,
+            remote: vec![None; csize],
+            remote_mbar: vec![None; csize],
+            cbar: HashMap::new(),
+            async_write: false,
+            same_st: Vec::with_capacity(32),
+            fast: None,
+            spec: None,
+        }
+    }
+
+    /// The launch's report (and faults) once `blocks` blocks have run.
+    pub(super) fn finish(mut self, blocks: u64) -> Result<LaunchReport, EmuError> {
+        let mut counters = Counters::default();
+        for p in &self.pic {
+            counters.add(p);
+        }
+        counters.atomics = self.atomics;
+        counters.mma_ops = self.mma_ops;
+        counters.blocks = blocks;
+        let report = LaunchReport {
+            counters,
+            per_instruction: std::mem::take(&mut self.pic),
+            printf: std::mem::take(&mut self.printf),
+            parallel_blocks: 0,
+        };
+        if self.faults.is_empty() {
+            Ok(report)
+        } else {
+            Err(EmuError::Faulted {
+                faults: std::mem::take(&mut self.faults),
+                report: Box::new(report),
+            })
+        }
+    }
+}
