@@ -43,7 +43,7 @@ fn hopper_programs_never_misuse_collectives() {
     let mut rng = Rng(0x40_9e_e5);
     let (mut accepted, mut with_regs, mut two_rings, mut with_tma, mut multicast) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut device_steps = 0u64;
+    let (mut device_steps, mut epilogues) = (0u64, 0u64);
     let mut rules = std::collections::BTreeMap::<String, u64>::new();
     for case in 0..cases() {
         let src = generate_hopper(&mut rng);
@@ -70,6 +70,7 @@ fn hopper_programs_never_misuse_collectives() {
             two_rings += src.contains("let rs1:") as u64;
             with_tma += src.contains("tma_load") as u64;
             device_steps += src.contains("k_step::<") as u64;
+            epilogues += src.contains("stmatrix_bf16(") as u64;
             multicast += src.contains("tma_load_multicast") as u64;
             for k in kernels {
                 let module = Module::parse(&k.ptx).unwrap_or_else(|e| {
@@ -103,6 +104,7 @@ fn hopper_programs_never_misuse_collectives() {
                 let gb = emu.alloc(64 * 64 * 2);
                 emu.write(ga, &tiles[..256 * 64 * 2]).expect("write ta");
                 emu.write(gb, &tiles[256 * 64 * 2..]).expect("write tb");
+                let gd = emu.alloc(256 * 64 * 2);
                 let clustered = k.contract.cluster > 1;
                 let result = emu.launch_cluster(
                     &module,
@@ -117,6 +119,7 @@ fn hopper_programs_never_misuse_collectives() {
                         ParamValue::U32(n),
                         tensor_map(ga, 256),
                         tensor_map(gb, 64),
+                        tensor_map(gd, 256),
                     ],
                 );
                 match result {
@@ -149,7 +152,7 @@ fn hopper_programs_never_misuse_collectives() {
         }
     }
     println!(
-        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills, {multicast} multicast in clusters, {device_steps} with k-steps in a device function); \
+        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills, {multicast} multicast in clusters, {device_steps} with k-steps in a device function, {epilogues} storing a tile with stmatrix and TMA); \
          rejected by rule: {rules:?}; none went wrong on the emulator",
         cases()
     );
@@ -158,7 +161,12 @@ fn hopper_programs_never_misuse_collectives() {
         "too few well-typed programs ({accepted}) to say anything"
     );
     assert!(
-        with_regs > 0 && two_rings > 0 && with_tma > 0 && multicast > 0 && device_steps > 0,
+        with_regs > 0
+            && two_rings > 0
+            && with_tma > 0
+            && multicast > 0
+            && device_steps > 0
+            && epilogues > 0,
         "the generator must cover set_max_regs, consecutive rings, TMA fills and multicast"
     );
 }

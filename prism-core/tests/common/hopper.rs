@@ -5,8 +5,10 @@
 
 use super::Rng;
 
-/// A random Hopper kernel `(a: *const f32, c: *mut f32, n: u32, ta, tb: TensorMap<bf16, 2>)`: `ta` a tensor of
-/// 256 × 64 and `tb` of 64 × 64 bf16, loaded in 64 × 64 boxes (128-byte swizzle).
+/// A random Hopper kernel `(a: *const f32, c: *mut f32, n: u32, ta, tb: TensorMap<bf16, 2>, td:
+/// TensorMapMut<bf16, 2>)`: `ta` a tensor of 256 × 64 and `tb` of 64 × 64 bf16, loaded in 64 × 64 boxes
+/// (128-byte swizzle); `td` 256 × 64 bf16, where a lone consumer warpgroup may store its tile (block `b`'s
+/// rows `64b..64b + 64`) through `stmatrix_bf16` and `tma_store`.
 pub fn generate_hopper(rng: &mut Rng) -> String {
     let groups = *rng.pick(&[2u32, 2, 3, 4]);
     let threads = 128 * groups;
@@ -37,8 +39,10 @@ pub fn generate_hopper(rng: &mut Rng) -> String {
     };
     format!(
         "{K_STEP}#[prism_kernel({attrs}, threads = {threads}, smem = 200000)]\n\
-         fn generated(a: *const f32, c: *mut f32, n: u32, ta: TensorMap<bf16, 2>, tb: TensorMap<bf16, 2>) {{\n\
-         {rank}group(block[1], || {{\n{body}}});\n{tail}}}\n"
+         fn generated(a: *const f32, c: *mut f32, n: u32, ta: TensorMap<bf16, 2>, tb: TensorMap<bf16, 2>, \
+         td: TensorMapMut<bf16, 2>) {{\n\
+         {rank}#[at(block[1])] let eb: u32 = id();\ngroup(block[1], || {{\n\
+         let ep: Shared<[bf16; 64 * 64], Swizzle128>;\npartition(ep, thread[128], |x| x, |ep_w| {{\n{body}}});\n}});\n{tail}}}\n"
     )
 }
 
@@ -141,6 +145,7 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
         (4, _) => vec![1, 1, 1],
         _ => vec![1],
     };
+    let arms_n = arms.len();
     for n in arms {
         out.push_str(&format!("{n} => {{\n"));
         // Two consumer warpgroups in one arm work as two `thread[128]` units (mostly).
@@ -173,6 +178,12 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
         }
         if rng.below(2) == 0 {
             out.push_str("#[at(thread[1])] let rv: f32 = racc[2];\n");
+        }
+        // The only consumer writes its tile out: stmatrix into its own box, a TMA store to this block's rows.
+        if arms_n == 1 && n == 1 && rng.below(3) == 0 {
+            out.push_str(
+                "stmatrix_bf16(ep_w, &racc, 0);\nmatch split(thread) {\n1 => {\ntma_store(td, ep_w, 0, eb * 64);\n}\n}\n",
+            );
         }
         if grouped {
             out.push_str("});\n");
