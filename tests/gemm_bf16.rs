@@ -41,12 +41,11 @@ fn run(variant: GemmBf16Variant, m: usize, n: usize, k: usize, seed: u64) {
     let mut bad = Vec::new();
     for i in 0..m {
         for j in 0..n {
-            let (mut s, mut mag) = (0f64, 0f64);
-            for x in 0..k {
-                let p = a[i * k + x].to_f32() as f64 * b[j * k + x].to_f32() as f64;
-                s += p;
-                mag += p.abs();
-            }
+            let (s, mag) = e2e_util::dot_f64(
+                k,
+                |x| a[i * k + x].to_f32() as f64,
+                |x| b[j * k + x].to_f32() as f64,
+            );
             let c0ij = c0[i * n + j] as f64;
             let want = ALPHA as f64 * s + BETA as f64 * c0ij;
             let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
@@ -323,12 +322,11 @@ fn persistent_blocks_run_several_tiles() {
         let c = dev.dtoh(&dc).unwrap();
         for i in 0..m {
             for j in 0..n {
-                let (mut s, mut mag) = (0f64, 0f64);
-                for x in 0..k {
-                    let p = a[i * k + x].to_f32() as f64 * b[j * k + x].to_f32() as f64;
-                    s += p;
-                    mag += p.abs();
-                }
+                let (s, mag) = e2e_util::dot_f64(
+                    k,
+                    |x| a[i * k + x].to_f32() as f64,
+                    |x| b[j * k + x].to_f32() as f64,
+                );
                 let c0ij = c0[i * n + j] as f64;
                 let want = ALPHA as f64 * s + BETA as f64 * c0ij;
                 let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
@@ -362,12 +360,11 @@ fn b_given_k_by_n_row_major() {
         let c = dev.dtoh(&dc).unwrap();
         for i in 0..m {
             for j in 0..n {
-                let (mut s, mut mag) = (0f64, 0f64);
-                for x in 0..k {
-                    let p = a[i * k + x].to_f32() as f64 * b[x * n + j].to_f32() as f64;
-                    s += p;
-                    mag += p.abs();
-                }
+                let (s, mag) = e2e_util::dot_f64(
+                    k,
+                    |x| a[i * k + x].to_f32() as f64,
+                    |x| b[x * n + j].to_f32() as f64,
+                );
                 let c0ij = c0[i * n + j] as f64;
                 let want = ALPHA as f64 * s + BETA as f64 * c0ij;
                 let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;

@@ -80,12 +80,11 @@ fn run(m: usize, n: usize, k: usize, alpha: f32, beta: f32, seed: u64, blocks: O
     let mut bad = Vec::new();
     for i in 0..m {
         for j in 0..n {
-            let (mut s, mut mag) = (0f64, 0f64);
-            for x in 0..k {
-                let p = a[i * k + x].to_f32() as f64 * b[j * k + x].to_f32() as f64;
-                s += p;
-                mag += p.abs();
-            }
+            let (s, mag) = e2e_util::dot_f64(
+                k,
+                |x| a[i * k + x].to_f32() as f64,
+                |x| b[j * k + x].to_f32() as f64,
+            );
             let cij = c[i * n + j].to_f32() as f64;
             let want = alpha as f64 * s + beta as f64 * cij;
             // bf16 keeps 8 significant bits: the result is within one step (|want| / 128) of the exact

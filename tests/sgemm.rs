@@ -18,12 +18,7 @@ fn reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c0: &[f32]) -> 
     let mut out = Vec::with_capacity(m * n);
     for i in 0..m {
         for j in 0..n {
-            let (mut s, mut mag) = (0f64, 0f64);
-            for l in 0..k {
-                let p = a[i * k + l] as f64 * b[l * n + j] as f64;
-                s += p;
-                mag += p.abs();
-            }
+            let (s, mag) = e2e_util::dot_f64(k, |l| a[i * k + l] as f64, |l| b[l * n + j] as f64);
             let cij = c0[i * n + j] as f64;
             out.push((
                 ALPHA as f64 * s + BETA as f64 * cij,
@@ -281,12 +276,8 @@ fn fig6_mma_tf32_host_api() {
         let c = dev.dtoh(&dc).unwrap();
         for i in 0..m {
             for j in 0..n {
-                let (mut s, mut mag) = (0f64, 0f64);
-                for l in 0..k {
-                    let p = a[i * k + l] as f64 * b[l * n + j] as f64;
-                    s += p;
-                    mag += p.abs();
-                }
+                let (s, mag) =
+                    e2e_util::dot_f64(k, |l| a[i * k + l] as f64, |l| b[l * n + j] as f64);
                 let got = c[i * n + j] as f64;
                 assert!(
                     (got - s).abs() <= 4e-3 * mag + 1e-5,

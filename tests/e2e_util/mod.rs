@@ -58,3 +58,12 @@ pub fn emulator_or_gpu(cfg: prism::runtime::emu::EmuConfig) -> Device {
     }
     Device::emulator_with(cfg)
 }
+
+/// The f64 dot product `Σₓ a(x)·b(x)` over `x < k` and `Σₓ |a(x)·b(x)|`, the scale of an f32 result's
+/// rounding error: one entry of a matrix-product reference.
+pub fn dot_f64(k: usize, a: impl Fn(usize) -> f64, b: impl Fn(usize) -> f64) -> (f64, f64) {
+    (0..k).fold((0.0, 0.0), |(s, mag), x| {
+        let p = a(x) * b(x);
+        (s + p, mag + p.abs())
+    })
+}
