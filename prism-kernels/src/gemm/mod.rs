@@ -50,6 +50,26 @@ pub fn wgmma_k_tile<const HALF: u32, const ACC: u32>(
     }
 }
 
+/// Rung 5's tile order: tiles are taken `GROUP_M` tile rows at a time (consecutive tiles share B panels
+/// and the group's A panels stay in L2; the last group may be shorter). The tile row of tile `tile` of a
+/// `tiles_m × tiles_n` grid of tiles.
+#[prism_device(requires(thread[128]))]
+pub fn grouped_tile_m<const GROUP_M: u32>(tile: u32, tiles_m: u32, tiles_n: u32) -> u32 {
+    let width: u32 = GROUP_M * tiles_n;
+    let first_m: u32 = (tile / width) * GROUP_M;
+    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+    first_m + (tile % width) % rows
+}
+
+/// The tile column of tile `tile` in [`grouped_tile_m`]'s order.
+#[prism_device(requires(thread[128]))]
+pub fn grouped_tile_n<const GROUP_M: u32>(tile: u32, tiles_m: u32, tiles_n: u32) -> u32 {
+    let width: u32 = GROUP_M * tiles_n;
+    let first_m: u32 = (tile / width) * GROUP_M;
+    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
+    (tile % width) / rows
+}
+
 /// The `m64nNk16` accumulator fragment of a warpgroup (PTX ISA, wgmma D layout: register `i` of thread `t`
 /// holds row `16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2)`, column `8·(i / 4) + 2·(t % 4) + i % 2`) →
 /// `C = alpha · acc + beta · C` for the 64 × `2N` tile whose top-left element is `c[base]` (`ld`
@@ -516,11 +536,8 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                 set_max_regs(40);
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
-                                    let width: u32 = GROUP_M * tiles_n;
-                                    let first_m: u32 = (tile / width) * GROUP_M;
-                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
-                                    let tm: u32 = first_m + (tile % width) % rows;
-                                    let tn: u32 = (tile % width) / rows;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
                                     for kt in 0..k_tiles {
                                         fill(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             match split(thread) {
@@ -539,11 +556,8 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
-                                    let width: u32 = GROUP_M * tiles_n;
-                                    let first_m: u32 = (tile / width) * GROUP_M;
-                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
-                                    let tm: u32 = first_m + (tile % width) % rows;
-                                    let tn: u32 = (tile % width) / rows;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<0, { BN / 2 }>(
@@ -572,11 +586,8 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
-                                    let width: u32 = GROUP_M * tiles_n;
-                                    let first_m: u32 = (tile / width) * GROUP_M;
-                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
-                                    let tm: u32 = first_m + (tile % width) % rows;
-                                    let tn: u32 = (tile % width) / rows;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<1, { BN / 2 }>(

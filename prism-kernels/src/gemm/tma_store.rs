@@ -65,11 +65,8 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                 set_max_regs(40);
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
-                                    let width: u32 = GROUP_M * tiles_n;
-                                    let first_m: u32 = (tile / width) * GROUP_M;
-                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
-                                    let tm: u32 = first_m + (tile % width) % rows;
-                                    let tn: u32 = (tile % width) / rows;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
                                     for kt in 0..k_tiles {
                                         fill(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             match split(thread) {
@@ -94,11 +91,8 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                 let c0: u32 = 2 * (t % 4);
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
-                                    let width: u32 = GROUP_M * tiles_n;
-                                    let first_m: u32 = (tile / width) * GROUP_M;
-                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
-                                    let tm: u32 = first_m + (tile % width) % rows;
-                                    let tn: u32 = (tile % width) / rows;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<0, { BN / 2 }>(
@@ -147,11 +141,8 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                 let c0: u32 = 2 * (t % 4);
                                 for it in 0..iters {
                                     let tile: u32 = blk + it * nblk;
-                                    let width: u32 = GROUP_M * tiles_n;
-                                    let first_m: u32 = (tile / width) * GROUP_M;
-                                    let rows: u32 = (tiles_m - first_m).min(GROUP_M);
-                                    let tm: u32 = first_m + (tile % width) % rows;
-                                    let tn: u32 = (tile % width) / rows;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<1, { BN / 2 }>(
