@@ -23,6 +23,7 @@ mod inline;
 mod instance;
 mod intrinsics;
 mod loops;
+mod ring;
 mod ring_sites;
 mod split;
 mod stmt;
@@ -283,7 +284,7 @@ struct Em<'a> {
     /// `threads = N`, when given.
     threads: Option<u32>,
     /// The kernel's rings (their mbarriers are declared and initialized by `finish`).
-    rings: Vec<hopper::RingInfo>,
+    rings: Vec<ring::RingInfo>,
     /// `fill` names in scope and the address register of the full mbarrier of their slot.
     fill_slots: Vec<(String, String)>,
     /// `cluster = N` (1 without).

@@ -1,0 +1,401 @@
+//! Rings (`ring` / `fill` / `drain`): mbarrier pipelines between a producer and consumer arms, lowered as
+//! true split barriers (a full and an empty mbarrier per slot, phase parity from the step); multicast fills
+//! and `peer` reads in clusters. Synchronization between the arms is the rings' own (docs/SYNC.md).
+
+use super::hopper::tma_box;
+use super::{err, ring_sites, Binding, Em, Space, Val, View, R};
+use crate::ast::{Block, Expr, ExprKind, Ident, Level, ScalarType};
+use proc_macro2::Span;
+
+/// A `ring`: its slots and the arrivals that complete a phase of its full / empty mbarriers (the distinct
+/// threads of its `fill` / `drain` sites, `ring_sites`: each thread arrives once per step).
+pub(super) struct RingInfo {
+    pub stages: u32,
+    pub full_count: u32,
+    pub empty_count: u32,
+    /// The threads of its `fill` and `drain` sites (`ring_sites`).
+    fills: Vec<(u32, u32)>,
+    drains: Vec<(u32, u32)>,
+    /// Its fills multicast into every block of the cluster: drains release the slot in every block.
+    pub cluster: bool,
+}
+
+impl Em<'_> {
+    /// `ring(S, (a, b), |r| ..)`: checks that every memory splits into `S` slots that keep its layout's
+    /// alignment, then emits the body with `r` bound.
+    pub(super) fn ring(
+        &mut self,
+        stages: &Expr,
+        targets: &[Ident],
+        name: &Ident,
+        body: &Block,
+        span: Span,
+    ) -> R<()> {
+        let n = self.const_u32(stages)?;
+        let mut views = Vec::new();
+        for t in targets {
+            let view = match self.lookup(t)? {
+                Binding::Mem { view, .. }
+                    if view.space == Space::Shared && view.maps.is_empty() =>
+                {
+                    view
+                }
+                _ => {
+                    return Err(err(
+                        "RING",
+                        t.span,
+                        "a ring's memories are shared allocations themselves",
+                    ))
+                }
+            };
+            let slot_bytes = view.len as u64 / n as u64 * view.elem.size() as u64;
+            if view.len % n != 0 || !slot_bytes.is_multiple_of(view.layout.align() as u64) {
+                return Err(err(
+                    "RING",
+                    t.span,
+                    format!(
+                        "`{}` ({} elements) does not split into {n} slots of a multiple of {} bytes",
+                        t.name,
+                        view.len,
+                        view.layout.align()
+                    ),
+                )
+                .help("declare it as `Shared<[T; STAGES * SLOT], L>` with slots aligned for the layout (1024 bytes for Swizzle128)"));
+            }
+            views.push(view);
+        }
+        let id = self.rings.len();
+        let mut multicast = false;
+        crate::check::walk_calls(body, &mut |name, _| {
+            multicast |= name == "tma_load_multicast"
+        });
+        let cluster = multicast && self.cluster > 1;
+        self.cluster_rings |= cluster;
+        self.rings.push(RingInfo {
+            stages: n,
+            full_count: 0,
+            empty_count: 0,
+            fills: Vec::new(),
+            drains: Vec::new(),
+            cluster,
+        });
+        let pending = self.fresh(ScalarType::Bool);
+        let prev = self.fresh(ScalarType::U32);
+        self.line(format!("mov.pred {pending}, 0;"));
+        self.line(format!("mov.u32 {prev}, 0;"));
+        let outer = self.drain_deferred.replace((pending, prev));
+        self.env.push(Default::default());
+        self.bind(&name.name, Binding::Ring { id, views });
+        let r = self.block_inner(body);
+        self.env.pop();
+        self.wgmma_retire();
+        self.drain_deferred = outer;
+        r?;
+        let ring = &mut self.rings[id];
+        ring.full_count = ring_sites::distinct(&ring.fills);
+        // In a cluster ring every block's consumers release the slot in every block (a multicast refills it
+        // in all of them).
+        ring.empty_count =
+            ring_sites::distinct(&ring.drains) * if cluster { self.cluster } else { 1 };
+        if ring.full_count == 0 || ring.empty_count == 0 {
+            return Err(err(
+                "RING",
+                span,
+                "a ring is filled by one `fill` and emptied by `drain`s: both are needed",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `fill` / `drain` of step `i`: wait for the slot's empty (fill) or full (drain) phase, run the body on
+    /// the slot's views, then arrive on the other mbarrier. Slot `i % S`, phase parity `(i / S) % 2`; a fill
+    /// waits on the parity before it, which a fresh mbarrier reports complete (the slots start empty).
+    pub(super) fn ring_use(
+        &mut self,
+        fill: bool,
+        ring: &Ident,
+        index: &Expr,
+        names: &[Ident],
+        body: &Block,
+        span: Span,
+    ) -> R<()> {
+        let (id, views) = match self.lookup(ring)? {
+            Binding::Ring { id, views } => (id, views),
+            _ => return Err(err("RING", ring.span, "expected a ring")),
+        };
+        let stages = self.rings[id].stages;
+        // The arrival counts are the threads that run fills and drains: without the block size they are known
+        // only for one interval of threads (a split arm), not for a whole block or its `group` units.
+        let counted = self.threads.is_some()
+            || self.ctx.units.len() == 1 && self.ctx.persp.level == Level::Thread;
+        match self.ctx.persp.level {
+            _ if !counted => {
+                return Err(err(
+                    "RING",
+                    span,
+                    "this `fill`/`drain` needs the block size: declare `threads = N` on the kernel",
+                )
+                .help("the compiler counts the threads that fill and drain each slot"))
+            }
+            Level::Thread => {}
+            Level::Block if self.ctx.persp.n == 1 => {}
+            _ => {
+                return Err(err(
+                    "RING",
+                    span,
+                    "`fill` and `drain` run in block or thread code",
+                ))
+            }
+        }
+        let cluster = if self.rings[id].cluster {
+            self.cluster
+        } else {
+            1
+        };
+        let units = self.ctx.units.clone();
+        let ring_info = &mut self.rings[id];
+        if fill {
+            &mut ring_info.fills
+        } else {
+            &mut ring_info.drains
+        }
+        .extend(units);
+        let step = self.scalar(index)?;
+        let step = self.coerce(step, ScalarType::U32, index.span)?;
+        let slot = self.u32_bin("rem", &step, &Val::imm_u32(stages));
+        let round = self.u32_bin("div", &step, &Val::imm_u32(stages));
+        let parity = self.u32_bin("rem", &round, &Val::imm_u32(2));
+        let parity = if fill {
+            self.u32_bin("sub", &Val::imm_u32(1), &parity)
+        } else {
+            parity
+        };
+        let (wait_side, arrive_side) = if fill {
+            ("empty", "full")
+        } else {
+            ("full", "empty")
+        };
+        let wait_addr = self.ring_mbar(id, wait_side, &slot);
+        let arrive_addr = self.ring_mbar(id, arrive_side, &slot);
+        let p = self.fresh(ScalarType::Bool);
+        let again = self.label();
+        let par = self.op(&parity, ScalarType::U32);
+        self.put_label(&again);
+        self.line(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{wait_addr}], {par};"
+        ));
+        self.line(format!("@!{p} bra {again};"));
+        self.env.push(Default::default());
+        for (n, v) in names.iter().zip(&views) {
+            let slot_bytes = v.len / stages * v.elem.size();
+            let off = self.u32_bin("mul", &slot, &Val::imm_u32(slot_bytes));
+            let base = self.u32_bin("add", &v.base, &off);
+            let view = View {
+                base,
+                readonly: !fill,
+                len: v.len / stages,
+                ..v.clone()
+            };
+            self.bind(
+                &n.name,
+                Binding::Mem {
+                    view,
+                    persp: crate::ast::Perspective::block(1),
+                },
+            );
+        }
+        if fill && cluster > 1 {
+            // Each block's full barrier expects the multicast bytes it receives, whichever block issues them.
+            let bytes = multicast_bytes(body, names, &views, stages);
+            if bytes > 0 {
+                let r = self.rank();
+                let rr = self.op(&r, ScalarType::U32);
+                let p = self.fresh(ScalarType::Bool);
+                self.line(format!("setp.eq.u32 {p}, {rr}, 0;"));
+                self.line(format!(
+                    "@{p} mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{arrive_addr}], {bytes};"
+                ));
+            }
+        }
+        let marks = self.fill_slots.len();
+        if fill {
+            // Copies into the slot complete on its full mbarrier (the one this fill arrives on).
+            for n in names {
+                self.fill_slots.push((n.name.clone(), arrive_addr.clone()));
+            }
+        }
+        let r = self.block_inner(body);
+        self.fill_slots.truncate(marks);
+        self.env.pop();
+        r?;
+        if !fill && cluster > 1 {
+            self.wgmma_retire();
+            self.ring_release_cluster(&arrive_addr, cluster);
+            return Ok(());
+        }
+        if !fill && self.wgmma_open && self.drain_deferred.is_some() && stages >= 2 {
+            // The body ends in issued wgmmas: keep them in flight across the next step. The slot goes back
+            // one step late, so this needs a second slot: with one, the next fill would wait for it forever.
+            self.drain_defer(&arrive_addr);
+            return Ok(());
+        }
+        // The body's wgmmas retire before the slot is handed back (`mbarrier` lines end a wgmma run).
+        self.line(format!(
+            "mbarrier.arrive.shared::cta.b64 _, [{arrive_addr}];"
+        ));
+        Ok(())
+    }
+
+    /// A drain of a cluster ring hands the slot back in every block of the cluster (remote arrives).
+    fn ring_release_cluster(&mut self, addr: &str, cluster: u32) {
+        for r in 0..cluster {
+            let remote = self.fresh(ScalarType::U32);
+            self.line(format!("mapa.shared::cluster.u32 {remote}, {addr}, {r};"));
+            self.line(format!(
+                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}];"
+            ));
+        }
+    }
+
+    /// `tma_load_multicast(slot, map, c0, ..)` in a `fill` of a cluster kernel: one thread copies the box into
+    /// the same slot of every block of the cluster, completing transactions on each block's full barrier (whose
+    /// bytes every block's fill expects, see `ring_use`).
+    pub(super) fn tma_load_multicast(&mut self, args: &[Expr], span: Span) -> R<()> {
+        let slot_mbar = match &args[0].kind {
+            ExprKind::Var(id) => self
+                .fill_slots
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == id.name)
+                .map(|(_, a)| a.clone()),
+            _ => None,
+        };
+        let Some(mbar) = slot_mbar else {
+            return Err(err(
+                "RING",
+                args[0].span,
+                "`tma_load_multicast` fills a slot of a ring (a `fill` name): every block's fill expects its bytes",
+            ));
+        };
+        let dst = self.mem_arg(&args[0])?;
+        let (param, map, elem, rank) = self.tensor_map(&args[1])?;
+        if args.len() != 2 + rank as usize || dst.elem != elem {
+            return Err(err(
+                "EMIT-CALL",
+                span,
+                format!("`tma_load_multicast` with a rank-{rank} map of {elem}"),
+            ));
+        }
+        let box_dims =
+            tma_box(dst.layout, dst.len, elem, rank).map_err(|m| err("TMA", args[0].span, m))?;
+        self.record_tma_use(param, box_dims, dst.layout, args[0].span)?;
+        let da = self.address(&dst, vec![Val::imm_u32(0)], args[0].span)?;
+        let mut coords = Vec::new();
+        for c in &args[2..] {
+            let v = self.scalar(c)?;
+            coords.push(self.reg(&v, v.ty().unwrap_or(ScalarType::U32)));
+        }
+        let mask = self.fresh(ScalarType::F16);
+        self.line(format!("mov.b16 {mask}, {};", (1u32 << self.cluster) - 1));
+        self.line(format!(
+            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{da}], [{map}, {{{}}}], [{mbar}], {mask};",
+            coords.join(", ")
+        ));
+        self.sm90a = true;
+        Ok(())
+    }
+
+    /// `peer(s, r, |s_r| ..)`: a cluster barrier (every block's earlier writes of `s` visible), the body with
+    /// `s_r` reading block `r`'s `s` through `mapa` + `ld.shared::cluster`, and a cluster barrier (no block
+    /// rewrites `s` or exits while another still reads it).
+    pub(super) fn peer(
+        &mut self,
+        target: &Ident,
+        rank: &Expr,
+        new_name: &Ident,
+        body: &Block,
+    ) -> R<()> {
+        let view = match self.lookup(target)? {
+            Binding::Mem { view, .. } if view.space == Space::Shared => view,
+            _ => {
+                return Err(err(
+                    "CLUSTER",
+                    target.span,
+                    "`peer` reads a shared allocation",
+                ))
+            }
+        };
+        let r = self.scalar(rank)?;
+        let r = self.coerce(r, ScalarType::U32, rank.span)?;
+        let r = Val::Reg(self.reg(&r, ScalarType::U32), ScalarType::U32);
+        self.line("barrier.cluster.arrive.release;".into());
+        self.line("barrier.cluster.wait.acquire;".into());
+        self.env.push(Default::default());
+        self.bind(
+            &new_name.name,
+            Binding::Mem {
+                view: View {
+                    readonly: true,
+                    peer: Some(r),
+                    ..view
+                },
+                persp: crate::ast::Perspective::block(1),
+            },
+        );
+        let out = self.block_inner(body);
+        self.env.pop();
+        out?;
+        self.line("barrier.cluster.arrive.release;".into());
+        self.line("barrier.cluster.wait.acquire;".into());
+        Ok(())
+    }
+
+    /// The address of slot `slot`'s `side` mbarrier of ring `id`.
+    fn ring_mbar(&mut self, id: usize, side: &str, slot: &Val) -> String {
+        let base = self.fresh(ScalarType::U32);
+        self.line(format!("mov.u32 {base}, __prism_ring{id}_{side};"));
+        let a = self.fresh(ScalarType::U32);
+        let s = self.op(slot, ScalarType::U32);
+        self.line(format!("mad.lo.u32 {a}, {s}, 8, {base};"));
+        a
+    }
+
+    /// The end of a `drain` whose body left wgmmas issued: commit them and keep them in flight while the next
+    /// step's are issued (`wait_group 1`, PTX ISA §9.7.15.7.3): the previous drain's group is then retired, so
+    /// its slot goes back to the producer now; this one's goes back at the next drain or when the run is
+    /// retired (`drain_deferred`: a predicate, false until a drain defers, and the slot's empty mbarrier).
+    fn drain_defer(&mut self, arrive_addr: &str) {
+        let Some((pending, prev)) = self.drain_deferred.clone() else {
+            return;
+        };
+        self.raw_line("wgmma.commit_group.sync.aligned;");
+        self.raw_line("wgmma.wait_group.sync.aligned 1;");
+        self.raw_line(&format!(
+            "@{pending} mbarrier.arrive.shared::cta.b64 _, [{prev}];"
+        ));
+        self.raw_line(&format!("mov.u32 {prev}, {arrive_addr};"));
+        self.raw_line(&format!("mov.pred {pending}, 1;"));
+        self.wgmma_open = false;
+        self.wgmma_inflight = true;
+    }
+}
+
+/// Bytes the `tma_load_multicast` calls of a fill body write into its slots (each fills a whole slot).
+fn multicast_bytes(body: &Block, names: &[Ident], views: &[View], stages: u32) -> u64 {
+    let mut bytes = 0u64;
+    crate::check::walk_calls(body, &mut |name, call| {
+        if name != "tma_load_multicast" {
+            return;
+        }
+        if let ExprKind::Call { args, .. } = &call.kind {
+            if let Some(ExprKind::Var(id)) = args.first().map(|a| &a.kind) {
+                if let Some(i) = names.iter().position(|n| n.name == id.name) {
+                    if let Some(v) = views.get(i) {
+                        bytes += (v.len / stages) as u64 * v.elem.size() as u64;
+                    }
+                }
+            }
+        }
+    });
+    bytes
+}
