@@ -237,7 +237,9 @@ fn rewrite(
             Some((_, _, n)) => n.clone(),
             None => {
                 let name = instance_name(&t.name.name, &types);
-                match instantiate(t, &types, &name, span) {
+                // Bound errors point at the type arguments.
+                let at = generics.first().map(|g| g.span).unwrap_or(span);
+                match instantiate(t, &types, &name, at) {
                     Ok(g) => {
                         made.push((ti, types.clone(), name.clone()));
                         todo.push(g);

@@ -240,7 +240,7 @@ fn k(out: *mut u64) {{
     #[at(thread[1])]
     let v: u64 = 1;
     #[at(thread[1])]
-    let w: u64 = /*@*/warp_sum::<u64>(v);
+    let w: u64 = warp_sum::</*@*/u64>(v);
 }}
 "
     );

@@ -227,10 +227,14 @@ fn advance(mut st: State, root: &Function, f: &Function, dep: Option<&DepTokens>
 
 /// Emits what a failed expansion leaves behind: the errors, and for kernels items with the kernel's names
 /// (`fallback_items`) so that code using the kernel does not add errors of its own.
-fn fail(st: &State, _root: &Function, diags: Vec<Diagnostic>) -> TokenStream {
+fn fail(st: &State, root: &Function, diags: Vec<Diagnostic>) -> TokenStream {
     let mut out = to_compile_errors(&diags);
     if st.root_is_kernel {
         out.extend(fallback_items(&st.root_item));
+        // The aliases too, so that code naming them adds no errors of its own.
+        if let Ok(item) = syn::parse2::<syn::ItemFn>(st.root_item.clone()) {
+            out.extend(kernel_aliases(root, &item));
+        }
     }
     out
 }
