@@ -129,23 +129,7 @@ pub fn compile_kernel_with(
     let tuples = kernel_tuples(f)?;
     // Every tuple is checked before any is emitted, so errors of one tuple only are GENERIC.
     let checked = mono::each_tuple(f, &tuples, |types| {
-        let base: Vec<&str> = types.iter().map(|t| t.rust_name()).collect();
-        let mut g = mono::instantiate(
-            f,
-            types,
-            &format!("{}_{}", f.name.name, base.join("_")),
-            f.name.span,
-        )?;
-        g.instances = f
-            .instances
-            .iter()
-            .filter(|i| i.types == types && !f.const_params.is_empty())
-            .map(|i| ast::Instance {
-                types: Vec::new(),
-                values: i.values.clone(),
-                span: i.span,
-            })
-            .collect();
+        let g = mono::kernel_instance(f, types)?;
         let (root, deps) = mono::resolve(g, deps)?;
         let checked = check::check_function(&root, &deps)?;
         Ok((checked, deps, types.to_vec()))
@@ -162,7 +146,7 @@ pub fn compile_kernel_with(
 
 /// The distinct tuples of type arguments of a generic kernel's instances, in order of appearance; every
 /// instance must name one type per type parameter, each admitted by its bound (rule GENERIC).
-fn kernel_tuples(f: &Function) -> Result<Vec<Vec<ScalarType>>, Vec<Diagnostic>> {
+pub(crate) fn kernel_tuples(f: &Function) -> Result<Vec<Vec<ScalarType>>, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut tuples: Vec<Vec<ScalarType>> = Vec::new();
     if f.instances.is_empty() {

@@ -61,6 +61,39 @@ pub fn instantiate(
     Ok(g)
 }
 
+/// The instance of generic kernel `f` for one tuple of type arguments of its `instances`: named `k_f32` (so
+/// its PTX entries are `k_f32_4`), with the const values of the instances that name these types.
+pub fn kernel_instance(f: &Function, types: &[ScalarType]) -> Result<Function, Vec<Diagnostic>> {
+    let base: Vec<&str> = types.iter().map(|t| t.rust_name()).collect();
+    let name = format!("{}_{}", f.name.name, base.join("_"));
+    let mut g = instantiate(f, types, &name, f.name.span)?;
+    g.instances = f
+        .instances
+        .iter()
+        .filter(|i| i.types == types && !f.const_params.is_empty())
+        .map(|i| Instance {
+            types: Vec::new(),
+            values: i.values.clone(),
+            span: i.span,
+        })
+        .collect();
+    Ok(g)
+}
+
+/// A kernel ready for the checker: calls resolved ([`resolve`]); for a generic kernel, the instance of the
+/// types its first `instances` entry names (tools that look at one instance, e.g. `sync::report`).
+pub fn first_instance(
+    f: &Function,
+    deps: &[Function],
+) -> Result<(Function, Vec<Function>), Vec<Diagnostic>> {
+    if f.type_params.is_empty() {
+        return resolve(f.clone(), deps);
+    }
+    let tuples = crate::kernel_tuples(f)?;
+    let g = kernel_instance(f, &tuples[0])?;
+    resolve(g, deps)
+}
+
 fn count_error(f: &Function, found: usize, span: Span) -> Diagnostic {
     let names: Vec<String> = f
         .type_params
