@@ -346,3 +346,21 @@ fn k<T: Num32>(out: *mut T, n: u32) {
     assert_eq!(ks[0].ptx.matches("cvt.").count(), 1, "{}", ks[0].ptx);
     assert!(!ks[1].ptx.contains("cvt."), "{}", ks[1].ptx);
 }
+
+#[test]
+fn aliases_name_admitted_types() {
+    let src = "
+#[prism_device(requires(thread[1]), returns = thread[1], aliases = [u32, /*@*/u64])]
+fn one<T: Num32>(a: T) -> T {
+    a
+}
+";
+    expect_generic(src, device(src), &["`u64` does not satisfy `T: Num32`"]);
+    let src = "
+#[prism_device(requires(thread[1]), returns = thread[1], aliases = [/*@*/(u32, 4)])]
+fn one<T: Num32, const N: u32>(a: T) -> T {
+    a
+}
+";
+    expect_generic(src, device(src), &["one type per type parameter"]);
+}
