@@ -100,6 +100,19 @@ pub enum ScalarType {
 }
 
 impl ScalarType {
+    /// Every scalar type.
+    pub const ALL: [ScalarType; 9] = [
+        ScalarType::Bool,
+        ScalarType::U32,
+        ScalarType::I32,
+        ScalarType::U64,
+        ScalarType::I64,
+        ScalarType::F32,
+        ScalarType::F64,
+        ScalarType::F16,
+        ScalarType::BF16,
+    ];
+
     /// Size in bytes of one element in memory.
     pub fn size(self) -> u32 {
         match self {
@@ -280,6 +293,91 @@ pub struct ConstParam {
     pub ty: ScalarType,
 }
 
+/// The bound of a type parameter (`T: Num`): the finite set of scalar types it admits. A generic function is
+/// checked once for every admitted type (device functions) or every instance (kernels), so the bound says
+/// which operations the body may use: those that type-check for every member (docs/SYNTAX.md, "Type
+/// generics").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TypeBound {
+    /// Every value type but `bool`: u32 i32 u64 i64 f32 f64 f16 bf16 (loads, stores, moves).
+    Scalar,
+    /// The arithmetic types: u32 i32 u64 i64 f32 f64.
+    Num,
+    /// The 32-bit arithmetic types, one register each: u32 i32 f32 (shuffles, 32-bit atomics, `asm!` `.b32`).
+    Num32,
+    /// The integer types: u32 i32 u64 i64.
+    Int,
+    /// The computing float types: f32 f64.
+    Float,
+}
+
+impl TypeBound {
+    /// Every bound, for diagnostics and docs.
+    pub const ALL: [TypeBound; 5] = [
+        TypeBound::Scalar,
+        TypeBound::Num,
+        TypeBound::Num32,
+        TypeBound::Int,
+        TypeBound::Float,
+    ];
+
+    /// Parses the Rust spelling (`Num`, ...).
+    pub fn from_name(s: &str) -> Option<TypeBound> {
+        TypeBound::ALL.into_iter().find(|b| b.name() == s)
+    }
+
+    /// The Rust spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            TypeBound::Scalar => "Scalar",
+            TypeBound::Num => "Num",
+            TypeBound::Num32 => "Num32",
+            TypeBound::Int => "Int",
+            TypeBound::Float => "Float",
+        }
+    }
+
+    /// The admitted types; the first is the one a generic function's own parse stands for.
+    pub fn members(self) -> &'static [ScalarType] {
+        use ScalarType::*;
+        match self {
+            TypeBound::Scalar => &[U32, I32, U64, I64, F32, F64, F16, BF16],
+            TypeBound::Num => &[U32, I32, U64, I64, F32, F64],
+            TypeBound::Num32 => &[U32, I32, F32],
+            TypeBound::Int => &[U32, I32, U64, I64],
+            TypeBound::Float => &[F32, F64],
+        }
+    }
+
+    /// Whether `t` satisfies the bound.
+    pub fn admits(self, t: ScalarType) -> bool {
+        self.members().contains(&t)
+    }
+}
+
+impl fmt::Display for TypeBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A type parameter `T: Num` of a generic function.
+#[derive(Clone, Debug)]
+pub struct TypeParam {
+    pub name: Ident,
+    pub bound: TypeBound,
+    /// Span of the bound (diagnostics about what it admits).
+    pub bound_span: Span,
+}
+
+/// The tokens a generic function was parsed from: each instantiation parses them again with its types
+/// (`crate::mono`), as const generics are bound per instance.
+#[derive(Clone, Debug)]
+pub struct FnSource {
+    pub attr: proc_macro2::TokenStream,
+    pub item: proc_macro2::TokenStream,
+}
+
 /// A perspective with the span where it was written.
 #[derive(Clone, Copy, Debug)]
 pub struct SpannedPerspective {
@@ -297,9 +395,11 @@ pub struct Param {
     pub span: Span,
 }
 
-/// One instantiation of the const generics, in declaration order.
+/// One instantiation of the generics, in declaration order: `(f32, 4)` (type arguments first).
 #[derive(Clone, Debug)]
 pub struct Instance {
+    /// The type arguments (empty for a function without type parameters).
+    pub types: Vec<ScalarType>,
     pub values: Vec<i64>,
     pub span: Span,
 }
@@ -310,6 +410,14 @@ pub struct Function {
     pub kind: FnKind,
     pub name: Ident,
     pub is_pub: bool,
+    /// `<T: Num, ..>`: type parameters (declared before the const ones). Non-empty only for a generic
+    /// function as written: its own tree stands for the bounds' first members, and `crate::mono` parses
+    /// `source` again per instantiation; the checker and emitter only ever see instantiated functions.
+    pub type_params: Vec<TypeParam>,
+    /// The types an instantiated function was parsed with (empty otherwise).
+    pub type_args: Vec<ScalarType>,
+    /// The tokens of a generic function (`Some` exactly when `type_params` is not empty).
+    pub source: Option<FnSource>,
     pub const_params: Vec<ConstParam>,
     /// `requires(..)`: the perspective bound (§3.3), broadest first as written. Never empty after parsing.
     pub requires: Vec<SpannedPerspective>,
@@ -325,8 +433,12 @@ pub struct Function {
     pub cluster: Option<Box<Expr>>,
     /// `returns = level[n]` (device functions): perspective of the result.
     pub returns: Option<SpannedPerspective>,
-    /// `instances = [(..), ..]`: const-generic instantiations (required when `const_params` is not empty).
+    /// `instances = [(..), ..]`: instantiations (required for kernels with generics).
     pub instances: Vec<Instance>,
+    /// `aliases = [u32, f32]`: tuples of type arguments under which the macro also exports the function with a
+    /// name of its own (`f_u32`, const parameters still generic): a device function calling `f::<u32, ..>`,
+    /// a kernel type alias `k_u32<..> = k<u32, ..>`.
+    pub aliases: Vec<Instance>,
     pub params: Vec<Param>,
     /// Return type of a device function (`-> T`).
     pub ret: Option<(Type, Span)>,

@@ -11,6 +11,7 @@ pub mod consteval;
 pub mod diag;
 pub mod emit;
 pub mod intrinsics;
+pub mod mono;
 pub mod parse;
 pub mod sync;
 
@@ -70,6 +71,8 @@ pub struct Contract {
 pub struct CompiledKernel {
     /// `vector_add`, or `sgemm_64_64_8_8_8` for an instance.
     pub entry: String,
+    /// Type arguments of this instance (empty when the kernel has no type parameters).
+    pub types: Vec<ScalarType>,
     /// Values of the const generics for this instance (empty when there are none).
     pub instance: Vec<i64>,
     /// A complete PTX module containing exactly this entry.
@@ -104,11 +107,120 @@ pub fn compile_kernel_with(
     opts: &CompileOptions,
 ) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
     debug_assert_eq!(f.kind, FnKind::Kernel);
-    let checked = check::check_function(f, deps)?;
-    emit::emit_kernel_with(&checked, deps, opts.sync)
+    let alias_errors = mono::check_aliases(f);
+    if !alias_errors.is_empty() {
+        return Err(alias_errors);
+    }
+    if f.type_params.is_empty() {
+        if let Some(i) = f.instances.iter().find(|i| !i.types.is_empty()) {
+            return Err(vec![Diagnostic::new(
+                "GENERIC",
+                i.span,
+                format!(
+                    "`{}` has no type parameters, this instance names types",
+                    f.name
+                ),
+            )]);
+        }
+        let (root, deps) = mono::resolve(f.clone(), deps)?;
+        let checked = check::check_function(&root, &deps)?;
+        return emit::emit_kernel_with(&checked, &deps, opts.sync);
+    }
+    let tuples = kernel_tuples(f)?;
+    // Every tuple is checked before any is emitted, so errors of one tuple only are GENERIC.
+    let checked = mono::each_tuple(f, &tuples, |types| {
+        let g = mono::kernel_instance(f, types)?;
+        let (root, deps) = mono::resolve(g, deps)?;
+        let checked = check::check_function(&root, &deps)?;
+        Ok((checked, deps, types.to_vec()))
+    })?;
+    let mut out = Vec::new();
+    for (c, deps, types) in checked {
+        for mut k in emit::emit_kernel_with(&c, &deps, opts.sync)? {
+            k.types = types.clone();
+            out.push(k);
+        }
+    }
+    Ok(out)
 }
 
-/// Checks a device function on its own (its perspective signature and body).
+/// The distinct tuples of type arguments of a generic kernel's instances, in order of appearance; every
+/// instance must name one type per type parameter, each admitted by its bound (rule GENERIC).
+pub(crate) fn kernel_tuples(f: &Function) -> Result<Vec<Vec<ScalarType>>, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut tuples: Vec<Vec<ScalarType>> = Vec::new();
+    if f.instances.is_empty() {
+        errors.push(
+            Diagnostic::new(
+                "INSTANCES",
+                f.name.span,
+                format!("kernel `{}` has type parameters but no `instances`", f.name),
+            )
+            .help("PTX is produced at compile time: list the instances, types first, e.g. `instances = [(f32, 4), (u32, 16)]`"),
+        );
+    }
+    for i in &f.instances {
+        if i.types.len() != f.type_params.len() {
+            errors.push(
+                Diagnostic::new(
+                    "GENERIC",
+                    i.span,
+                    format!(
+                        "instance has {} type argument(s) but `{}` has {} type parameter(s)",
+                        i.types.len(),
+                        f.name,
+                        f.type_params.len()
+                    ),
+                )
+                .help("list the types first, then the const values: `instances = [(f32, 4)]`"),
+            );
+            continue;
+        }
+        for (p, t) in f.type_params.iter().zip(&i.types) {
+            if !p.bound.admits(*t) {
+                let m: Vec<&str> = p.bound.members().iter().map(|t| t.rust_name()).collect();
+                errors.push(
+                    Diagnostic::new(
+                        "GENERIC",
+                        i.span,
+                        format!(
+                            "`{t}` does not satisfy `{}: {}` (it admits {})",
+                            p.name,
+                            p.bound,
+                            m.join(", ")
+                        ),
+                    )
+                    .note(p.bound_span, format!("`{}` bounded here", p.name)),
+                );
+            }
+        }
+        if !tuples.contains(&i.types) {
+            tuples.push(i.types.clone());
+        }
+    }
+    if errors.is_empty() {
+        Ok(tuples)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Checks a device function on its own (its perspective signature and body); a generic one once for every
+/// tuple of types its bounds admit ([`mono`]).
 pub fn check_device(f: &Function, deps: &[Function]) -> Result<(), Vec<Diagnostic>> {
-    check::check_function(f, deps).map(|_| ())
+    let alias_errors = mono::check_aliases(f);
+    if !alias_errors.is_empty() {
+        return Err(alias_errors);
+    }
+    if f.type_params.is_empty() {
+        let (root, deps) = mono::resolve(f.clone(), deps)?;
+        return check::check_function(&root, &deps).map(|_| ());
+    }
+    let tuples = mono::bound_tuples(f).map_err(|d| vec![d])?;
+    mono::each_tuple(f, &tuples, |types| {
+        let g = mono::instantiate(f, types, &f.name.name, f.name.span)?;
+        let (root, deps) = mono::resolve(g, deps)?;
+        check::check_function(&root, &deps).map(|_| ())
+    })
+    .map(|_| ())
 }

@@ -50,8 +50,23 @@ pub fn parse_function(
     attr: TokenStream,
     item: TokenStream,
 ) -> Result<Function, Vec<Diagnostic>> {
+    parse_function_with(kind, attr, item, None)
+}
+
+/// [`parse_function`] with the type parameters bound to `types` (in declaration order; `None`: each stands
+/// for its bound's first member). `crate::mono` instantiates generic functions through it.
+pub fn parse_function_with(
+    kind: FnKind,
+    attr: TokenStream,
+    item: TokenStream,
+    types: Option<&[ScalarType]>,
+) -> Result<Function, Vec<Diagnostic>> {
     precheck(&attr)?;
     precheck(&item)?;
+    let source = FnSource {
+        attr: attr.clone(),
+        item: item.clone(),
+    };
     let args =
         syn::parse::Parser::parse2(Punctuated::<syn::Expr, Token![,]>::parse_terminated, attr)
             .map_err(from_syn)?;
@@ -60,8 +75,18 @@ pub fn parse_function(
     let mut cx = Cx {
         depth: 0,
         errors: Vec::new(),
+        tsubst: Vec::new(),
+        types: types.map(|t| t.to_vec()),
     };
-    let f = cx.function(kind, &args, &item);
+    let f = cx.function(kind, &args, &item).map(|mut f| {
+        if !f.type_params.is_empty() {
+            f.source = Some(source);
+            if let Some(t) = types {
+                f.type_args = t.to_vec();
+            }
+        }
+        f
+    });
     match f {
         Some(f) if cx.errors.is_empty() => Ok(f),
         _ => {
@@ -122,6 +147,10 @@ pub fn parse_source(src: &str) -> Result<Vec<Function>, Vec<Diagnostic>> {
 struct Cx {
     depth: usize,
     errors: Vec<Diagnostic>,
+    /// Type parameters and the scalar type each stands for in this parse.
+    tsubst: Vec<(String, ScalarType)>,
+    /// The type arguments of an instantiation (`parse_function_with`).
+    types: Option<Vec<ScalarType>>,
 }
 
 impl Cx {

@@ -4,7 +4,7 @@
 use crate::kernel::{current_crate, requires_text};
 use prism_core::ast::{Function, Type};
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::quote;
+use quote::{quote, ToTokens};
 
 fn type_text(t: &Type) -> String {
     match t {
@@ -46,16 +46,31 @@ fn signature_doc(f: &Function, item: &syn::ItemFn) -> String {
         .first()
         .map(|r| r.perspective.to_string())
         .unwrap_or_default();
+    // A generic function's tree stands for its bounds' first members: show its types as written.
+    let written: Vec<String> = item
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(pt) => Some(pt.ty.to_token_stream().to_string()),
+            _ => None,
+        })
+        .collect();
     let params = f
         .params
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let at = match (&p.ty, p.at) {
                 (_, Some(a)) => a.perspective.to_string(),
                 (Type::ArrayRef { .. }, None) => "thread[1]".to_string(),
                 _ => default.clone(),
             };
-            format!("* `{}: {}` at `{at}`", p.name.name, type_text(&p.ty))
+            let ty = match written.get(i) {
+                Some(w) if !f.type_params.is_empty() => w.clone(),
+                _ => type_text(&p.ty),
+            };
+            format!("* `{}: {ty}` at `{at}`", p.name.name)
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -138,6 +153,9 @@ pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> To
         .filter(|a| a.path().is_ident("doc"))
         .collect();
     let sig_doc = f.map(|f| signature_doc(f, &parsed)).unwrap_or_default();
+    if let Some(f) = f {
+        out.extend(alias_wrappers(attr, f, &parsed));
+    }
     out.extend(quote! {
         #(#docs)*
         #[doc = #sig_doc]
@@ -164,4 +182,124 @@ fn scan_name(item: &TokenStream) -> Option<(Ident, bool)> {
         }
     }
     None
+}
+
+/// `aliases = [u32, f32]` on a generic device function: for each tuple, a device function `name_u32` with the
+/// type parameters replaced in its signature, whose body calls `name::<u32, N..>(..)` (its const parameters
+/// stay generic). Each is an ordinary `#[prism_device]` item, checked and exported like any other.
+fn alias_wrappers(attr: &TokenStream, f: &Function, item: &syn::ItemFn) -> TokenStream {
+    if f.aliases.is_empty() || f.type_params.is_empty() {
+        return TokenStream::new();
+    }
+    // The attribute without `aliases = [..]`.
+    let Ok(args) = syn::parse::Parser::parse2(
+        syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        attr.clone(),
+    ) else {
+        return TokenStream::new();
+    };
+    let kept: Vec<&syn::Expr> = args
+        .iter()
+        .filter(|a| !matches!(a, syn::Expr::Assign(x) if matches!(&*x.left, syn::Expr::Path(p) if p.path.is_ident("aliases"))))
+        .collect();
+    let name = &item.sig.ident;
+    let consts: Vec<&syn::ConstParam> = item
+        .sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericParam::Const(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let cnames: Vec<&Ident> = consts.iter().map(|c| &c.ident).collect();
+    let args: Vec<&syn::Pat> = item
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(pt) => Some(&*pt.pat),
+            _ => None,
+        })
+        .collect();
+    let mut out = TokenStream::new();
+    for a in &f.aliases {
+        let subst: Vec<(String, Ident)> = f
+            .type_params
+            .iter()
+            .zip(&a.types)
+            .map(|(p, t)| {
+                (
+                    p.name.name.clone(),
+                    Ident::new(t.rust_name(), Span::call_site()),
+                )
+            })
+            .collect();
+        let tys: Vec<&Ident> = subst.iter().map(|(_, t)| t).collect();
+        let suffix: Vec<String> = tys.iter().map(|t| t.to_string()).collect();
+        let alias = Ident::new(&format!("{name}_{}", suffix.join("_")), name.span());
+        let mut sig = item.sig.clone();
+        sig.ident = alias.clone();
+        sig.generics.params = sig
+            .generics
+            .params
+            .into_iter()
+            .filter(|g| !matches!(g, syn::GenericParam::Type(_)))
+            .collect();
+        for input in sig.inputs.iter_mut() {
+            if let syn::FnArg::Typed(pt) = input {
+                subst_type(&mut pt.ty, &subst);
+            }
+        }
+        if let syn::ReturnType::Type(_, t) = &mut sig.output {
+            subst_type(t, &subst);
+        }
+        let call = quote!(#name::<#(#tys,)* #(#cnames),*>(#(#args),*));
+        let body = match sig.output {
+            syn::ReturnType::Default => quote!({ #call; }),
+            _ => quote!({ #call }),
+        };
+        let doc = format!(
+            "`{name}::<{}>` under a name of its own (`aliases = [..]`): the same device function, with the \
+             same perspective signature.",
+            suffix.join(", ")
+        );
+        let vis = &item.vis;
+        out.extend(quote! {
+            #[doc = #doc]
+            #[::prism_macros::prism_device(#(#kept),*)]
+            #vis #sig #body
+        });
+    }
+    out
+}
+
+/// Replaces the type parameters named in `subst` inside a signature type (`T`, `*const T`, `&mut [T; N]`).
+fn subst_type(t: &mut syn::Type, subst: &[(String, Ident)]) {
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            if let Some(i) = p.path.get_ident() {
+                if let Some((_, to)) = subst.iter().find(|(n, _)| i == n) {
+                    *t = syn::Type::Verbatim(quote!(#to));
+                    return;
+                }
+            }
+            for seg in p.path.segments.iter_mut() {
+                if let syn::PathArguments::AngleBracketed(ab) = &mut seg.arguments {
+                    for g in ab.args.iter_mut() {
+                        if let syn::GenericArgument::Type(t) = g {
+                            subst_type(t, subst);
+                        }
+                    }
+                }
+            }
+        }
+        syn::Type::Ptr(p) => subst_type(&mut p.elem, subst),
+        syn::Type::Array(a) => subst_type(&mut a.elem, subst),
+        syn::Type::Reference(r) => subst_type(&mut r.elem, subst),
+        syn::Type::Group(g) => subst_type(&mut g.elem, subst),
+        syn::Type::Paren(p) => subst_type(&mut p.elem, subst),
+        _ => {}
+    }
 }

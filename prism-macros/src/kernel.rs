@@ -227,10 +227,14 @@ fn advance(mut st: State, root: &Function, f: &Function, dep: Option<&DepTokens>
 
 /// Emits what a failed expansion leaves behind: the errors, and for kernels items with the kernel's names
 /// (`fallback_items`) so that code using the kernel does not add errors of its own.
-fn fail(st: &State, _root: &Function, diags: Vec<Diagnostic>) -> TokenStream {
+fn fail(st: &State, root: &Function, diags: Vec<Diagnostic>) -> TokenStream {
     let mut out = to_compile_errors(&diags);
     if st.root_is_kernel {
         out.extend(fallback_items(&st.root_item));
+        // The aliases too, so that code naming them adds no errors of its own.
+        if let Ok(item) = syn::parse2::<syn::ItemFn>(st.root_item.clone()) {
+            out.extend(kernel_aliases(root, &item));
+        }
     }
     out
 }
@@ -290,6 +294,7 @@ fn fallback_items(item: &TokenStream) -> TokenStream {
         .iter()
         .filter_map(|g| match g {
             syn::GenericParam::Const(c) => Some(&c.ident),
+            syn::GenericParam::Type(t) => Some(&t.ident),
             _ => None,
         })
         .collect();
@@ -303,9 +308,10 @@ fn fallback_items(item: &TokenStream) -> TokenStream {
         .collect();
     let disp = name.to_string();
     let msg = format!("kernel `{disp}` was rejected by Prism at compile time");
+    let fields = phantom_fields(&f);
     quote! {
         #[allow(non_camel_case_types, dead_code)]
-        #vis struct #name #generics;
+        #vis struct #name #generics #fields;
         #[allow(dead_code, clippy::all)]
         impl #generics #ty {
             /// Placeholder: the kernel did not compile (see the errors reported for it).
@@ -334,6 +340,8 @@ fn fallback_items(item: &TokenStream) -> TokenStream {
     }
 }
 
+/// The generic parameters of a kernel's struct: `<T, const N: u32>` (type parameters without their Prism
+/// bound: the struct only names instances).
 fn const_generics_decl(f: &syn::ItemFn) -> TokenStream {
     let params: Vec<TokenStream> = f
         .sig
@@ -345,6 +353,10 @@ fn const_generics_decl(f: &syn::ItemFn) -> TokenStream {
                 let (i, t) = (&c.ident, &c.ty);
                 Some(quote!(const #i: #t))
             }
+            syn::GenericParam::Type(t) => {
+                let i = &t.ident;
+                Some(quote!(#i))
+            }
             _ => None,
         })
         .collect();
@@ -353,6 +365,72 @@ fn const_generics_decl(f: &syn::ItemFn) -> TokenStream {
     } else {
         quote!(<#(#params),*>)
     }
+}
+
+/// `(PhantomData<(T, ..)>)` for a kernel struct with type parameters (Rust rejects unused ones), else empty.
+fn phantom_fields(f: &syn::ItemFn) -> TokenStream {
+    let tps: Vec<&Ident> = f
+        .sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericParam::Type(t) => Some(&t.ident),
+            _ => None,
+        })
+        .collect();
+    if tps.is_empty() {
+        TokenStream::new()
+    } else {
+        quote!((::core::marker::PhantomData<(#(#tps,)*)>))
+    }
+}
+
+/// `pub type k_u32<const N: u32> = k<u32, N>;` for each `aliases = [..]` tuple of a generic kernel.
+fn kernel_aliases(root: &Function, item: &syn::ItemFn) -> TokenStream {
+    let vis = &item.vis;
+    let name = Ident::new(&root.name.name, root.name.span);
+    let consts: Vec<(&Ident, &syn::Type)> = item
+        .sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericParam::Const(c) => Some((&c.ident, &c.ty)),
+            _ => None,
+        })
+        .collect();
+    let decl: Vec<TokenStream> = consts.iter().map(|(i, t)| quote!(const #i: #t)).collect();
+    let decl = if decl.is_empty() {
+        TokenStream::new()
+    } else {
+        quote!(<#(#decl),*>)
+    };
+    let cnames: Vec<&Ident> = consts.iter().map(|(i, _)| *i).collect();
+    let mut out = TokenStream::new();
+    for a in &root.aliases {
+        let suffix: Vec<&str> = a.types.iter().map(|t| t.rust_name()).collect();
+        let alias = Ident::new(
+            &format!("{}_{}", root.name.name, suffix.join("_")),
+            root.name.span,
+        );
+        let tys: Vec<TokenStream> = a
+            .types
+            .iter()
+            .filter_map(|t| elem_tokens(*t).map(|(ty, _)| ty))
+            .collect();
+        let doc = format!(
+            "`{}` with `{}`: an alias (`aliases = [..]`) under the name of the kernel before it was generic.",
+            root.name.name,
+            suffix.join(", ")
+        );
+        out.extend(quote! {
+            #[doc = #doc]
+            #[allow(non_camel_case_types)]
+            #vis type #alias #decl = #name<#(#tys,)* #(#cnames),*>;
+        });
+    }
+    out
 }
 
 /// All dependencies are collected: parse them, point every call at its dependency, check for cycles, run
@@ -804,16 +882,22 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel], raw: &[String
         if !errors.is_empty() {
             continue;
         }
-        let vals: Vec<TokenStream> = k.instance.iter().map(|v| const_value(*v)).collect();
+        let mut vals: Vec<TokenStream> = k
+            .types
+            .iter()
+            .filter_map(|t| elem_tokens(*t).map(|(ty, _)| ty))
+            .collect();
+        vals.extend(k.instance.iter().map(|v| const_value(*v)));
         let (ty, ty_expr, disp) = if vals.is_empty() {
             (quote!(#name), quote!(#name), root.name.name.clone())
         } else {
             let disp = format!(
                 "{}<{}>",
                 root.name.name,
-                k.instance
+                k.types
                     .iter()
-                    .map(|v| v.to_string())
+                    .map(|t| t.to_string())
+                    .chain(k.instance.iter().map(|v| v.to_string()))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -936,13 +1020,15 @@ fn emit_kernel(st: &State, root: &Function, ks: &[CompiledKernel], raw: &[String
         root.name.name,
         inst_docs.join("\n")
     );
+    let fields = phantom_fields(&item);
     let mut all = quote! {
         #(#docs)*
         #[doc = #header]
         #[allow(non_camel_case_types, dead_code)]
-        #vis struct #name #generics;
+        #vis struct #name #generics #fields;
     };
     all.extend(out);
+    all.extend(kernel_aliases(root, &item));
     all
 }
 

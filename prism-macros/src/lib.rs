@@ -63,6 +63,11 @@ fn catch_panic(what: &str, f: impl FnOnce() -> TokenStream2) -> TokenStream2 {
 ///   become `&DeviceBuffer<T>` (`*const T`) or `&mut DeviceBuffer<T>` (`*mut T`), scalars are passed by value.
 ///
 /// Each instance is also registered with `::prism_runtime::inventory` (see `prism_runtime::registered_kernels`).
+///
+/// Type generics (`fn k<T: Num32, const N: u32>`, `instances = [(f32, 4)]`, docs/SYNTAX.md): the struct is
+/// generic over the types too (`k::<f32, 4>`, with a `PhantomData` field), the launcher takes the instance's
+/// types (`&DeviceBuffer<f32>`), and `aliases = [f32]` adds `pub type k_f32<const N: u32> = k<f32, N>;`. On a
+/// `#[prism_device]` function `aliases = [f32]` adds a device function `name_f32` calling `name::<f32, ..>`.
 #[proc_macro_attribute]
 pub fn prism_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     guarded("#[prism_kernel]", || {

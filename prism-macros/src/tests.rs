@@ -325,3 +325,83 @@ fn panics_become_compile_errors() {
         "{t}"
     );
 }
+
+#[test]
+fn generic_device_function_with_aliases_expands_to_wrappers() {
+    let out = expand_attr(
+        FnKind::Device,
+        quote!(
+            requires(thread[1]),
+            returns = thread[1],
+            aliases = [u32, f32]
+        ),
+        quote!(
+            pub fn first<T: Num32, const N: u32>(items: &[T; N], p: *const T) -> T {
+                items[0]
+            }
+        ),
+    );
+    let text = items(&out);
+    assert!(!text.contains("compile_error"), "{text}");
+    // One `#[prism_device]` wrapper per alias: types substituted in the signature, the `aliases` key dropped,
+    // the const parameter still generic, the body a call of the generic function with the types first.
+    for t in ["u32", "f32"] {
+        let want = format!(
+            "pub fn first_{t} < const N : u32 > (items : & [{t} ; N] , p : * const {t}) -> {t} {{ first :: < {t} , N > (items , p) }}"
+        );
+        assert!(text.contains(&want), "missing `{want}` in {text}");
+    }
+    assert_eq!(
+        text.matches("prism_device (requires (thread [1]) , returns = thread [1])")
+            .count(),
+        2,
+        "{text}"
+    );
+}
+
+#[test]
+fn generic_kernel_expands_to_typed_instances_and_aliases() {
+    let out = expand_attr(
+        FnKind::Kernel,
+        quote!(
+            requires(grid[1], block[1], thread[1]),
+            instances = [(u32, 2), (f32, 2)],
+            aliases = [f32]
+        ),
+        quote!(
+            pub fn put<T: Num32, const N: u32>(c: *mut T) {
+                #[at(thread[1])]
+                let i: u32 = id();
+                partition(
+                    c,
+                    thread[1],
+                    |x| i + x,
+                    |c_th| {
+                        group(thread[1], || {
+                            c_th[0] = N as T;
+                        });
+                    },
+                );
+            }
+        ),
+    );
+    let text = items(&out);
+    assert!(!text.contains("compile_error"), "{text}");
+    assert!(
+        text.contains(
+            "pub struct put < T , const N : u32 > (:: core :: marker :: PhantomData < (T ,) >)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("impl put < u32 , 2 >"), "{text}");
+    assert!(text.contains("impl put < f32 , 2 >"), "{text}");
+    assert!(text.contains("\"put_f32_2\""), "{text}");
+    assert!(
+        text.contains("c : & mut :: prism_runtime :: DeviceBuffer < f32 >"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pub type put_f32 < const N : u32 > = put < f32 , N >"),
+        "{text}"
+    );
+}

@@ -135,6 +135,7 @@ pub(super) fn emit_instance(
     let ptx = em.finish(&entry, &params_decl, threads);
     Ok(CompiledKernel {
         entry,
+        types: f.type_args.clone(),
         instance: inst.to_vec(),
         ptx,
         params,

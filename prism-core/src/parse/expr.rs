@@ -157,6 +157,15 @@ impl Cx {
         let ty = self
             .scalar(&c.ty)
             .map_err(|d| d.help("casts go to scalar types: `x as f32`"))?;
+        // `0 as T` with `T` a type parameter is the literal of type T (`0u32`, `0.0f32`), when it is exact.
+        let to_param = matches!(&*c.ty, syn::Type::Path(p) if p.path.get_ident().is_some_and(|i| self.type_param(&i.to_string()).is_some()));
+        if to_param {
+            if let syn::Expr::Lit(l) = strip_paren(&c.expr) {
+                if let Some(lit) = typed_literal(self.lit(&l.lit)?, ty) {
+                    return Ok(ExprKind::Lit(lit));
+                }
+            }
+        }
         Ok(ExprKind::Cast {
             expr: Box::new(self.expr(&c.expr)?),
             ty,
@@ -284,8 +293,16 @@ impl Cx {
         match g {
             syn::GenericArgument::Const(e) => self.expr(e),
             // `f::<N>` parses `N` as a type; a single name is a const generic of the caller.
+            // A type argument is carried the same way, as the type's name (a type parameter resolved to the
+            // type it stands for): `crate::mono` takes type arguments out before the checker runs.
             syn::GenericArgument::Type(syn::Type::Path(p)) if p.qself.is_none() => match p.path.get_ident() {
-                Some(i) => Ok(Expr { kind: ExprKind::Var(ident(i)), span: i.span() }),
+                Some(i) => {
+                    let mut id = ident(i);
+                    if let Some(t) = self.type_param(&id.name) {
+                        id.name = t.rust_name().to_string();
+                    }
+                    Ok(Expr { kind: ExprKind::Var(id), span: i.span() })
+                }
                 None => Err(syntax(p.span(), "generic arguments must be constant expressions")),
             },
             other => Err(syntax(other.span(), "generic arguments must be constant expressions: `f::<4>`, `f::<N>`, `f::<{ N * 2 }>`")),
@@ -370,6 +387,30 @@ impl Cx {
             other => Err(syntax(other.span(), "unsupported literal")
                 .help("Prism has integer, float and bool literals")),
         }
+    }
+}
+
+/// An unsuffixed literal as a literal of type `t`, when `t` holds its value exactly (else the cast stays).
+fn typed_literal(l: Lit, t: ScalarType) -> Option<Lit> {
+    let max_int: u128 = match t {
+        ScalarType::U32 => u32::MAX as u128,
+        ScalarType::I32 => i32::MAX as u128,
+        ScalarType::U64 => u64::MAX as u128,
+        ScalarType::I64 => i64::MAX as u128,
+        ScalarType::F32 => 1 << 24,
+        ScalarType::F64 => 1 << 53,
+        _ => return None,
+    };
+    match l {
+        Lit::Int(v, None) if v <= max_int => Some(if t.is_float() {
+            Lit::Float(v as f64, Some(t))
+        } else {
+            Lit::Int(v, Some(t))
+        }),
+        Lit::Float(v, None) if t.is_float() && (t == ScalarType::F64 || (v as f32) as f64 == v) => {
+            Some(Lit::Float(v, Some(t)))
+        }
+        _ => None,
     }
 }
 

@@ -13,6 +13,7 @@ struct FnAttrs {
     cluster: Option<Box<Expr>>,
     returns: Option<SpannedPerspective>,
     instances: Vec<Instance>,
+    aliases: Vec<Instance>,
 }
 
 impl Cx {
@@ -37,6 +38,7 @@ impl Cx {
             cluster,
             returns,
             instances,
+            aliases,
         } = self.fn_attrs(attr_name, args);
         let (requires, requires_span) = match requires {
             Some(r) => r,
@@ -71,6 +73,7 @@ impl Cx {
         if let Some(w) = &sig.generics.where_clause {
             self.err(syntax(w.span(), "`where` clauses are not supported"));
         }
+        let type_params = self.type_params(sig);
         let const_params = self.const_params(sig);
         let mut params = Vec::new();
         for a in &sig.inputs {
@@ -110,6 +113,9 @@ impl Cx {
             kind,
             name,
             is_pub: matches!(item.vis, syn::Visibility::Public(_)),
+            type_params,
+            type_args: Vec::new(),
+            source: None,
             const_params,
             requires,
             requires_span,
@@ -119,6 +125,7 @@ impl Cx {
             cluster,
             returns,
             instances,
+            aliases,
             params,
             ret,
             body,
@@ -175,19 +182,113 @@ impl Cx {
                             Ok(v) => at.instances = v,
                             Err(d) => self.err(d),
                         },
+                        "aliases" => match self.instances(&asg.right) {
+                            Ok(v) => at.aliases = v,
+                            Err(d) => self.err(d),
+                        },
                         other => self.err(
                             syntax(key.span(), format!("unknown `{attr_name}` argument `{other}`"))
-                                .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
+                                .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P`, `instances = [..]` or `aliases = [..]`"),
                         ),
                     }
                 }
                 other => self.err(
                     syntax(other.span(), format!("unexpected `{attr_name}` argument"))
-                        .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P` or `instances = [..]`"),
+                        .help("expected `requires(..)`, `smem = N`, `threads = N`, `blocks = N`, `cluster = N`, `returns = P`, `instances = [..]` or `aliases = [..]`"),
                 ),
             }
         }
         at
+    }
+
+    /// The type parameters `T: Bound` (before the const ones; rule GENERIC), and what each stands for in this
+    /// parse: the instantiation's type, else the bound's first member.
+    fn type_params(&mut self, sig: &syn::Signature) -> Vec<TypeParam> {
+        let mut out = Vec::new();
+        let mut seen_const = false;
+        for g in &sig.generics.params {
+            let tp = match g {
+                syn::GenericParam::Const(_) => {
+                    seen_const = true;
+                    continue;
+                }
+                syn::GenericParam::Type(tp) => tp,
+                _ => continue,
+            };
+            if seen_const {
+                self.err(
+                    Diagnostic::new(
+                        "GENERIC",
+                        tp.ident.span(),
+                        "type parameters must come before const parameters",
+                    )
+                    .help("write `fn f<T: Num, const N: u32>`; calls and instances list the types first"),
+                );
+            }
+            if let Some(d) = &tp.default {
+                self.err(Diagnostic::new(
+                    "GENERIC",
+                    d.span(),
+                    "type parameter defaults are not supported",
+                ));
+            }
+            let bounds: Vec<&syn::TypeParamBound> = tp.bounds.iter().collect();
+            let bound = match bounds.as_slice() {
+                [syn::TypeParamBound::Trait(t)] if t.path.get_ident().is_some() => t
+                    .path
+                    .get_ident()
+                    .and_then(|i| TypeBound::from_name(&i.to_string()))
+                    .map(|b| (b, t.path.span())),
+                _ => None,
+            };
+            let Some((bound, bound_span)) = bound else {
+                let span = if bounds.is_empty() {
+                    tp.ident.span()
+                } else {
+                    tp.bounds.span()
+                };
+                self.err(
+                    Diagnostic::new(
+                        "GENERIC",
+                        span,
+                        format!(
+                            "type parameter `{}` needs one bound naming the types it admits",
+                            tp.ident
+                        ),
+                    )
+                    .help(bounds_help()),
+                );
+                continue;
+            };
+            out.push(TypeParam {
+                name: ident(&tp.ident),
+                bound,
+                bound_span,
+            });
+        }
+        let types = match &self.types {
+            Some(t) if t.len() == out.len() => t.clone(),
+            Some(t) => {
+                self.err(Diagnostic::new(
+                    "GENERIC",
+                    sig.ident.span(),
+                    format!(
+                        "`{}` has {} type parameter(s), {} type argument(s) given",
+                        sig.ident,
+                        out.len(),
+                        t.len()
+                    ),
+                ));
+                Vec::new()
+            }
+            None => out.iter().map(|p| p.bound.members()[0]).collect(),
+        };
+        self.tsubst = out
+            .iter()
+            .zip(types)
+            .map(|(p, t)| (p.name.name.clone(), t))
+            .collect();
+        out
     }
 
     /// The const generic parameters (integers, no defaults); anything else is a SYNTAX error.
@@ -195,6 +296,7 @@ impl Cx {
         let mut const_params = Vec::new();
         for g in &sig.generics.params {
             match g {
+                syn::GenericParam::Type(_) => {}
                 syn::GenericParam::Const(c) => {
                     let ty = match &c.ty {
                         syn::Type::Path(p) if p.qself.is_none() => p
@@ -221,8 +323,8 @@ impl Cx {
                     }
                 }
                 other => self.err(
-                    syntax(other.span(), "only const generic parameters are supported")
-                        .help("write `const N: u32` and list the values in `instances = [..]`"),
+                    syntax(other.span(), "only type and const generic parameters are supported")
+                        .help("write `T: Num` or `const N: u32` and list the instances in `instances = [..]`"),
                 ),
             }
         }
@@ -244,11 +346,25 @@ impl Cx {
                 other => vec![other],
             };
             let mut values = Vec::new();
+            let mut types = Vec::new();
             for p in parts {
+                // A type name is a type argument (they come first; `crate::mono` checks the order).
+                if let Some(t) = path_ident(p).and_then(|i| scalar_from_name(&i.to_string())) {
+                    if !values.is_empty() {
+                        return Err(Diagnostic::new(
+                            "GENERIC",
+                            p.span(),
+                            "type arguments come before const arguments: `(f32, 4)`",
+                        ));
+                    }
+                    types.push(t);
+                    continue;
+                }
                 let e = self.expr(p)?;
                 values.push(eval_const(&e, &|_| None)?);
             }
             out.push(Instance {
+                types,
                 values,
                 span: el.span(),
             });
@@ -366,4 +482,16 @@ impl Cx {
             span: pt.span(),
         })
     }
+}
+
+/// The bounds a type parameter may name, for help texts.
+pub(super) fn bounds_help() -> String {
+    let list: Vec<String> = TypeBound::ALL
+        .iter()
+        .map(|b| {
+            let m: Vec<&str> = b.members().iter().map(|t| t.rust_name()).collect();
+            format!("`{b}` ({})", m.join(", "))
+        })
+        .collect();
+    format!("write `T: Num`; the bounds are {}", list.join(", "))
 }

@@ -379,7 +379,7 @@ fn syntax_errors() {
             "arrays",
         ),
         (
-            "#[prism_kernel(requires(grid[1]))] fn k<T>() {}",
+            "#[prism_kernel(requires(grid[1]))] fn k<'a>() {}",
             "const generic",
         ),
         (

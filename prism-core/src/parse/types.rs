@@ -37,14 +37,18 @@ pub(super) fn smem_layout(g: &syn::GenericArgument) -> PResult<SmemLayout> {
 }
 
 impl Cx {
+    /// The scalar a type parameter stands for in this parse.
+    pub(super) fn type_param(&self, name: &str) -> Option<ScalarType> {
+        self.tsubst.iter().find(|(n, _)| n == name).map(|(_, t)| *t)
+    }
+
     pub(super) fn scalar(&mut self, t: &syn::Type) -> PResult<ScalarType> {
         if let syn::Type::Path(p) = t {
             if p.qself.is_none() {
-                if let Some(s) = p
-                    .path
-                    .get_ident()
-                    .and_then(|i| scalar_from_name(&i.to_string()))
-                {
+                if let Some(s) = p.path.get_ident().and_then(|i| {
+                    let n = i.to_string();
+                    self.type_param(&n).or_else(|| scalar_from_name(&n))
+                }) {
                     return Ok(s);
                 }
             }

@@ -101,6 +101,9 @@ pub struct SyncReport {
 
 /// Compiles `f` under both policies and counts barriers.
 pub fn report(f: &Function, deps: &[Function]) -> Result<SyncReport, Vec<Diagnostic>> {
+    // Type generics resolved first (the first instance of a generic kernel).
+    let (f, deps) = crate::mono::first_instance(f, deps)?;
+    let (f, deps) = (&f, &deps[..]);
     let checked = crate::check::check_function(f, deps)?;
     let naive = crate::emit::emit_kernel_with(&checked, deps, SyncPolicy::Naive)?;
     let inferred = crate::emit::emit_kernel_with(&checked, deps, SyncPolicy::Inferred)?;
