@@ -147,54 +147,67 @@ impl Cx<'_> {
                 }
                 Some(Ty::Unit)
             }
-            "stmatrix_bf16" => {
-                // The warpgroup stores its m64n64 accumulator fragment into its own 64 × 64 tile: a
-                // collective write, so the tile is the warpgroup's (`partition(e, thread[128], |x| x, ..)`).
-                self.need_perspective(name, wg, code);
-                if args.len() != 3 {
-                    self.arity_error(name, "3", args.len());
-                    return Some(Ty::Err);
-                }
-                self.stmatrix_tile_arg(name, &args[0], wg);
-                // `&acc` of a wgmma accumulator (`[f32; N / 2]`); the box `j` is a constant (checked against
-                // the fragment's width by the emitter, after unrolling).
-                if !matches!(&args[1].kind, ExprKind::Ref { mutable: false, .. }) {
-                    self.errors.push(err(
-                        "STMATRIX",
-                        args[1].span,
-                        "the fragment is `&acc`, an accumulator array",
-                    ));
-                }
-                let t = self.expr(&args[2], &at(wg, "the box index"), code);
-                self.expect_int(&t, args[2].span, "a box index");
-                Some(Ty::Unit)
-            }
-            "set_max_regs" => {
-                self.need_perspective(name, wg, code);
-                if args.len() != 1 {
-                    self.arity_error(name, "1", args.len());
-                    return Some(Ty::Err);
-                }
-                match self.eval(&args[0]) {
-                    Ok(v) if (24..=256).contains(&v) && v % 8 == 0 => {}
-                    Ok(v) => self.errors.push(
-                        err(
-                            "SETMAXNREG",
-                            args[0].span,
-                            format!("`set_max_regs({v})`: a warpgroup's register count must be a multiple of 8 in 24..=256"),
-                        )
-                        .help("e.g. 40 for a TMA producer, 232 for wgmma consumers (PTX ISA §9.7.19.5)"),
-                    ),
-                    Err(_) => self.errors.push(err(
-                        "SETMAXNREG",
-                        args[0].span,
-                        "`set_max_regs` takes a constant register count",
-                    )),
-                }
-                Some(Ty::Unit)
-            }
+            "stmatrix_bf16" => Some(self.stmatrix_call(name, args, code)),
+            "set_max_regs" => Some(self.set_max_regs_call(name, args, code)),
             _ => None,
         }
+    }
+
+    /// `stmatrix_bf16(tile, &acc, j)`: the warpgroup stores box `j` of its accumulator fragment into its own
+    /// 64 × 64 tile, a collective write (the tile is the warpgroup's: `partition(e, thread[128], |x| x, ..)`).
+    fn stmatrix_call(&mut self, name: &Ident, args: &[Expr], code: Perspective) -> Ty {
+        let wg = Perspective::thread(128);
+        self.need_perspective(name, wg, code);
+        if args.len() != 3 {
+            self.arity_error(name, "3", args.len());
+            return Ty::Err;
+        }
+        self.stmatrix_tile_arg(name, &args[0], wg);
+        // `&acc` of a wgmma accumulator (`[f32; N / 2]`); the box `j` is a constant (checked against the
+        // fragment's width by the emitter, after unrolling).
+        if !matches!(&args[1].kind, ExprKind::Ref { mutable: false, .. }) {
+            self.errors.push(err(
+                "STMATRIX",
+                args[1].span,
+                "the fragment is `&acc`, an accumulator array",
+            ));
+        }
+        let sink = Sink {
+            p: wg,
+            rule: "CALL-ARG",
+            what: format!("the box index of `{}` ({wg})", name.name),
+            id_target: None,
+        };
+        let t = self.expr(&args[2], &sink, code);
+        self.expect_int(&t, args[2].span, "a box index");
+        Ty::Unit
+    }
+
+    /// [SETMAXNREG] `set_max_regs(n)`: a warpgroup collective with a constant count, a multiple of 8 in
+    /// 24..=256 (one count per warpgroup and the block's budget are the emitter's, which knows the threads).
+    fn set_max_regs_call(&mut self, name: &Ident, args: &[Expr], code: Perspective) -> Ty {
+        self.need_perspective(name, Perspective::thread(128), code);
+        if args.len() != 1 {
+            self.arity_error(name, "1", args.len());
+            return Ty::Err;
+        }
+        match self.eval(&args[0]) {
+            Ok(v) if (24..=256).contains(&v) && v % 8 == 0 => {}
+            Ok(v) => self.errors.push(
+                err(
+                    "SETMAXNREG",
+                    args[0].span,
+                    format!("`set_max_regs({v})`: a warpgroup's register count must be a multiple of 8 in 24..=256"),
+                )
+                .help("e.g. 40 for a TMA producer, 232 for wgmma consumers (PTX ISA §9.7.19.5)"),
+            ),
+            Err(_) => self.errors.push(err(
+                "SETMAXNREG",
+                args[0].span,
+                "`set_max_regs` takes a constant register count",
+            )),
+        }
+        Ty::Unit
     }
 
     /// [STMATRIX] the tile a warpgroup stores into is a writable shared bf16 view at exactly its
