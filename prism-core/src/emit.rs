@@ -10,7 +10,7 @@
 use crate::ast::*;
 use crate::check::Checked;
 use crate::consteval::eval_const;
-use crate::sync::SyncPolicy;
+use crate::sync::Synced;
 use crate::{CompiledKernel, Contract, Diagnostic, ParamInfo, ParamKind};
 use proc_macro2::Span;
 use std::collections::HashMap;
@@ -42,20 +42,11 @@ const SMALL_TRIP: i128 = 16;
 /// Deepest chain of inlined device-function calls.
 const MAX_INLINE_DEPTH: u32 = 64;
 
-/// Emits one PTX module per instance of the checked kernel, with the inferred synchronization
-/// ([`SyncPolicy::Inferred`]).
-pub fn emit_kernel(k: &Checked, deps: &[Function]) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
-    emit_kernel_with(k, deps, SyncPolicy::Inferred)
-}
-
-/// Emits one PTX module per instance of the checked kernel, inserting barriers under `policy` (device
-/// functions get `Naive` under `Naive`, else `Inferred`).
-pub fn emit_kernel_with(
-    k: &Checked,
-    deps: &[Function],
-    policy: SyncPolicy,
-) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
-    let f = crate::sync::insert_barriers_with(&k.function, deps, policy)?;
+/// Emits one PTX module per instance of the checked kernel `k`, from its synchronized form `synced` (the
+/// sync stage's output for `k`; [`crate::lower`] runs both).
+pub fn emit_kernel(k: &Checked, synced: &Synced) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+    debug_assert_eq!(k.function.name.name, synced.kernel.name.name);
+    let f = &synced.kernel;
     let instances: Vec<Vec<i64>> = if f.const_params.is_empty() {
         vec![Vec::new()]
     } else if f.instances.is_empty() {
@@ -76,7 +67,7 @@ pub fn emit_kernel_with(
     let mut out = Vec::new();
     let mut diags = Vec::new();
     for inst in instances {
-        match emit_instance(&f, &inst, deps, policy) {
+        match emit_instance(f, &inst, &synced.callees) {
             Ok(c) => out.push(c),
             Err(d) => diags.push(d),
         }
@@ -229,8 +220,7 @@ struct LoopLabels {
     brk: String,
 }
 
-struct Em<'a> {
-    deps: &'a [Function],
+struct Em {
     body: String,
     nregs: [u32; 6],
     nlabels: u32,
@@ -254,7 +244,6 @@ struct Em<'a> {
     synced: HashMap<String, Rc<Function>>,
     uses_smem: bool,
     /// Synchronization policy for inlined device functions.
-    callee_policy: SyncPolicy,
     /// Named barrier ids: first id of each `thread[n]` group size used so far (each unit of that size gets
     /// `first + tid / n`), so that groups of different sizes never share an id.
     named_bars: Vec<(u32, u32)>,
@@ -312,10 +301,9 @@ struct AsyncScope {
 /// come textually before the scope whose copies it waits for, e.g. at the top of a loop).
 const ASYNC_WAIT_MARK: &str = "@@prism-async-wait@@";
 
-impl<'a> Em<'a> {
-    fn new(deps: &'a [Function]) -> Self {
+impl Em {
+    fn new() -> Self {
         Em {
-            deps,
             body: String::new(),
             nregs: [0; 6],
             nlabels: 0,
@@ -337,7 +325,6 @@ impl<'a> Em<'a> {
             depth: 0,
             synced: HashMap::new(),
             uses_smem: false,
-            callee_policy: SyncPolicy::Inferred,
             named_bars: Vec::new(),
             next_bar: 1,
             async_scopes: Vec::new(),

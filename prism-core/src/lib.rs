@@ -91,6 +91,45 @@ pub struct CompileOptions {
     pub sync: SyncPolicy,
 }
 
+/// The stages after the checker, in order: synchronization (barriers into the kernel and the device
+/// functions it calls, under `policy`), then the emitter, one PTX module per instance.
+pub fn lower(
+    checked: &check::Checked,
+    deps: &[ast::Function],
+    policy: SyncPolicy,
+) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+    let synced = sync::synchronize(&checked.function, deps, policy)?;
+    emit::emit_kernel(checked, &synced)
+}
+
+/// Compiles kernel `f` under both synchronization policies and counts the barriers of each: in the trees
+/// the sync stage produces and in the first instance's PTX (`docs/SYNC.md`, `tests/sync_counts.rs`).
+pub fn sync_report(
+    f: &ast::Function,
+    deps: &[ast::Function],
+) -> Result<sync::SyncReport, Vec<Diagnostic>> {
+    // Type generics resolved first (the first instance of a generic kernel).
+    let (f, deps) = mono::first_instance(f, deps)?;
+    let checked = check::check_function(&f, &deps)?;
+    let naive = lower(&checked, &deps, SyncPolicy::Naive)?;
+    let inferred = lower(&checked, &deps, SyncPolicy::Inferred)?;
+    let ptx = |ks: &[CompiledKernel]| {
+        ks.first()
+            .map(|k| sync::count_ptx_barriers(&k.ptx))
+            .unwrap_or(0)
+    };
+    Ok(sync::SyncReport {
+        entry: inferred
+            .first()
+            .map(|k| k.entry.clone())
+            .unwrap_or_default(),
+        tree_naive: sync::tree_barriers(&f, &deps, SyncPolicy::Naive)?,
+        tree_inferred: sync::tree_barriers(&f, &deps, SyncPolicy::Inferred)?,
+        ptx_naive: ptx(&naive),
+        ptx_inferred: ptx(&inferred),
+    })
+}
+
 /// Checks a kernel and emits PTX for each of its instances. `deps` are the device functions it may call
 /// (from this crate or others), already parsed. Synchronization is inferred (paper 000 §5).
 pub fn compile_kernel(
@@ -124,7 +163,7 @@ pub fn compile_kernel_with(
         }
         let (root, deps) = mono::resolve(f.clone(), deps)?;
         let checked = check::check_function(&root, &deps)?;
-        return emit::emit_kernel_with(&checked, &deps, opts.sync);
+        return lower(&checked, &deps, opts.sync);
     }
     let tuples = kernel_tuples(f)?;
     // Every tuple is checked before any is emitted, so errors of one tuple only are GENERIC.
@@ -136,7 +175,7 @@ pub fn compile_kernel_with(
     })?;
     let mut out = Vec::new();
     for (c, deps, types) in checked {
-        for mut k in emit::emit_kernel_with(&c, &deps, opts.sync)? {
+        for mut k in lower(&c, &deps, opts.sync)? {
             k.types = types.clone();
             out.push(k);
         }

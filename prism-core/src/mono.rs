@@ -81,7 +81,7 @@ pub fn kernel_instance(f: &Function, types: &[ScalarType]) -> Result<Function, V
 }
 
 /// A kernel ready for the checker: calls resolved ([`resolve`]); for a generic kernel, the instance of the
-/// types its first `instances` entry names (tools that look at one instance, e.g. `sync::report`).
+/// types its first `instances` entry names (tools that look at one instance, e.g. `crate::sync_report`).
 pub fn first_instance(
     f: &Function,
     deps: &[Function],

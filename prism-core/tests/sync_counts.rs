@@ -62,7 +62,7 @@ fn naive_vs_inferred_barrier_counts() {
                 .collect()
         };
         for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
-            match prism_core::sync::report(k, &deps) {
+            match prism_core::sync_report(k, &deps) {
                 Ok(r) => {
                     assert!(
                         r.ptx_inferred <= r.ptx_naive,

@@ -202,7 +202,7 @@ fn fig16_barrier_placement() {
         ]
     );
     // Naive: two per scope (s twice, y_blk once; y at grid needs none) = 6 statements; inferred 4.
-    let naive = prism_core::sync::report(&ks[0], &deps).expect("report");
+    let naive = prism_core::sync_report(&ks[0], &deps).expect("report");
     assert_eq!(naive.tree_naive, 6);
     assert_eq!(naive.tree_inferred, 4);
 }
@@ -282,7 +282,7 @@ fn fig6_inferred_barriers_matter() {
     }
     assert!(races >= 1, "no inferred barrier of Fig. 6 matters?");
     // Fewer barriers than the naive policy.
-    let rep = prism_core::sync::report(k, &deps).expect("report");
+    let rep = prism_core::sync_report(k, &deps).expect("report");
     eprintln!("{rep:?}");
     assert!(rep.tree_inferred < rep.tree_naive, "{rep:?}");
 }

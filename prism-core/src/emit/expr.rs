@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl<'a> Em<'a> {
+impl Em {
     /// The value of `e` is the same for all threads of a warp: it reads only constants and variables of a
     /// perspective ≥ thread[32] (or block/grid level; warps never span blocks).
     pub(super) fn uniform(&self, e: &Expr) -> bool {

@@ -27,7 +27,7 @@ pub(super) struct TmaUse {
     pub layout: SmemLayout,
 }
 
-impl Em<'_> {
+impl Em {
     /// Ends a run of wgmmas: commit them as one group and wait for every group, so accumulators and shared
     /// operands are ordinary again; then hands back the slot of a drain whose group was still in flight.
     pub(super) fn wgmma_retire(&mut self) {

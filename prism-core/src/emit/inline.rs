@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl<'a> Em<'a> {
+impl Em {
     pub(super) fn call_device(
         &mut self,
         path: &[Ident],
@@ -11,24 +11,10 @@ impl<'a> Em<'a> {
         span: Span,
     ) -> R<Value> {
         let name = path.last().map(|p| p.name.clone()).unwrap_or_default();
-        let f = match self.synced.get(&name) {
-            Some(f) => f.clone(),
-            None => {
-                let raw = self
-                    .deps
-                    .iter()
-                    .find(|f| f.name.name == name)
-                    .ok_or_else(|| {
-                        err("EMIT-CALL", span, format!("unknown function `{name}`"))
-                            .help("device functions must be passed to the compiler as dependencies")
-                    })?;
-                let synced = crate::sync::insert_barriers_with(raw, self.deps, self.callee_policy)
-                    .map_err(|mut d| d.remove(0))?;
-                let rc = Rc::new(synced);
-                self.synced.insert(name.clone(), rc.clone());
-                rc
-            }
-        };
+        let f = self.synced.get(&name).cloned().ok_or_else(|| {
+            err("EMIT-CALL", span, format!("unknown function `{name}`"))
+                .help("device functions must be passed to the compiler as dependencies")
+        })?;
         if self.depth >= MAX_INLINE_DEPTH {
             return Err(err(
                 "EMIT-CALL",

@@ -5,10 +5,10 @@ use super::*;
 use crate::intrinsics::{lookup, Arity};
 
 /// One intrinsic family's lowering: called with the intrinsic's name, its arguments and the call's span.
-type Lowering<'a> = fn(&mut Em<'a>, &str, &[Expr], Span) -> R<Value>;
+type Lowering = fn(&mut Em, &str, &[Expr], Span) -> R<Value>;
 
 /// The lowering of each intrinsic this module lowers (its arity is the table's, [`crate::intrinsics`]).
-fn lowering<'a>(name: &str) -> Option<Lowering<'a>> {
+fn lowering(name: &str) -> Option<Lowering> {
     Some(match name {
         "id" | "sync_threads" | "sync_warp" | "fence" | "block_dim" | "grid_dim" => {
             Em::lower_special
@@ -28,7 +28,7 @@ fn lowering<'a>(name: &str) -> Option<Lowering<'a>> {
     })
 }
 
-impl<'a> Em<'a> {
+impl Em {
     /// A call: a Hopper intrinsic, another intrinsic (its arity checked, then its family's lowering), or a
     /// device function.
     pub(super) fn call(

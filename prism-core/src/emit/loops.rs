@@ -3,7 +3,7 @@
 use super::expr::mentions;
 use super::*;
 
-impl<'a> Em<'a> {
+impl Em {
     pub(super) fn for_stmt(
         &mut self,
         var: &Ident,

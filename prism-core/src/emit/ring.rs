@@ -20,7 +20,7 @@ pub(super) struct RingInfo {
     pub cluster: bool,
 }
 
-impl Em<'_> {
+impl Em {
     /// `ring(S, (a, b), |r| ..)`: checks that every memory splits into `S` slots that keep its layout's
     /// alignment, then emits the body with `r` bound.
     pub(super) fn ring(

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl<'a> Em<'a> {
+impl Em {
     /// S-SPLIT-LEFT/RIGHT: each arm runs on the threads (blocks) whose rank lies in its range.
     pub(super) fn split(&mut self, level: Level, arms: &[SplitArm], span: Span) -> R<()> {
         let mut off: u32 = 0;

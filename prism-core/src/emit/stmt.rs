@@ -3,7 +3,7 @@
 use super::expr::mentions;
 use super::*;
 
-impl<'a> Em<'a> {
+impl Em {
     pub(super) fn block(&mut self, b: &Block) -> R<Value> {
         self.env.push(Scope::new());
         let r = self.block_inner(b);

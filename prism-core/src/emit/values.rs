@@ -248,7 +248,7 @@ pub(super) fn fold(op: BinOp, x: Imm, y: Imm, t: ScalarType) -> Option<Val> {
     }
 }
 
-impl<'a> Em<'a> {
+impl Em {
     /// Operand text for `v` used as type `t`.
     pub(super) fn op(&self, v: &Val, t: ScalarType) -> String {
         match v {

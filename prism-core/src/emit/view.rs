@@ -4,7 +4,7 @@
 use super::loops::for_each_block;
 use super::*;
 
-impl<'a> Em<'a> {
+impl Em {
     /// The rank in threads within the current unit: blk·T + thr.
     pub(super) fn rank(&mut self) -> Val {
         let (blk, thr, t) = (self.ctx.blk.clone(), self.ctx.thr.clone(), self.t.clone());

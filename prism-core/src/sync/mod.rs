@@ -99,37 +99,45 @@ pub struct SyncReport {
     pub ptx_inferred: usize,
 }
 
-/// Compiles `f` under both policies and counts barriers.
-pub fn report(f: &Function, deps: &[Function]) -> Result<SyncReport, Vec<Diagnostic>> {
-    // Type generics resolved first (the first instance of a generic kernel).
-    let (f, deps) = crate::mono::first_instance(f, deps)?;
-    let (f, deps) = (&f, &deps[..]);
-    let checked = crate::check::check_function(f, deps)?;
-    let naive = crate::emit::emit_kernel_with(&checked, deps, SyncPolicy::Naive)?;
-    let inferred = crate::emit::emit_kernel_with(&checked, deps, SyncPolicy::Inferred)?;
-    let tree = |p: SyncPolicy| -> Result<usize, Vec<Diagnostic>> {
-        let mut n = count_barriers(&insert_barriers_with(f, deps, p)?);
-        for d in callees(f, deps) {
-            n += count_barriers(&insert_barriers_with(d, deps, p)?);
-        }
-        Ok(n)
+/// A kernel and every device function it calls, with barriers inserted: what the emitter lowers (the
+/// driver runs this stage between the checker and the emitter).
+#[derive(Clone, Debug)]
+pub struct Synced {
+    /// The kernel, synchronized under the policy asked for.
+    pub kernel: Function,
+    /// The device functions it calls, directly or not: under `Naive` when the kernel is, else `Inferred`.
+    pub callees: Vec<Function>,
+}
+
+/// Inserts barriers into `f` under `policy` and into the device functions it calls (from `deps`).
+pub fn synchronize(
+    f: &Function,
+    deps: &[Function],
+    policy: SyncPolicy,
+) -> Result<Synced, Vec<Diagnostic>> {
+    let kernel = insert_barriers_with(f, deps, policy)?;
+    let callee_policy = match policy {
+        SyncPolicy::Naive => SyncPolicy::Naive,
+        _ => SyncPolicy::Inferred,
     };
-    Ok(SyncReport {
-        entry: inferred
-            .first()
-            .map(|k| k.entry.clone())
-            .unwrap_or_default(),
-        tree_naive: tree(SyncPolicy::Naive)?,
-        tree_inferred: tree(SyncPolicy::Inferred)?,
-        ptx_naive: naive
-            .first()
-            .map(|k| count_ptx_barriers(&k.ptx))
-            .unwrap_or(0),
-        ptx_inferred: inferred
-            .first()
-            .map(|k| count_ptx_barriers(&k.ptx))
-            .unwrap_or(0),
-    })
+    let callees = callees(f, deps)
+        .into_iter()
+        .map(|d| insert_barriers_with(d, deps, callee_policy))
+        .collect::<Result<_, _>>()?;
+    Ok(Synced { kernel, callees })
+}
+
+/// Barriers in the tree of `f` and of the device functions it calls, under `policy` (for [`SyncReport`]).
+pub fn tree_barriers(
+    f: &Function,
+    deps: &[Function],
+    policy: SyncPolicy,
+) -> Result<usize, Vec<Diagnostic>> {
+    let mut n = count_barriers(&insert_barriers_with(f, deps, policy)?);
+    for d in callees(f, deps) {
+        n += count_barriers(&insert_barriers_with(d, deps, policy)?);
+    }
+    Ok(n)
 }
 
 /// Barrier instructions in PTX text.

@@ -33,7 +33,7 @@ pub fn compile_fns_with(fns: &[Function], policy: SyncPolicy) -> Vec<CompiledKer
     for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
         let checked = prism_core::check::check_function(k, &deps)
             .unwrap_or_else(|d| panic!("check of `{}` failed: {}", k.name, texts(&d)));
-        let ks = prism_core::emit::emit_kernel_with(&checked, &deps, policy)
+        let ks = prism_core::lower(&checked, &deps, policy)
             .unwrap_or_else(|d| panic!("emit of `{}` failed: {}", k.name, texts(&d)));
         // The emitter lays shared memory out exactly as the checker budgets it.
         assert_eq!(ks.len(), checked.instances.len());
@@ -70,7 +70,7 @@ pub fn emit_errors(src: &str) -> Vec<prism_core::Diagnostic> {
             Ok(c) => c,
             Err(d) => return d,
         };
-        if let Err(d) = prism_core::emit::emit_kernel(&checked, &deps) {
+        if let Err(d) = prism_core::lower(&checked, &deps, prism_core::SyncPolicy::Inferred) {
             return d;
         }
     }
