@@ -1,7 +1,7 @@
 //! The items a `#[prism_device]` function expands to (besides its own check): the callback macros that hand
 //! its tokens to callers, and a documentation-only item.
 
-use crate::kernel::{current_crate, requires_text};
+use crate::names::{current_crate, requires_text};
 use prism_core::ast::{Function, Type};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, ToTokens};

@@ -2,6 +2,7 @@
 //! `macro_rules!` callbacks (`state`), then run prism-core and emit items.
 
 use crate::device;
+use crate::names::{current_crate, requires_text};
 use crate::resolve::{self, Target};
 use crate::state::{self, DepTokens, Origin, Pending, State};
 use prism_core::ast::{FnKind, Function, Ident as AstIdent, ScalarType};
@@ -9,11 +10,6 @@ use prism_core::diag::to_compile_errors;
 use prism_core::{CompiledKernel, Diagnostic, ParamKind};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-
-/// `CARGO_CRATE_NAME` of the crate being compiled (set by cargo for every rustc invocation).
-pub fn current_crate() -> String {
-    std::env::var("CARGO_CRATE_NAME").unwrap_or_else(|_| "crate".to_string())
-}
 
 fn internal(msg: impl std::fmt::Display) -> TokenStream {
     let msg =
@@ -786,15 +782,6 @@ fn opt_u32(v: Option<u32>) -> TokenStream {
         Some(v) => quote!(::core::option::Option::Some(#v)),
         None => quote!(::core::option::Option::None),
     }
-}
-
-/// The perspective bound as written: `grid[1], block[1], thread[32]`.
-pub fn requires_text(f: &Function) -> String {
-    f.requires
-        .iter()
-        .map(|p| p.perspective.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn const_value(v: i64) -> TokenStream {
