@@ -24,7 +24,7 @@ pub(super) fn decode_regop(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
         "st" | "red" if has("async") || has("bulk") => Kind::Unsupported(p.opcode.clone()),
         "add" | "sub" | "mad" if has("cc") => pmisc::carry(base, true, m.hi, ty0),
         "addc" | "subc" | "madc" => pmisc::carry(base, has("cc"), m.hi, ty0),
-        "cvt" if has("pack") => pmisc::cvt_pack(&p.opcode, &types),
+        "cvt" if has("pack") => pmisc::cvt_pack(&p.opcode, types),
         "szext" => alu(AluOp::Szext),
         "fns" => alu(AluOp::Fns),
         "dp4a" | "dp2a" => {
@@ -488,7 +488,7 @@ pub(super) fn decode_sm90(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
         "elect" if has("sync") => Kind::Elect,
         "setmaxnreg" if has("inc") || has("dec") => Kind::Setmaxnreg(has("inc")),
         "movmatrix" if has("m8n8") && has("trans") && has("b16") => Kind::Movmatrix,
-        "wmma" => sm90::decode_wmma(&p.opcode, mods, &types, space),
+        "wmma" => sm90::decode_wmma(&p.opcode, mods, types, space),
         "stmatrix" => {
             let n = if has("x4") {
                 4
@@ -506,7 +506,7 @@ pub(super) fn decode_sm90(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
         "wgmma" => sm90::decode_wgmma(
             &p.opcode,
             mods,
-            &types,
+            types,
             matches!(p.args.get(1), Some(RawOp::Vec(_))),
         ),
         "mbarrier" => {
