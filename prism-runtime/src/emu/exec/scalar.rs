@@ -403,6 +403,35 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
             };
             ((mask << pos) & 0xffff_ffff) as i128
         }
+        AluOp::Bfe | AluOp::Bfi | AluOp::Prmt | AluOp::Lop3 | AluOp::ShfL | AluOp::ShfR => {
+            return bit_op(op, bits, signed, m, a, b, c, d);
+        }
+        AluOp::Bfind | AluOp::BfindShiftAmt => {
+            let v = if signed && x < 0 { !a & mk } else { a & mk };
+            if v == 0 {
+                0xffff_ffff
+            } else {
+                let pos = 63 - v.leading_zeros() as i128;
+                if op == AluOp::BfindShiftAmt {
+                    bits as i128 - 1 - pos
+                } else {
+                    pos
+                }
+            }
+        }
+        AluOp::Szext | AluOp::Fns | AluOp::Dp4a(..) | AluOp::Dp2a(..) | AluOp::PrmtMode(_) => {
+            return misc::alu_misc(op, ty, m, a, b, c);
+        }
+        _ => 0,
+    };
+    (r as u128 as u64) & mk
+}
+
+/// The bit-field and byte operations of `int_alu` (`bfe`, `bfi`, `prmt`, `lop3`, `shf`), on raw bits.
+#[allow(clippy::too_many_arguments)]
+fn bit_op(op: AluOp, bits: u32, signed: bool, m: Mods, a: u64, b: u64, c: u64, d: u64) -> u64 {
+    let mk = mask_bits(bits);
+    match op {
         AluOp::Bfe => {
             let pos = (b & 0xff) as u32;
             let len = (c & 0xff) as u32;
@@ -421,7 +450,7 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
                 };
                 r |= bit << i;
             }
-            return r & mk;
+            r & mk
         }
         AluOp::Bfi => {
             // bfi d, f(a), b, pos(c), len(d)
@@ -435,23 +464,7 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
                 let bit = (a >> i) & 1;
                 r = (r & !(1 << (pos + i))) | (bit << (pos + i));
             }
-            return r;
-        }
-        AluOp::Bfind | AluOp::BfindShiftAmt => {
-            let v = if signed && x < 0 { !a & mk } else { a & mk };
-            if v == 0 {
-                0xffff_ffff
-            } else {
-                let pos = 63 - v.leading_zeros() as i128;
-                if op == AluOp::BfindShiftAmt {
-                    bits as i128 - 1 - pos
-                } else {
-                    pos
-                }
-            }
-        }
-        AluOp::Szext | AluOp::Fns | AluOp::Dp4a(..) | AluOp::Dp2a(..) | AluOp::PrmtMode(_) => {
-            return misc::alu_misc(op, ty, m, a, b, c);
+            r
         }
         AluOp::Prmt => {
             let bytes = (a as u32 as u64) | ((b as u32 as u64) << 32);
@@ -464,7 +477,7 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
                 }
                 r |= byte << (8 * i);
             }
-            return r;
+            r
         }
         AluOp::Lop3 => {
             let imm = d & 0xff;
@@ -477,22 +490,21 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
                     r |= ta & tb & tc;
                 }
             }
-            return r & mk;
+            r & mk
         }
-        AluOp::ShfL | AluOp::ShfR => {
+        // ShfL / ShfR: the caller passes only the operations above and these.
+        _ => {
             let n = if m.clamp {
                 (c as u32).min(32)
             } else {
                 (c as u32) & 31
             };
             let v = (a as u32 as u64) | ((b as u32 as u64) << 32);
-            return if op == AluOp::ShfL {
+            if op == AluOp::ShfL {
                 ((v << n) >> 32) & 0xffff_ffff
             } else {
                 (v >> n) & 0xffff_ffff
-            };
+            }
         }
-        _ => 0,
-    };
-    (r as u128 as u64) & mk
+    }
 }
