@@ -4,6 +4,10 @@
 //! `pick_group`) and executes the instruction for that group; lanes at equal PCs are thus regrouped
 //! automatically (reconvergence). Blocks run one after another; warps of a block are interleaved by the
 //! scheduler.
+//!
+//! This file holds the interpreter's state (a launch `L`, its blocks, warps, barriers and mbarriers); the
+//! parts in `exec/` add `impl L` blocks: `step.rs` (the step and its dispatch), `state.rs` and `memory.rs`
+//! (operands, addresses, loads and stores), `race.rs`, and one file per instruction family.
 
 use super::ptx::*;
 use super::*;

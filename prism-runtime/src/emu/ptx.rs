@@ -3,6 +3,10 @@
 //! The parser accepts the PTX subset emitted by nvcc and by Prism's code generator. Every instruction is
 //! decoded once into an [`Instr`] (resolved opcode enum, register indices, resolved symbols, label targets),
 //! so the interpreter never looks at strings.
+//!
+//! This file holds the instruction model (`Instr`, `Kind`, `Operand`, `Module`) and the parser's state; the
+//! parts in `ptx/` add `impl Parser` blocks: `lex.rs`, `module.rs` (directives and functions), `decls.rs`,
+//! `instr.rs`, `operand.rs` and `decode.rs` (with the per-family decoders of `decode_families.rs`).
 
 use std::collections::HashMap;
 use std::fmt;

@@ -326,22 +326,7 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
                 p.wrapping_add(z)
             }
         }
-        AluOp::Mul24 | AluOp::Mad24 => {
-            let t = |v: u64| -> i128 {
-                if signed {
-                    sext(v & 0xff_ffff, 24) as i128
-                } else {
-                    (v & 0xff_ffff) as i128
-                }
-            };
-            let p = t(a) * t(b);
-            let p = if m.hi { p >> 16 } else { p };
-            if op == AluOp::Mad24 {
-                p + z
-            } else {
-                p
-            }
-        }
+        AluOp::Mul24 | AluOp::Mad24 => mul24(op, signed, m, a, b, z),
         AluOp::Sad => (x - y).abs() + z,
         AluOp::Div => {
             if y == 0 {
@@ -389,42 +374,66 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
         AluOp::Popc => (a & mk).count_ones() as i128,
         AluOp::Clz => ((a & mk).leading_zeros() - (64 - bits)) as i128,
         AluOp::Brev => ((a & mk).reverse_bits() >> (64 - bits)) as i128,
-        AluOp::Bmsk => {
-            // PTX ISA bmsk: `.wrap` takes position and width mod 32; `.clamp` clamps both to 32.
-            let (pos, width) = if m.clamp {
-                ((a as u32).min(32), (b as u32).min(32))
-            } else {
-                ((a as u32) & 31, (b as u32) & 31)
-            };
-            let mask = if width >= 32 {
-                u64::MAX
-            } else {
-                (1u64 << width) - 1
-            };
-            ((mask << pos) & 0xffff_ffff) as i128
-        }
+        AluOp::Bmsk => bmsk(m, a, b),
         AluOp::Bfe | AluOp::Bfi | AluOp::Prmt | AluOp::Lop3 | AluOp::ShfL | AluOp::ShfR => {
             return bit_op(op, bits, signed, m, a, b, c, d);
         }
-        AluOp::Bfind | AluOp::BfindShiftAmt => {
-            let v = if signed && x < 0 { !a & mk } else { a & mk };
-            if v == 0 {
-                0xffff_ffff
-            } else {
-                let pos = 63 - v.leading_zeros() as i128;
-                if op == AluOp::BfindShiftAmt {
-                    bits as i128 - 1 - pos
-                } else {
-                    pos
-                }
-            }
-        }
+        AluOp::Bfind | AluOp::BfindShiftAmt => bfind(op, signed, bits, mk, a, x),
         AluOp::Szext | AluOp::Fns | AluOp::Dp4a(..) | AluOp::Dp2a(..) | AluOp::PrmtMode(_) => {
             return misc::alu_misc(op, ty, m, a, b, c);
         }
         _ => 0,
     };
     (r as u128 as u64) & mk
+}
+
+/// `mul24` / `mad24`: the product of the low 24 bits (its bits 16..48 with `.hi`), plus `z` for `mad24`.
+fn mul24(op: AluOp, signed: bool, m: Mods, a: u64, b: u64, z: i128) -> i128 {
+    let t = |v: u64| -> i128 {
+        if signed {
+            sext(v & 0xff_ffff, 24) as i128
+        } else {
+            (v & 0xff_ffff) as i128
+        }
+    };
+    let p = t(a) * t(b);
+    let p = if m.hi { p >> 16 } else { p };
+    if op == AluOp::Mad24 {
+        p + z
+    } else {
+        p
+    }
+}
+
+/// `bmsk`: a mask of `b` bits from bit `a` (wrapped or clamped to 32).
+fn bmsk(m: Mods, a: u64, b: u64) -> i128 {
+    // PTX ISA bmsk: `.wrap` takes position and width mod 32; `.clamp` clamps both to 32.
+    let (pos, width) = if m.clamp {
+        ((a as u32).min(32), (b as u32).min(32))
+    } else {
+        ((a as u32) & 31, (b as u32) & 31)
+    };
+    let mask = if width >= 32 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    ((mask << pos) & 0xffff_ffff) as i128
+}
+
+/// `bfind`: the position of the most significant non-sign bit (or its shift amount).
+fn bfind(op: AluOp, signed: bool, bits: u32, mk: u64, a: u64, x: i128) -> i128 {
+    let v = if signed && x < 0 { !a & mk } else { a & mk };
+    if v == 0 {
+        0xffff_ffff
+    } else {
+        let pos = 63 - v.leading_zeros() as i128;
+        if op == AluOp::BfindShiftAmt {
+            bits as i128 - 1 - pos
+        } else {
+            pos
+        }
+    }
 }
 
 /// The bit-field and byte operations of `int_alu` (`bfe`, `bfi`, `prmt`, `lop3`, `shf`), on raw bits.
