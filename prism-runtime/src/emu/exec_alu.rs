@@ -1,6 +1,6 @@
 //! Arithmetic and comparisons over all 32 lanes at once (issue 12): straight loops over lane arrays that
 //! the compiler vectorises, for the operation/type combinations that dominate real kernels. Each computes
-//! bit for bit what the per-lane `alu` / `compare` of `exec.rs` computes (the unit tests below compare
+//! bit for bit what the per-lane `alu` / `compare` of `exec/scalar.rs` computes (the unit tests below compare
 //! them on random and edge-case inputs); any other combination returns `false` and the caller falls back to
 //! the per-lane functions. Lanes outside the executing group are computed too (the operations are pure
 //! and cannot panic) and then not written back.

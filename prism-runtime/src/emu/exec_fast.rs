@@ -4,7 +4,7 @@
 //! registers (`regs[r * 32 + lane]`), with operands gathered once per instruction instead of decoded per
 //! lane, and the coalescing and bank-conflict counters computed from the lane addresses in one pass.
 //!
-//! A fast path either does exactly what the general code in `exec.rs` does for the instruction (same
+//! A fast path either does exactly what the general code in `exec/` does for the instruction (same
 //! results, counters, race checks in the same lane order, same faults) or declines before it has changed
 //! any state, and the general code runs; an access that would fault is always left to the general code.
 //! `tests/emu_golden.rs` holds the interpreter to results recorded before these paths existed.

@@ -1,0 +1,386 @@
+//! Memory instructions: `ld`, `st`, `atom` / `red`, `cp.async`, `cp.async.bulk`, the TMA tensor copies
+//! (`tma.rs`), and the async-proxy fence and bulk groups (`proxy.rs`).
+
+use super::*;
+
+impl L<'_> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_ld(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        space: &Space,
+        ty: &PtxType,
+        vw: &u8,
+    ) -> Step {
+        let args = &ins.args;
+        let (space, ty, vw) = (*space, *ty, *vw as usize);
+        let es = ty.size();
+        let total = es * vw;
+        let generic = space == Space::Generic;
+        let mut ok = true;
+        lanes!(exec, l, {
+            let a = match &args[1] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, generic),
+                o => self.val(b, w, wi, o, l),
+            };
+            let loc = match self.resolve(b, wi, l, space, a, total, pc) {
+                Some(x) => x,
+                None => {
+                    ok = false;
+                    break;
+                }
+            };
+            self.track(b, wi, l, loc, total, Acc::Read, pc, a);
+            if ins.order & ORDER_ACQUIRE != 0 {
+                self.acquire(b, wi, l, loc);
+            }
+            for k in 0..vw {
+                let lk = offset_loc(loc, k * es);
+                let v = if es <= 8 { self.load(b, lk, es) } else { 0 };
+                let v = if ty.is_signed() {
+                    sext(v, ty.bits()) as u64
+                } else {
+                    v
+                };
+                let dst = match &args[0] {
+                    Operand::Vec(ds) => ds.get(k),
+                    d => Some(d),
+                };
+                if let Some(d) = dst {
+                    Self::set(w, d, l, v);
+                }
+            }
+        });
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_st(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        space: &Space,
+        ty: &PtxType,
+        vw: &u8,
+    ) -> Step {
+        let args = &ins.args;
+        let (space, ty, vw) = (*space, *ty, *vw as usize);
+        let es = ty.size();
+        let total = es * vw;
+        let generic = space == Space::Generic;
+        let mut ok = true;
+        lanes!(exec, l, {
+            let a = match &args[0] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, generic),
+                o => self.val(b, w, wi, o, l),
+            };
+            let loc = match self.resolve(b, wi, l, space, a, total, pc) {
+                Some(x) => x,
+                None => {
+                    ok = false;
+                    break;
+                }
+            };
+            let mut vals = [0u64; 8];
+            for (k, v) in vals.iter_mut().enumerate().take(vw) {
+                let src = match &args[1] {
+                    Operand::Vec(ss) => ss.get(k),
+                    s => Some(s),
+                };
+                *v = src.map(|s| self.val(b, w, wi, s, l)).unwrap_or(0);
+            }
+            if !self.same_store_as_earlier_lane(exec, l, a, &vals[..vw]) {
+                let acc = if ins.order & ORDER_STRONG != 0 {
+                    Acc::Atomic
+                } else {
+                    Acc::Write
+                };
+                self.track(b, wi, l, loc, total, acc, pc, a);
+            }
+            if ins.order & ORDER_RELEASE != 0 {
+                self.release(b, wi, l, loc);
+            }
+            for (k, &v) in vals.iter().enumerate().take(vw) {
+                self.store(b, offset_loc(loc, k * es), es.min(8), v);
+            }
+        });
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_atom(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        space: &Space,
+        op: &AtomOp,
+        ty: &PtxType,
+        red: &bool,
+    ) -> Step {
+        let args = &ins.args;
+        let (space, op, ty, red) = (*space, *op, *ty, *red);
+        let es = ty.size();
+        let ai = if red { 0 } else { 1 };
+        let generic = space == Space::Generic;
+        let mut ok = true;
+        lanes!(exec, l, {
+            let a = match &args[ai] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, generic),
+                o => self.val(b, w, wi, o, l),
+            };
+            let loc = match self.resolve(b, wi, l, space, a, es, pc) {
+                Some(x) => x,
+                None => {
+                    ok = false;
+                    break;
+                }
+            };
+            self.track(b, wi, l, loc, es, Acc::Atomic, pc, a);
+            if self.cfg.check_races && matches!(op, AtomOp::Cas | AtomOp::Exch) {
+                self.sync_through_atomic(b, wi, l, loc);
+            }
+            if ins.order & ORDER_ACQUIRE != 0 {
+                self.acquire(b, wi, l, loc);
+            }
+            if ins.order & ORDER_RELEASE != 0 {
+                self.release(b, wi, l, loc);
+            }
+            let x = self.val(b, w, wi, &args[ai + 1], l);
+            let y = if op == AtomOp::Cas {
+                self.val(b, w, wi, &args[ai + 2], l)
+            } else {
+                0
+            };
+            let old = self.load(b, loc, es);
+            let new = atomic_op(op, ty, old, x, y);
+            self.store(b, loc, es, new);
+            if !red {
+                Self::set(w, &args[0], l, old);
+            }
+        });
+        self.atomics += 1;
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_cp_async(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        sz: &u32,
+    ) -> Step {
+        let args = &ins.args;
+        let sz = *sz as usize;
+        let mut ok = true;
+        lanes!(exec, l, {
+            let dst = match &args[0] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
+                o => self.val(b, w, wi, o, l),
+            };
+            let src = match &args[1] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
+                o => self.val(b, w, wi, o, l),
+            };
+            let src_size = if args.len() > 3 {
+                (self.val(b, w, wi, &args[3], l) as usize).min(sz)
+            } else {
+                sz
+            };
+            let dl = match self.resolve(b, wi, l, Space::Shared, dst, sz, pc) {
+                Some(x) => x,
+                None => {
+                    ok = false;
+                    break;
+                }
+            };
+            let mut data = [0u8; 16];
+            if src_size > 0 {
+                let sl = match self.resolve(b, wi, l, Space::Global, src, sz, pc) {
+                    Some(x) => x,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                };
+                self.track(b, wi, l, sl, src_size, Acc::Read, pc, src);
+                let s = self.mem_slice(b, sl);
+                data[..src_size].copy_from_slice(&s[..src_size]);
+            }
+            self.track(b, wi, l, dl, sz, Acc::Write, pc, dst);
+            let d = self.mem_slice(b, dl);
+            d[..sz].copy_from_slice(&data[..sz]);
+        });
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_cp_async_bulk(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+    ) -> Step {
+        let args = &ins.args;
+        // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]
+        let mut ok = true;
+        lanes!(exec, l, {
+            let dst = match &args[0] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
+                o => self.val(b, w, wi, o, l),
+            };
+            let src = match &args[1] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
+                o => self.val(b, w, wi, o, l),
+            };
+            let size = self.val(b, w, wi, &args[2], l) as usize;
+            let mb = match args.get(3) {
+                Some(Operand::Addr(base, off)) => self.addr(w, base, *off, l, false),
+                Some(o) => self.val(b, w, wi, o, l),
+                None => 0,
+            };
+            let dl = self.resolve(b, wi, l, Space::Shared, dst, size.max(1), pc);
+            let sl = self.resolve(b, wi, l, Space::Global, src, size.max(1), pc);
+            let (dl, sl) = match (dl, sl) {
+                (Some(d), Some(s)) => (d, s),
+                _ => {
+                    ok = false;
+                    break;
+                }
+            };
+            let data = self.mem_slice(b, sl)[..size].to_vec();
+            self.track(b, wi, l, sl, size, Acc::Read, pc, src);
+            self.track(b, wi, l, dl, size, Acc::Write, pc, dst);
+            self.mem_slice(b, dl)[..size].copy_from_slice(&data);
+            self.finish_access(pc);
+            if !self.mbar_complete_tx(b, wi, l, pc, mb as u32, size as i64) {
+                ok = false;
+                break;
+            }
+        });
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    pub(super) fn exec_fence_proxy_async(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        mask: u32,
+        exec: u32,
+    ) -> Step {
+        let nt = self.nthreads as usize;
+        lanes!(exec, l, {
+            let t = self.tid_of(wi, l) as usize;
+            b.proxy.fence(t, nt);
+        });
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_bulk_group(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        mask: u32,
+        exec: u32,
+        wait: &bool,
+    ) -> Step {
+        let args = &ins.args;
+        let nt = self.nthreads as usize;
+        let n = match args.first() {
+            Some(Operand::Imm(v)) => *v as u32,
+            _ => 0,
+        };
+        lanes!(exec, l, {
+            let t = self.tid_of(wi, l) as usize;
+            if *wait {
+                b.proxy.wait(t, n, nt);
+            } else {
+                b.proxy.commit(t, nt);
+            }
+        });
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_bulk_tensor(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        rank: &u8,
+        load: &bool,
+    ) -> Step {
+        let (rank, load) = (*rank as usize, *load);
+        let mut ok = true;
+        lanes!(exec, l, {
+            if !self.exec_tensor_copy(b, wi, w, pc, l, rank, load) {
+                ok = false;
+                break;
+            }
+        });
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+}

@@ -1,0 +1,195 @@
+//! `bar` / `barrier` (block-wide and named barriers, with reductions) and barrier completion.
+
+use super::*;
+
+impl L<'_> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_bar(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        mode: BarMode,
+    ) -> Step {
+        let args = &self.m.code[pc as usize].args;
+        let is_red = matches!(mode, BarMode::RedPopc | BarMode::RedAnd | BarMode::RedOr);
+        // operand positions
+        let (d_op, a_op, b_op, c_op) = if is_red {
+            if args.len() >= 4 {
+                (Some(&args[0]), &args[1], Some(&args[2]), Some(&args[3]))
+            } else {
+                (Some(&args[0]), &args[1], None, args.get(2))
+            }
+        } else {
+            (None, &args[0], args.get(1), None)
+        };
+        // lanes with a false guard skip the barrier
+        Self::advance(w, mask & !exec);
+        if exec == 0 {
+            return Step::Continue;
+        }
+        if mode != BarMode::Arrive {
+            self.pic[pc as usize].barrier_waits += 1;
+        }
+        let mut mm = exec;
+        while mm != 0 {
+            let l = mm.trailing_zeros() as usize;
+            mm &= mm - 1;
+            let id = self.val(b, w, wi, a_op, l);
+            if id >= 16 {
+                self.fault(
+                    b,
+                    wi,
+                    Some(l as u32),
+                    pc,
+                    FaultKind::InvalidOperation,
+                    format!("barrier id {} out of range 0..15", id),
+                );
+                return Step::Stop;
+            }
+            let id = id as usize;
+            let count = b_op.map(|o| self.val(b, w, wi, o, l) as u32);
+            if let Some(c) = count {
+                if c == 0 || c > self.nthreads.div_ceil(32) * 32 || c % 32 != 0 {
+                    self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, format!("barrier thread count {} must be a non-zero multiple of 32 not above the block size", c));
+                    return Step::Stop;
+                }
+            }
+            let bar = &mut b.bars[id];
+            if bar.arrived > 0 {
+                if bar.expected != count {
+                    let msg = format!(
+                        "barrier {} used with inconsistent thread counts ({:?} vs {:?})",
+                        id, bar.expected, count
+                    );
+                    self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
+                    return Step::Stop;
+                }
+                if count.is_none() && bar.pc != pc && mode != BarMode::Arrive {
+                    let other = self.m.code[bar.pc as usize].line;
+                    let msg = format!("threads wait at different barrier instructions for barrier {} (this one and the one at PTX line {}): the block diverged", id, other);
+                    self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
+                    return Step::Stop;
+                }
+            } else {
+                bar.expected = count;
+                bar.pc = pc;
+                bar.red_popc = 0;
+                bar.red_and = true;
+                bar.red_or = false;
+                bar.mode_red = if is_red { Some(mode) } else { None };
+            }
+            let inst = match bar.inst {
+                Some(i) => i,
+                None => {
+                    let i = b.inst.len() as u32;
+                    b.inst.push(Inst {
+                        waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+                        completed: false,
+                    });
+                    b.bars[id].inst = Some(i);
+                    i
+                }
+            };
+            let t = self.tid_of(wi, l) as usize;
+            b.thr_inst[t].push(inst);
+            let bar = &mut b.bars[id];
+            bar.arrived += 1;
+            if is_red {
+                let p = c_op.map(|o| self.val(b, w, wi, o, l) != 0).unwrap_or(false);
+                let bar = &mut b.bars[id];
+                bar.red_popc += p as u32;
+                bar.red_and &= p;
+                bar.red_or |= p;
+            }
+            if mode == BarMode::Arrive {
+                w.pc[l] += 1;
+            } else {
+                b.inst[inst as usize].waiters[t / 64] |= 1 << (t % 64);
+                w.st[l] = Ls::Bar;
+                let dreg = d_op.and_then(|d| {
+                    if let Operand::Reg(r) = d {
+                        Some(*r)
+                    } else {
+                        None
+                    }
+                });
+                b.bars[id].waiters.push((wi as u32, l as u32, dreg));
+            }
+            if count.is_some() {
+                self.try_complete(b, wi, w, id);
+                if self.abort {
+                    return Step::Stop;
+                }
+            }
+        }
+        for id in 0..16 {
+            if b.bars[id].arrived > 0 && b.bars[id].expected.is_none() {
+                self.try_complete(b, wi, w, id);
+                if self.abort {
+                    return Step::Stop;
+                }
+            }
+        }
+        if w.run_mask() == 0 {
+            Step::Stop
+        } else {
+            Step::Continue
+        }
+    }
+
+    pub(super) fn try_complete(&mut self, b: &mut Block, wi: usize, w: &mut Warp, id: usize) {
+        let expected = b.bars[id].expected.unwrap_or(self.nthreads - b.exited);
+        if b.bars[id].arrived < expected || b.bars[id].arrived == 0 {
+            return;
+        }
+        let bar = std::mem::take(&mut b.bars[id]);
+        if let Some(i) = bar.inst {
+            b.inst[i as usize].completed = true;
+        }
+        if bar.expected.is_none() {
+            // block-wide barrier: threads that exited during this interval never reached it
+            for t in 0..self.nthreads as usize {
+                if b.exit_gen[t] == b.gen {
+                    let (ww, ll) = (t / 32, t % 32);
+                    let line = self.m.code[bar.pc as usize].line;
+                    let msg = format!(
+                        "barrier divergence: thread {} (warp {}, lane {}) exited without reaching the block-wide barrier {} at PTX line {} that the other threads waited at",
+                        t, ww, ll, id, line
+                    );
+                    self.fault(
+                        b,
+                        ww,
+                        Some(ll as u32),
+                        bar.pc,
+                        FaultKind::BarrierDivergence,
+                        msg,
+                    );
+                    return;
+                }
+            }
+            b.gen += 1;
+        }
+        let result = match bar.mode_red {
+            Some(BarMode::RedPopc) => bar.red_popc as u64,
+            Some(BarMode::RedAnd) => bar.red_and as u64,
+            Some(BarMode::RedOr) => bar.red_or as u64,
+            _ => 0,
+        };
+        for (ww, ll, d) in bar.waiters {
+            let target: &mut Warp = if ww as usize == wi {
+                &mut *w
+            } else {
+                &mut b.warps[ww as usize]
+            };
+            target.st[ll as usize] = Ls::Run;
+            target.pc[ll as usize] += 1;
+            if let Some(r) = d {
+                target.regs[r as usize * 32 + ll as usize] = result;
+            }
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! `mbarrier` objects in shared memory: phases, arrivals, transaction counts, remote completion.
+
+use super::*;
+
+impl L<'_> {
+    pub(super) fn mbar_loc(
+        &mut self,
+        b: &Block,
+        wi: usize,
+        lane: usize,
+        pc: u32,
+        a: u64,
+    ) -> Option<u32> {
+        let a = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW).contains(&a) {
+            a - SHARED_WINDOW
+        } else {
+            a
+        };
+        match self.resolve(b, wi, lane, Space::Shared, a, 8, pc) {
+            Some(Loc::Shared(o)) => Some(o as u32),
+            Some(_) => {
+                let msg = format!("mbarrier operation on another block's mbarrier at {a:#x}: only multicast copies complete on remote mbarriers so far");
+                self.fault(b, wi, Some(lane as u32), pc, FaultKind::Unsupported, msg);
+                None
+            }
+            None => None,
+        }
+    }
+
+    pub(super) fn mbar_complete_tx(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        pc: u32,
+        a: u32,
+        bytes: i64,
+    ) -> bool {
+        let off = match self.mbar_loc(b, wi, lane, pc, a as u64) {
+            Some(o) => o,
+            None => return false,
+        };
+        let t = self.tid_of(wi, lane) as usize;
+        self.mbar_sync_remote(b, off);
+        match b.mbar.get_mut(&off) {
+            None => {
+                self.fault(
+                    b,
+                    wi,
+                    Some(lane as u32),
+                    pc,
+                    FaultKind::MbarrierMisuse,
+                    format!(
+                        "complete_tx on uninitialized mbarrier at shared offset 0x{:x}",
+                        off
+                    ),
+                );
+                false
+            }
+            Some(mb) => {
+                mb.tx -= bytes;
+                let inst = mb.inst;
+                b.thr_inst[t].push(inst);
+                self.mbar_maybe_flip(b, off);
+                true
+            }
+        }
+    }
+
+    /// Completes the happens-before bookkeeping of phases another block flipped (see `Mbar::remote_flips`):
+    /// whoever arrived or completed transactions in them is ordered before their waiters.
+    pub(super) fn mbar_sync_remote(&mut self, b: &mut Block, off: u32) {
+        let nt = self.nthreads;
+        let Some(mb) = b.mbar.get_mut(&off) else {
+            return;
+        };
+        for _ in 0..std::mem::take(&mut mb.remote_flips) {
+            let old = mb.inst;
+            let ni = b.inst.len() as u32;
+            mb.inst = ni;
+            mb.prev = Some(old);
+            b.inst[old as usize].completed = true;
+            b.inst.push(Inst {
+                waiters: vec![0; nt.div_ceil(64) as usize],
+                completed: false,
+            });
+        }
+    }
+
+    pub(super) fn mbar_maybe_flip(&mut self, b: &mut Block, off: u32) {
+        let nt = self.nthreads;
+        let mb = b.mbar.get_mut(&off).unwrap();
+        if mb.pending == 0 && mb.tx == 0 {
+            mb.phase += 1;
+            mb.pending = mb.expected;
+            let old = mb.inst;
+            let ni = b.inst.len() as u32;
+            mb.inst = ni;
+            mb.prev = Some(old);
+            b.inst[old as usize].completed = true;
+            b.inst.push(Inst {
+                waiters: vec![0; nt.div_ceil(64) as usize],
+                completed: false,
+            });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_mbarrier(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        op: MbarOp,
+    ) -> Step {
+        let m = self.m;
+        let args = &m.code[pc as usize].args;
+        Self::advance(w, mask & !exec);
+        let mut mm = exec;
+        while mm != 0 {
+            let l = mm.trailing_zeros() as usize;
+            mm &= mm - 1;
+            if !self.mbarrier_lane(b, wi, w, pc, l, op, args) {
+                return Step::Stop;
+            }
+        }
+        Self::advance(w, exec);
+        Step::Continue
+    }
+
+    /// One lane's `mbarrier` operation (false after a fault).
+    #[allow(clippy::too_many_arguments)]
+    fn mbarrier_lane(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        l: usize,
+        op: MbarOp,
+        args: &[Operand],
+    ) -> bool {
+        let t = self.tid_of(wi, l) as usize;
+        let (ai, has_dst) = match op {
+            MbarOp::Init
+            | MbarOp::ExpectTx
+            | MbarOp::Inval
+            | MbarOp::CompleteTx
+            | MbarOp::ArriveNoinc => (0, false),
+            _ => (1, true),
+        };
+        let a = match &args[ai] {
+            Operand::Addr(base, off) => self.addr(w, base, *off, l, false),
+            o => self.val(b, w, wi, o, l),
+        };
+        let extra = args.get(ai + 1).map(|o| self.val(b, w, wi, o, l));
+        // An arrive on another block's mbarrier (an address from `mapa`).
+        if matches!(op, MbarOp::Arrive | MbarOp::ArriveExpectTx) {
+            match self.remote_mbar_arrive(b, wi, l, pc, a, op, extra) {
+                Some(true) => return true,
+                Some(false) => {}
+                None => return false,
+            }
+        }
+        let off = match self.mbar_loc(b, wi, l, pc, a) {
+            Some(o) => o,
+            None => return false,
+        };
+        self.mbar_sync_remote(b, off);
+        if op == MbarOp::Init {
+            return self.mbar_init(b, wi, l, pc, off, extra);
+        }
+        if op == MbarOp::Inval {
+            b.mbar.remove(&off);
+            return true;
+        }
+        let mb = match b.mbar.get(&off).copied() {
+            Some(x) => x,
+            None => {
+                self.fault(
+                    b,
+                    wi,
+                    Some(l as u32),
+                    pc,
+                    FaultKind::MbarrierMisuse,
+                    format!(
+                        "mbarrier operation on uninitialized mbarrier at shared offset 0x{:x}",
+                        off
+                    ),
+                );
+                return false;
+            }
+        };
+        // The transaction count lives in [-(2^20 - 1), 2^20 - 1] (PTX ISA, mbarrier): beyond it is an error.
+        let tx_add = match op {
+            MbarOp::ArriveExpectTx | MbarOp::ExpectTx => extra.unwrap_or(0) as i64,
+            MbarOp::CompleteTx => -(extra.unwrap_or(0) as i64),
+            _ => 0,
+        };
+        if (mb.tx + tx_add).abs() >= 1 << 20 {
+            let msg = format!(
+                "mbarrier transaction count {} (expected {} more bytes) outside its range of ±(2^20 - 1)",
+                mb.tx + tx_add,
+                tx_add
+            );
+            self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+            return false;
+        }
+        match op {
+            MbarOp::Arrive | MbarOp::ArriveExpectTx | MbarOp::ArriveDrop | MbarOp::ArriveNoinc => {
+                let mut cnt = 1u32;
+                if op == MbarOp::ArriveExpectTx {
+                    b.mbar.get_mut(&off).unwrap().tx += extra.unwrap_or(0) as i64;
+                } else if let Some(c) = extra {
+                    cnt = c as u32;
+                }
+                if mb.pending < cnt {
+                    self.fault(
+                        b,
+                        wi,
+                        Some(l as u32),
+                        pc,
+                        FaultKind::MbarrierMisuse,
+                        format!(
+                            "mbarrier arrive: {} arrivals but only {} pending in this phase",
+                            cnt, mb.pending
+                        ),
+                    );
+                    return false;
+                }
+                b.thr_inst[t].push(mb.inst);
+                b.mbar.get_mut(&off).unwrap().pending -= cnt;
+                if op == MbarOp::ArriveDrop {
+                    // Later phases expect fewer arrivals (the pending count of this one already fell).
+                    let mb = b.mbar.get_mut(&off).unwrap();
+                    mb.expected = mb.expected.saturating_sub(cnt);
+                }
+                if has_dst {
+                    Self::set(w, &args[0], l, mb.phase as u64);
+                }
+                self.mbar_maybe_flip(b, off);
+            }
+            MbarOp::ExpectTx => {
+                b.mbar.get_mut(&off).unwrap().tx += extra.unwrap_or(0) as i64;
+            }
+            MbarOp::CompleteTx => {
+                b.mbar.get_mut(&off).unwrap().tx -= extra.unwrap_or(0) as i64;
+                b.thr_inst[t].push(mb.inst);
+                self.mbar_maybe_flip(b, off);
+            }
+            MbarOp::TestWait | MbarOp::TryWait | MbarOp::TestWaitParity | MbarOp::TryWaitParity => {
+                let tok = extra.unwrap_or(0) as u32;
+                let done = if matches!(op, MbarOp::TestWaitParity | MbarOp::TryWaitParity) {
+                    (mb.phase & 1) != (tok & 1)
+                } else {
+                    mb.phase != tok
+                };
+                if done {
+                    // the waiter is ordered after all arrivals of the completed phase
+                    mark_mbar_waiter(b, off, t);
+                }
+                Self::set(w, &args[0], l, done as u64);
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// `mbarrier.init` of the mbarrier at shared offset `off` by lane `l` with the expected arrival count
+    /// (false after a fault).
+    #[allow(clippy::too_many_arguments)]
+    fn mbar_init(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        off: u32,
+        extra: Option<u64>,
+    ) -> bool {
+        let cnt = extra.unwrap_or(1) as u32;
+        if cnt == 0 {
+            self.fault(
+                b,
+                wi,
+                Some(l as u32),
+                pc,
+                FaultKind::MbarrierMisuse,
+                "mbarrier.init with a zero count".into(),
+            );
+            return false;
+        }
+        let i = b.inst.len() as u32;
+        b.inst.push(Inst {
+            waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+            completed: false,
+        });
+        b.mbar.insert(
+            off,
+            Mbar {
+                expected: cnt,
+                pending: cnt,
+                tx: 0,
+                phase: 0,
+                inst: i,
+                prev: None,
+                remote_flips: 0,
+            },
+        );
+        self.track(
+            b,
+            wi,
+            l,
+            Loc::Shared(off as usize),
+            8,
+            Acc::Write,
+            pc,
+            off as u64,
+        );
+        true
+    }
+}
+
+fn mark_mbar_waiter(b: &mut Block, off: u32, t: usize) {
+    // `t` observed the completion of the mbarrier's most recent phase: it is ordered after every thread
+    // that arrived on (or completed transactions of) that phase.
+    if let Some(prev) = b.mbar.get(&off).and_then(|mb| mb.prev) {
+        b.inst[prev as usize].waiters[t / 64] |= 1 << (t % 64);
+    }
+}

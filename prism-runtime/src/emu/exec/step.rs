@@ -1,0 +1,342 @@
+//! The warp step: choosing the group of lanes that runs next, executing one instruction for it
+//! (the dispatch to the instruction families), and the diagnosis of a block that can make no progress.
+
+use super::*;
+
+impl L<'_> {
+    pub(super) fn diagnose_stall(&mut self, b: &Block) {
+        // collective waits first
+        for (wi, w) in b.warps.iter().enumerate() {
+            for ln in 0..32 {
+                if w.st[ln] == Ls::Coll {
+                    let pc = w.pc[ln];
+                    let waiting: u32 = (0..32)
+                        .filter(|&x| w.st[x] == Ls::Coll && w.pc[x] == pc)
+                        .fold(0, |a, x| a | 1 << x);
+                    let missing = w.coll_member & !waiting;
+                    let culprit = if missing != 0 {
+                        missing.trailing_zeros()
+                    } else {
+                        ln as u32
+                    };
+                    let where_ = match w.st[culprit as usize] {
+                        Ls::Exit => "has exited".to_string(),
+                        Ls::Bar => format!(
+                            "waits at the barrier at PTX line {}",
+                            self.m.code[w.pc[culprit as usize] as usize].line
+                        ),
+                        Ls::Coll => format!(
+                            "waits at another collective at PTX line {}",
+                            self.m.code[w.pc[culprit as usize] as usize].line
+                        ),
+                        _ => "did not arrive".to_string(),
+                    };
+                    let msg = format!(
+                        "warp collective '{}' with membermask 0x{:08x} is executed by lanes 0x{:08x} only; member lane {} {}",
+                        self.opname(pc),
+                        w.coll_member,
+                        waiting,
+                        culprit,
+                        where_
+                    );
+                    self.fault(b, wi, Some(culprit), pc, FaultKind::CollectiveMisuse, msg);
+                    return;
+                }
+            }
+        }
+        for (wi, w) in b.warps.iter().enumerate() {
+            for ln in 0..32 {
+                if w.st[ln] == Ls::Bar {
+                    let pc = w.pc[ln];
+                    let mut desc = String::new();
+                    for (id, bar) in b.bars.iter().enumerate() {
+                        if bar.arrived > 0 {
+                            let exp = bar.expected.unwrap_or(self.nthreads - b.exited);
+                            desc.push_str(&format!(
+                                " barrier {}: {} of {} threads arrived;",
+                                id, bar.arrived, exp
+                            ));
+                        }
+                    }
+                    let msg = format!(
+                        "deadlock: no thread can make progress;{} {} threads exited",
+                        desc, b.exited
+                    );
+                    self.fault(b, wi, Some(ln as u32), pc, FaultKind::Deadlock, msg);
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn opname(&self, pc: u32) -> String {
+        match &self.m.code[pc as usize].kind {
+            Kind::Shfl(_) => "shfl.sync".into(),
+            Kind::Vote(_) => "vote.sync".into(),
+            Kind::Redux(..) => "redux.sync".into(),
+            Kind::Match(..) => "match.sync".into(),
+            Kind::BarWarpSync => "bar.warp.sync".into(),
+            Kind::Mma(_) => "mma.sync.aligned".into(),
+            Kind::Ldmatrix(..) => "ldmatrix.sync.aligned".into(),
+            Kind::Stmatrix(..) => "stmatrix.sync.aligned".into(),
+            Kind::Movmatrix => "movmatrix.sync.aligned".into(),
+            Kind::Wmma(_) => "wmma.sync.aligned".into(),
+            Kind::Elect => "elect.sync".into(),
+            Kind::Setmaxnreg(inc) => format!(
+                "setmaxnreg.{}.sync.aligned.u32",
+                if *inc { "inc" } else { "dec" }
+            ),
+            Kind::Wgmma(op) => wgmma::name(op),
+            k => format!("{:?}", k),
+        }
+    }
+
+    /// Chooses the lane group to run: (pc, mask).
+    pub(super) fn pick_group(&mut self, w: &Warp) -> (u32, u32) {
+        // A converged warp (every runnable lane at one PC) runs that PC with all of them: what the scan
+        // below chooses too, since starvation and random choices apply only to diverged warps.
+        let mut run = 0u32;
+        for l in 0..32 {
+            run |= ((w.st[l] == Ls::Run) as u32) << l;
+        }
+        if run == 0 {
+            return (0, 0);
+        }
+        let pc0 = w.pc[run.trailing_zeros() as usize];
+        let mut same = true;
+        for l in 0..32 {
+            same &= w.st[l] != Ls::Run || w.pc[l] == pc0;
+        }
+        if same {
+            return (pc0, run);
+        }
+        let mut minpc = u32::MAX;
+        let mut starving: Option<u32> = None;
+        let mut any = false;
+        let indep = self.cfg.warp_mode == WarpMode::Independent;
+        let mut multi = false;
+        for l in 0..32 {
+            if w.st[l] == Ls::Run {
+                if any && w.pc[l] != minpc {
+                    multi = true;
+                }
+                any = true;
+                if w.pc[l] < minpc {
+                    minpc = w.pc[l];
+                }
+                if indep && w.steps.saturating_sub(w.last_run[l]) > 48 && starving.is_none() {
+                    starving = Some(w.pc[l]);
+                }
+            }
+        }
+        if !any {
+            return (0, 0);
+        }
+        let mut pc = minpc;
+        if indep && multi {
+            if let Some(p) = starving {
+                pc = p;
+            } else if matches!(self.cfg.schedule, Schedule::Random { .. })
+                && self.rand().is_multiple_of(8)
+            {
+                let runs: Vec<u32> = (0..32)
+                    .filter(|&l| w.st[l] == Ls::Run)
+                    .map(|l| w.pc[l])
+                    .collect();
+                pc = runs[(self.rand() % runs.len() as u64) as usize];
+            }
+        }
+        let mut mask = 0u32;
+        for l in 0..32 {
+            if w.st[l] == Ls::Run && w.pc[l] == pc {
+                mask |= 1 << l;
+            }
+        }
+        (pc, mask)
+    }
+
+    /// Executes one warp step. Returns `Stop` when the warp cannot continue.
+    pub(super) fn step(&mut self, b: &mut Block, wi: usize, w: &mut Warp) -> Step {
+        let (pc, mask) = match w.hint.take() {
+            Some(h) => h,
+            None => self.pick_group(w),
+        };
+        if mask == 0 {
+            return Step::Stop;
+        }
+        self.steps += 1;
+        self.clock += 1;
+        if self.steps > self.cfg.max_steps {
+            let lane = mask.trailing_zeros();
+            let msg = format!("step limit of {} warp-instructions exceeded; threads keep running (spinning?) at this instruction", self.cfg.max_steps);
+            self.fault(b, wi, Some(lane), pc, FaultKind::Livelock, msg);
+            return Step::Stop;
+        }
+        w.steps += 1;
+        let steps = w.steps;
+        if mask == u32::MAX {
+            w.last_run = [steps; 32];
+        } else {
+            for (l, r) in w.last_run.iter_mut().enumerate() {
+                if (mask >> l) & 1 != 0 {
+                    *r = steps;
+                }
+            }
+        }
+        let m = self.m;
+        let ins = match m.code.get(pc as usize) {
+            Some(i) => i,
+            None => {
+                self.fault(
+                    b,
+                    wi,
+                    Some(mask.trailing_zeros()),
+                    pc.saturating_sub(1),
+                    FaultKind::InvalidOperation,
+                    "control fell off the end of the code".into(),
+                );
+                return Step::Stop;
+            }
+        };
+        let exec = match ins.guard {
+            None => mask,
+            Some((p, neg)) => {
+                let mut e = 0u32;
+                let base = p as usize * 32;
+                for (l, v) in w.regs[base..base + 32].iter().enumerate() {
+                    e |= (((*v != 0) != neg) as u32) << l;
+                }
+                e & mask
+            }
+        };
+        {
+            let p = &mut self.pic[pc as usize];
+            p.warp_instructions += 1;
+            p.thread_instructions += exec.count_ones() as u64;
+        }
+        let args = &ins.args;
+        if !matches!(ins.kind, Kind::Wgmma(_)) && b.wg.warp_busy(wi) {
+            if let Some(r) = b.wg.touched(wi, args) {
+                let msg = format!(
+                    "register {} is an operand of a wgmma that is still in flight: it may be read or written only after the wgmma.wait_group that retires it",
+                    self.m.reg_names.get(r as usize).map(String::as_str).unwrap_or("?")
+                );
+                self.fault(
+                    b,
+                    wi,
+                    Some(exec.trailing_zeros()),
+                    pc,
+                    FaultKind::InFlight,
+                    msg,
+                );
+                return Step::Stop;
+            }
+        }
+        if let Some(s) = self.fast_step(b, wi, w, ins, pc, mask, exec) {
+            // Every runnable lane was in the group (converged) and moved to pc + 1: that is the next group.
+            if mask == w.run_mask() {
+                w.hint = Some((pc + 1, mask));
+            }
+            return s;
+        }
+        self.dispatch(b, wi, w, ins, pc, mask, exec)
+    }
+
+    /// Executes `ins` for the lanes `exec` of the group `mask` at `pc`: one arm per instruction family.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+    ) -> Step {
+        match &ins.kind {
+            Kind::Mov(ty) => return self.exec_mov(b, wi, w, ins, mask, exec, ty),
+            Kind::Alu(op, ty, md) => {
+                return self.exec_alu_op(b, wi, w, ins, mask, exec, op, ty, md)
+            }
+            Kind::Setp(cmp, ty, bop) => {
+                return self.exec_setp(b, wi, w, ins, mask, exec, cmp, ty, bop)
+            }
+            Kind::Set(cmp, dty, sty, bop) => {
+                return self.exec_set(b, wi, w, ins, mask, exec, cmp, dty, sty, bop)
+            }
+            Kind::Selp(_) => return self.exec_selp(b, wi, w, ins, mask, exec),
+            Kind::Slct(_, sty) => return self.exec_slct(b, wi, w, ins, mask, exec, sty),
+            Kind::Cvt(dty, sty, rnd, sat) => {
+                return self.exec_cvt(b, wi, w, ins, mask, exec, dty, sty, rnd, sat)
+            }
+            Kind::Cvta(to, space, ty) => {
+                return self.exec_cvta(b, wi, w, ins, mask, exec, to, space, ty)
+            }
+            Kind::Ld(space, ty, vw) => {
+                return self.exec_ld(b, wi, w, ins, pc, mask, exec, space, ty, vw)
+            }
+            Kind::St(space, ty, vw) => {
+                return self.exec_st(b, wi, w, ins, pc, mask, exec, space, ty, vw)
+            }
+            Kind::Atom(space, op, ty, red) => {
+                return self.exec_atom(b, wi, w, ins, pc, mask, exec, space, op, ty, red)
+            }
+            Kind::Bra => return self.exec_bra(w, ins, pc, mask, exec),
+            Kind::Nop | Kind::CpAsyncCommit | Kind::CpAsyncWait => Self::advance(w, mask),
+            Kind::Exit | Kind::Ret => return self.exec_exit(b, wi, w, ins, mask, exec),
+            Kind::Call => return self.exec_call(b, wi, w, ins, pc, mask, exec),
+            Kind::Trap => return self.exec_trap(b, wi, w, pc, mask, exec),
+            Kind::Bar(mode) => {
+                return self.exec_bar(b, wi, w, pc, mask, exec, *mode);
+            }
+            Kind::BarWarpSync
+            | Kind::Shfl(_)
+            | Kind::Vote(_)
+            | Kind::Redux(..)
+            | Kind::Match(..)
+            | Kind::Mma(_)
+            | Kind::Ldmatrix(..)
+            | Kind::Stmatrix(..)
+            | Kind::Movmatrix
+            | Kind::Wmma(_)
+            | Kind::Elect => {
+                return self.exec_collective(b, wi, w, pc, mask, exec);
+            }
+            Kind::Activemask => return self.exec_activemask(w, ins, mask, exec),
+            Kind::CpAsync(sz) => return self.exec_cp_async(b, wi, w, ins, pc, mask, exec, sz),
+            Kind::Mbarrier(op) => {
+                return self.exec_mbarrier(b, wi, w, pc, mask, exec, *op);
+            }
+            Kind::CpAsyncBulk => return self.exec_cp_async_bulk(b, wi, w, ins, pc, mask, exec),
+            Kind::Wgmma(op) => {
+                return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
+            }
+            Kind::FenceProxyAsync => return self.exec_fence_proxy_async(b, wi, w, mask, exec),
+            Kind::BulkGroup(wait) => return self.exec_bulk_group(b, wi, w, ins, mask, exec, wait),
+            Kind::Mapa(generic) => return self.exec_mapa(b, wi, w, pc, mask, exec, *generic),
+            Kind::ClusterBar(arrive) => {
+                return self.exec_cluster_bar(b, wi, w, pc, mask, exec, *arrive)
+            }
+            Kind::Setmaxnreg(inc) => {
+                return self.exec_setmaxnreg(b, wi, w, pc, mask, exec, *inc);
+            }
+            Kind::CpAsyncBulkTensor { rank, load, .. } => {
+                return self.exec_bulk_tensor(b, wi, w, pc, mask, exec, rank, load)
+            }
+            Kind::Misc(op) => return self.exec_misc(b, wi, w, pc, mask, exec, *op),
+            Kind::Unsupported(name) => {
+                self.fault(
+                    b,
+                    wi,
+                    Some(mask.trailing_zeros()),
+                    pc,
+                    FaultKind::Unsupported,
+                    format!("instruction '{}' is not supported by the emulator", name),
+                );
+                return Step::Stop;
+            }
+        }
+        Step::Continue
+    }
+}

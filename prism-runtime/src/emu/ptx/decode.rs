@@ -1,0 +1,385 @@
+//! The instruction decoder: an opcode and its modifiers to a `Kind`, operands to `Operand`s, and the
+//! shape checks the interpreter relies on.
+
+use super::*;
+
+#[path = "decode_families.rs"]
+mod families;
+use families::*;
+
+impl Parser {
+    pub(super) fn decode(
+        &self,
+        p: &PendingInstr,
+        labels: &HashMap<String, u32>,
+    ) -> Result<Instr, PtxError> {
+        let line = p.line;
+        let parts: Vec<&str> = p.opcode.split('.').collect();
+        let base = parts[0];
+        let mods = &parts[1..];
+        let types: Vec<PtxType> = mods.iter().filter_map(|m| PtxType::from_name(m)).collect();
+        let has = |m: &str| mods.contains(&m);
+        let space = state_space(mods);
+        let vecw = if has("v2") {
+            2
+        } else if has("v4") {
+            4
+        } else if has("v8") {
+            8
+        } else {
+            1
+        };
+        let rnd = rounding(mods);
+        let ty0 = types.first().copied().unwrap_or(PtxType::B32);
+        let m = Mods {
+            hi: has("hi"),
+            wide: has("wide"),
+            sat: has("sat") || has("satfinite"),
+            clamp: has("clamp"),
+            relu: has("relu"),
+            nan: has("NaN"),
+        };
+        let o = OpInfo {
+            p,
+            line,
+            base,
+            mods,
+            types: &types,
+            space,
+            vecw,
+            rnd,
+            ty0,
+            m,
+        };
+        let kind = match decode_kind(&o)? {
+            Decoded::Kind(k) => k,
+            Decoded::Whole(i) => return Ok(i),
+        };
+        let args = match self.decode_operands(p, &kind, ty0, labels)? {
+            Ok(a) => a,
+            Err(i) => return Ok(i),
+        };
+        let guard = match &p.guard {
+            None => None,
+            Some((g, neg)) => match self.resolve_name(p.scope, g) {
+                Some(Name::Reg(r, _)) => Some((r, *neg)),
+                _ => return perr(line, format!("unknown guard predicate {}", g)),
+            },
+        };
+        // `.param` variables of device functions and call sites live in the thread's frame (local memory)
+        let kind = match kind {
+            Kind::Ld(Space::Param, t, v)
+                if matches!(
+                    args.get(1),
+                    Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))
+                ) =>
+            {
+                Kind::Ld(Space::Local, t, v)
+            }
+            Kind::St(Space::Param, t, v)
+                if matches!(
+                    args.first(),
+                    Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))
+                ) =>
+            {
+                Kind::St(Space::Local, t, v)
+            }
+            k => k,
+        };
+        // An indirect call (through a register, with a .callprototype): not modelled.
+        let kind = match kind {
+            Kind::Call if !args.iter().any(|a| matches!(a, Operand::Func(_))) => {
+                Kind::Unsupported(format!("{} (indirect call)", p.opcode))
+            }
+            k => k,
+        };
+        let is_cond_branch = kind == Kind::Bra && guard.is_some();
+        let min_args = min_args(&kind);
+        if args.len() < min_args {
+            return perr(
+                line,
+                format!(
+                    "'{}' expects at least {} operands, got {}",
+                    p.opcode,
+                    min_args,
+                    args.len()
+                ),
+            );
+        }
+        if let Kind::Bra = kind {
+            if !matches!(args.last(), Some(Operand::Label(_))) {
+                return perr(line, "bra target must be a label of the same function");
+            }
+        }
+        let order = if matches!(kind, Kind::Ld(..) | Kind::St(..) | Kind::Atom(..)) {
+            let p = &p.opcode;
+            let acq = p.contains(".acquire") || p.contains(".acq_rel");
+            let rel = p.contains(".release") || p.contains(".acq_rel");
+            let strong = acq || rel || p.contains(".relaxed");
+            (acq as u8 * ORDER_ACQUIRE)
+                | (rel as u8 * ORDER_RELEASE)
+                | (strong as u8 * ORDER_STRONG)
+        } else {
+            0
+        };
+        Ok(Instr {
+            kind,
+            guard,
+            args,
+            line: line as u32,
+            is_cond_branch,
+            order,
+        })
+    }
+
+    /// The operands of `p` for an instruction of `kind` (immediates read as the types it implies); an
+    /// unknown name makes the whole instruction an unsupported one (`Err`).
+    fn decode_operands(
+        &self,
+        p: &PendingInstr,
+        kind: &Kind,
+        ty0: PtxType,
+        labels: &HashMap<String, u32>,
+    ) -> Result<Result<Vec<Operand>, Instr>, PtxError> {
+        let line = p.line;
+        // operand type used to interpret immediates
+        let imm_ty = match kind {
+            Kind::Cvt(_, s, _, _) => *s,
+            Kind::Set(_, _, s, _) => *s,
+            Kind::Slct(d, _) => *d,
+            Kind::Alu(AluOp::Shl | AluOp::Shr, _, _) => ty0,
+            _ => ty0,
+        };
+        let mut args = Vec::with_capacity(p.args.len());
+        for (i, a) in p.args.iter().enumerate() {
+            // Some operands are 32-bit even for 64-bit instructions.
+            let t = match kind {
+                Kind::Alu(AluOp::Shl | AluOp::Shr | AluOp::Bfe, _, _) if i >= 2 => PtxType::U32,
+                Kind::Alu(AluOp::Bfi, _, _) if i >= 3 => PtxType::U32,
+                Kind::Slct(_, s) if i == 3 => *s,
+                Kind::Shfl(_)
+                | Kind::Vote(_)
+                | Kind::Activemask
+                | Kind::BarWarpSync
+                | Kind::Elect
+                | Kind::BulkGroup(_)
+                | Kind::Mapa(_)
+                | Kind::Setmaxnreg(_)
+                | Kind::Bar(_) => PtxType::U32,
+                Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } => PtxType::S32,
+                _ => imm_ty,
+            };
+            match self.operand(p, a, t, labels) {
+                Ok(o) => args.push(o),
+                // An unknown name (a special register, a constant) makes this one instruction unsupported,
+                // not the module: it faults only if executed, naming what it did not know.
+                Err(e) if e.message.starts_with("unknown name") => {
+                    return Ok(Err(Instr {
+                        kind: Kind::Unsupported(format!("{} ({})", p.opcode, e.message)),
+                        guard: None,
+                        args: vec![],
+                        line: line as u32,
+                        is_cond_branch: false,
+                        order: 0,
+                    }));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Ok(args))
+    }
+}
+
+/// An opcode split at its dots, with the modifiers that several families read.
+#[derive(Clone, Copy)]
+struct OpInfo<'a> {
+    p: &'a PendingInstr,
+    line: usize,
+    base: &'a str,
+    mods: &'a [&'a str],
+    types: &'a [PtxType],
+    space: Space,
+    vecw: u8,
+    rnd: Rnd,
+    ty0: PtxType,
+    m: Mods,
+}
+
+/// What a family decoder makes of an opcode.
+enum Decoded {
+    /// The instruction's kind; its operands are decoded next.
+    Kind(Kind),
+    /// A whole instruction (one the emulator does not model; no operands).
+    Whole(Instr),
+}
+
+/// An opcode's family decoders, tried in order (the order of the arms of one match: earlier arms with
+/// guards, such as `st.async` before `st`, stay earlier); the smaller families of `ptx_misc.rs` last.
+type Family = fn(&OpInfo) -> Result<Option<Decoded>, PtxError>;
+const FAMILIES: [Family; 6] = [
+    decode_regop,
+    decode_memory,
+    decode_control,
+    decode_warp,
+    decode_copy,
+    decode_sm90,
+];
+
+/// The kind of the instruction `o` (or the whole instruction, for one the emulator does not model).
+fn decode_kind(o: &OpInfo) -> Result<Decoded, PtxError> {
+    for family in FAMILIES {
+        if let Some(d) = family(o)? {
+            return Ok(d);
+        }
+    }
+    Ok(Decoded::Kind(pmisc::decode(
+        &o.p.opcode,
+        o.base,
+        o.mods,
+        o.types,
+        o.space,
+    )))
+}
+
+/// The state space an opcode names (`.global`, `.shared::cta`, ..), else generic.
+fn state_space(mods: &[&str]) -> Space {
+    mods.iter()
+        .find_map(|m| match *m {
+            "global" => Some(Space::Global),
+            "shared" | "shared::cta" | "shared::cluster" => Some(Space::Shared),
+            "local" => Some(Space::Local),
+            "param" | "param::entry" | "param::func" => Some(Space::Param),
+            "const" => Some(Space::Const),
+            _ => None,
+        })
+        .unwrap_or(Space::Generic)
+}
+
+/// The rounding modifier of an opcode, if any.
+fn rounding(mods: &[&str]) -> Rnd {
+    mods.iter()
+        .find_map(|m| match *m {
+            "rn" => Some(Rnd::Rn),
+            "rz" => Some(Rnd::Rz),
+            "rm" => Some(Rnd::Rm),
+            "rp" => Some(Rnd::Rp),
+            "rni" => Some(Rnd::Rni),
+            "rzi" => Some(Rnd::Rzi),
+            "rmi" => Some(Rnd::Rmi),
+            "rpi" => Some(Rnd::Rpi),
+            "rna" => Some(Rnd::Rna),
+            _ => None,
+        })
+        .unwrap_or(Rnd::None)
+}
+
+/// The fewest operands an instruction of `kind` has: the interpreter reads these by position.
+fn min_args(kind: &Kind) -> usize {
+    // sanity checks on operand shapes for instructions that index args directly
+    match kind {
+        Kind::Mov(_) | Kind::Cvt(..) | Kind::Cvta(..) | Kind::Ld(..) | Kind::St(..) => 2,
+        Kind::Alu(op, _, _) => match op {
+            AluOp::Abs
+            | AluOp::Neg
+            | AluOp::Not
+            | AluOp::Cnot
+            | AluOp::Popc
+            | AluOp::Clz
+            | AluOp::Brev
+            | AluOp::Bfind
+            | AluOp::BfindShiftAmt
+            | AluOp::Rcp
+            | AluOp::Sqrt
+            | AluOp::Rsqrt
+            | AluOp::Ex2
+            | AluOp::Lg2
+            | AluOp::Sin
+            | AluOp::Cos
+            | AluOp::Tanh => 2,
+            AluOp::TestpFinite
+            | AluOp::TestpInfinite
+            | AluOp::TestpNumber
+            | AluOp::TestpNan
+            | AluOp::TestpNormal
+            | AluOp::TestpSubnormal => 2,
+            AluOp::Mad
+            | AluOp::Mad24
+            | AluOp::Sad
+            | AluOp::Fma
+            | AluOp::Bfe
+            | AluOp::Prmt
+            | AluOp::ShfL
+            | AluOp::ShfR
+            | AluOp::Fns
+            | AluOp::Dp4a(..)
+            | AluOp::Dp2a(..)
+            | AluOp::PrmtMode(_) => 4,
+            AluOp::Bfi | AluOp::Lop3 => 5,
+            _ => 3,
+        },
+        Kind::Setp(..) | Kind::Set(..) => 3,
+        Kind::Selp(_) | Kind::Slct(..) => 4,
+        Kind::Atom(_, op, _, red) => {
+            let base = if *red { 2 } else { 3 };
+            if *op == AtomOp::Cas {
+                base + 1
+            } else {
+                base
+            }
+        }
+        Kind::Bra => 1,
+        Kind::Shfl(_) => 5,
+        Kind::Vote(_) => 3,
+        Kind::Redux(..) => 3,
+        Kind::Activemask => 1,
+        Kind::Match(..) => 3,
+        Kind::Mma(_) => 4,
+        Kind::Ldmatrix(..) => 2,
+        Kind::CpAsync(_) => 3,
+        Kind::BarWarpSync => 1,
+        Kind::Misc(op) => op.min_args(),
+        // `bar.sync;` without a barrier operand (found by tests/emu_fuzz.rs) must not reach the
+        // interpreter, which reads the operands by position.
+        Kind::Bar(m) => {
+            if matches!(m, BarMode::RedPopc | BarMode::RedAnd | BarMode::RedOr) {
+                2
+            } else {
+                1
+            }
+        }
+        Kind::CpAsyncBulk | Kind::Mapa(_) => 3,
+        Kind::Elect => 2,
+        _ => 0,
+    }
+}
+
+fn parse_cmp(m: &str) -> Option<Cmp> {
+    Some(match m {
+        "eq" => Cmp::Eq,
+        "ne" => Cmp::Ne,
+        "lt" => Cmp::Lt,
+        "le" => Cmp::Le,
+        "gt" => Cmp::Gt,
+        "ge" => Cmp::Ge,
+        "lo" => Cmp::Lo,
+        "ls" => Cmp::Ls,
+        "hi" => Cmp::Hi,
+        "hs" => Cmp::Hs,
+        "equ" => Cmp::Equ,
+        "neu" => Cmp::Neu,
+        "ltu" => Cmp::Ltu,
+        "leu" => Cmp::Leu,
+        "gtu" => Cmp::Gtu,
+        "geu" => Cmp::Geu,
+        "num" => Cmp::Num,
+        "nan" => Cmp::Nan,
+        _ => return None,
+    })
+}
+
+trait Pipe: Sized {
+    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
+        f(self)
+    }
+}
+impl<T> Pipe for T {}

@@ -1,0 +1,138 @@
+//! Instruction statements: guard, opcode and raw operands collected while parsing; names resolved and
+//! every pending instruction decoded once all labels are known (`finish`).
+
+use super::*;
+
+impl Parser {
+    pub(super) fn instruction(&mut self) -> Result<(), PtxError> {
+        let line = self.line();
+        let mut guard = None;
+        if self.eat_p('@') {
+            let neg = self.eat_p('!');
+            let g = self.ident()?;
+            guard = Some((g, neg));
+        }
+        let opcode = self.ident()?;
+        let mut args = Vec::new();
+        // `call` has a special shape: call(.uni) (ret), func, (args);
+        loop {
+            if self.eat_p(';') {
+                break;
+            }
+            if self.peek().is_none() {
+                return perr(line, "missing ';'");
+            }
+            let op = self.raw_operand()?;
+            // setp with two destinations: p|q
+            if self.eat_p('|') {
+                let q = self.raw_operand()?;
+                args.push(op);
+                args.push(q);
+            } else {
+                args.push(op);
+            }
+            self.eat_p(',');
+        }
+        let idx = self.code.len();
+        self.code.push(Instr {
+            kind: Kind::Nop,
+            guard: None,
+            args: vec![],
+            line: line as u32,
+            is_cond_branch: false,
+            order: 0,
+        });
+        // Snapshot the current scope chain for name resolution after the body is parsed (once per change of
+        // the chain, not once per instruction).
+        let scope = match self.snapshot {
+            Some((gen, scope)) if gen == self.scope_gen => scope,
+            _ => {
+                let mut merged = HashMap::new();
+                for s in self.scopes.iter() {
+                    for (k, v) in s.iter() {
+                        merged.insert(k.clone(), v.clone());
+                    }
+                }
+                self.scope_store.push(merged);
+                self.scope_parent.push(None);
+                let scope = self.scope_store.len() - 1;
+                self.snapshot = Some((self.scope_gen, scope));
+                scope
+            }
+        };
+        self.pending.push((
+            idx,
+            PendingInstr {
+                opcode,
+                guard,
+                args,
+                line,
+                scope,
+            },
+        ));
+        Ok(())
+    }
+
+    pub(super) fn resolve_name(&self, scope: usize, name: &str) -> Option<Name> {
+        if let Some(n) = self.scope_store[scope].get(name) {
+            return Some(n.clone());
+        }
+        self.module_names.get(name).cloned()
+    }
+
+    pub(super) fn finish(mut self) -> Result<Module, PtxError> {
+        // Dynamic shared memory is placed after all static shared memory.
+        let dyn_align = self.dyn_smem.as_ref().map(|d| d.1).unwrap_or(16).max(16);
+        for f in self.funcs.iter_mut() {
+            f.smem = f.smem.max(self.smem);
+        }
+        // recursion check
+        let nf = self.funcs.len();
+        let mut calls: Vec<Vec<usize>> = vec![Vec::new(); nf];
+        for (fi, f) in self.funcs.iter().enumerate() {
+            for ins in &self.code[f.start as usize..f.end as usize] {
+                if ins.kind == Kind::Call {
+                    for a in &ins.args {
+                        if let Operand::Func(c) = a {
+                            calls[fi].push(*c as usize);
+                        }
+                    }
+                }
+            }
+        }
+        for start in 0..nf {
+            let mut stack = calls[start].clone();
+            let mut seen = vec![false; nf];
+            while let Some(c) = stack.pop() {
+                if c == start {
+                    return perr(
+                        0,
+                        format!(
+                            "recursive function {} is not supported by the emulator",
+                            self.funcs[start].name
+                        ),
+                    );
+                }
+                if !seen[c] {
+                    seen[c] = true;
+                    stack.extend(calls[c].iter().copied());
+                }
+            }
+        }
+        for f in &self.funcs {
+            if !f.defined && f.is_entry {
+                return perr(0, format!("entry {} declared but not defined", f.name));
+            }
+        }
+        Ok(Module {
+            id: NEXT_MODULE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            funcs: self.funcs,
+            code: self.code,
+            globals: self.globals,
+            nregs: self.nregs,
+            dyn_align,
+            local_size: self.local,
+            reg_names: self.reg_names,
+        })
+    }
+}
