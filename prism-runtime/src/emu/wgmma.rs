@@ -381,6 +381,43 @@ impl L<'_> {
         })
     }
 
+    /// The A and B descriptors and scale-d of a `wgmma.mma_async`, which must be the same in every thread of
+    /// the warpgroup (one instruction for all of it); a difference is a fault (`None`).
+    fn wgmma_uniform(
+        &mut self,
+        b: &mut Block,
+        w: &Warp,
+        wi: usize,
+        pc: u32,
+        a_regs: bool,
+    ) -> Option<(u64, u64, bool)> {
+        let args = &self.m.code[pc as usize].args;
+        let lane_val = |l: &Self, op: &Operand, lane: usize| l.val(b, w, wi, op, lane);
+        let at = |l: &Self, lane: usize| {
+            let desc_b = lane_val(l, &args[2], lane);
+            let desc_a = if a_regs {
+                0
+            } else {
+                lane_val(l, &args[1], lane)
+            };
+            (desc_a, desc_b, lane_val(l, &args[3], lane) != 0)
+        };
+        let first = at(self, 0);
+        if let Some(lane) = (1..32).find(|&lane| at(self, lane) != first) {
+            let msg = "wgmma.mma_async: descriptors and scale-d must be the same in every thread of the warpgroup".to_string();
+            self.fault(
+                b,
+                wi,
+                Some(lane as u32),
+                pc,
+                FaultKind::CollectiveMisuse,
+                msg,
+            );
+            return None;
+        }
+        Some(first)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn wgmma_issue(
         &mut self,
@@ -424,36 +461,10 @@ impl L<'_> {
             self.fault(b, wi, Some(0), pc, FaultKind::InvalidOperation, msg);
             return false;
         }
-        let lane_val = |l: &Self, op: &Operand, lane: usize| l.val(b, w, wi, op, lane);
-        // Descriptors and scale-d must be uniform across the warpgroup.
-        let desc_b = lane_val(self, &args[2], 0);
-        let desc_a = if shape.a_regs {
-            0
-        } else {
-            lane_val(self, &args[1], 0)
+        let Some((desc_a, desc_b, scale_d)) = self.wgmma_uniform(b, w, wi, pc, shape.a_regs) else {
+            return false;
         };
-        let scale_d = lane_val(self, &args[3], 0) != 0;
-        for lane in 1..32 {
-            let nb = lane_val(self, &args[2], lane);
-            let na = if shape.a_regs {
-                0
-            } else {
-                lane_val(self, &args[1], lane)
-            };
-            let sd = lane_val(self, &args[3], lane) != 0;
-            if nb != desc_b || na != desc_a || sd != scale_d {
-                let msg = "wgmma.mma_async: descriptors and scale-d must be the same in every thread of the warpgroup".to_string();
-                self.fault(
-                    b,
-                    wi,
-                    Some(lane as u32),
-                    pc,
-                    FaultKind::CollectiveMisuse,
-                    msg,
-                );
-                return false;
-            }
-        }
+        let lane_val = |l: &Self, op: &Operand, lane: usize| l.val(b, w, wi, op, lane);
         let aregs = if shape.a_regs {
             args[1].elements()
         } else {
