@@ -10,6 +10,7 @@ use e2e_util::Rng;
 use prism::kernels::gemm::{gemm_bf16_out_bf16, gemm_bf16_tma_store, GemmError};
 use prism::runtime::half::bf16;
 use prism::runtime::{LaunchDims, TensorMap, TensorMapMut, TensorSwizzle};
+use prism::{prism_device, prism_kernel};
 
 fn bf16s(rng: &mut Rng, n: usize) -> Vec<bf16> {
     (0..n)
@@ -155,4 +156,116 @@ fn rung_7_fits_the_shared_memory_of_an_sm() {
     );
     // The 4-slot ring (4 · 48 KiB) and two 8 KiB epilogue boxes, under the 227 KiB an H100 block may use.
     assert!(c.smem_bytes() >= 4 * 48 * 1024 + 2 * 8192 && c.smem_bytes() <= 227 * 1024);
+}
+
+// docs/GUIDE.md §7 "Building blocks", verbatim: a k-step device function over shared tiles and a bf16
+// epilogue through `stmatrix_bf16` and `tma_store`.
+
+/// One 64-wide k-tile: four wgmmas over two shared tiles.
+#[prism_device(requires(thread[128]))]
+pub fn k_tile(
+    acc: &mut [f32; 32],
+    a: Shared<[bf16; 64 * 64], Swizzle128>,
+    b: Shared<[bf16; 64 * 64], Swizzle128>,
+) {
+    for kk in 0..4 {
+        wgmma_bf16(acc, a, kk * 16, b, kk * 16);
+    }
+}
+
+#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 128)]
+pub fn tile_gemm_bf16(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    d: TensorMapMut<bf16, 2>,
+    n: u32,
+    k: u32,
+) {
+    let tiles_n: u32 = n / 64;
+    #[at(block[1])]
+    let row0: u32 = (id() / tiles_n) * 64;
+    #[at(block[1])]
+    let col0: u32 = (id() % tiles_n) * 64;
+    group(block[1], || {
+        let sa: Shared<[bf16; 64 * 64], Swizzle128>;
+        let sb: Shared<[bf16; 64 * 64], Swizzle128>;
+        let e: Shared<[bf16; 64 * 64], Swizzle128>; // the result tile, in the layout TMA stores from
+        #[at(thread[1])]
+        let mut acc = [0.0f32; 32];
+        for kt in 0..k / 64 {
+            async_(sa, |sa_async| {
+                async_(sb, |sb_async| match split(thread) {
+                    1 => {
+                        tma_load(sa_async, a, kt * 64, row0);
+                        tma_load(sb_async, b, kt * 64, col0);
+                    }
+                });
+            });
+            group(thread[128], || {
+                k_tile(&mut acc, sa, sb);
+            });
+        }
+        partition(
+            e,
+            thread[128],
+            |x| x,
+            |e_w| {
+                group(thread[128], || {
+                    stmatrix_bf16(e_w, &acc, 0); // columns 0..64 of the fragment, as bf16
+                    match split(thread) {
+                        1 => {
+                            tma_store(d, e_w, col0, row0); // one thread writes the tile to D
+                        }
+                    }
+                });
+            },
+        );
+    });
+}
+
+#[test]
+fn the_guides_bf16_tile_gemm() {
+    let dev = e2e_util::device();
+    let (m, n, k) = (128usize, 192usize, 128usize);
+    let mut rng = Rng::new(78);
+    let a = bf16s(&mut rng, m * k);
+    let b = bf16s(&mut rng, n * k);
+    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let mut dd = dev.htod(&vec![bf16::from_f32(1234.0); m * n]).unwrap();
+    let ma = TensorMap::row_major_2d(&da, m as u64, k as u64, 64, 64, TensorSwizzle::B128).unwrap();
+    let mb = TensorMap::row_major_2d(&db, n as u64, k as u64, 64, 64, TensorSwizzle::B128).unwrap();
+    let mut md = TensorMapMut::tiled(
+        &mut dd,
+        [n as u64, m as u64],
+        &[2 * n as u64],
+        [64, 64],
+        TensorSwizzle::B128,
+    )
+    .unwrap();
+    let blocks = ((m / 64) * (n / 64)) as u32;
+    tile_gemm_bf16::launch(
+        &dev,
+        LaunchDims::new(blocks, 128),
+        &ma,
+        &mb,
+        &mut md,
+        n as u32,
+        k as u32,
+    )
+    .unwrap();
+    let d = dev.dtoh(&dd).unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let (s, mag) = e2e_util::dot_f64(
+                k,
+                |x| a[i * k + x].to_f32() as f64,
+                |x| b[j * k + x].to_f32() as f64,
+            );
+            let got = d[i * n + j].to_f32() as f64;
+            assert!(
+                (got - s).abs() <= s.abs() / 128.0 + 1e-5 * mag + 1e-6,
+                "D[{i}][{j}] = {got}, want {s}"
+            );
+        }
+    }
 }
