@@ -5,13 +5,16 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::CudaSlice;
 
+use crate::arg::{
+    from_bytes, to_bytes, BufHandle, DeviceCopy, DeviceInfo, GpuSliceConst, GpuSliceMut,
+    HandleInner, KernelArg,
+};
 use crate::emu;
 use crate::error::RuntimeError;
-use crate::gpu::{GpuBackend, GpuSliceArg, GpuSliceConst, GpuSliceMut};
-use crate::tensor_map::TensorMapHandle;
-use crate::types::{Backend, DeviceProperties, ElemType, KernelInfo, LaunchDims, ParamType};
+use crate::gpu::GpuBackend;
+use crate::types::{Backend, DeviceProperties, KernelInfo, LaunchDims};
 use crate::validate::{check_args, validate_launch};
 
 // Accessors to the CUDA stream and slices for cuBLAS and CUDA events (a child module: it reads private fields).
@@ -50,6 +53,18 @@ struct EmuBackend {
 /// Locks a mutex, recovering the data if a previous holder panicked (the emulator's memory stays usable).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl DeviceInfo for Device {
+    fn id(&self) -> u64 {
+        Device::id(self)
+    }
+    fn name(&self) -> String {
+        Device::name(self)
+    }
+    fn backend(&self) -> Backend {
+        Device::backend(self)
+    }
 }
 
 impl fmt::Debug for Device {
@@ -405,58 +420,6 @@ pub struct LaunchReport {
     pub emu: Option<emu::LaunchReport>,
 }
 
-mod sealed {
-    /// Explicit little-endian conversions for the emulator's byte-addressed memory (no transmutes).
-    pub trait Sealed: Sized {
-        const SIZE: usize;
-        fn put_le(self, out: &mut Vec<u8>);
-        fn get_le(bytes: &[u8]) -> Self;
-    }
-}
-
-/// Element types that can live in a [`DeviceBuffer`]: `u8 u32 i32 u64 i64 f32 f64 half::f16 half::bf16`.
-/// Sealed: the runtime knows the byte layout of each.
-pub trait DeviceCopy:
-    Copy + Default + Send + Sync + Unpin + 'static + sealed::Sealed + DeviceRepr + ValidAsZeroBits
-{
-    /// The element type's tag, checked against pointer parameters at launch.
-    const ELEM: ElemType;
-}
-
-macro_rules! device_copy {
-    ($($t:ty => $e:ident),* $(,)?) => {$(
-        impl sealed::Sealed for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn put_le(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn get_le(bytes: &[u8]) -> Self {
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                a.copy_from_slice(bytes);
-                <$t>::from_le_bytes(a)
-            }
-        }
-        impl DeviceCopy for $t {
-            const ELEM: ElemType = ElemType::$e;
-        }
-    )*};
-}
-
-device_copy!(u8 => U8, u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32, f64 => F64,
-    half::f16 => F16, half::bf16 => BF16);
-
-fn to_bytes<T: DeviceCopy>(data: &[T]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(std::mem::size_of_val(data));
-    for &x in data {
-        x.put_le(&mut out);
-    }
-    out
-}
-
-fn from_bytes<T: DeviceCopy>(bytes: &[u8]) -> Vec<T> {
-    bytes.chunks_exact(T::SIZE).map(T::get_le).collect()
-}
-
 enum Store<T> {
     Gpu(CudaSlice<T>),
     Emu { addr: u64 },
@@ -501,7 +464,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// The raw device address (emulator address or `CUdeviceptr`), e.g. for fault messages.
     pub fn raw_ptr(&self) -> u64 {
         match &self.store {
-            Store::Gpu(s) => crate::gpu::raw_ptr(s),
+            Store::Gpu(s) => crate::arg::raw_ptr(s),
             Store::Emu { addr } => *addr,
         }
     }
@@ -561,153 +524,3 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         }
     }
 }
-
-/// A type-erased borrow of a [`DeviceBuffer`], carried by [`KernelArg::Buf`]. It knows its element type,
-/// whether it was borrowed mutably, its device, and what each backend needs to pass it (the emulator address,
-/// or the cudarc slice so cudarc's stream bookkeeping sees the access).
-pub struct BufHandle<'a> {
-    device: &'a Device,
-    elem: ElemType,
-    mutable: bool,
-    pub(crate) inner: HandleInner<'a>,
-}
-
-pub(crate) enum HandleInner<'a> {
-    Gpu(Box<dyn GpuSliceArg + 'a>),
-    Emu(u64),
-}
-
-impl BufHandle<'_> {
-    /// Element type of the underlying buffer.
-    pub fn elem(&self) -> ElemType {
-        self.elem
-    }
-    /// True when borrowed with [`DeviceBuffer::as_arg_mut`].
-    pub fn is_mutable(&self) -> bool {
-        self.mutable
-    }
-    /// Id of the owning device ([`Device::id`]).
-    pub fn device_id(&self) -> u64 {
-        self.device.id()
-    }
-    /// Name of the owning device.
-    pub fn device_name(&self) -> String {
-        self.device.name()
-    }
-    /// The raw device address.
-    pub fn raw_ptr(&self) -> u64 {
-        match &self.inner {
-            HandleInner::Gpu(s) => s.raw_ptr(),
-            HandleInner::Emu(a) => *a,
-        }
-    }
-}
-
-impl fmt::Debug for BufHandle<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "BufHandle({} {}, 0x{:x} on device #{})",
-            if self.mutable { "mut" } else { "const" },
-            self.elem,
-            self.raw_ptr(),
-            self.device.id()
-        )
-    }
-}
-
-/// One kernel argument. Scalars by value; buffers through [`DeviceBuffer::as_arg`] /
-/// [`DeviceBuffer::as_arg_mut`].
-#[derive(Debug)]
-pub enum KernelArg<'a> {
-    /// `u32` scalar.
-    U32(u32),
-    /// `i32` scalar.
-    I32(i32),
-    /// `u64` scalar.
-    U64(u64),
-    /// `i64` scalar.
-    I64(i64),
-    /// `f32` scalar.
-    F32(f32),
-    /// `f64` scalar.
-    F64(f64),
-    /// `bool` scalar.
-    Bool(bool),
-    /// A device buffer for a pointer parameter.
-    Buf {
-        /// Element type (must equal the handle's).
-        elem: ElemType,
-        /// Borrowed mutably (must equal the handle's).
-        mutable: bool,
-        /// The buffer.
-        buf: BufHandle<'a>,
-    },
-    /// A TMA tensor map for a `TensorMap<elem, rank>` parameter, from [`crate::TensorMap::as_arg`].
-    TensorMap {
-        /// Element type (must equal the handle's).
-        elem: ElemType,
-        /// Rank (must equal the handle's).
-        rank: u8,
-        /// The encoded map and the buffer it describes.
-        map: TensorMapHandle<'a>,
-    },
-}
-
-impl KernelArg<'_> {
-    /// Short description for error messages: `"a u32 scalar"`, `"a const buffer of f32"`.
-    pub fn describe(&self) -> String {
-        match self {
-            KernelArg::U32(_) => "a u32 scalar".into(),
-            KernelArg::I32(_) => "an i32 scalar".into(),
-            KernelArg::U64(_) => "a u64 scalar".into(),
-            KernelArg::I64(_) => "an i64 scalar".into(),
-            KernelArg::F32(_) => "an f32 scalar".into(),
-            KernelArg::F64(_) => "an f64 scalar".into(),
-            KernelArg::Bool(_) => "a bool scalar".into(),
-            KernelArg::Buf { buf, .. } => {
-                format!(
-                    "a {} buffer of {}",
-                    if buf.mutable { "mutable" } else { "const" },
-                    buf.elem
-                )
-            }
-            KernelArg::TensorMap { map, .. } => {
-                format!("a TensorMap<{}, {}>", map.elem(), map.rank())
-            }
-        }
-    }
-
-    /// The parameter type this argument fits best (buffers: a pointer of their mutability).
-    pub fn param_type(&self) -> ParamType {
-        match self {
-            KernelArg::U32(_) => ParamType::U32,
-            KernelArg::I32(_) => ParamType::I32,
-            KernelArg::U64(_) => ParamType::U64,
-            KernelArg::I64(_) => ParamType::I64,
-            KernelArg::F32(_) => ParamType::F32,
-            KernelArg::F64(_) => ParamType::F64,
-            KernelArg::Bool(_) => ParamType::Bool,
-            KernelArg::Buf { buf, .. } => ParamType::Ptr {
-                elem: buf.elem,
-                mutable: buf.mutable,
-            },
-            KernelArg::TensorMap { map, .. } => ParamType::TensorMap {
-                elem: map.elem(),
-                rank: map.rank(),
-                writable: map.buffer().is_mutable(),
-            },
-        }
-    }
-}
-
-macro_rules! arg_from {
-    ($($t:ty => $v:ident),*) => {$(
-        impl From<$t> for KernelArg<'_> {
-            fn from(x: $t) -> Self {
-                KernelArg::$v(x)
-            }
-        }
-    )*};
-}
-arg_from!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32, f64 => F64, bool => Bool);

@@ -10,14 +10,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    LaunchArgs, SyncOnDrop,
-};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
-use crate::device::{DeviceCopy, HandleInner, KernelArg};
+use crate::arg::{raw_ptr, DeviceCopy, HandleInner, KernelArg};
 use crate::emu;
 use crate::error::RuntimeError;
 use crate::types::{Backend, DeviceProperties, KernelInfo, LaunchDims};
@@ -58,53 +55,6 @@ pub(crate) fn guard<R>(
             panic_message(&*p)
         ))),
     }
-}
-
-/// A cudarc slice borrowed for one launch, with its element type erased. Pushing the slice itself (not its
-/// raw pointer) lets cudarc order the launch after pending writes and record the access.
-pub(crate) trait GpuSliceArg {
-    /// Appends the slice as the next kernel argument.
-    fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>);
-    /// The `CUdeviceptr`.
-    fn raw_ptr(&self) -> u64;
-    /// The `CUdeviceptr` for a launch on `stream` that reads (const) or writes (mut) the slice: `stream`
-    /// waits for pending accesses, and the guard records this one when dropped after the launch.
-    fn ptr_guard<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>);
-}
-
-/// A slice passed to a `*const` parameter.
-pub(crate) struct GpuSliceConst<'a, T>(pub &'a CudaSlice<T>);
-/// A slice passed to a `*mut` parameter.
-pub(crate) struct GpuSliceMut<'a, T>(pub &'a mut CudaSlice<T>);
-
-impl<T> GpuSliceArg for GpuSliceConst<'_, T> {
-    fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>) {
-        b.arg(self.0);
-    }
-    fn raw_ptr(&self) -> u64 {
-        raw_ptr(self.0)
-    }
-    fn ptr_guard<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
-        self.0.device_ptr(stream)
-    }
-}
-
-impl<T> GpuSliceArg for GpuSliceMut<'_, T> {
-    fn push<'s>(&'s mut self, b: &mut LaunchArgs<'s>) {
-        b.arg(&mut *self.0);
-    }
-    fn raw_ptr(&self) -> u64 {
-        raw_ptr(self.0)
-    }
-    fn ptr_guard<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
-        self.0.device_ptr_mut(stream)
-    }
-}
-
-/// The `CUdeviceptr` of a slice.
-pub(crate) fn raw_ptr<T>(s: &CudaSlice<T>) -> u64 {
-    let (p, _record) = s.device_ptr(s.stream());
-    p
 }
 
 struct GpuFunction {

@@ -4,7 +4,8 @@
 //!
 //! (A child module of `device`, declared there with `#[path]`, so that it can read the private fields.)
 
-use super::{Device, DeviceBuffer, DeviceCopy, Kind, Store};
+use super::{Device, DeviceBuffer, Kind, Store};
+use crate::arg::DeviceCopy;
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::sync::Arc;
 

@@ -7,10 +7,10 @@ use std::ffi::c_void;
 use cudarc::driver::{sys, SyncOnDrop};
 
 use super::{GpuBackend, GpuFunction};
-use crate::device::{HandleInner, KernelArg};
+use crate::arg::TensorMapBytes;
+use crate::arg::{HandleInner, KernelArg};
 use crate::emu::{self, TensorDataType, TensorSwizzle};
 use crate::error::RuntimeError;
-use crate::tensor_map::TensorMapBytes;
 use crate::types::{KernelInfo, LaunchDims};
 
 fn cu_data_type(t: TensorDataType) -> sys::CUtensorMapDataType {

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+mod arg;
 mod device;
 pub mod emu;
 mod error;
@@ -31,12 +32,11 @@ mod tensor_map;
 mod types;
 mod validate;
 
-pub use device::{
-    BufHandle, Device, DeviceBuffer, DeviceCopy, KernelArg, LaunchReport, BACKEND_ENV,
-};
+pub use arg::{BufHandle, DeviceCopy, KernelArg, TensorMapHandle};
+pub use device::{Device, DeviceBuffer, LaunchReport, BACKEND_ENV};
 pub use emu::{TensorDataType, TensorSwizzle};
 pub use error::RuntimeError;
-pub use tensor_map::{TensorMap, TensorMapHandle, TensorMapMut};
+pub use tensor_map::{TensorMap, TensorMapMut};
 pub use types::{
     registered_kernels, Backend, Contract, DeviceProperties, ElemType, KernelInfo, LaunchDims,
     ParamSpec, ParamType, RegisteredKernel,

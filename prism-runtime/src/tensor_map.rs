@@ -10,37 +10,10 @@
 
 use std::fmt;
 
-use cudarc::driver::DeviceRepr;
-
-use crate::device::{BufHandle, Device, DeviceBuffer, DeviceCopy, KernelArg};
-use crate::emu::{self, TensorDataType, TensorSwizzle};
+use crate::arg::{data_type, DeviceCopy, KernelArg, TensorMapBytes, TensorMapHandle};
+use crate::device::DeviceBuffer;
+use crate::emu::{self, TensorSwizzle};
 use crate::error::RuntimeError;
-use crate::types::{Backend, ElemType};
-
-/// The 128 bytes of a `CUtensorMap`, 64-byte aligned as the driver and `cp.async.bulk.tensor` require
-/// (on the GPU a kernel parameter is passed as a pointer to its value, and the driver copies from there).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TensorMapBytes(pub(crate) [u8; 128]);
-
-// SAFETY: plain bytes with the size and alignment of the `.param .align 64 .b8 name[128]` they fill.
-unsafe impl DeviceRepr for TensorMapBytes {}
-
-/// The tensor-map data type of an element type (`CUtensorMapDataType`). Total: every [`DeviceCopy`] type
-/// has one.
-pub(crate) fn data_type(e: ElemType) -> TensorDataType {
-    match e {
-        ElemType::U8 => TensorDataType::U8,
-        ElemType::U32 => TensorDataType::U32,
-        ElemType::I32 => TensorDataType::I32,
-        ElemType::U64 => TensorDataType::U64,
-        ElemType::I64 => TensorDataType::I64,
-        ElemType::F32 => TensorDataType::F32,
-        ElemType::F64 => TensorDataType::F64,
-        ElemType::F16 => TensorDataType::F16,
-        ElemType::BF16 => TensorDataType::Bf16,
-    }
-}
 
 /// A tiled TMA tensor map over a [`DeviceBuffer<T>`]: a `RANK`-dimensional tensor (dimension 0 innermost
 /// and contiguous, like CUDA) and the box a `cp.async.bulk.tensor.{RANK}d` copy moves into or out of shared
@@ -303,101 +276,4 @@ fn dims_text<D: fmt::Display>(d: &[D]) -> String {
         .map(|x| x.to_string())
         .collect::<Vec<_>>()
         .join(" × ")
-}
-
-/// A tensor map borrowed for one launch, carried by [`KernelArg::TensorMap`]: the encoded 128 bytes, the
-/// element type and rank it was made with, and the buffer it describes (its device, and on the GPU its
-/// cudarc slice, so the launch is ordered after pending writes to it). Only [`TensorMap::as_arg`] makes
-/// one, so the bytes are always a validated map of that buffer.
-pub struct TensorMapHandle<'a> {
-    buf: BufHandle<'a>,
-    elem: ElemType,
-    rank: u8,
-    pub(crate) bytes: Box<TensorMapBytes>,
-}
-
-impl<'a> TensorMapHandle<'a> {
-    /// Element type of the map.
-    pub fn elem(&self) -> ElemType {
-        self.elem
-    }
-    /// Rank of the map.
-    pub fn rank(&self) -> u8 {
-        self.rank
-    }
-    /// The 128 encoded bytes.
-    pub fn bytes(&self) -> &[u8; 128] {
-        &self.bytes.0
-    }
-    /// The buffer the map describes.
-    pub fn buffer(&self) -> &BufHandle<'a> {
-        &self.buf
-    }
-    pub(crate) fn buffer_mut(&mut self) -> &mut BufHandle<'a> {
-        &mut self.buf
-    }
-}
-
-impl fmt::Debug for TensorMapHandle<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "TensorMapHandle(TensorMap<{}, {}> over {:?})",
-            self.elem, self.rank, self.buf
-        )
-    }
-}
-
-/// The launch check of a [`KernelArg::TensorMap`] against a `TensorMap<elem, rank>` parameter: the
-/// argument's public fields agree with the handle, element type and rank match, the map's buffer belongs to
-/// the launching device; on the emulator the bytes also decode to a valid map of that buffer.
-pub(crate) fn check_map_arg(
-    device: &Device,
-    what: &str,
-    elem: ElemType,
-    rank: u8,
-    arg_elem: ElemType,
-    arg_rank: u8,
-    map: &TensorMapHandle<'_>,
-) -> Result<(), String> {
-    // The handle's own facts win over the public fields, which a caller could have edited.
-    if arg_elem != map.elem || arg_rank != map.rank {
-        return Err(format!(
-            "{what}: the argument says TensorMap<{arg_elem}, {arg_rank}>, but the handle is TensorMap<{}, {}>",
-            map.elem, map.rank
-        ));
-    }
-    if map.elem != elem || map.rank != rank {
-        return Err(format!(
-            "{what} got a TensorMap<{}, {}>",
-            map.elem, map.rank
-        ));
-    }
-    if map.buf.device_id() != device.id() {
-        return Err(format!(
-            "{} got a tensor map of a buffer of device #{} ({}), but the launch is on device #{} ({})",
-            what,
-            map.buf.device_id(),
-            map.buf.device_name(),
-            device.id(),
-            device.name()
-        ));
-    }
-    if device.backend() == Backend::Emulator {
-        let m = emu::TensorMap::decode(&map.bytes.0)
-            .map_err(|e| format!("{what}: the tensor map's bytes do not decode: {e}"))?;
-        if m.data_type != data_type(elem)
-            || m.rank() != rank as usize
-            || m.global_address != map.buf.raw_ptr()
-        {
-            return Err(format!(
-                "{what}: the tensor map's bytes describe a rank-{} {:?} tensor at {:#x}, not its buffer at {:#x}",
-                m.rank(),
-                m.data_type,
-                m.global_address,
-                map.buf.raw_ptr()
-            ));
-        }
-    }
-    Ok(())
 }

@@ -5,8 +5,10 @@
 //! `smem` budget). A launch outside it could split a warp collective across an incomplete group, so the
 //! runtime refuses it with [`RuntimeError::BadLaunch`] instead of running it.
 
-use crate::device::{BufHandle, Device, KernelArg};
+use crate::arg::{data_type, BufHandle, DeviceInfo, KernelArg, TensorMapHandle};
+use crate::emu;
 use crate::error::RuntimeError;
+use crate::types::{Backend, ElemType};
 use crate::types::{KernelInfo, LaunchDims, ParamType};
 
 /// Hardware limit on threads per block (all architectures since sm_20).
@@ -123,7 +125,7 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
 /// Checks `args` against `kernel.params`: count, scalar kinds, buffer element types, mutability and owning
 /// device. Errors name the parameter.
 pub(crate) fn check_args(
-    device: &Device,
+    device: &dyn DeviceInfo,
     kernel: &KernelInfo,
     args: &[KernelArg<'_>],
 ) -> Result<(), RuntimeError> {
@@ -174,8 +176,7 @@ pub(crate) fn check_args(
                     map,
                 },
             ) => {
-                crate::tensor_map::check_map_arg(device, &what, elem, rank, *ae, *ar, map)
-                    .or_else(bad)?;
+                check_map_arg(device, &what, elem, rank, *ae, *ar, map).or_else(bad)?;
                 if writable && !map.buffer().is_mutable() {
                     return bad(format!(
                         "{what}: the kernel stores through this tensor map, so it takes a TensorMapMut (made from \
@@ -190,7 +191,7 @@ pub(crate) fn check_args(
 }
 
 fn check_buf(
-    device: &Device,
+    device: &dyn DeviceInfo,
     what: &str,
     elem: crate::ElemType,
     mutable: bool,
@@ -290,4 +291,58 @@ fn param_size(t: ParamType) -> usize {
         ParamType::TensorMap { .. } => 128,
         _ => 8,
     }
+}
+
+/// The launch check of a [`KernelArg::TensorMap`] against a `TensorMap<elem, rank>` parameter: the
+/// argument's public fields agree with the handle, element type and rank match, the map's buffer belongs to
+/// the launching device; on the emulator the bytes also decode to a valid map of that buffer.
+pub(crate) fn check_map_arg(
+    device: &dyn DeviceInfo,
+    what: &str,
+    elem: ElemType,
+    rank: u8,
+    arg_elem: ElemType,
+    arg_rank: u8,
+    map: &TensorMapHandle<'_>,
+) -> Result<(), String> {
+    // The handle's own facts win over the public fields, which a caller could have edited.
+    if arg_elem != map.elem || arg_rank != map.rank {
+        return Err(format!(
+            "{what}: the argument says TensorMap<{arg_elem}, {arg_rank}>, but the handle is TensorMap<{}, {}>",
+            map.elem, map.rank
+        ));
+    }
+    if map.elem != elem || map.rank != rank {
+        return Err(format!(
+            "{what} got a TensorMap<{}, {}>",
+            map.elem, map.rank
+        ));
+    }
+    if map.buf.device_id() != device.id() {
+        return Err(format!(
+            "{} got a tensor map of a buffer of device #{} ({}), but the launch is on device #{} ({})",
+            what,
+            map.buf.device_id(),
+            map.buf.device_name(),
+            device.id(),
+            device.name()
+        ));
+    }
+    if device.backend() == Backend::Emulator {
+        let m = emu::TensorMap::decode(&map.bytes.0)
+            .map_err(|e| format!("{what}: the tensor map's bytes do not decode: {e}"))?;
+        if m.data_type != data_type(elem)
+            || m.rank() != rank as usize
+            || m.global_address != map.buf.raw_ptr()
+        {
+            return Err(format!(
+                "{what}: the tensor map's bytes describe a rank-{} {:?} tensor at {:#x}, not its buffer at {:#x}",
+                m.rank(),
+                m.data_type,
+                m.global_address,
+                map.buf.raw_ptr()
+            ));
+        }
+    }
+    Ok(())
 }
