@@ -192,6 +192,26 @@ fn usage_errors_are_reported_not_panics() {
         vec![k.as_str(), "reduce_sum", "--grid", "a,b", "--block", "32"],
         vec!["/nonexistent.ptx", "k", "--grid", "1", "--block", "1"],
         vec![k.as_str(), "reduce_sum", "--bogus"],
+        vec![
+            k.as_str(),
+            "reduce_sum",
+            "--grid",
+            "1",
+            "--block",
+            "32",
+            "--threads",
+            "0",
+        ],
+        vec![
+            k.as_str(),
+            "reduce_sum",
+            "--grid",
+            "1",
+            "--block",
+            "32",
+            "--threads",
+            "many",
+        ],
     ] {
         let (code, _, err) = run(&args);
         assert_eq!(code, 2, "{:?}", args);
@@ -399,4 +419,40 @@ fn cluster_launch_from_the_cli() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a multiple of the cluster"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--threads N` picks how many OS threads a launch's blocks may use; the result is the same on 1 and 2.
+#[test]
+fn threads_option_gives_the_same_result() {
+    let k = fixture("kernels.ptx");
+    let mut outs = Vec::new();
+    for threads in ["1", "2"] {
+        let dir = tmpdir(&format!("threads{threads}"));
+        let (code, out, err) = run(&[
+            &k,
+            "histogram_global",
+            "--grid",
+            "8",
+            "--block",
+            "64",
+            "--threads",
+            threads,
+            "--dump",
+            dir.to_str().unwrap(),
+            "buf:u32:512:iota",
+            "buf:u32:16:zero",
+            "i32:512",
+            "i32:16",
+        ]);
+        assert_eq!(code, 0, "--threads {threads}: {out} {err}");
+        outs.push(std::fs::read(dir.join("arg1.bin")).unwrap());
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(
+        outs[0]
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .sum::<u32>(),
+        512
+    );
 }

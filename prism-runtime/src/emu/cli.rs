@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json]
-//!         [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...
+//!         [--lockstep] [--no-races] [--max-steps N] [--threads N] [--backend emulator|gpu] ARG...
 //! ```
 //!
 //! Each `ARG`, in kernel-parameter order, is a scalar (`u32:7`, `i32:-3`, `u64:9`, `i64:-1`, `f32:1.5`,
@@ -26,7 +26,7 @@
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only)";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -234,6 +234,9 @@ pub struct Invocation {
     pub races: bool,
     /// `--max-steps` (emulator only).
     pub max_steps: Option<u64>,
+    /// `--threads` (emulator only): OS threads for the blocks of a launch (default: `PRISM_EMU_THREADS`,
+    /// else the available cores; 1 runs every launch on one thread).
+    pub threads: Option<usize>,
     /// `--backend`.
     pub backend: CliBackend,
     /// The kernel arguments, in parameter order, as written (`u32:7`, `buf:f32:512:rand`, ...).
@@ -441,6 +444,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
     let mut lockstep = false;
     let mut races = true;
     let mut max_steps: Option<u64> = None;
+    let mut threads: Option<usize> = None;
     let mut backend = CliBackend::Emulator;
     let mut i = 0;
     let value = |i: &mut usize, name: &str| -> Result<String, String> {
@@ -473,6 +477,15 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
                     value(&mut i, "--max-steps")?
                         .parse()
                         .map_err(|_| "bad --max-steps value".to_string())?,
+                )
+            }
+            "--threads" => {
+                threads = Some(
+                    value(&mut i, "--threads")?
+                        .parse()
+                        .ok()
+                        .filter(|&n: &usize| (1..=1024).contains(&n))
+                        .ok_or_else(|| "bad --threads value (1..=1024)".to_string())?,
                 )
             }
             "--backend" => {
@@ -516,6 +529,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
         lockstep,
         races,
         max_steps,
+        threads,
         backend,
         args: pos.collect(),
     }))
@@ -643,7 +657,7 @@ fn run_emulator(
         },
         check_races: inv.races,
         max_steps: inv.max_steps.unwrap_or(EmuConfig::default().max_steps),
-        threads: super::default_threads(),
+        threads: inv.threads.unwrap_or_else(super::default_threads),
     };
     let mut emu = Emulator::new(cfg);
     let mut params = Vec::with_capacity(inputs.len());
