@@ -21,6 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod device;
 mod kernel;
+mod launch;
 mod names;
 mod resolve;
 mod state;
