@@ -437,10 +437,15 @@ pub fn each_tuple<T>(
         .collect())
 }
 
-/// What [`visit_block`] calls on each call: its path, generic arguments and span.
-type CallVisitor<'a> = dyn FnMut(&mut Vec<Ident>, &mut Vec<Expr>, Span) + 'a;
+/// What [`visit_calls_mut`] calls on each call: its path, generic arguments and span.
+pub type CallVisitor<'a> = dyn FnMut(&mut Vec<Ident>, &mut Vec<Expr>, Span) + 'a;
 
-/// Calls `f(path, generics, span)` for every call in `b`, nested blocks included.
+/// Calls `f(path, generics, span)` for every call in `b`, nested blocks included, in source order (also
+/// used by prism-macros to resolve and rewrite call paths).
+pub fn visit_calls_mut(b: &mut Block, f: &mut CallVisitor) {
+    visit_block(b, f)
+}
+
 fn visit_block(b: &mut Block, f: &mut CallVisitor) {
     for s in &mut b.stmts {
         match &mut s.kind {
