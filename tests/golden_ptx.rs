@@ -75,3 +75,52 @@ fn every_kernel_ptx_matches_its_golden_fingerprint() {
         diffs.join("\n")
     );
 }
+
+/// Every kernel's PTX is text of the one PTX model (`prism_core::ptx`): it reads into the model, and the
+/// model prints back exactly the text the emitter produced (after the generated-file comment).
+#[test]
+fn every_kernel_ptx_is_the_printed_model() {
+    let now = current();
+    let mut instrs = 0;
+    for (entry, (_, ptx)) in &now {
+        let m = prism_core::ptx::parse(ptx).unwrap_or_else(|e| panic!("{entry}: {e}"));
+        let body = ptx.split_once("\n\n").map(|x| x.1).unwrap_or(ptx);
+        let printed = m.to_string();
+        if let Some((i, (a, b))) = printed
+            .lines()
+            .zip(body.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+        {
+            panic!(
+                "{entry}, line {}: the model prints `{a}`, the emitter wrote `{b}`",
+                i + 1
+            );
+        }
+        assert_eq!(
+            printed.len(),
+            body.len(),
+            "{entry}: printed model differs in length"
+        );
+        assert_eq!(
+            prism_core::ptx::parse(&m.to_string()).as_ref(),
+            Ok(&m),
+            "{entry}"
+        );
+        for it in &m.items {
+            if let prism_core::ptx::Item::Func(f) = it {
+                instrs += f
+                    .body
+                    .iter()
+                    .flatten()
+                    .flat_map(|s| s.instructions())
+                    .count();
+            }
+        }
+    }
+    assert!(
+        instrs > 50_000,
+        "only {instrs} instructions in {} kernels",
+        now.len()
+    );
+}

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
+mod body;
 mod expr;
 mod hopper;
 mod inline;
@@ -221,7 +222,9 @@ struct LoopLabels {
 }
 
 struct Em {
-    body: String,
+    body: Vec<body::Piece>,
+    /// The first emitter bug found (text a lowering wrote that is not PTX); reported when finishing.
+    internal_error: Option<String>,
     nregs: [u32; 6],
     nlabels: u32,
     env: Vec<Scope>,
@@ -297,14 +300,11 @@ struct AsyncScope {
     mbar: Option<u32>,
 }
 
-/// Placeholder line for a block-wide async wait; `finish` expands it once every mbarrier is known (a wait may
-/// come textually before the scope whose copies it waits for, e.g. at the top of a loop).
-const ASYNC_WAIT_MARK: &str = "@@prism-async-wait@@";
-
 impl Em {
     fn new() -> Self {
         Em {
-            body: String::new(),
+            body: Vec::new(),
+            internal_error: None,
             nregs: [0; 6],
             nlabels: 0,
             env: vec![Scope::new()],
@@ -350,30 +350,9 @@ impl Em {
 
     // ----- small helpers
 
-    fn line(&mut self, l: String) {
-        // Issued, uncommitted wgmmas end at control flow and synchronization; a committed group a drain keeps
-        // in flight does not (the drain's own wait and the loop around it touch no accumulator).
-        if self.wgmma_open && ends_wgmma_run(&l) {
-            self.wgmma_retire();
-        }
-        self.body.push('\t');
-        self.body.push_str(&l);
-        self.body.push('\n');
-    }
-
     fn label(&mut self) -> String {
         self.nlabels += 1;
         format!("$L__{}", self.nlabels)
-    }
-
-    fn put_label(&mut self, l: &str) {
-        // A join point of a forward branch: that path retired its wgmmas before branching, but may have
-        // touched the accumulators since, so the next wgmma fences again.
-        if self.wgmma_open && self.body.contains(&format!("{l};")) {
-            self.wgmma_fenced = false;
-        }
-        self.body.push_str(l);
-        self.body.push_str(":\n");
     }
 
     fn fresh(&mut self, t: ScalarType) -> String {
@@ -447,21 +426,4 @@ impl Em {
         let v = self.const_i64(e)?;
         u32::try_from(v).map_err(|_| err("CONST", e.span, format!("{v} is out of range for u32")))
     }
-}
-
-/// Lines before which in-flight wgmmas must have retired: control flow (another path may touch the
-/// accumulators), barriers and mbarrier operations (they publish the operand slots to other threads).
-fn ends_wgmma_run(l: &str) -> bool {
-    let l = l.trim_start();
-    l.starts_with('@')
-        || l.starts_with("bra")
-        || l.starts_with("ret")
-        || l.starts_with("exit")
-        || l.starts_with("bar")
-        || l.starts_with("mbarrier")
-        || l.starts_with("cp.async")
-        // Stores that may reach shared memory (the operands); loads and global stores cannot disturb a wgmma
-        // (its accumulators are registers the statement would name).
-        || (l.starts_with("st.") && !l.starts_with("st.global"))
-        || l.contains(ASYNC_WAIT_MARK)
 }

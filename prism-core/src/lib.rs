@@ -13,6 +13,7 @@ pub mod emit;
 pub mod intrinsics;
 pub mod mono;
 pub mod parse;
+pub mod ptx;
 pub mod sync;
 
 pub use diag::Diagnostic;

@@ -93,13 +93,6 @@ impl Em {
         self.wgmma_names = names;
     }
 
-    /// A line that never ends a wgmma run (the run's own bookkeeping).
-    pub(super) fn raw_line(&mut self, l: &str) {
-        self.body.push('\t');
-        self.body.push_str(l);
-        self.body.push('\n');
-    }
-
     pub(super) fn hopper_call(
         &mut self,
         name: &str,

@@ -239,12 +239,17 @@ impl Em {
                 c => text.push(c),
             }
         }
-        for l in text.lines() {
-            let l = l.trim();
-            if !l.is_empty() {
-                self.line(l.to_string());
-            }
-        }
+        let stmts = crate::ptx::parse_stmts(&text).map_err(|e| {
+            err(
+                "ASM",
+                span,
+                format!(
+                    "the assembly is not PTX (its line {}): {}",
+                    e.line, e.message
+                ),
+            )
+        })?;
+        self.stmts(stmts);
         for (place, r, t) in outs {
             self.assign_reg(&place, Val::Reg(r, t))?;
         }

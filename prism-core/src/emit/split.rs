@@ -86,7 +86,7 @@ impl Em {
                 Level::Grid => false,
             };
             if block_wide {
-                self.line(ASYNC_WAIT_MARK.to_string());
+                self.async_wait();
             } else {
                 self.line("cp.async.wait_all;".to_string());
             }

@@ -222,9 +222,9 @@ pub(crate) use sm90::{WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
 mod pmisc;
 pub(crate) use pmisc::{IsSpace, MiscOp, SimdOp, REG_CARRY, REG_STACK};
 // The parser's parts (`ptx/`): `impl Parser` blocks and free functions over the types below.
-#[path = "ptx/lex.rs"]
-mod lex;
-use lex::*;
+#[path = "ptx/scope.rs"]
+mod scope;
+
 #[path = "ptx/decls.rs"]
 mod decls;
 #[path = "ptx/instr.rs"]
@@ -597,9 +597,12 @@ static NEXT_MODULE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU
 impl Module {
     /// Parses PTX source text.
     pub fn parse(src: &str) -> Result<Module, PtxError> {
-        let toks = tokenize(src)?;
-        let mut p = Parser::new(toks);
-        p.module()?;
+        let m = prism_core::ptx::parse(src).map_err(|e| PtxError {
+            line: e.line as usize,
+            message: e.message,
+        })?;
+        let mut p = Parser::new();
+        p.module(&m)?;
         p.finish()
     }
     /// Names of the `.entry` kernels in the module.
@@ -639,23 +642,6 @@ impl Module {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Tokenizer
-
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Ident(String),
-    Num(String),
-    Str(String),
-    P(char),
-}
-
-#[derive(Debug, Clone)]
-struct Token {
-    t: Tok,
-    line: usize,
-}
-
-// ------------------------------------------------------------------------------------------------
 // Parser
 
 #[derive(Debug, Clone)]
@@ -687,8 +673,6 @@ enum RawOp {
 }
 
 struct Parser {
-    toks: Vec<Token>,
-    pos: usize,
     funcs: Vec<Function>,
     globals: Vec<GlobalVar>,
     module_names: HashMap<String, Name>,

@@ -2,65 +2,63 @@
 //! parameter lists; their placement in the state spaces.
 
 use super::*;
+use prism_core::ptx as model;
+
+/// The values of an initializer, braces flattened in order.
+fn flatten_init<'a>(i: &'a model::Init, out: &mut Vec<&'a model::Operand>) {
+    match i {
+        model::Init::Value(v) => out.push(v),
+        model::Init::List(l) => l.iter().for_each(|x| flatten_init(x, out)),
+    }
+}
 
 impl Parser {
-    /// Parses `[.align N] .type name[dims]` and returns (name, size, align, elem type). Consumes an
-    /// initializer if present (returned separately by `global_var`).
-    pub(super) fn var_decl(&mut self) -> Result<(String, usize, usize, PtxType), PtxError> {
+    /// A declaration's (name, size, align, element type), checked against the emulator's limits before
+    /// anything is allocated.
+    pub(super) fn var_decl(
+        &mut self,
+        v: &model::VarDecl,
+    ) -> Result<(String, usize, usize, PtxType), PtxError> {
+        let line = v.pos.0 as usize;
         let mut align = 0usize;
+        if let Some(a) = v.align {
+            if !(0..=MAX_ALIGN as i64).contains(&a) {
+                return perr(line, format!(".align {a} is outside 0..={MAX_ALIGN}"));
+            }
+            align = a as usize;
+        }
         let mut ty = None;
         let mut vec = 1usize;
-        loop {
-            if self.is_ident(".align") {
-                self.pos += 1;
-                let a = self.number()?;
-                if !(0..=MAX_ALIGN as i64).contains(&a) {
-                    return perr(
-                        self.line(),
-                        format!(".align {a} is outside 0..={MAX_ALIGN}"),
-                    );
-                }
-                align = a as usize;
-            } else if self.is_ident(".v2") {
-                self.pos += 1;
-                vec = 2;
-            } else if self.is_ident(".v4") {
-                self.pos += 1;
-                vec = 4;
-            } else if let Some(Tok::Ident(s)) = self.peek() {
-                if let Some(name) = s.strip_prefix('.') {
-                    if let Some(t) = PtxType::from_name(name) {
+        for q in &v.quals {
+            match q.as_str() {
+                ".v2" => vec = 2,
+                ".v4" => vec = 4,
+                // Other qualifiers (`.ptr`, `.attribute`, ...) carry nothing the emulator needs.
+                _ => {
+                    if let Some(t) = PtxType::from_name(&q[1..]) {
                         ty = Some(t);
                     }
-                    // other qualifiers (.ptr, .attribute...) ignored
-                    self.pos += 1;
-                } else {
-                    break;
                 }
-            } else {
-                break;
             }
         }
         let ty = ty.ok_or_else(|| PtxError {
-            line: self.line(),
+            line,
             message: "missing type in declaration".into(),
         })?;
-        let name = self.ident()?;
+        let name = v.name.clone();
         let mut count = vec;
         let mut unsized_ = false;
-        while self.eat_p('[') {
-            if self.eat_p(']') {
+        for d in &v.dims {
+            let Some(n) = *d else {
                 unsized_ = true;
                 continue;
-            }
-            let n = self.number()?;
-            self.expect_p(']')?;
+            };
             // Checked before anything is allocated: `x[99999999999]` is an error, not an allocation.
             count = match u64::try_from(n).ok().and_then(|n| (count as u64).checked_mul(n)) {
                 Some(c) if c.saturating_mul(ty.size() as u64) <= MAX_VARIABLE_BYTES => c as usize,
                 _ => {
                     return perr(
-                        self.line(),
+                        line,
                         format!("array {name}: dimension {n} makes it larger than {MAX_VARIABLE_BYTES} bytes (the emulator's limit for one variable) or is negative"),
                     )
                 }
@@ -73,39 +71,42 @@ impl Parser {
         Ok((name, size, align, ty))
     }
 
-    pub(super) fn global_var(&mut self, _line: usize) -> Result<(), PtxError> {
-        let (name, mut size, align, ty) = self.var_decl()?;
+    pub(super) fn global_var(&mut self, v: &model::VarDecl) -> Result<(), PtxError> {
+        let (name, mut size, align, ty) = self.var_decl(v)?;
+        let line = v.pos.0 as usize;
         let mut init = Vec::new();
-        if self.eat_p('=') {
+        if let Some(i) = &v.init {
             let mut vals = Vec::new();
-            self.init_list(&mut vals)?;
+            flatten_init(i, &mut vals);
             for v in vals {
                 match v {
-                    RawOp::Int(i) => init.extend_from_slice(&(i as u64).to_le_bytes()[..ty.size()]),
-                    RawOp::F32Bits(b) => init.extend_from_slice(&b.to_le_bytes()),
-                    RawOp::F64Bits(b) => init.extend_from_slice(&b.to_le_bytes()),
-                    RawOp::Float(f) => {
+                    model::Operand::Int(i) => {
+                        init.extend_from_slice(&(*i as u64).to_le_bytes()[..ty.size()])
+                    }
+                    model::Operand::F32Bits(b) => init.extend_from_slice(&b.to_le_bytes()),
+                    model::Operand::F64Bits(b) => init.extend_from_slice(&b.to_le_bytes()),
+                    model::Operand::Float(f) => {
                         if ty == PtxType::F64 {
                             init.extend_from_slice(&f.to_le_bytes())
                         } else {
-                            init.extend_from_slice(&(f as f32).to_le_bytes())
+                            init.extend_from_slice(&(*f as f32).to_le_bytes())
                         }
                     }
-                    _ => {
-                        // address initializers (generic(sym)) are not supported: zero
-                        init.extend_from_slice(&vec![0u8; ty.size()])
-                    }
+                    // Address initializers (`generic(sym)`) are not supported: zero.
+                    _ => init.extend_from_slice(&vec![0u8; ty.size()]),
+                }
+                if init.len() as u64 > MAX_GLOBAL_VAR_BYTES {
+                    break;
                 }
             }
             if size == 0 {
                 size = init.len();
             }
         }
-        self.skip_to_semi();
         let total: u64 = self.globals.iter().map(|g| g.size as u64).sum::<u64>() + size as u64;
         if total > MAX_GLOBAL_VAR_BYTES || init.len() as u64 > MAX_GLOBAL_VAR_BYTES {
             return perr(
-                self.line(),
+                line,
                 format!("module-scope .global/.const variables take more than {MAX_GLOBAL_VAR_BYTES} bytes (the emulator's limit) with {name}"),
             );
         }
@@ -120,32 +121,20 @@ impl Parser {
         Ok(())
     }
 
-    pub(super) fn init_list(&mut self, out: &mut Vec<RawOp>) -> Result<(), PtxError> {
-        if self.eat_p('{') {
-            loop {
-                if self.eat_p('}') {
-                    break;
-                }
-                self.init_list(out)?;
-                self.eat_p(',');
-            }
-            Ok(())
-        } else {
-            let op = self.raw_operand()?;
-            out.push(op);
-            Ok(())
-        }
-    }
-
-    pub(super) fn shared_var(&mut self, is_extern: bool) -> Result<(), PtxError> {
-        let (name, size, align, _) = self.var_decl()?;
-        self.skip_to_semi();
+    pub(super) fn shared_var(
+        &mut self,
+        v: &model::VarDecl,
+        is_extern: bool,
+    ) -> Result<(), PtxError> {
+        let (name, size, align, _) = self.var_decl(v)?;
+        let line = v.pos.0 as usize;
         if is_extern || size == 0 {
             self.dyn_smem = Some((name.clone(), align as u32));
             self.declare(name, Name::Sym(SymRef::DynShared));
         } else if self.scopes.is_empty() {
             let start = self.smem.max(self.smem_fn_max);
             let (off, end) = self.place(
+                line,
                 start,
                 align,
                 size,
@@ -156,6 +145,7 @@ impl Parser {
             self.declare(name, Name::Sym(SymRef::Shared(off)));
         } else {
             let (off, end) = self.place(
+                line,
                 self.smem_fn,
                 align,
                 size,
@@ -170,26 +160,18 @@ impl Parser {
 
     pub(super) fn param_list(
         &mut self,
+        decls: &[model::VarDecl],
         is_entry: bool,
     ) -> Result<(Vec<ParamDecl>, usize), PtxError> {
         let mut out = Vec::new();
         let mut off = 0usize;
-        self.expect_p('(')?;
-        loop {
-            if self.eat_p(')') {
-                break;
-            }
-            let kw = self.ident()?;
-            if kw != ".param" && kw != ".reg" {
-                return perr(self.line(), format!("expected .param, found {}", kw));
-            }
-            let is_reg = kw == ".reg";
-            let (name, size, align, ty) = self.var_decl()?;
+        for d in decls {
+            let line = d.pos.0 as usize;
+            let (name, size, align, ty) = self.var_decl(d)?;
             let size = size.max(1);
-            if is_reg {
-                // register parameter of a .func: treat like a register
-                let r = self.new_reg(&name, ty);
-                let _ = r;
+            if d.space == ".reg" {
+                // A register parameter of a .func: a register.
+                self.new_reg(&name, ty);
                 out.push(ParamDecl {
                     name,
                     ty,
@@ -197,32 +179,32 @@ impl Parser {
                     align,
                     offset: usize::MAX,
                 });
-            } else {
-                let o = if is_entry {
-                    let (o, end) = self.place(
-                        off as u32,
-                        align,
-                        size,
-                        MAX_PARAM_BYTES,
-                        "an entry's parameters",
-                    )?;
-                    off = end as usize;
-                    self.declare(name.clone(), Name::Sym(SymRef::KParam(o)));
-                    o as usize
-                } else {
-                    let o = self.place_local(align, size)?;
-                    self.declare(name.clone(), Name::Sym(SymRef::Local(o)));
-                    o as usize
-                };
-                out.push(ParamDecl {
-                    name,
-                    ty,
-                    size,
-                    align,
-                    offset: o,
-                });
+                continue;
             }
-            self.eat_p(',');
+            let o = if is_entry {
+                let (o, end) = self.place(
+                    line,
+                    off as u32,
+                    align,
+                    size,
+                    MAX_PARAM_BYTES,
+                    "an entry's parameters",
+                )?;
+                off = end as usize;
+                self.declare(name.clone(), Name::Sym(SymRef::KParam(o)));
+                o as usize
+            } else {
+                let o = self.place_local_at(line, align, size)?;
+                self.declare(name.clone(), Name::Sym(SymRef::Local(o)));
+                o as usize
+            };
+            out.push(ParamDecl {
+                name,
+                ty,
+                size,
+                align,
+                offset: o,
+            });
         }
         Ok((out, off))
     }
@@ -231,6 +213,7 @@ impl Parser {
     /// passes `limit` (checked before anything is allocated for it).
     pub(super) fn place(
         &self,
+        line: usize,
         cur: u32,
         align: usize,
         size: usize,
@@ -241,7 +224,7 @@ impl Parser {
         let end = off + size as u64;
         if end > limit {
             return perr(
-                self.line(),
+                line,
                 format!("{what} would take {end} bytes, more than the emulator's limit of {limit} bytes"),
             );
         }
@@ -249,8 +232,14 @@ impl Parser {
     }
 
     /// Places a per-thread local variable (or device-function parameter); returns its offset.
-    pub(super) fn place_local(&mut self, align: usize, size: usize) -> Result<u32, PtxError> {
+    pub(super) fn place_local_at(
+        &mut self,
+        line: usize,
+        align: usize,
+        size: usize,
+    ) -> Result<u32, PtxError> {
         let (off, end) = self.place(
+            line,
             self.local,
             align,
             size,

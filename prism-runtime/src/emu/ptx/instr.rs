@@ -1,44 +1,30 @@
-//! Instruction statements: guard, opcode and raw operands collected while parsing; names resolved and
+//! Instruction statements: guard, opcode and raw operands taken from the PTX model; names resolved and
 //! every pending instruction decoded once all labels are known (`finish`).
 
 use super::*;
+use prism_core::ptx as model;
 
 impl Parser {
-    pub(super) fn instruction(&mut self) -> Result<(), PtxError> {
-        let line = self.line();
-        let mut guard = None;
-        if self.eat_p('@') {
-            let neg = self.eat_p('!');
-            let g = self.ident()?;
-            guard = Some((g, neg));
-        }
-        let opcode = self.ident()?;
-        let mut args = Vec::new();
-        // `call` has a special shape: call(.uni) (ret), func, (args);
-        loop {
-            if self.eat_p(';') {
-                break;
+    /// Queues an instruction for decoding (at the end of its body, once every label is known), with a
+    /// snapshot of the names in scope.
+    pub(super) fn instruction(&mut self, i: &model::Instruction) {
+        let mut args = Vec::with_capacity(i.operands.len());
+        for o in &i.operands {
+            match o {
+                // setp's two destinations `p|q` are two operands.
+                model::Operand::Pair(p, q) => {
+                    args.push(raw_op(p));
+                    args.push(raw_op(q));
+                }
+                o => args.push(raw_op(o)),
             }
-            if self.peek().is_none() {
-                return perr(line, "missing ';'");
-            }
-            let op = self.raw_operand()?;
-            // setp with two destinations: p|q
-            if self.eat_p('|') {
-                let q = self.raw_operand()?;
-                args.push(op);
-                args.push(q);
-            } else {
-                args.push(op);
-            }
-            self.eat_p(',');
         }
         let idx = self.code.len();
         self.code.push(Instr {
             kind: Kind::Nop,
             guard: None,
             args: vec![],
-            line: line as u32,
+            line: i.pos.0,
             is_cond_branch: false,
             order: 0,
         });
@@ -63,14 +49,13 @@ impl Parser {
         self.pending.push((
             idx,
             PendingInstr {
-                opcode,
-                guard,
+                opcode: i.opcode.clone(),
+                guard: i.guard.as_ref().map(|g| (g.pred.clone(), g.negated)),
                 args,
-                line,
+                line: i.pos.0 as usize,
                 scope,
             },
         ));
-        Ok(())
     }
 
     pub(super) fn resolve_name(&self, scope: usize, name: &str) -> Option<Name> {

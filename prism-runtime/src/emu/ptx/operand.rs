@@ -1,122 +1,34 @@
-//! Operands: raw operand syntax (registers, immediates, addresses, vectors, lists) and its resolution
-//! against the instruction's types and the scope's names; integer literals and special registers.
+//! Operands: the model's operands in raw form and their resolution against the instruction's types and
+//! the scope's names; special registers.
 
 use super::*;
+use prism_core::ptx as model;
+
+/// A model operand in the decoder's raw form (`sym+N` and a tensor copy's `[map, {coords}]` take the
+/// shapes the decoder has always read).
+pub(super) fn raw_op(o: &model::Operand) -> RawOp {
+    match o {
+        model::Operand::Name(n) => RawOp::Name(n.clone()),
+        model::Operand::NotName(n) => RawOp::NotName(n.clone()),
+        model::Operand::Int(v) => RawOp::Int(*v),
+        model::Operand::F32Bits(b) => RawOp::F32Bits(*b),
+        model::Operand::F64Bits(b) => RawOp::F64Bits(*b),
+        model::Operand::Float(f) => RawOp::Float(*f),
+        model::Operand::Addr(a) => RawOp::Addr(a.base.clone(), a.offset.unwrap_or(0)),
+        model::Operand::Tensor(a, c) => RawOp::List(vec![
+            RawOp::Addr(a.base.clone(), a.offset.unwrap_or(0)),
+            raw_op(c),
+        ]),
+        model::Operand::SymOffset(s, v) => RawOp::Addr(Some(format!("&{s}")), *v),
+        model::Operand::Vector(v) => RawOp::Vec(v.iter().map(raw_op).collect()),
+        model::Operand::List(v) => RawOp::List(v.iter().map(raw_op).collect()),
+        // Only an instruction's own operands are pairs (`Parser::instruction` splits them).
+        model::Operand::Pair(p, q) => RawOp::List(vec![raw_op(p), raw_op(q)]),
+        model::Operand::Sink => RawOp::Sink,
+    }
+}
 
 impl Parser {
-    pub(super) fn raw_operand(&mut self) -> Result<RawOp, PtxError> {
-        let line = self.line();
-        if self.eat_p('[') {
-            let mut base = None;
-            let mut off = 0i64;
-            let mut first = true;
-            loop {
-                if self.eat_p(']') {
-                    break;
-                }
-                // `[tensorMap, {c0, ..}]` (cp.async.bulk.tensor): the address and its coordinate vector.
-                if !first && self.is_p(',') {
-                    self.pos += 1;
-                    let coords = self.raw_operand()?;
-                    if !self.eat_p(']') {
-                        return perr(line, "expected ']' after tensor coordinates");
-                    }
-                    return Ok(RawOp::List(vec![RawOp::Addr(base, off), coords]));
-                }
-                let neg = if first {
-                    false
-                } else if self.eat_p('+') {
-                    self.eat_p('-')
-                } else if self.eat_p('-') {
-                    true
-                } else {
-                    return perr(line, "bad address expression");
-                };
-                first = false;
-                match self.peek().cloned() {
-                    Some(Tok::Ident(s)) => {
-                        self.pos += 1;
-                        base = Some(s);
-                    }
-                    Some(Tok::Num(_)) | Some(Tok::P('-')) => {
-                        let v = self.number()?;
-                        off += if neg { -v } else { v };
-                    }
-                    t => return perr(line, format!("bad address operand {:?}", t)),
-                }
-            }
-            return Ok(RawOp::Addr(base, off));
-        }
-        if self.eat_p('{') {
-            let mut v = Vec::new();
-            loop {
-                if self.eat_p('}') {
-                    break;
-                }
-                v.push(self.raw_operand()?);
-                self.eat_p(',');
-            }
-            return Ok(RawOp::Vec(v));
-        }
-        if self.eat_p('(') {
-            let mut v = Vec::new();
-            loop {
-                if self.eat_p(')') {
-                    break;
-                }
-                v.push(self.raw_operand()?);
-                self.eat_p(',');
-            }
-            return Ok(RawOp::List(v));
-        }
-        if self.eat_p('!') {
-            let n = self.ident()?;
-            return Ok(RawOp::NotName(n));
-        }
-        let neg = self.eat_p('-');
-        match self.next()? {
-            Tok::Ident(s) => {
-                if s == "_" {
-                    return Ok(RawOp::Sink);
-                }
-                // symbol+offset as an operand (e.g. mov.u64 %rd, sym+4) is rare: support `sym+N`
-                if self.is_p('+') {
-                    if let Some(Tok::Num(_)) = self.peek_at(1) {
-                        self.pos += 1;
-                        let v = self.number()?;
-                        return Ok(RawOp::Addr(Some(format!("&{}", s)), v));
-                    }
-                }
-                Ok(RawOp::Name(s))
-            }
-            Tok::Num(s) => {
-                let l = s.to_ascii_lowercase();
-                if (l.starts_with("0f")) && l.len() == 10 {
-                    let b = u32::from_str_radix(&l[2..], 16).map_err(|_| PtxError {
-                        line,
-                        message: format!("bad float {}", s),
-                    })?;
-                    let b = if neg { b ^ 0x8000_0000 } else { b };
-                    Ok(RawOp::F32Bits(b))
-                } else if l.starts_with("0d") && l.len() == 18 {
-                    let b = u64::from_str_radix(&l[2..], 16).map_err(|_| PtxError {
-                        line,
-                        message: format!("bad double {}", s),
-                    })?;
-                    let b = if neg { b ^ 0x8000_0000_0000_0000 } else { b };
-                    Ok(RawOp::F64Bits(b))
-                } else if let Some(v) = parse_int(&s) {
-                    Ok(RawOp::Int(if neg { v.wrapping_neg() } else { v }))
-                } else if let Ok(f) = s.parse::<f64>() {
-                    Ok(RawOp::Float(if neg { -f } else { f }))
-                } else {
-                    perr(line, format!("bad number '{}'", s))
-                }
-            }
-            t => perr(line, format!("unexpected operand token {:?}", t)),
-        }
-    }
-
     pub(super) fn operand(
         &self,
         p: &PendingInstr,
@@ -203,23 +115,6 @@ pub(super) fn imm_int(i: i64, ty: PtxType) -> u64 {
         PtxType::F32 => (i as f32).to_bits() as u64,
         PtxType::F64 => (i as f64).to_bits(),
         _ => i as u64,
-    }
-}
-
-pub(super) fn parse_int(s: &str) -> Option<i64> {
-    let (s, unsigned) = match s.strip_suffix('U').or_else(|| s.strip_suffix('u')) {
-        Some(x) => (x, true),
-        None => (s, false),
-    };
-    let _ = unsigned;
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok().map(|v| v as i64)
-    } else if let Some(b) = s.strip_prefix("0b").or_else(|| s.strip_prefix("0B")) {
-        u64::from_str_radix(b, 2).ok().map(|v| v as i64)
-    } else if s.len() > 1 && s.starts_with('0') && s.chars().all(|c| c.is_ascii_digit()) {
-        u64::from_str_radix(&s[1..], 8).ok().map(|v| v as i64)
-    } else {
-        s.parse::<u64>().ok().map(|v| v as i64)
     }
 }
 

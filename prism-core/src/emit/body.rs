@@ -1,0 +1,145 @@
+//! The kernel body as the PTX model (`crate::ptx`): lowerings append statements; late decisions are passes
+//! over the statements (the block-wide async waits expanded once the mbarriers are known, the join points
+//! of wgmma runs found by the branches that name them), and the module is assembled as a model and printed
+//! by the model's printer. Lowerings still write an instruction as PTX text (`line`); it is read by the
+//! model's parser at once, so the text is checked there and nothing downstream handles text.
+
+use crate::ptx::{self, Address, Instruction, Operand, Stmt};
+
+use super::*;
+
+/// One element of the body under construction.
+pub(super) enum Piece {
+    Stmt(Stmt),
+    /// A block-wide wait for asynchronous copies: `cp.async.wait_all` and a phase of every bulk-copy
+    /// mbarrier, which exist only once the whole body is lowered (`expand_async_waits`).
+    AsyncWait,
+}
+
+/// A register or symbol operand.
+pub(super) fn name(n: &str) -> Operand {
+    Operand::Name(n.to_string())
+}
+
+/// An immediate operand.
+pub(super) fn imm(v: i64) -> Operand {
+    Operand::Int(v)
+}
+
+/// `[base]` or `[base+offset]`.
+pub(super) fn at(base: &str, offset: Option<i64>) -> Operand {
+    Operand::Addr(Address {
+        base: Some(base.to_string()),
+        offset,
+    })
+}
+
+/// An unguarded instruction statement.
+pub(super) fn ins(opcode: &str, operands: Vec<Operand>) -> Stmt {
+    Stmt::Instr(Instruction::new(opcode, operands))
+}
+
+/// A guarded instruction statement (`@p` / `@!p`).
+pub(super) fn ins_if(negated: bool, pred: &str, opcode: &str, operands: Vec<Operand>) -> Stmt {
+    let mut i = Instruction::new(opcode, operands);
+    i.guard = Some(ptx::Guard {
+        negated,
+        pred: pred.to_string(),
+    });
+    Stmt::Instr(i)
+}
+
+pub(super) fn label_stmt(l: &str) -> Stmt {
+    Stmt::Label(ptx::Label {
+        pos: ptx::Pos::default(),
+        name: l.to_string(),
+    })
+}
+
+/// Statements before which in-flight wgmmas must have retired: control flow (another path may touch the
+/// accumulators), barriers and mbarrier operations (they publish the operand slots to other threads).
+pub(super) fn ends_wgmma_run(s: &Stmt) -> bool {
+    match s {
+        Stmt::Instr(i) => {
+            let o = i.opcode.as_str();
+            i.guard.is_some()
+                || matches!(i.op(), "bra" | "ret" | "exit")
+                || o.starts_with("bar")
+                || o.starts_with("mbarrier")
+                || o.starts_with("cp.async")
+                // Stores that may reach shared memory (the operands); loads and global stores cannot
+                // disturb a wgmma (its accumulators are registers the statement would name).
+                || (o.starts_with("st.") && !o.starts_with("st.global"))
+        }
+        Stmt::Block(b) => b.stmts.iter().any(ends_wgmma_run),
+        _ => false,
+    }
+}
+
+impl Em {
+    /// Appends the statements of `l`, PTX text written by a lowering. Text the model cannot read is a bug
+    /// of the emitter, reported as an internal error when the kernel is finished.
+    pub(super) fn line(&mut self, l: String) {
+        match ptx::parse_stmts(&l) {
+            Ok(stmts) => {
+                // Issued, uncommitted wgmmas end at control flow and synchronization; a committed group a
+                // drain keeps in flight does not (the drain's own wait and the loop around it touch no
+                // accumulator).
+                if self.wgmma_open && stmts.first().is_some_and(ends_wgmma_run) {
+                    self.wgmma_retire();
+                }
+                self.body.extend(stmts.into_iter().map(Piece::Stmt));
+            }
+            Err(e) => self.internal(format!("the emitter wrote `{l}`, which is not PTX: {e}")),
+        }
+    }
+
+    /// Appends statements that never end a wgmma run (the run's own bookkeeping).
+    pub(super) fn raw_line(&mut self, l: &str) {
+        match ptx::parse_stmts(l) {
+            Ok(stmts) => self.body.extend(stmts.into_iter().map(Piece::Stmt)),
+            Err(e) => self.internal(format!("the emitter wrote `{l}`, which is not PTX: {e}")),
+        }
+    }
+
+    /// Appends already-built statements (inline assembly), each ending a wgmma run as `line` would.
+    pub(super) fn stmts(&mut self, stmts: Vec<Stmt>) {
+        for s in stmts {
+            if self.wgmma_open && ends_wgmma_run(&s) {
+                self.wgmma_retire();
+            }
+            self.body.push(Piece::Stmt(s));
+        }
+    }
+
+    /// A block-wide wait for asynchronous copies (expanded by `expand_async_waits`).
+    pub(super) fn async_wait(&mut self) {
+        if self.wgmma_open {
+            self.wgmma_retire();
+        }
+        self.body.push(Piece::AsyncWait);
+    }
+
+    pub(super) fn put_label(&mut self, l: &str) {
+        // A join point of a forward branch: that path retired its wgmmas before branching, but may have
+        // touched the accumulators since, so the next wgmma fences again.
+        if self.wgmma_open && self.branches_to(l) {
+            self.wgmma_fenced = false;
+        }
+        self.body.push(Piece::Stmt(label_stmt(l)));
+    }
+
+    /// Whether an instruction emitted so far names label `l`.
+    fn branches_to(&self, l: &str) -> bool {
+        self.body.iter().any(|p| match p {
+            Piece::Stmt(s) => s.instructions().any(|i| i.mentions(l)),
+            Piece::AsyncWait => false,
+        })
+    }
+
+    fn internal(&mut self, message: String) {
+        if self.internal_error.is_none() {
+            self.internal_error = Some(message);
+        }
+    }
+}

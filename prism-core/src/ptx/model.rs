@@ -1,0 +1,250 @@
+//! The PTX model: a module as an ordered list of directives, variables and functions; a function body as
+//! statements (declarations, labels, instructions, nested blocks). It is syntax, not meaning: names are
+//! not resolved, sizes are not checked against any limit, and an instruction is its dotted opcode with
+//! its operands. Its consumers decide meaning: the emitter builds it, the emulator decodes it.
+
+/// A source line, kept for messages. Two positions always compare equal, so a model parsed from printed
+/// text equals the model that was printed (`parse(print(m)) == m`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pos(pub u32);
+
+impl PartialEq for Pos {
+    fn eq(&self, _: &Pos) -> bool {
+        true
+    }
+}
+
+/// A whole PTX module.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Module {
+    pub items: Vec<Item>,
+}
+
+/// A module-level statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// A one-line directive: `.version 8.0`, `.target sm_90a`, `.address_size 64`, `.file`, `.loc`.
+    Directive(Directive),
+    /// A `.global` / `.const` / `.shared` / `.local` variable.
+    Var(VarDecl),
+    /// An `.entry` or `.func`, declared or defined.
+    Func(Function),
+    /// Text the model keeps verbatim and gives no meaning (`.section { … }`, `.pragma`, texture
+    /// references, `.alias`, `@@dwarf` lines).
+    Raw(Raw),
+}
+
+/// A directive and the rest of its line, verbatim (`args` may be empty).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Directive {
+    pub pos: Pos,
+    /// With its dot: `.version`.
+    pub name: String,
+    pub args: String,
+}
+
+/// Verbatim source text of a statement the model does not interpret.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Raw {
+    pub pos: Pos,
+    pub text: String,
+}
+
+/// `[linkage] space [.align N] qualifiers name dims [= init]`; also an entry's or function's parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarDecl {
+    pub pos: Pos,
+    /// `.visible`, `.weak`, `.common`, `.extern`, in source order.
+    pub linkage: Vec<String>,
+    /// `.global`, `.const`, `.shared`, `.local`, `.param` or `.reg` (a `.func` register parameter).
+    pub space: String,
+    pub align: Option<i64>,
+    /// Every other dotted word before the name, in order: vector width, type, `.ptr` and the like.
+    pub quals: Vec<String>,
+    pub name: String,
+    /// `[N]` is `Some(N)`, `[]` is `None`.
+    pub dims: Vec<Option<i64>>,
+    pub init: Option<Init>,
+}
+
+/// A variable's initializer: a value or a braced list of initializers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Init {
+    Value(Operand),
+    List(Vec<Init>),
+}
+
+/// `.reg qualifiers name[<N>], …;`
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegDecl {
+    pub pos: Pos,
+    pub quals: Vec<String>,
+    pub names: Vec<RegName>,
+}
+
+/// One name of a `.reg` declaration; `%r<8>` declares `%r0` … `%r7` (`range: Some(8)`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegName {
+    pub name: String,
+    pub range: Option<i64>,
+}
+
+/// An `.entry` (kernel) or `.func` (device function).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub pos: Pos,
+    pub linkage: Vec<String>,
+    pub entry: bool,
+    /// A `.func`'s return parameters, when it has a return list.
+    pub rets: Option<Vec<VarDecl>>,
+    pub name: String,
+    /// `None` when the header has no parameter list at all.
+    pub params: Option<Vec<VarDecl>>,
+    /// Performance directives after the header: `.reqntid 128`, `.maxnreg 168`, `.noreturn`.
+    pub perf: Vec<PerfDirective>,
+    /// `None` for a declaration (`…;` or an `.extern` prototype).
+    pub body: Option<Vec<Stmt>>,
+    /// The line of the body's closing `}` (where its implicit return is).
+    pub end: Pos,
+}
+
+/// `.maxntid 128, 1, 1` is `{ name: ".maxntid", args: [128, 1, 1] }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerfDirective {
+    pub pos: Pos,
+    pub name: String,
+    pub args: Vec<i64>,
+}
+
+/// A statement of a function body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Reg(RegDecl),
+    /// `.local`, `.param`, `.shared`, `.global`, `.const` (with `.extern` in `linkage`).
+    Var(VarDecl),
+    Label(Label),
+    Instr(Instruction),
+    /// `{ … }`: a nested scope.
+    Block(Block),
+    /// `.loc`, `.file`, `.pragma` and other directives kept verbatim.
+    Raw(Raw),
+}
+
+/// `name:`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub pos: Pos,
+    pub name: String,
+}
+
+/// `{ … }` inside a body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub pos: Pos,
+    pub stmts: Vec<Stmt>,
+}
+
+/// `[@[!]pred] opcode operands;` where `opcode` is the whole dotted word (`ld.global.v4.f32`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instruction {
+    pub pos: Pos,
+    pub guard: Option<Guard>,
+    pub opcode: String,
+    pub operands: Vec<Operand>,
+}
+
+/// `@p` or `@!p`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Guard {
+    pub negated: bool,
+    pub pred: String,
+}
+
+/// An operand, as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operand {
+    /// A register, special register, symbol, label or function name.
+    Name(String),
+    /// `!p` (a negated predicate operand).
+    NotName(String),
+    Int(i64),
+    /// `0fXXXXXXXX`.
+    F32Bits(u32),
+    /// `0dXXXXXXXXXXXXXXXX`.
+    F64Bits(u64),
+    /// A decimal floating-point literal (`1.5`, `2e-3`).
+    Float(f64),
+    /// `[base+offset]`.
+    Addr(Address),
+    /// `[tensor_map, {c0, …}]`: a tensor copy's map and coordinates.
+    Tensor(Address, Box<Operand>),
+    /// `sym+N` (an address as an immediate).
+    SymOffset(String, i64),
+    /// `{a, b, …}`.
+    Vector(Vec<Operand>),
+    /// `(a, b, …)` (a call's return and argument lists).
+    List(Vec<Operand>),
+    /// `p|q` (the two destinations of `setp`).
+    Pair(Box<Operand>, Box<Operand>),
+    /// `_`.
+    Sink,
+}
+
+/// The inside of `[…]`: `base`, `base+offset`, `offset`. The sum of the terms is kept; a written `+0`
+/// stays written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Address {
+    pub base: Option<String>,
+    pub offset: Option<i64>,
+}
+
+impl Instruction {
+    /// An unguarded instruction.
+    pub fn new(opcode: impl Into<String>, operands: Vec<Operand>) -> Instruction {
+        Instruction {
+            pos: Pos::default(),
+            guard: None,
+            opcode: opcode.into(),
+            operands,
+        }
+    }
+
+    /// The opcode's first word (`ld` for `ld.global.u32`).
+    pub fn op(&self) -> &str {
+        self.opcode.split('.').next().unwrap_or("")
+    }
+
+    /// Whether any operand names `name` (a label, register or symbol), at any depth.
+    pub fn mentions(&self, name: &str) -> bool {
+        self.operands.iter().any(|o| o.mentions(name))
+    }
+}
+
+impl Operand {
+    /// Whether this operand names `name`, at any depth.
+    pub fn mentions(&self, name: &str) -> bool {
+        match self {
+            Operand::Name(n) | Operand::NotName(n) | Operand::SymOffset(n, _) => n == name,
+            Operand::Addr(a) => a.base.as_deref() == Some(name),
+            Operand::Tensor(a, c) => a.base.as_deref() == Some(name) || c.mentions(name),
+            Operand::Vector(v) | Operand::List(v) => v.iter().any(|o| o.mentions(name)),
+            Operand::Pair(a, b) => a.mentions(name) || b.mentions(name),
+            Operand::Int(_)
+            | Operand::F32Bits(_)
+            | Operand::F64Bits(_)
+            | Operand::Float(_)
+            | Operand::Sink => false,
+        }
+    }
+}
+
+impl Stmt {
+    /// Every instruction of this statement, nested blocks included, in order.
+    pub fn instructions(&self) -> Box<dyn Iterator<Item = &Instruction> + '_> {
+        match self {
+            Stmt::Instr(i) => Box::new(std::iter::once(i)),
+            Stmt::Block(b) => Box::new(b.stmts.iter().flat_map(|s| s.instructions())),
+            _ => Box::new(std::iter::empty()),
+        }
+    }
+}
