@@ -10,6 +10,7 @@ pub mod check;
 pub mod consteval;
 pub mod diag;
 pub mod emit;
+pub mod hw;
 pub mod intrinsics;
 pub mod mono;
 pub mod parse;
@@ -83,7 +84,7 @@ pub struct CompiledKernel {
 }
 
 /// H100 limit on shared memory per block (bytes), against which allocations are checked.
-pub const DEVICE_SMEM_LIMIT: u64 = 232_448;
+pub const DEVICE_SMEM_LIMIT: u64 = hw::MAX_SMEM_BYTES as u64;
 
 /// Options for [`compile_kernel_with`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

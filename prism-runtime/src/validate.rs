@@ -11,16 +11,8 @@ use crate::error::RuntimeError;
 use crate::types::{Backend, ElemType};
 use crate::types::{KernelInfo, LaunchDims, ParamType};
 
-/// Hardware limit on threads per block (all architectures since sm_20).
-pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
-/// Hardware limit on blocks in grid x: 2^31 - 1.
-pub const MAX_GRID_X: u32 = i32::MAX as u32;
-/// Largest dynamic shared memory per block any supported GPU allows with opt-in (sm_90: 227 KiB).
-pub const MAX_SMEM_BYTES: u32 = 232_448;
-/// Largest portable thread-block cluster (CUDA Programming Guide, "Thread Block Clusters": 8 blocks). An
-/// H100 runs 16 only after the kernel opts in with `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`,
-/// which the runtime does not set, so larger contracts are refused.
-pub const MAX_CLUSTER_BLOCKS: u32 = 8;
+// The hardware limits, defined once for the compiler, the runtime and the emulator.
+pub use prism_core::hw::{MAX_CLUSTER_BLOCKS, MAX_GRID_X, MAX_SMEM_BYTES, MAX_THREADS_PER_BLOCK};
 
 fn plural(n: u64, word: &str) -> String {
     if n == 1 {

@@ -119,7 +119,7 @@ impl Em {
                         Some((_, f)) => *f,
                         None => {
                             let f = self.next_bar;
-                            if f + units - 1 > 15 {
+                            if f + units - 1 > crate::hw::NAMED_BARRIERS - 1 {
                                 return Err(err(
                                     "SYNC-NAMED",
                                     span,

@@ -548,13 +548,13 @@ impl Emulator {
             )));
         }
         let nthreads = block[0] as u64 * block[1] as u64 * block[2] as u64;
-        if nthreads > 1024 || block[2] > 64 {
+        if nthreads > prism_core::hw::MAX_THREADS_PER_BLOCK as u64 || block[2] > 64 {
             return Err(EmuError::BadLaunch(format!(
                 "block {:?} has {} threads (max 1024, z max 64)",
                 block, nthreads
             )));
         }
-        if grid[1] > 65535 || grid[2] > 65535 {
+        if grid[1] > prism_core::hw::MAX_GRID_YZ || grid[2] > prism_core::hw::MAX_GRID_YZ {
             return Err(EmuError::BadLaunch(format!(
                 "grid {:?}: y and z are limited to 65535",
                 grid
@@ -577,7 +577,7 @@ impl Emulator {
             }
         }
         let smem_total = module.dyn_offset(fi) as u64 + dynamic_smem_bytes as u64;
-        if smem_total > 227 * 1024 {
+        if smem_total > prism_core::hw::MAX_SMEM_BYTES as u64 {
             return Err(EmuError::BadLaunch(format!(
                 "shared memory {} bytes exceeds 227 KiB",
                 smem_total

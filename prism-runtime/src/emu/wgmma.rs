@@ -372,7 +372,7 @@ impl L<'_> {
             return None;
         }
         let total: u32 = counts.values().map(|c| c * 128).sum();
-        (total > 65536).then(|| {
+        (total > prism_core::hw::REGISTERS_PER_SM).then(|| {
             let mut v: Vec<_> = counts.iter().map(|(k, v)| (*k, *v)).collect();
             v.sort();
             format!(

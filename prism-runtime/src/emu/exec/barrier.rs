@@ -39,7 +39,7 @@ impl L<'_> {
             let l = mm.trailing_zeros() as usize;
             mm &= mm - 1;
             let id = self.val(b, w, wi, a_op, l);
-            if id >= 16 {
+            if id >= prism_core::hw::NAMED_BARRIERS as u64 {
                 self.fault(
                     b,
                     wi,
