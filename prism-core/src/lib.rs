@@ -51,8 +51,9 @@ pub struct ParamInfo {
     pub kind: ParamKind,
 }
 
-/// The resource contract a launch must satisfy (checked by the launcher before it launches).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The resource contract a launch must satisfy (checked by the launcher before it launches). The one
+/// definition of its fields: `prism_runtime::Contract` is this value behind an `unsafe` constructor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contract {
     /// Threads per block must be a multiple of this (from the thread perspectives in `requires`).
     pub threads_multiple_of: u32,

@@ -290,7 +290,7 @@ impl Device {
 
     /// Validates `dims` against `kernel.contract` ([`validate_launch`]) and `args` against `kernel.params`
     /// (count, kinds, element types, mutability, buffers of this device), then launches `kernel` with
-    /// `contract.smem_bytes` of dynamic shared memory.
+    /// `contract.smem_bytes()` of dynamic shared memory.
     ///
     /// GPU: the module is loaded once per PTX text and cached; over 48 KiB of dynamic shared memory sets
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first; a contract with clusters
@@ -395,7 +395,7 @@ impl EmuBackend {
             .collect();
         // Cluster size 1 leaves the choice to the kernel (a `.reqnctapercluster` shape), as a plain
         // cuLaunchKernel does on the GPU.
-        let cl = kernel.contract.cluster_blocks;
+        let cl = kernel.contract.cluster_blocks();
         let cluster = (cl > 1).then_some([cl, 1, 1]);
         let mut m = lock(&self.emu);
         Ok(m.launch_cluster(
@@ -404,7 +404,7 @@ impl EmuBackend {
             [dims.grid, 1, 1],
             [dims.block, 1, 1],
             cluster,
-            kernel.contract.smem_bytes,
+            kernel.contract.smem_bytes(),
             &params,
         )?)
     }

@@ -314,7 +314,7 @@ impl GpuBackend {
             if let Some(decls) = &func.ptx_params {
                 check_ptx_params(kernel, decls)?;
             }
-            let smem = kernel.contract.smem_bytes;
+            let smem = kernel.contract.smem_bytes();
             let total = func.static_smem as u64 + smem as u64;
             if total > self.smem_optin as u64 {
                 return Err(RuntimeError::BadLaunch(format!(
@@ -336,7 +336,7 @@ impl GpuBackend {
                 func.dyn_smem_limit.fetch_max(smem, Ordering::Relaxed);
             }
             // Clusters need cuLaunchKernelEx; tensor maps are passed by value from 64-byte-aligned copies.
-            if kernel.contract.cluster_blocks > 1
+            if kernel.contract.cluster_blocks() > 1
                 || args
                     .iter()
                     .any(|a| matches!(a, KernelArg::TensorMap { .. }))

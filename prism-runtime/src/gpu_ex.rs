@@ -133,7 +133,7 @@ impl GpuBackend {
             .iter_mut()
             .map(|s| s.0.as_mut_ptr() as *mut c_void)
             .collect();
-        let cl = kernel.contract.cluster_blocks;
+        let cl = kernel.contract.cluster_blocks();
         // SAFETY: all-zero bytes are a valid CUlaunchAttribute (a plain C struct with a union).
         let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
         attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -147,7 +147,7 @@ impl GpuBackend {
             blockDimX: dims.block,
             blockDimY: 1,
             blockDimZ: 1,
-            sharedMemBytes: kernel.contract.smem_bytes,
+            sharedMemBytes: kernel.contract.smem_bytes(),
             hStream: self.stream.cu_stream(),
             attrs: &mut attr,
             numAttrs: (cl > 1) as u32,

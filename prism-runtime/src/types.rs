@@ -228,15 +228,11 @@ pub struct ParamSpec {
 /// Contracts are made by the compiler: the fields are private (read them with the accessors), and the only
 /// constructor, [`Contract::new_unchecked`], is `unsafe`, so safe code cannot launch a kernel under a weaker
 /// contract than the one its checker proved.
+///
+/// The fields are those of the compiler's [`prism_core::Contract`] (one definition of what a launch must
+/// satisfy); this type only makes a value of it a proof obligation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Contract {
-    pub(crate) threads_multiple_of: u32,
-    pub(crate) threads_exact: Option<u32>,
-    pub(crate) blocks_multiple_of: u32,
-    pub(crate) blocks_exact: Option<u32>,
-    pub(crate) smem_bytes: u32,
-    pub(crate) cluster_blocks: u32,
-}
+pub struct Contract(prism_core::Contract);
 
 impl Contract {
     /// The contract with these values; `#[prism_kernel]` emits the call.
@@ -257,14 +253,14 @@ impl Contract {
         blocks_exact: Option<u32>,
         smem_bytes: u32,
     ) -> Contract {
-        Contract {
+        Contract(prism_core::Contract {
             threads_multiple_of,
             threads_exact,
             blocks_multiple_of,
             blocks_exact,
             smem_bytes,
-            cluster_blocks: 1,
-        }
+            cluster: 1,
+        })
     }
 
     /// This contract with thread-block clusters of `blocks` blocks along x (`cluster = n`; 1 means no
@@ -285,41 +281,40 @@ impl Contract {
     /// that addresses a sibling block's shared memory (`mapa`), multicasts or waits at a cluster barrier is
     /// only correct when launched in clusters of the size it assumes.
     pub const unsafe fn with_cluster(self, blocks: u32) -> Contract {
-        Contract {
-            cluster_blocks: blocks,
-            ..self
-        }
+        let mut c = self.0;
+        c.cluster = blocks;
+        Contract(c)
     }
 
     /// The block size must be a multiple of this (`thread[n]` in `requires`). 0 and 1 mean no constraint.
     pub const fn threads_multiple_of(&self) -> u32 {
-        self.threads_multiple_of
+        self.0.threads_multiple_of
     }
 
     /// `threads = N`: the block size must be exactly N.
     pub const fn threads_exact(&self) -> Option<u32> {
-        self.threads_exact
+        self.0.threads_exact
     }
 
     /// The grid size must be a multiple of this (`block[n]` in `requires`). 0 and 1 mean no constraint.
     pub const fn blocks_multiple_of(&self) -> u32 {
-        self.blocks_multiple_of
+        self.0.blocks_multiple_of
     }
 
     /// `blocks = N`: the grid size must be exactly N.
     pub const fn blocks_exact(&self) -> Option<u32> {
-        self.blocks_exact
+        self.0.blocks_exact
     }
 
     /// Dynamic shared memory per block in bytes (`smem = N`), passed as the launch's dynamic shared memory.
     pub const fn smem_bytes(&self) -> u32 {
-        self.smem_bytes
+        self.0.smem_bytes
     }
 
     /// Blocks per thread-block cluster along x (`cluster = n`); 1 when the kernel is launched without
     /// clusters (the default of [`Contract::new_unchecked`]).
     pub const fn cluster_blocks(&self) -> u32 {
-        self.cluster_blocks
+        self.0.cluster
     }
 }
 

@@ -47,7 +47,7 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             b, MAX_THREADS_PER_BLOCK
         ));
     }
-    if let Some(n) = c.threads_exact {
+    if let Some(n) = c.threads_exact() {
         if b != n {
             return bad(format!(
                 "block of {} threads, but the kernel requires exactly {} per block (threads = {})",
@@ -57,10 +57,12 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             ));
         }
     }
-    if c.threads_multiple_of > 1 && !b.is_multiple_of(c.threads_multiple_of) {
+    if c.threads_multiple_of() > 1 && !b.is_multiple_of(c.threads_multiple_of()) {
         return bad(format!(
             "block of {} threads is not a multiple of {} (kernel requires thread[{}])",
-            b, c.threads_multiple_of, c.threads_multiple_of
+            b,
+            c.threads_multiple_of(),
+            c.threads_multiple_of()
         ));
     }
     let g = dims.grid;
@@ -73,7 +75,7 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             g, MAX_GRID_X
         ));
     }
-    if let Some(n) = c.blocks_exact {
+    if let Some(n) = c.blocks_exact() {
         if g != n {
             return bad(format!(
                 "grid of {} blocks, but the kernel requires exactly {} (blocks = {})",
@@ -83,13 +85,15 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             ));
         }
     }
-    if c.blocks_multiple_of > 1 && !g.is_multiple_of(c.blocks_multiple_of) {
+    if c.blocks_multiple_of() > 1 && !g.is_multiple_of(c.blocks_multiple_of()) {
         return bad(format!(
             "grid of {} blocks is not a multiple of {} (kernel requires block[{}])",
-            g, c.blocks_multiple_of, c.blocks_multiple_of
+            g,
+            c.blocks_multiple_of(),
+            c.blocks_multiple_of()
         ));
     }
-    let cl = c.cluster_blocks;
+    let cl = c.cluster_blocks();
     if cl == 0 {
         return bad("cluster of 0 blocks: a cluster needs at least 1 block".into());
     }
@@ -105,10 +109,11 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
             g, cl, cl
         ));
     }
-    if c.smem_bytes > MAX_SMEM_BYTES {
+    if c.smem_bytes() > MAX_SMEM_BYTES {
         return bad(format!(
             "smem = {} bytes exceeds the limit of {} bytes (227 KiB) of shared memory per block",
-            c.smem_bytes, MAX_SMEM_BYTES
+            c.smem_bytes(),
+            MAX_SMEM_BYTES
         ));
     }
     Ok(())
