@@ -69,7 +69,7 @@ pub(super) fn ends_wgmma_run(s: &Stmt) -> bool {
                 || o.starts_with("cp.async")
                 // Stores that may reach shared memory (the operands); loads and global stores cannot
                 // disturb a wgmma (its accumulators are registers the statement would name).
-                || (o.starts_with("st.") && !o.starts_with("st.global"))
+                || (i.op() == "st" && i.space() != Some(ptx::Space::Global))
         }
         Stmt::Block(b) => b.stmts.iter().any(ends_wgmma_run),
         _ => false,

@@ -280,7 +280,7 @@ fn param_decl(name: &str, align: Option<i64>, ty: &str, len: Option<i64>) -> ptx
     ptx::VarDecl {
         pos: ptx::Pos::default(),
         linkage: Vec::new(),
-        space: ".param".into(),
+        space: ptx::Space::Param,
         align,
         quals: vec![ty.to_string()],
         name: name.to_string(),
@@ -298,7 +298,7 @@ fn shared_decl(name: &str, ext: bool, align: i64, ty: &str, dims: Vec<Option<i64
         } else {
             Vec::new()
         },
-        space: ".shared".into(),
+        space: ptx::Space::Shared,
         align: Some(align),
         quals: vec![ty.to_string()],
         name: name.to_string(),

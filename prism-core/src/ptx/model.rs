@@ -56,8 +56,8 @@ pub struct VarDecl {
     pub pos: Pos,
     /// `.visible`, `.weak`, `.common`, `.extern`, in source order.
     pub linkage: Vec<String>,
-    /// `.global`, `.const`, `.shared`, `.local`, `.param` or `.reg` (a `.func` register parameter).
-    pub space: String,
+    /// The state space (`.reg`: a `.func` register parameter).
+    pub space: Space,
     pub align: Option<i64>,
     /// Every other dotted word before the name, in order: vector width, type, `.ptr` and the like.
     pub quals: Vec<String>,
@@ -65,6 +65,46 @@ pub struct VarDecl {
     /// `[N]` is `Some(N)`, `[]` is `None`.
     pub dims: Vec<Option<i64>>,
     pub init: Option<Init>,
+}
+
+/// A PTX state space (PTX ISA §5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Space {
+    Reg,
+    Param,
+    Local,
+    Shared,
+    Global,
+    Const,
+}
+
+impl Space {
+    /// The space a directive or an opcode modifier names: `.shared`, `shared`, `shared::cta`, `shared::cluster`
+    /// (a sibling block's shared memory is still shared memory).
+    pub fn from_name(s: &str) -> Option<Space> {
+        let s = s.strip_prefix('.').unwrap_or(s);
+        Some(match s.split("::").next().unwrap_or(s) {
+            "reg" => Space::Reg,
+            "param" => Space::Param,
+            "local" => Space::Local,
+            "shared" => Space::Shared,
+            "global" => Space::Global,
+            "const" => Space::Const,
+            _ => return None,
+        })
+    }
+
+    /// The directive: `.shared`.
+    pub fn directive(self) -> &'static str {
+        match self {
+            Space::Reg => ".reg",
+            Space::Param => ".param",
+            Space::Local => ".local",
+            Space::Shared => ".shared",
+            Space::Global => ".global",
+            Space::Const => ".const",
+        }
+    }
 }
 
 /// A variable's initializer: a value or a braced list of initializers.
@@ -212,6 +252,17 @@ impl Instruction {
     /// The opcode's first word (`ld` for `ld.global.u32`).
     pub fn op(&self) -> &str {
         self.opcode.split('.').next().unwrap_or("")
+    }
+
+    /// The opcode's modifiers after its first word, in order (`global`, `v4`, `f32`).
+    pub fn modifiers(&self) -> impl Iterator<Item = &str> {
+        self.opcode.split('.').skip(1)
+    }
+
+    /// The first state space among the modifiers (`Shared` for `st.shared::cta.b32`, `None` for a generic
+    /// access).
+    pub fn space(&self) -> Option<Space> {
+        self.modifiers().find_map(Space::from_name)
     }
 
     /// Whether any operand names `name` (a label, register or symbol), at any depth.

@@ -237,7 +237,8 @@ impl<'s> Parser<'s> {
                 Ok(Item::Raw(self.raw_from(start, line)))
             }
             ".global" | ".const" | ".shared" | ".local" => {
-                Ok(Item::Var(self.var_decl(&kw, linkage, line, true)?))
+                let space = Space::from_name(&kw).unwrap_or(Space::Global);
+                Ok(Item::Var(self.var_decl(space, linkage, line, true)?))
             }
             ".tex" | ".surf" | ".samplerref" | ".texref" | ".surfref" | ".alias" => {
                 self.skip_to_semi();
@@ -251,7 +252,7 @@ impl<'s> Parser<'s> {
     /// ends at its `;` (anything between is skipped); a parameter does not.
     fn var_decl(
         &mut self,
-        space: &str,
+        space: Space,
         linkage: Vec<String>,
         line: u32,
         statement: bool,
@@ -286,7 +287,7 @@ impl<'s> Parser<'s> {
         Ok(VarDecl {
             pos: Pos(line),
             linkage,
-            space: space.to_string(),
+            space,
             align,
             quals,
             name,
@@ -320,7 +321,12 @@ impl<'s> Parser<'s> {
             if kw != ".param" && kw != ".reg" {
                 return perr(self.line(), format!("expected .param, found {}", kw));
             }
-            out.push(self.var_decl(&kw, Vec::new(), line, false)?);
+            let space = if kw == ".reg" {
+                Space::Reg
+            } else {
+                Space::Param
+            };
+            out.push(self.var_decl(space, Vec::new(), line, false)?);
             self.eat_p(',');
         }
         Ok(out)
@@ -459,11 +465,12 @@ impl<'s> Parser<'s> {
                 })
             }
             ".local" | ".param" | ".shared" | ".global" | ".const" => {
-                Stmt::Var(self.var_decl(s, Vec::new(), line, true)?)
+                let space = Space::from_name(s).unwrap_or(Space::Local);
+                Stmt::Var(self.var_decl(space, Vec::new(), line, true)?)
             }
             ".extern" if self.is_ident(".shared") => {
                 self.pos += 1;
-                Stmt::Var(self.var_decl(".shared", vec![".extern".into()], line, true)?)
+                Stmt::Var(self.var_decl(Space::Shared, vec![".extern".into()], line, true)?)
             }
             // `.pragma` and any other directive: the statement, verbatim.
             _ => {

@@ -48,7 +48,7 @@ impl Display for VarDecl {
         for l in &self.linkage {
             write!(f, "{l} ")?;
         }
-        f.write_str(&self.space)?;
+        f.write_str(self.space.directive())?;
         if let Some(a) = self.align {
             write!(f, " .align {a}")?;
         }

@@ -159,3 +159,30 @@ fn hostile_nesting_is_an_error_not_a_crash() {
     let src = format!(".global .u32 g[1] = {};", "{".repeat(100_000));
     assert!(parse(&src).is_err());
 }
+
+#[test]
+fn state_spaces_of_declarations_and_instructions() {
+    let m = roundtrip(".extern .shared .align 16 .b8 s[];\n.const .f32 c = 0f3F800000;\n.entry k(.param .u64 p) { .local .b8 l[4]; ret; }");
+    let spaces: Vec<Space> = m
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Var(v) => Some(v.space),
+            Item::Func(f) => f.params.as_ref().map(|p| p[0].space),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spaces, vec![Space::Shared, Space::Const, Space::Param]);
+    let s = parse_stmts(
+        "st.shared::cluster.u32 [a], 1; ld.global.nc.v4.f32 {a, b, c, d}, [p]; st.u32 [q], 2;",
+    )
+    .unwrap();
+    let ins: Vec<&Instruction> = s.iter().flat_map(|x| x.instructions()).collect();
+    assert_eq!(ins[0].space(), Some(Space::Shared));
+    assert_eq!(ins[1].space(), Some(Space::Global));
+    assert_eq!(
+        ins[1].modifiers().collect::<Vec<_>>(),
+        ["global", "nc", "v4", "f32"]
+    );
+    assert_eq!(ins[2].space(), None);
+}

@@ -169,7 +169,7 @@ impl Parser {
             let line = d.pos.0 as usize;
             let (name, size, align, ty) = self.var_decl(d)?;
             let size = size.max(1);
-            if d.space == ".reg" {
+            if d.space == model::Space::Reg {
                 // A register parameter of a .func: a register.
                 self.new_reg(&name, ty);
                 out.push(ParamDecl {

@@ -20,9 +20,9 @@ impl Parser {
 
     fn module_var(&mut self, v: &model::VarDecl) -> Result<(), PtxError> {
         let is_extern = v.linkage.iter().any(|l| l == ".extern");
-        match v.space.as_str() {
-            ".global" | ".const" => self.global_var(v),
-            ".shared" => self.shared_var(v, is_extern),
+        match v.space {
+            model::Space::Global | model::Space::Const => self.global_var(v),
+            model::Space::Shared => self.shared_var(v, is_extern),
             _ => {
                 let (name, size, align, _) = self.var_decl(v)?;
                 let off = self.place_local_at(v.pos.0 as usize, align, size)?;
@@ -210,9 +210,9 @@ impl Parser {
     }
 
     fn body_var(&mut self, v: &model::VarDecl) -> Result<(), PtxError> {
-        match v.space.as_str() {
-            ".shared" => self.shared_var(v, v.linkage.iter().any(|l| l == ".extern")),
-            ".global" | ".const" => self.global_var(v),
+        match v.space {
+            model::Space::Shared => self.shared_var(v, v.linkage.iter().any(|l| l == ".extern")),
+            model::Space::Global | model::Space::Const => self.global_var(v),
             // `.local` and `.param` (a call's argument buffers): per-thread local memory.
             _ => {
                 let (name, size, align, _) = self.var_decl(v)?;
