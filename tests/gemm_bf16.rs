@@ -383,3 +383,56 @@ fn b_given_k_by_n_row_major() {
     let e = gemm_bf16_kn(&dev, 64, 60, 64, 1.0, &a, &b, 0.0, &mut c).unwrap_err();
     assert!(e.to_string().contains("multiple of 8"), "{e}");
 }
+
+/// Rungs 5 + 6: persistent 2-block clusters each run several 256-row tiles in grouped order, with the B
+/// panel multicast; one cluster (all six tiles) and two clusters (three each), every element checked.
+#[test]
+fn persistent_clusters_run_several_tiles() {
+    use prism::kernels::gemm::gemm_bf16_cluster_persistent;
+    let dev = e2e_util::device();
+    let (m, n, k) = (600usize, 328usize, 136usize); // 3 × 2 tiles of 256 × 256 (ragged in m and n)
+    let mut rng = Rng::new(7);
+    let a = bf16s(&mut rng, m * k);
+    let b = bf16s(&mut rng, n * k);
+    let c0 = rng.f32s(m * n);
+    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let mut dc = dev.htod(&c0).unwrap();
+    let ma =
+        TensorMap::row_major_2d(&da, m as u64, k as u64, 128, 64, TensorSwizzle::B128).unwrap();
+    let mb =
+        TensorMap::row_major_2d(&db, n as u64, k as u64, 256, 64, TensorSwizzle::B128).unwrap();
+    for blocks in [2u32, 4] {
+        dev.copy_htod(&c0, &mut dc).unwrap();
+        gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
+            &dev,
+            LaunchDims::new(blocks, 384),
+            &ma,
+            &mb,
+            m as u32,
+            n as u32,
+            k as u32,
+            ALPHA,
+            BETA,
+            &mut dc,
+        )
+        .unwrap();
+        let c = dev.dtoh(&dc).unwrap();
+        let mut bad = 0;
+        for i in 0..m {
+            for j in 0..n {
+                let (s, mag) = e2e_util::dot_f64(
+                    k,
+                    |x| a[i * k + x].to_f32() as f64,
+                    |x| b[j * k + x].to_f32() as f64,
+                );
+                let c0ij = c0[i * n + j] as f64;
+                let want = ALPHA as f64 * s + BETA as f64 * c0ij;
+                let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
+                if (c[i * n + j] as f64 - want).abs() > tol || c[i * n + j].is_nan() {
+                    bad += 1;
+                }
+            }
+        }
+        assert_eq!(bad, 0, "{blocks} blocks: {bad} wrong elements");
+    }
+}

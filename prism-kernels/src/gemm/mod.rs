@@ -112,7 +112,9 @@ pub fn wgmma_tile_to_f32<const N: u32>(
 }
 
 // Rung 7 calls the device functions above (macro scope: declared after them).
+mod cluster_persistent;
 mod tma_store;
+pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use tma_store::{gemm_bf16_out_bf16, gemm_bf16_tma_store};
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
@@ -639,11 +641,14 @@ pub enum GemmBf16Variant {
     Persistent256,
     /// Rung 6, [`gemm_bf16_cluster`]`<256, 4, 1>`: 2-block clusters multicasting B, 128 × 256 tiles.
     Cluster256,
+    /// Rungs 5 + 6, [`gemm_bf16_cluster_persistent`]`<256, 4, 8>`: persistent 2-block clusters in grouped
+    /// tile order, multicasting B, 128 × 256 tiles per block.
+    ClusterPersistent256,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 8] = [
+    pub const ALL: [GemmBf16Variant; 9] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -652,6 +657,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::Persistent128,
         GemmBf16Variant::Persistent256,
         GemmBf16Variant::Cluster256,
+        GemmBf16Variant::ClusterPersistent256,
     ];
     /// The variant [`gemm_bf16`] picks by default. No rung has been timed on a GPU yet (docs/KERNELS.md):
     /// this is the highest rung, the one whose structure matches the fastest published Hopper kernels.
@@ -668,6 +674,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::Persistent128 => "5 persistent 128x128 x4",
             GemmBf16Variant::Persistent256 => "5 persistent 128x256 x4",
             GemmBf16Variant::Cluster256 => "6 cluster2 multicast 128x256 x4",
+            GemmBf16Variant::ClusterPersistent256 => "5+6 persistent cluster2 128x256 x4",
         }
     }
 
@@ -682,6 +689,9 @@ impl GemmBf16Variant {
             GemmBf16Variant::Persistent128 => &gemm_bf16_persistent::<128, 4, 8>::INFO,
             GemmBf16Variant::Persistent256 => &gemm_bf16_persistent::<256, 4, 8>::INFO,
             GemmBf16Variant::Cluster256 => &gemm_bf16_cluster::<256, 4, 1>::INFO,
+            GemmBf16Variant::ClusterPersistent256 => {
+                &gemm_bf16_cluster_persistent::<256, 4, 8>::INFO
+            }
         }
     }
 
@@ -694,7 +704,8 @@ impl GemmBf16Variant {
             GemmBf16Variant::SetMaxNReg256x3
             | GemmBf16Variant::SetMaxNReg256x4
             | GemmBf16Variant::Persistent256
-            | GemmBf16Variant::Cluster256 => (128, 256),
+            | GemmBf16Variant::Cluster256
+            | GemmBf16Variant::ClusterPersistent256 => (128, 256),
         }
     }
 
@@ -827,6 +838,12 @@ pub fn gemm_bf16(
         }
         // Clusters of two along M: pairs of 128-row tiles.
         GemmBf16Variant::Cluster256 => 2 * m.div_ceil(256) as u64 * n.div_ceil(tn) as u64,
+        // Persistent clusters: one block per SM, in pairs.
+        GemmBf16Variant::ClusterPersistent256 => {
+            let pairs = m.div_ceil(256) as u64 * n.div_ceil(tn) as u64;
+            let sms = dev.properties().multiprocessors.unwrap_or(132).max(2) as u64;
+            2 * pairs.min(sms / 2)
+        }
         _ => blocks,
     };
     let dims = LaunchDims::new(blocks as u32, variant.threads());
@@ -855,6 +872,9 @@ pub fn gemm_bf16(
         GemmBf16Variant::Cluster256 => {
             gemm_bf16_cluster::<256, 4, 1>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
         }
+        GemmBf16Variant::ClusterPersistent256 => gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c,
+        ),
     }?;
     Ok(r)
 }

@@ -1,0 +1,161 @@
+//! Rungs 5 and 6 together: the persistent, grouped tile schedule of [`super::gemm_bf16_persistent`] run by
+//! 2-block clusters that share `B` by TMA multicast, as in [`super::gemm_bf16_cluster`]. The structure of
+//! the fastest published Hopper GEMMs (fast.cu's kernels 11–12: clusters, persistent blocks, an L2-aware
+//! tile order).
+
+// The kernel's device functions (`grouped_tile_m`, `wgmma_k_tile`, ..) are the crate's own, found by the
+// macro; its types are the language's.
+use prism_macros::prism_kernel;
+
+/// Rung 5 + 6: each cluster of two blocks takes 256 × `BN` tiles `c, c + clusters, ..` (`c` = block / 2) in
+/// grouped order (`GROUP_M` tile rows at a time); block rank 0 computes the tile's top 128 rows, rank 1 the
+/// bottom 128. Both blocks load their own rows of `A`; rank 0 multicasts the shared `B` panel into both
+/// blocks' ring slots, so `B` crosses L2 once per cluster. One ring runs across a block's tiles (its step
+/// counts k-tiles over all of them), consumers reset their accumulators on each tile's first k-step, and
+/// both blocks of a cluster run the same number of steps (the schedule is per cluster), as multicast needs.
+/// Launch `2 · min(cluster tiles, SMs / 2)` blocks of 384 threads; `a` maps `A` with box 64 × 128, `b`
+/// maps `B` with box 64 × `BN`, both with 128-byte swizzle.
+#[prism_kernel(
+    requires(grid[1], block[2], block[1], warpgroup),
+    threads = 384,
+    cluster = 2,
+    instances = [(256, 4, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *mut f32,
+) {
+    let tiles_m: u32 = (m + 255) / 256;
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let clusters: u32 = grid_dim() / 2;
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let rank: u32 = blk % 2;
+    #[at(block[1])]
+    let cl: u32 = blk / 2;
+    #[at(block[1])]
+    let iters: u32 = (tiles + clusters - 1 - cl) / clusters; // 0 when cl >= tiles (cl < clusters)
+                                                             // Every block may write any tile of C: the schedule above gives each (cluster, rank) disjoint rows.
+    partition(
+        c,
+        block[1],
+        |x| x,
+        |c_blk| {
+            group(block[1], || {
+                let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+                let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+                partition(
+                    c_blk,
+                    thread[128],
+                    |x| x,
+                    |c_wg| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                for it in 0..iters {
+                                    let tile: u32 = cl + it * clusters;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    for kt in 0..k_tiles {
+                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            match split(thread) {
+                                                1 => {
+                                                    tma_load(
+                                                        sa_s,
+                                                        a,
+                                                        kt * 64,
+                                                        tm * 256 + rank * 128,
+                                                    );
+                                                    if rank == 0 {
+                                                        tma_load_multicast(
+                                                            sb_s,
+                                                            b,
+                                                            kt * 64,
+                                                            tn * BN,
+                                                        );
+                                                    }
+                                                }
+                                            }
+                                        });
+                                    }
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                for it in 0..iters {
+                                    let tile: u32 = cl + it * clusters;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let row0: u32 = tm * 256 + rank * 128;
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            wgmma_k_tile::<0, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
+                                        });
+                                    }
+                                    wgmma_tile_to_f32::<{ BN / 2 }>(
+                                        &acc,
+                                        c_wg,
+                                        row0 * n + tn * BN,
+                                        m.max(row0) - row0,
+                                        n.max(tn * BN) - (tn * BN),
+                                        n,
+                                        alpha,
+                                        beta,
+                                    );
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                for it in 0..iters {
+                                    let tile: u32 = cl + it * clusters;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let row0: u32 = tm * 256 + rank * 128 + 64;
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            wgmma_k_tile::<1, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
+                                        });
+                                    }
+                                    wgmma_tile_to_f32::<{ BN / 2 }>(
+                                        &acc,
+                                        c_wg,
+                                        row0 * n + tn * BN,
+                                        m.max(row0) - row0,
+                                        n.max(tn * BN) - (tn * BN),
+                                        n,
+                                        alpha,
+                                        beta,
+                                    );
+                                }
+                            }
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
