@@ -50,16 +50,13 @@ pub fn emit_kernel(k: &Checked, synced: &Synced) -> Result<Vec<CompiledKernel>, 
     let instances: Vec<Vec<i64>> = if f.const_params.is_empty() {
         vec![Vec::new()]
     } else if f.instances.is_empty() {
-        return Err(vec![Diagnostic::new(
-            "TEMPLATE",
+        return Err(vec![bug(
+            "INSTANCES",
             f.name.span,
             format!(
                 "kernel `{}` has const generics but no `instances = [..]`",
                 f.name
             ),
-        )
-        .help(
-            "list the instantiations in the attribute, e.g. `instances = [(64, 64)]`",
         )]);
     } else {
         f.instances.iter().map(|i| i.values.clone()).collect()

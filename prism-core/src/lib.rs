@@ -105,8 +105,8 @@ pub fn lower(
             .into_iter()
             .map(|d| {
                 // Barriers over thread[n] units take named barriers: counted where the sync stage's
-                // barriers are lowered.
-                if d.rule.starts_with("SYNC-") {
+                // barriers are lowered. The emitter's own bug reports are INTERNAL already.
+                if d.rule.starts_with("SYNC-") || d.rule == "INTERNAL" {
                     return d;
                 }
                 let message = format!(
@@ -135,12 +135,13 @@ fn check_monomorphic(
     types: Vec<ScalarType>,
 ) -> Result<CheckedKernel, Vec<Diagnostic>> {
     let checked = check::check_function(root, &deps)?;
+    let callees: Vec<Function> = sync::callees(&checked.function, &deps)
+        .into_iter()
+        .cloned()
+        .collect();
     let unsynced = sync::Synced {
         kernel: checked.function.clone(),
-        callees: sync::callees(&checked.function, &deps)
-            .into_iter()
-            .cloned()
-            .collect(),
+        callees,
     };
     emit::emit_kernel(&checked, &unsynced)?;
     Ok(CheckedKernel {

@@ -23,8 +23,8 @@ impl Em {
             ));
         }
         if f.params.len() != args.len() || f.const_params.len() != generics.len() {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "TYPE",
                 span,
                 format!(
                     "`{name}` takes {} const argument(s) and {} argument(s)",
@@ -145,13 +145,7 @@ impl Em {
                         persp: Perspective::thread(1),
                     }
                 }
-                _ => {
-                    return Err(err(
-                        "EMIT-TYPE",
-                        a.span,
-                        "expected `&array` or `&mut array`",
-                    ))
-                }
+                _ => return Err(bug("CALL-ARG", a.span, "expected `&array` or `&mut array`")),
             },
             Type::Array { elem, .. } => match self.expr(a)? {
                 Value::Arr(vals, _) => {
@@ -168,7 +162,7 @@ impl Em {
                         persp,
                     }
                 }
-                _ => return Err(err("EMIT-TYPE", a.span, "expected an array")),
+                _ => return Err(bug("CALL-ARG", a.span, "expected an array")),
             },
         })
     }

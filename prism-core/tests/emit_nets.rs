@@ -1,0 +1,126 @@
+//! The emitter's safety nets (docs/RULES.md, "Safety nets"): each input below once reached an emitter
+//! error of its own (`EMIT-*`, `TEMPLATE`, `SMEM`); the checker rejects it first, with the rule named here,
+//! so the emitter's branch is an `INTERNAL` bug report. Each case runs the checker alone
+//! (`check::check_function`), then the driver's check stage ([`prism_core::check_kernel`]), which must
+//! report the same checker rule, never an emitter name.
+
+use prism_core::ast::FnKind;
+use prism_core::check::check_function;
+use prism_core::parse::parse_source;
+
+/// (what the emitter's branch guarded, kernel body or whole source, the checker's rule)
+const CASES: &[(&str, &str, &str)] = &[
+    ("EMIT-LOOP: break outside a loop", "break;", "LOOP"),
+    ("EMIT-NAME: unknown name", "let x: u32 = nope + 1;", "UNKNOWN-NAME"),
+    ("EMIT-CALL: unknown function", "nope(1u32);", "UNKNOWN-FN"),
+    ("EMIT-CALL: intrinsic arity", "sync_threads(1u32);", "TYPE"),
+    ("EMIT-CALL: unknown method", "let x: f32 = 1.0f32.nope();", "UNKNOWN-FN"),
+    ("EMIT-CALL: method arity", "let x: f32 = 1.0f32.sqrt(2.0f32);", "TYPE"),
+    ("EMIT-LIT: literal wider than 127 bits", "let x: u64 = 170141183460469231731687303715884105728;", "CONST-OVERFLOW"),
+    ("EMIT-LIT: untyped literal wider than 127 bits", "let x = 170141183460469231731687303715884105728;", "CONST-OVERFLOW"),
+    ("EMIT-INDEX: a scalar indexed", "let v: u32 = 1; let x: u32 = v[0];", "TYPE"),
+    ("EMIT-INDEX: two indices into a register array", "let r = [0u32; 4]; let x: u32 = r[(0, 1)];", "T-PARTITION"),
+    ("EMIT-INDEX: two indices into a pointer", "group(thread[1], || { let x: f32 = a[(0, 1)]; });", "T-PARTITION"),
+    ("EMIT-ASSIGN: a scalar indexed", "let mut v: u32 = 1; v[0] = 2;", "TYPE"),
+    ("EMIT-TYPE: array of another length", "let mut r = [0u32; 4]; r = [0u32; 2];", "TYPE"),
+    ("EMIT-TYPE: an array as a scalar", "let r = [0u32; 4]; let x = r + 1u32;", "TYPE"),
+    ("EMIT-TYPE: bool ordered", "let c = true < false;", "TYPE"),
+    ("EMIT-TYPE: negated bool", "let c = -true;", "TYPE"),
+    ("EMIT-TYPE: abs on unsigned", "let c = true.abs();", "TYPE"),
+    ("EMIT-TYPE: fma on an integer", "let c = 4u32.fma(1u32, 2u32);", "TYPE"),
+    ("EMIT-TYPE: a float shifted", "let c = 1.0f32 << 1u32;", "TYPE"),
+    ("EMIT-TYPE: floats and-ed", "let c = 1.0f32 & 2.0f32;", "TYPE"),
+    ("EMIT-TYPE: rsqrt on an integer", "let c = 4u32.rsqrt();", "TYPE"),
+    ("EMIT-TYPE: mma with a scalar fragment", "@32 group(thread[32], || { #[at(thread[1])] let mut d = 0.0f32; #[at(thread[1])] let x = [0.0f32; 4]; #[at(thread[1])] let y = [0.0f32; 2]; mma_m16n8k8_tf32(&mut d, &x, &y); });", "TYPE"),
+    ("EMIT-ASSIGN: an expression assigned", "let mut v: u32 = 1; (v + 1u32) = 2;", "SYNTAX"),
+    ("EMIT-ASSIGN: a call's element assigned", "group(thread[1], || { id()[0] = 2; });", "TYPE"),
+    ("EMIT-INDEX: a call indexed", "let x: u32 = id()[0];", "TYPE"),
+    ("EMIT-TYPE: exp2 on f64", "let c = 4.0f64.exp2();", "TYPE"),
+    ("EMIT-TYPE: shuffle a bool", "@32 group(thread[32], || { #[at(thread[1])] let v = shfl_down(true, 1u32); });", "TYPE"),
+    ("EMIT-TYPE: load4 of bool", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(b: *const bool) { group(thread[1], || { let v = load4(b, 0); }); }", "INTRINSIC"),
+    ("EMIT-TYPE: store4 of two elements", "group(thread[1], || { let v = [0.0f32; 2]; store4(c, 0, v); });", "TYPE"),
+    ("EMIT-TYPE: ldmatrix from global", "@32 group(thread[32], || { #[at(thread[1])] let v = ldmatrix_x4(a, 0u32); });", "TYPE"),
+    ("EMIT-TYPE: a wgmma accumulator that is not an array", "@128 group(block[1], || { let wa: Shared<[bf16; 64 * 64], Swizzle128>; group(thread[128], || { #[at(thread[1])] let mut d = 0.0f32; wgmma_bf16(&mut d, wa, 0, wa, 0); }); });", "TYPE"),
+    ("EMIT-CALL: tma_load coordinates", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(m: TensorMap<bf16, 2>) { let s: Shared<[bf16; 64 * 64], Swizzle128>; async_(s, |sa| { tma_load(sa, m, 0u32); }); }", "TYPE"),
+    ("EMIT-CALL: tma_store coordinates", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(m: TensorMapMut<bf16, 2>) { let s: Shared<[bf16; 64 * 64], Swizzle128>; tma_store(m, s, 0u32); }", "TYPE"),
+    ("EMIT-TYPE: a pointer for a tensor map", "let s: Shared<[bf16; 64 * 64], Swizzle128>; async_(s, |sa| { tma_load(sa, a, 0u32, 0u32); });", "TYPE"),
+    ("EMIT-CALL: cp_async of 12 bytes", "let s: Shared<[f32; 16]>; group(thread[1], || { async_(s, |sa| { cp_async(sa, 0, a, 0, 12); }); });", "INTRINSIC"),
+    ("EMIT-CALL: cp_async_bulk of 24 bytes", "let s: Shared<[f32; 16]>; async_(s, |sa| { cp_async_bulk(sa, 0, a, 0, 24); });", "INTRINSIC"),
+    ("EMIT-TYPE: partition of a scalar", "partition(n, thread[1], |i| i, |y| { });", "T-PARTITION"),
+    ("EMIT-TYPE: atomic of a scalar", "group(thread[1], || { atomic_add(n, 0, 1u32); });", "TYPE"),
+    ("EMIT-CALL: device function arity", "#[prism_device(requires(thread[1]))]\nfn d(x: u32) -> u32 { x }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(1u32, 2u32); }); }", "TYPE"),
+    ("EMIT-TYPE: a scalar for an array parameter", "#[prism_device(requires(thread[1]))]\nfn d(x: &[u32; 4]) -> u32 { x[0] }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(1u32); }); }", "CALL-ARG"),
+    ("EMIT-PARAM: an array parameter", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(x: &[u32; 4]) { }", "TYPE"),
+    ("EMIT-PARAM: a shared parameter", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(x: Shared<[u32; 4]>) { }", "TYPE"),
+    ("TEMPLATE: const generics without instances", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k<const N: u32>() { }", "INSTANCES"),
+    ("SMEM: an allocation past 4 GiB", "let s: Shared<[f32; 4294967295]>;", "SMEM-LIMIT"),
+    ("EMIT-INDEX: a float index", "group(thread[1], || { let x: f32 = a[1.0f32]; });", "TYPE"),
+    ("EMIT-ASSIGN: immutable", "let v: u32 = 1; v = 2;", "MUT"),
+    ("EMIT-TYPE: operator on bool", "let b = true; let c = b + b;", "TYPE"),
+    ("EMIT-TYPE: arithmetic on bf16", "let h: bf16 = 1.0f32 as bf16; let g = h * h;", "TYPE"),
+    ("EMIT-TYPE: && on integers", "let c = 1u32 && 2u32;", "TYPE"),
+    ("EMIT-TYPE: cast to bool", "let c = 1u32 as bool;", "TYPE"),
+    ("EMIT-TYPE: sqrt on an integer", "let c = 4u32.sqrt();", "TYPE"),
+    ("EMIT-TYPE: mismatched operand types", "let c = 1u32 + 1.0f32;", "TYPE"),
+    ("EMIT-TYPE: a let without type or initializer", "let q;", "TYPE"),
+    ("EMIT-TYPE: atomic min on f32", "group(thread[1], || { atomic_max(c, 0, 1.0f32); });", "INTRINSIC"),
+    ("EMIT-TYPE: cp_async into global memory", "async_(c, |ca| { cp_async(ca, 0, a, 0, 16); });", "INTRINSIC"),
+];
+
+/// A kernel around `body` (`@32 ` / `@128 ` first: blocks of 32 / 128 threads).
+fn kernel(body: &str) -> String {
+    let (t, body) = if let Some(b) = body.strip_prefix("@32 ") {
+        (32, b)
+    } else if let Some(b) = body.strip_prefix("@128 ") {
+        (128, b)
+    } else {
+        (1, body)
+    };
+    format!(
+        "#[prism_kernel(requires(grid[1], block[1], thread[{t}]))]\nfn k(a: *const f32, c: *mut f32, n: u32) {{ {body} }}"
+    )
+}
+
+#[test]
+fn the_checker_rejects_what_the_emitter_nets_guard() {
+    let mut bad = Vec::new();
+    for (what, body, rule) in CASES {
+        let src = if body.contains("#[prism_kernel") {
+            body.to_string()
+        } else {
+            kernel(body)
+        };
+        let fs = match parse_source(&src) {
+            Ok(fs) => fs,
+            // The parser's SYNTAX comes before the checker.
+            Err(d) if d.iter().any(|d| d.rule == *rule) => continue,
+            Err(d) => {
+                bad.push(format!("{what}: parse: {}", d[0].text()));
+                continue;
+            }
+        };
+        let k = fs
+            .iter()
+            .find(|f| f.kind == FnKind::Kernel)
+            .expect("a kernel");
+        let deps: Vec<_> = fs
+            .iter()
+            .filter(|f| f.kind == FnKind::Device)
+            .cloned()
+            .collect();
+        let got: Vec<&str> = match check_function(k, &deps) {
+            Ok(_) => vec!["(accepted)"],
+            Err(d) => d.iter().map(|d| d.rule).collect(),
+        };
+        let stage: Vec<&str> = match prism_core::check_kernel(k, &deps) {
+            Ok(_) => vec!["(accepted)"],
+            Err(d) => d.iter().map(|d| d.rule).collect(),
+        };
+        if !got.contains(rule) || stage != got {
+            bad.push(format!(
+                "{what}: want [{rule}], checker {got:?}, check stage {stage:?}"
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
