@@ -406,8 +406,8 @@ impl Em {
             )
             .help("use the scope's new name")),
             Some(b) => Ok(b.clone()),
-            None => Err(err(
-                "EMIT-NAME",
+            None => Err(bug(
+                "UNKNOWN-NAME",
                 id.span,
                 format!("unknown name `{}`", id.name),
             )),

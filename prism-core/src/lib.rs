@@ -139,6 +139,16 @@ fn check_monomorphic(
         .into_iter()
         .cloned()
         .collect();
+    // The bodies the emitter inlines pass the checker too: through the macros the CALL rule has checked
+    // them already, but a library caller may pass any device functions.
+    let errors: Vec<Diagnostic> = callees
+        .iter()
+        .filter_map(|c| check::check_function(c, &deps).err())
+        .flatten()
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     let unsynced = sync::Synced {
         kernel: checked.function.clone(),
         callees,

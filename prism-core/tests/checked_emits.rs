@@ -8,7 +8,7 @@
 //! `PRISM_FUZZ_SEED` the seed.
 
 use prism_core::ast::{FnKind, Function};
-use prism_core::{check_device, check_kernel, lower, parse, SyncPolicy};
+use prism_core::{check_kernel, lower, parse, SyncPolicy};
 use std::collections::BTreeMap;
 
 mod common;
@@ -44,12 +44,6 @@ fn run(src: &str, tally: &mut Tally) -> Result<(), (String, String)> {
         .filter(|f| f.kind == FnKind::Device)
         .cloned()
         .collect();
-    // The macros check every device function a kernel calls before the kernel (rule CALL): the emitter
-    // inlines only bodies that passed the checker.
-    if deps.iter().any(|d| check_device(d, &deps).is_err()) {
-        tally.rejected_by_check += 1;
-        return Ok(());
-    }
     for f in functions.iter().filter(|f| f.kind == FnKind::Kernel) {
         tally.kernels += 1;
         let checked = match check_kernel(f, &deps) {

@@ -1,8 +1,9 @@
 //! The emitter's safety nets (docs/RULES.md, "Safety nets"): each input below once reached an emitter
 //! error of its own (`EMIT-*`, `TEMPLATE`, `SMEM`); the checker rejects it first, with the rule named here,
 //! so the emitter's branch is an `INTERNAL` bug report. Each case runs the checker alone
-//! (`check::check_function`), then the driver's check stage ([`prism_core::check_kernel`]), which must
-//! report the same checker rule, never an emitter name.
+//! (`check::check_function` on every function), then the driver's check stage (`check_device` on each
+//! device function, as the macros do, then [`prism_core::check_kernel`]), which must report the same
+//! rules, never an emitter name.
 
 use prism_core::ast::FnKind;
 use prism_core::check::check_function;
@@ -13,6 +14,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("EMIT-LOOP: break outside a loop", "break;", "LOOP"),
     ("EMIT-NAME: unknown name", "let x: u32 = nope + 1;", "UNKNOWN-NAME"),
     ("EMIT-CALL: unknown function", "nope(1u32);", "UNKNOWN-FN"),
+    ("EMIT-CALL: unknown function in a callee", "#[prism_device(requires(thread[1]))]\nfn d() -> u32 { nope(1u32) }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "UNKNOWN-FN"),
+    ("EMIT-NAME: unknown name in a callee", "#[prism_device(requires(thread[1]))]\nfn d() -> u32 { nope }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "UNKNOWN-NAME"),
     ("EMIT-CALL: intrinsic arity", "sync_threads(1u32);", "TYPE"),
     ("EMIT-CALL: unknown method", "let x: f32 = 1.0f32.nope();", "UNKNOWN-FN"),
     ("EMIT-CALL: method arity", "let x: f32 = 1.0f32.sqrt(2.0f32);", "TYPE"),
@@ -52,6 +55,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("EMIT-TYPE: a scalar for an array parameter", "#[prism_device(requires(thread[1]))]\nfn d(x: &[u32; 4]) -> u32 { x[0] }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(1u32); }); }", "CALL-ARG"),
     ("EMIT-PARAM: an array parameter", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(x: &[u32; 4]) { }", "TYPE"),
     ("EMIT-PARAM: a shared parameter", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(x: Shared<[u32; 4]>) { }", "TYPE"),
+    ("ASM: an `out` array", "#[prism_device(requires(thread[1]))]\nfn d() -> u32 { let mut r = [0u32; 2]; unsafe { asm!(\"mov.u32 {y}, 1;\", y = out(u32) r); } r[0] }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "TYPE"),
+    ("ASM: an `out` element", "#[prism_device(requires(thread[1]))]\nfn d() -> u32 { let mut r = [0u32; 2]; unsafe { asm!(\"mov.u32 {y}, 1;\", y = out(u32) r[0]); } r[0] }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "TYPE"),
     ("TEMPLATE: const generics without instances", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k<const N: u32>() { }", "INSTANCES"),
     ("SMEM: an allocation past 4 GiB", "let s: Shared<[f32; 4294967295]>;", "SMEM-LIMIT"),
     ("EMIT-INDEX: a float index", "group(thread[1], || { let x: f32 = a[1.0f32]; });", "TYPE"),
@@ -108,14 +113,34 @@ fn the_checker_rejects_what_the_emitter_nets_guard() {
             .filter(|f| f.kind == FnKind::Device)
             .cloned()
             .collect();
-        let got: Vec<&str> = match check_function(k, &deps) {
-            Ok(_) => vec!["(accepted)"],
-            Err(d) => d.iter().map(|d| d.rule).collect(),
-        };
-        let stage: Vec<&str> = match prism_core::check_kernel(k, &deps) {
-            Ok(_) => vec!["(accepted)"],
-            Err(d) => d.iter().map(|d| d.rule).collect(),
-        };
+        // The checker alone on every function (device functions are checked by their own macro first).
+        let mut got: Vec<&str> = Vec::new();
+        for f in &fs {
+            if let Err(d) = check_function(f, &deps) {
+                got.extend(d.iter().map(|d| d.rule));
+            }
+        }
+        if got.is_empty() {
+            got.push("(accepted)");
+        }
+        // The driver's check stage: `check_device` for each device function, then `check_kernel`.
+        let mut stage: Vec<&str> = Vec::new();
+        for d in &deps {
+            if let Err(d) = prism_core::check_device(d, &deps) {
+                stage.extend(d.iter().map(|d| d.rule));
+            }
+        }
+        if let Err(d) = prism_core::check_kernel(k, &deps) {
+            stage.extend(d.iter().map(|d| d.rule));
+        }
+        if stage.is_empty() {
+            stage.push("(accepted)");
+        }
+        // check_kernel checks the callees' bodies again: compare the rules, not how often each fires.
+        got.sort_unstable();
+        got.dedup();
+        stage.sort_unstable();
+        stage.dedup();
         if !got.contains(rule) || stage != got {
             bad.push(format!(
                 "{what}: want [{rule}], checker {got:?}, check stage {stage:?}"

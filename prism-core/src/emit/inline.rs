@@ -12,7 +12,7 @@ impl Em {
     ) -> R<Value> {
         let name = path.last().map(|p| p.name.clone()).unwrap_or_default();
         let f = self.synced.get(&name).cloned().ok_or_else(|| {
-            err("EMIT-CALL", span, format!("unknown function `{name}`"))
+            bug("UNKNOWN-FN", span, format!("unknown function `{name}`"))
                 .help("device functions must be passed to the compiler as dependencies")
         })?;
         if self.depth >= MAX_INLINE_DEPTH {
@@ -222,7 +222,7 @@ impl Em {
                         name.push(c);
                     }
                     let r = regs.get(name.trim()).ok_or_else(|| {
-                        err(
+                        bug(
                             "ASM",
                             span,
                             format!("`{{{name}}}` names no operand of this `asm!`"),

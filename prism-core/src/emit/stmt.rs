@@ -469,8 +469,8 @@ impl Em {
                     self.mov_into(&r, &v, t);
                     Ok(())
                 }
-                _ => Err(err(
-                    "ASM",
+                _ => Err(bug(
+                    "TYPE",
                     place.span,
                     "an `out` operand must be a mutable variable or element",
                 )),
@@ -478,7 +478,7 @@ impl Em {
             ExprKind::Index { base, indices } => {
                 let id = match &base.kind {
                     ExprKind::Var(id) => id,
-                    _ => return Err(err("ASM", place.span, "unsupported `out` place")),
+                    _ => return Err(bug("TYPE", place.span, "unsupported `out` place")),
                 };
                 match self.lookup(id)? {
                     Binding::Array { regs, elem, .. } => {
@@ -494,10 +494,10 @@ impl Em {
                         self.store(&view, &addr, &[v]);
                         Ok(())
                     }
-                    _ => Err(err("ASM", place.span, "unsupported `out` place")),
+                    _ => Err(bug("TYPE", place.span, "unsupported `out` place")),
                 }
             }
-            _ => Err(err("ASM", place.span, "unsupported `out` place")),
+            _ => Err(bug("TYPE", place.span, "unsupported `out` place")),
         }
     }
 }
