@@ -57,6 +57,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("EMIT-PARAM: a shared parameter", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(x: Shared<[u32; 4]>) { }", "TYPE"),
     ("ASM: an `out` array", "#[prism_device(requires(thread[1]))]\nfn d() -> u32 { let mut r = [0u32; 2]; unsafe { asm!(\"mov.u32 {y}, 1;\", y = out(u32) r); } r[0] }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "TYPE"),
     ("ASM: an `out` element", "#[prism_device(requires(thread[1]))]\nfn d() -> u32 { let mut r = [0u32; 2]; unsafe { asm!(\"mov.u32 {y}, 1;\", y = out(u32) r[0]); } r[0] }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "TYPE"),
+    ("EMIT-TYPE: a let of a unit call", "let x = sync_threads();", "TYPE"),
+    ("EMIT-TYPE: a let of a unit device call", "#[prism_device(requires(thread[1]))]\nfn d() { }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "TYPE"),
     ("TEMPLATE: const generics without instances", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k<const N: u32>() { }", "INSTANCES"),
     ("SMEM: an allocation past 4 GiB", "let s: Shared<[f32; 4294967295]>;", "SMEM-LIMIT"),
     ("EMIT-INDEX: a float index", "group(thread[1], || { let x: f32 = a[1.0f32]; });", "TYPE"),

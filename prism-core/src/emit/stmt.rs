@@ -368,9 +368,7 @@ impl Em {
                 );
             }
             Some(Value::Mem(view)) => self.bind(&name.name, Binding::Mem { view, persp }),
-            Some(Value::Unit) => {
-                return Err(err("EMIT-TYPE", span, "this expression has no value"))
-            }
+            Some(Value::Unit) => return Err(bug("TYPE", span, "this expression has no value")),
         }
         Ok(())
     }
