@@ -396,15 +396,14 @@ impl Em {
 
     fn lookup(&self, id: &Ident) -> R<Binding> {
         match self.env.iter().rev().find_map(|s| s.get(&id.name)) {
-            Some(Binding::Hidden) => Err(err(
-                "T-PARTITION",
+            Some(Binding::Hidden) => Err(bug(
+                "*-HIDDEN",
                 id.span,
                 format!(
                     "`{}` is hidden inside its partition/claim/async scope",
                     id.name
                 ),
-            )
-            .help("use the scope's new name")),
+            )),
             Some(b) => Ok(b.clone()),
             None => Err(bug(
                 "UNKNOWN-NAME",

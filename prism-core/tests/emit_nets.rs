@@ -59,6 +59,21 @@ const CASES: &[(&str, &str, &str)] = &[
     ("ASM: an `out` element", "#[prism_device(requires(thread[1]))]\nfn d() -> u32 { let mut r = [0u32; 2]; unsafe { asm!(\"mov.u32 {y}, 1;\", y = out(u32) r[0]); } r[0] }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "TYPE"),
     ("EMIT-TYPE: a let of a unit call", "let x = sync_threads();", "TYPE"),
     ("EMIT-TYPE: a let of a unit device call", "#[prism_device(requires(thread[1]))]\nfn d() { }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k() { group(thread[1], || { let y = d(); }); }", "TYPE"),
+    ("T-SPLIT: a grid split", "match split(grid) { 1 => {} }", "T-SPLIT"),
+    ("T-SPLIT: a block split in thread code", "group(thread[1], || { match split(block) { 1 => {} } });", "T-SPLIT"),
+    ("T-SPLIT: arm sizes past u32", "@32 group(block[1], || { match split(thread) { 4294967295 => {} 4294967295 => {} } });", "T-SPLIT"),
+    ("T-PARTITION: a hidden name", "partition(c, thread[1], |i| i, |y| { c[0] = 1.0f32; });", "PARTITION-HIDDEN"),
+    ("T-PARTITION: a hidden claimed name", "@32 group(block[1], || { let s: Shared<[f32; 32]>; claim(s, thread[32], |sw| { match split(thread) { 32 => { s[0] = 1.0f32; } } }); });", "CLAIM-HIDDEN"),
+    ("T-PARTITION: a hidden async name", "group(block[1], || { let s: Shared<[f32; 32]>; async_(s, |sa| { s[0] = 1.0f32; }); });", "ASYNC-HIDDEN"),
+    ("T-PARTITION: index count", "partition(c, thread[1], |i, j| i + j, |y| { y[0] = 1.0f32; });", "T-PARTITION"),
+    ("REG-ARRAY: 5000 registers", "let r = [0u32; 5000];", "REG-ARRAY"),
+    ("TYPE: a tensor map as a value", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(m: TensorMap<bf16, 2>) { let x = m; }", "TYPE"),
+    ("TYPE: a tensor map for a device function", "#[prism_device(requires(thread[1]))]\nfn d(x: u32) -> u32 { x }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(m: TensorMap<bf16, 2>) { group(thread[1], || { let y = d(m); }); }", "TYPE"),
+    ("TYPE: a device function's tensor-map parameter", "#[prism_device(requires(thread[1]))]\nfn d(m: TensorMap<bf16, 2>) -> u32 { 1u32 }\n#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(m: TensorMap<bf16, 2>) { group(thread[1], || { let y = d(m); }); }", "TYPE"),
+    ("RING: fill of an allocation", "group(block[1], || { let s: Shared<[f32; 256]>; fill(s, 0, |x| { }); });", "RING"),
+    ("RING: a ring as a value", "group(block[1], || { let s: Shared<[f32; 256]>; ring(2, s, |r| { let x = r; }); });", "RING"),
+    ("CLUSTER: peer of a pointer", "#[prism_kernel(requires(grid[1], block[2], block[1], thread[1]), threads = 64, cluster = 2)]\nfn k(out: *mut f32) { group(block[2], || { #[at(block[1])] let r: u32 = id(); peer(out, 1 - r, |o| { }); }); }", "CLUSTER"),
+    ("ASYNC-BULK: a bulk copy into a warp's claim", "@64 group(block[1], || { let s: Shared<[f32; 64]>; claim(s, thread[32], |sw| { match split(thread) { 32 => { async_(sw, |sa| { cp_async_bulk(sa, 0, a, 0, 64); }); } } }); });", "ASYNC-BULK"),
     ("TEMPLATE: const generics without instances", "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k<const N: u32>() { }", "INSTANCES"),
     ("SMEM: an allocation past 4 GiB", "let s: Shared<[f32; 4294967295]>;", "SMEM-LIMIT"),
     ("EMIT-INDEX: a float index", "group(thread[1], || { let x: f32 = a[1.0f32]; });", "TYPE"),
@@ -78,6 +93,8 @@ const CASES: &[(&str, &str, &str)] = &[
 fn kernel(body: &str) -> String {
     let (t, body) = if let Some(b) = body.strip_prefix("@32 ") {
         (32, b)
+    } else if let Some(b) = body.strip_prefix("@64 ") {
+        (64, b)
     } else if let Some(b) = body.strip_prefix("@128 ") {
         (128, b)
     } else {

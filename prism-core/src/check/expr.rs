@@ -300,6 +300,26 @@ impl<'a> Cx<'a> {
                 );
                 Ty::Err
             }
+            // Tensor maps and rings are names for intrinsics (which take them without reading a value).
+            Ty::TensorMap { .. } => {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "the tensor map `{}` is only an argument of `tma_load`",
+                        id.name
+                    ),
+                ));
+                Ty::Err
+            }
+            Ty::Ring(_) => {
+                self.errors.push(err(
+                    "RING",
+                    id.span,
+                    format!("the ring `{}` is only used by `fill` and `drain`", id.name),
+                ));
+                Ty::Err
+            }
             _ => {
                 self.read_up(vi, id.span, sink);
                 v.ty

@@ -74,7 +74,7 @@ impl Em {
                 }
                 Binding::Mem { view, .. } => Value::Mem(view),
                 Binding::TensorMap { .. } => {
-                    return Err(err(
+                    return Err(bug(
                         "TYPE",
                         id.span,
                         format!(
@@ -84,13 +84,13 @@ impl Em {
                     ))
                 }
                 Binding::Ring { .. } => {
-                    return Err(err(
+                    return Err(bug(
                         "RING",
                         id.span,
                         format!("the ring `{}` is only used by `fill` and `drain`", id.name),
                     ))
                 }
-                Binding::Hidden => return Err(err("T-PARTITION", id.span, "hidden name")),
+                Binding::Hidden => return Err(bug("*-HIDDEN", id.span, "hidden name")),
             }),
             ExprKind::Index { base, indices } => {
                 let id = match &base.kind {
@@ -153,7 +153,7 @@ impl Em {
             ExprKind::ArrayRepeat { value, len } => {
                 let n = self.const_u32(len)?;
                 if n > 4096 {
-                    return Err(err(
+                    return Err(bug(
                         "REG-ARRAY",
                         e.span,
                         format!("a register array of {n} elements is too large"),

@@ -133,7 +133,7 @@ impl Em {
                 persp,
             },
             Type::TensorMap { .. } => {
-                return Err(err("TYPE", a.span, "tensor maps are kernel parameters"))
+                return Err(bug("TYPE", a.span, "tensor maps are kernel parameters"))
             }
             Type::ArrayRef { elem, .. } => match self.expr(a)? {
                 // `&mut a` aliases the caller's registers.

@@ -131,7 +131,7 @@ impl Em {
     pub(super) fn address(&mut self, view: &View, mut idx: Vec<Val>, span: Span) -> R<String> {
         for m in view.maps.iter().rev() {
             if m.params.len() != idx.len() {
-                return Err(err(
+                return Err(bug(
                     "T-PARTITION",
                     span,
                     format!(
