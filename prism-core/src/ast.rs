@@ -649,6 +649,33 @@ pub struct AsmOperand {
     pub expr: Expr,
 }
 
+/// The operand names an `asm!` template refers to, in order, by Rust's format-string rules: `{name}` is an
+/// operand (trimmed; an unterminated `{name` runs to the end), `{{` / `}}` are literal braces. The checker
+/// (rule ASM) and the emitter (which substitutes registers) read templates this one way.
+pub fn asm_template_names(template: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' | '}' if chars.peek() == Some(&c) => {
+                chars.next();
+            }
+            '{' => {
+                let mut name = String::new();
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        break;
+                    }
+                    name.push(c);
+                }
+                names.push(name.trim().to_string());
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
 #[derive(Clone, Debug)]
 pub struct Expr {
     pub kind: ExprKind,

@@ -51,16 +51,13 @@ pub fn emit_kernel(k: &Checked, synced: &Synced) -> Result<Vec<CompiledKernel>, 
     let instances: Vec<Vec<i64>> = if f.const_params.is_empty() {
         vec![Vec::new()]
     } else if f.instances.is_empty() {
-        return Err(vec![Diagnostic::new(
-            "TEMPLATE",
+        return Err(vec![bug(
+            "INSTANCES",
             f.name.span,
             format!(
                 "kernel `{}` has const generics but no `instances = [..]`",
                 f.name
             ),
-        )
-        .help(
-            "list the instantiations in the attribute, e.g. `instances = [(64, 64)]`",
         )]);
     } else {
         f.instances.iter().map(|i| i.values.clone()).collect()
@@ -378,18 +375,17 @@ impl Em {
 
     fn lookup(&self, id: &Ident) -> R<Binding> {
         match self.env.iter().rev().find_map(|s| s.get(&id.name)) {
-            Some(Binding::Hidden) => Err(err(
-                "T-PARTITION",
+            Some(Binding::Hidden) => Err(bug(
+                "*-HIDDEN",
                 id.span,
                 format!(
                     "`{}` is hidden inside its partition/claim/async scope",
                     id.name
                 ),
-            )
-            .help("use the scope's new name")),
+            )),
             Some(b) => Ok(b.clone()),
-            None => Err(err(
-                "EMIT-NAME",
+            None => Err(bug(
+                "UNKNOWN-NAME",
                 id.span,
                 format!("unknown name `{}`", id.name),
             )),

@@ -94,15 +94,80 @@ pub struct CompileOptions {
     pub sync: SyncPolicy,
 }
 
-/// The stages after the checker, in order: synchronization (barriers into the kernel and the device
-/// functions it calls, under `policy`), then the emitter, one PTX module per instance.
+/// The stages after the check stage, in order: synchronization (barriers into the kernel and the device
+/// functions it calls, under `policy`), then the emitter, one PTX module per instance. The check stage
+/// ([`check_kernel`]) decided every user rule but the SYNC-* family, so an emitter error here is a compiler
+/// bug, reported as `INTERNAL` with the emitter's rule and message (`tests/checked_emits.rs`).
 pub fn lower(
-    checked: &check::Checked,
-    deps: &[ast::Function],
+    k: &CheckedKernel,
     policy: SyncPolicy,
 ) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
-    let synced = sync::synchronize(&checked.function, deps, policy)?;
-    emit::emit_kernel(checked, &synced)
+    let synced = sync::synchronize(&k.checked.function, &k.deps, policy)?;
+    emit::emit_kernel(&k.checked, &synced).map_err(|diags| {
+        diags
+            .into_iter()
+            .map(|d| {
+                // Barriers over thread[n] units take named barriers: counted where the sync stage's
+                // barriers are lowered. The emitter's own bug reports are INTERNAL already.
+                if d.rule.starts_with("SYNC-") || d.rule == "INTERNAL" {
+                    return d;
+                }
+                let message = format!(
+                    "bug: the emitter rejected a checked kernel: [{}] {}",
+                    d.rule, d.message
+                );
+                Diagnostic {
+                    rule: "INTERNAL",
+                    message,
+                    ..d
+                }
+            })
+            .collect()
+    })
+}
+
+/// The check stage for one monomorphic kernel: the checker's rules ([`check::check_function`]), then the
+/// instance rules, decided per instance by the lowering walk over the unsynchronized tree (a dry run of
+/// [`emit::emit_kernel`], its PTX discarded): only that walk has the constants after unrolling, the views'
+/// layouts and the threads that run each call which WGMMA offsets, TMA boxes, RING counts, SETMAXNREG,
+/// STMATRIX boxes, a `Shared` parameter's argument (CALL-ARG) and REG-INDEX need (docs/ARCHITECTURE.md,
+/// "Known departures from a one-way flow").
+fn check_monomorphic(
+    root: &Function,
+    deps: Vec<Function>,
+    types: Vec<ScalarType>,
+) -> Result<CheckedKernel, Vec<Diagnostic>> {
+    let checked = check::check_function(root, &deps)?;
+    let callees: Vec<Function> = sync::callees(&checked.function, &deps)
+        .into_iter()
+        .cloned()
+        .collect();
+    let unsynced = sync::Synced {
+        kernel: checked.function.clone(),
+        callees,
+    };
+    if let Err(diags) = emit::emit_kernel(&checked, &unsynced) {
+        // The emitter's nets (INTERNAL) guard what the checker rejects, in the kernel or in the bodies it
+        // inlined. Through the macros each device function's own `#[prism_device]` has reported its errors
+        // at its definition; a library caller gets the callees' checker rules here, not the bug.
+        if diags.iter().any(|d| d.rule == "INTERNAL") {
+            let callee_errors: Vec<Diagnostic> = unsynced
+                .callees
+                .iter()
+                .filter_map(|c| check::check_function(c, &deps).err())
+                .flatten()
+                .collect();
+            if !callee_errors.is_empty() {
+                return Err(callee_errors);
+            }
+        }
+        return Err(diags);
+    }
+    Ok(CheckedKernel {
+        checked,
+        deps,
+        types,
+    })
 }
 
 /// Compiles kernel `f` under both synchronization policies and counts the barriers of each: in the trees
@@ -113,9 +178,9 @@ pub fn sync_report(
 ) -> Result<sync::SyncReport, Vec<Diagnostic>> {
     // Type generics resolved first (the first instance of a generic kernel).
     let (f, deps) = mono::first_instance(f, deps)?;
-    let checked = check::check_function(&f, &deps)?;
-    let naive = lower(&checked, &deps, SyncPolicy::Naive)?;
-    let inferred = lower(&checked, &deps, SyncPolicy::Inferred)?;
+    let checked = check_monomorphic(&f, deps.clone(), Vec::new())?;
+    let naive = lower(&checked, SyncPolicy::Naive)?;
+    let inferred = lower(&checked, SyncPolicy::Inferred)?;
     let ptx = |ks: &[CompiledKernel]| {
         ks.first()
             .map(|k| sync::count_ptx_barriers(&k.ptx))
@@ -148,6 +213,47 @@ pub fn compile_kernel_with(
     deps: &[Function],
     opts: &CompileOptions,
 ) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    for k in check_kernel(f, deps)? {
+        for mut c in lower(&k, opts.sync)? {
+            c.types = k.types.clone();
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// One type tuple of a kernel after the check stage ([`check_kernel`], the only way to make one): what
+/// [`lower`] takes.
+#[derive(Clone, Debug)]
+pub struct CheckedKernel {
+    checked: check::Checked,
+    deps: Vec<Function>,
+    types: Vec<ScalarType>,
+}
+
+impl CheckedKernel {
+    /// The checked (monomorphic) kernel with its instances.
+    pub fn checked(&self) -> &check::Checked {
+        &self.checked
+    }
+    /// The device functions it may call, as resolved for this type tuple.
+    pub fn deps(&self) -> &[Function] {
+        &self.deps
+    }
+    /// The type arguments (empty without type parameters).
+    pub fn types(&self) -> &[ScalarType] {
+        &self.types
+    }
+}
+
+/// The check stage of [`compile_kernel`]: every user rule but the SYNC-* family (the sync stage's, run by
+/// [`lower`]) is decided here, for every type tuple and every instance. After `Ok`, [`lower`] fails only
+/// with SYNC-* rules or an `INTERNAL` bug (`tests/checked_emits.rs`).
+pub fn check_kernel(
+    f: &Function,
+    deps: &[Function],
+) -> Result<Vec<CheckedKernel>, Vec<Diagnostic>> {
     debug_assert_eq!(f.kind, FnKind::Kernel);
     let alias_errors = mono::check_aliases(f);
     if !alias_errors.is_empty() {
@@ -165,25 +271,15 @@ pub fn compile_kernel_with(
             )]);
         }
         let (root, deps) = mono::resolve(f.clone(), deps)?;
-        let checked = check::check_function(&root, &deps)?;
-        return lower(&checked, &deps, opts.sync);
+        return Ok(vec![check_monomorphic(&root, deps, Vec::new())?]);
     }
     let tuples = kernel_tuples(f)?;
     // Every tuple is checked before any is emitted, so errors of one tuple only are GENERIC.
-    let checked = mono::each_tuple(f, &tuples, |types| {
+    mono::each_tuple(f, &tuples, |types| {
         let g = mono::kernel_instance(f, types)?;
         let (root, deps) = mono::resolve(g, deps)?;
-        let checked = check::check_function(&root, &deps)?;
-        Ok((checked, deps, types.to_vec()))
-    })?;
-    let mut out = Vec::new();
-    for (c, deps, types) in checked {
-        for mut k in lower(&c, &deps, opts.sync)? {
-            k.types = types.clone();
-            out.push(k);
-        }
-    }
-    Ok(out)
+        check_monomorphic(&root, deps, types.to_vec())
+    })
 }
 
 /// The distinct tuples of type arguments of a generic kernel's instances, in order of appearance; every

@@ -766,7 +766,7 @@ fn callee_shared_memory_overlays() {
 const ASM_ADDRESS: &str = r#"
 /// An acquire load, which Prism has no intrinsic for: inline PTX on the address of `p[i]`.
 #[prism_device(requires(thread[1]))]
-pub fn load_acquire(#[at(grid[1])] p: *const u32, i: u32) -> u32 {
+pub fn load_acquire(p: *const u32, i: u32) -> u32 {
     let mut v: u32 = 0;
     unsafe {
         asm!("ld.acquire.gpu.global.u32 {v}, [{a}];", v = out(u32) v, a = in(u64) &p[i]);

@@ -120,10 +120,10 @@ impl<'a> Cx<'a> {
                 then_value,
                 else_value,
             } => self.e_select(cond, then_value, else_value, sink, code),
-            ExprKind::Asm {
-                template: _,
-                operands,
-            } => self.e_asm(e, operands, sink, code),
+            ExprKind::Asm { template, operands } => {
+                self.asm_template(e, template, operands);
+                self.e_asm(e, operands, sink, code)
+            }
         }
     }
 
@@ -170,6 +170,21 @@ impl<'a> Cx<'a> {
     }
 
     /// `asm!`: inside `unsafe`; inputs are values or element addresses (`&p[i]`, checked like reads), outputs `let mut` variables.
+    /// Rule ASM: every `{name}` of the template names one of the operands (once per name).
+    fn asm_template(&mut self, e: &Expr, template: &str, operands: &[AsmOperand]) {
+        let mut seen = Vec::new();
+        for name in crate::ast::asm_template_names(template) {
+            if !operands.iter().any(|o| o.name.name == name) && !seen.contains(&name) {
+                self.errors.push(err(
+                    "ASM",
+                    e.span,
+                    format!("`{{{name}}}` names no operand of this `asm!`"),
+                ));
+                seen.push(name);
+            }
+        }
+    }
+
     fn e_asm(&mut self, e: &Expr, operands: &[AsmOperand], sink: &Sink, code: Perspective) -> Ty {
         if self.unsafe_depth == 0 {
             self.errors.push(
@@ -283,6 +298,26 @@ impl<'a> Cx<'a> {
                     )
                     .help(format!("index it: `{}[i]`", v.name)),
                 );
+                Ty::Err
+            }
+            // Tensor maps and rings are names for intrinsics (which take them without reading a value).
+            Ty::TensorMap { .. } => {
+                self.errors.push(err(
+                    "TYPE",
+                    id.span,
+                    format!(
+                        "the tensor map `{}` is only an argument of `tma_load`",
+                        id.name
+                    ),
+                ));
+                Ty::Err
+            }
+            Ty::Ring(_) => {
+                self.errors.push(err(
+                    "RING",
+                    id.span,
+                    format!("the ring `{}` is only used by `fill` and `drain`", id.name),
+                ));
                 Ty::Err
             }
             _ => {

@@ -71,6 +71,11 @@ impl<'a> Cx<'a> {
     ) {
         let id = self.next_split;
         self.next_split += 1;
+        if level == Level::Grid {
+            // Blocks are the grid's units: `split(block)` divides them.
+            self.errors
+                .push(err("T-SPLIT", span, "a grid cannot be split"));
+        }
         let avail = self.units(level, code);
         let sizes: Vec<String> = arms
             .iter()

@@ -8,7 +8,18 @@ impl<'a> Cx<'a> {
         for s in &b.stmts {
             self.stmt(s, code);
         }
-        // The tail of nested blocks is only the function body's (handled in `run`).
+        // A nested block's tail (`{ ..; x }`) is evaluated and dropped, like an expression statement: the
+        // emitter lowers it, so it passes the same rules. The function body's own tail is its value
+        // (`run`, which does not come through here).
+        if let Some(t) = &b.tail {
+            let sink = Sink {
+                p: code,
+                rule: "READ-UP",
+                what: format!("code at {code}"),
+                id_target: None,
+            };
+            self.expr(t, &sink, code);
+        }
         self.vars.truncate(mark);
     }
 

@@ -45,7 +45,7 @@ impl Em {
     pub(super) fn scalar(&mut self, e: &Expr) -> R<Val> {
         match self.expr(e)? {
             Value::S(v) => Ok(v),
-            _ => Err(err("EMIT-TYPE", e.span, "expected a scalar value here")),
+            _ => Err(bug("TYPE", e.span, "expected a scalar value here")),
         }
     }
 
@@ -58,7 +58,7 @@ impl Em {
             ExprKind::Lit(l) => Ok(Value::S(match l {
                 Lit::Int(v, t) => {
                     let v = i128::try_from(*v)
-                        .map_err(|_| err("EMIT-LIT", e.span, "integer literal too large"))?;
+                        .map_err(|_| bug("CONST-OVERFLOW", e.span, "integer literal too large"))?;
                     match t {
                         Some(t) if t.is_float() => Val::Imm(Imm::Float(v as f64), Some(*t)),
                         _ => Val::Imm(Imm::Int(v), *t),
@@ -74,7 +74,7 @@ impl Em {
                 }
                 Binding::Mem { view, .. } => Value::Mem(view),
                 Binding::TensorMap { .. } => {
-                    return Err(err(
+                    return Err(bug(
                         "TYPE",
                         id.span,
                         format!(
@@ -84,18 +84,18 @@ impl Em {
                     ))
                 }
                 Binding::Ring { .. } => {
-                    return Err(err(
+                    return Err(bug(
                         "RING",
                         id.span,
                         format!("the ring `{}` is only used by `fill` and `drain`", id.name),
                     ))
                 }
-                Binding::Hidden => return Err(err("T-PARTITION", id.span, "hidden name")),
+                Binding::Hidden => return Err(bug("*-HIDDEN", id.span, "hidden name")),
             }),
             ExprKind::Index { base, indices } => {
                 let id = match &base.kind {
                     ExprKind::Var(id) => id,
-                    _ => return Err(err("EMIT-INDEX", e.span, "only `name[i]` can be indexed")),
+                    _ => return Err(bug("TYPE", e.span, "only `name[i]` can be indexed")),
                 };
                 match self.lookup(id)? {
                     Binding::Array { regs, elem, .. } => {
@@ -107,8 +107,8 @@ impl Em {
                         let addr = self.address(&view, idx, e.span)?;
                         Ok(Value::S(self.load(&view, &addr, None)))
                     }
-                    _ => Err(err(
-                        "EMIT-INDEX",
+                    _ => Err(bug(
+                        "TYPE",
                         e.span,
                         format!("`{}` cannot be indexed", id.name),
                     )),
@@ -153,7 +153,7 @@ impl Em {
             ExprKind::ArrayRepeat { value, len } => {
                 let n = self.const_u32(len)?;
                 if n > 4096 {
-                    return Err(err(
+                    return Err(bug(
                         "REG-ARRAY",
                         e.span,
                         format!("a register array of {n} elements is too large"),
@@ -254,7 +254,7 @@ impl Em {
         span: Span,
     ) -> R<usize> {
         if indices.len() != 1 {
-            return Err(err("EMIT-INDEX", span, "a register array takes one index"));
+            return Err(bug("T-PARTITION", span, "a register array takes one index"));
         }
         let v = self.scalar(&indices[0])?;
         match v.as_int() {
@@ -280,7 +280,7 @@ impl Em {
                 (UnOp::Not, Imm::Int(x)) => {
                     Val::Imm(Imm::Int(t.map(|t| wrap_int(!x, t)).unwrap_or(!x)), *t)
                 }
-                _ => return Err(err("EMIT-TYPE", span, "invalid operand for this operator")),
+                _ => return Err(bug("TYPE", span, "invalid operand for this operator")),
             });
         }
         let t = v.ty().unwrap_or(ScalarType::I32);
@@ -299,10 +299,8 @@ impl Em {
                 self.line(format!("neg.{} {r}, {o};", ptx_ty(t)))
             }
             _ => {
-                return Err(
-                    err("EMIT-TYPE", span, format!("operator not defined on {t}"))
-                        .help("convert f16/bf16 to f32 first"),
-                )
+                return Err(bug("TYPE", span, format!("operator not defined on {t}"))
+                    .help("convert f16/bf16 to f32 first"))
             }
         }
         Ok(Val::Reg(r, t))
@@ -365,8 +363,8 @@ impl Em {
             }
         }
         if t == ScalarType::F16 || t == ScalarType::BF16 {
-            return Err(err(
-                "EMIT-TYPE",
+            return Err(bug(
+                "TYPE",
                 span,
                 format!("{t} is a storage type: no arithmetic on it"),
             )
@@ -383,10 +381,8 @@ impl Em {
             (And | BitAnd, ScalarType::Bool) => "and.pred".to_string(),
             (Or | BitOr, ScalarType::Bool) => "or.pred".to_string(),
             (BitXor, ScalarType::Bool) => "xor.pred".to_string(),
-            (_, ScalarType::Bool) => {
-                return Err(err("EMIT-TYPE", span, "operator not defined on bool"))
-            }
-            (And | Or, _) => return Err(err("EMIT-TYPE", span, "`&&`/`||` need bool operands")),
+            (_, ScalarType::Bool) => return Err(bug("TYPE", span, "operator not defined on bool")),
+            (And | Or, _) => return Err(bug("TYPE", span, "`&&`/`||` need bool operands")),
             // `.rn` on float add/sub/mul: without a rounding modifier ptxas may contract a mul and an add
             // into an fma (PTX ISA, add/mul "Semantics"), which rounds once where Rust rounds twice: results
             // would then differ between the GPU, the emulator and a CPU reference. Write `x.fma(y, z)` to fuse.
@@ -413,13 +409,7 @@ impl Em {
             (BitXor, _) if t.is_int() => format!("xor.{}", bits_ty(t)),
             (Shl, _) if t.is_int() => format!("shl.{}", bits_ty(t)),
             (Shr, _) if t.is_int() => format!("shr.{pt}"),
-            _ => {
-                return Err(err(
-                    "EMIT-TYPE",
-                    span,
-                    format!("operator not defined on {t}"),
-                ))
-            }
+            _ => return Err(bug("TYPE", span, format!("operator not defined on {t}"))),
         };
         let y = if matches!(op, Shl | Shr) {
             self.op(&b, ScalarType::U32)
@@ -447,13 +437,7 @@ impl Em {
             match op {
                 Eq => self.line(format!("xor.pred {p}, {x}, {y};\n\tnot.pred {p}, {p};")),
                 Ne => self.line(format!("xor.pred {p}, {x}, {y};")),
-                _ => {
-                    return Err(err(
-                        "EMIT-TYPE",
-                        span,
-                        "bool values only compare with == and !=",
-                    ))
-                }
+                _ => return Err(bug("TYPE", span, "bool values only compare with == and !=")),
             }
         } else {
             let (x, y) = (self.reg(a, t), self.op(b, t));
@@ -514,10 +498,8 @@ impl Em {
             }
         }
         if to == ScalarType::Bool {
-            return Err(
-                err("EMIT-TYPE", span, format!("cannot cast {from} to bool"))
-                    .help("compare instead: `x != 0`"),
-            );
+            return Err(bug("TYPE", span, format!("cannot cast {from} to bool"))
+                .help("compare instead: `x != 0`"));
         }
         let r = self.fresh(to);
         if from == ScalarType::Bool {
@@ -604,11 +586,7 @@ impl Em {
             if args.len() == n {
                 Ok(())
             } else {
-                Err(err(
-                    "EMIT-CALL",
-                    span,
-                    format!("`{m}` takes {n} argument(s)"),
-                ))
+                Err(bug("TYPE", span, format!("`{m}` takes {n} argument(s)")))
             }
         };
         let pt = ptx_ty(t);
@@ -619,24 +597,22 @@ impl Em {
             if t == ScalarType::F32 {
                 Ok(())
             } else {
-                Err(
-                    err("EMIT-TYPE", span, format!("`{m}` is only available on f32"))
-                        .help("convert with `as f32`"),
-                )
+                Err(bug("TYPE", span, format!("`{m}` is only available on f32"))
+                    .help("convert with `as f32`"))
             }
         };
         match m {
             "sqrt" => {
                 want(0)?;
                 if !t.is_float() || t.size() < 4 {
-                    return Err(err("EMIT-TYPE", span, "`sqrt` needs f32 or f64"));
+                    return Err(bug("TYPE", span, "`sqrt` needs f32 or f64"));
                 }
                 self.line(format!("sqrt.rn.{pt} {r}, {x};"));
             }
             "rsqrt" => {
                 want(0)?;
                 if !t.is_float() || t.size() < 4 {
-                    return Err(err("EMIT-TYPE", span, "`rsqrt` needs f32 or f64"));
+                    return Err(bug("TYPE", span, "`rsqrt` needs f32 or f64"));
                 }
                 self.line(format!("rsqrt.approx.{pt} {r}, {x};"));
             }
@@ -658,13 +634,7 @@ impl Em {
                     ScalarType::I32 | ScalarType::I64 | ScalarType::F32 | ScalarType::F64 => {
                         self.line(format!("abs.{pt} {r}, {x};"))
                     }
-                    _ => {
-                        return Err(err(
-                            "EMIT-TYPE",
-                            span,
-                            format!("`abs` is not defined on {t}"),
-                        ))
-                    }
+                    _ => return Err(bug("TYPE", span, format!("`abs` is not defined on {t}"))),
                 }
             }
             "min" | "max" => {
@@ -675,14 +645,14 @@ impl Em {
             "fma" => {
                 want(2)?;
                 if !t.is_float() || t.size() < 4 {
-                    return Err(err("EMIT-TYPE", span, "`fma` needs f32 or f64"));
+                    return Err(bug("TYPE", span, "`fma` needs f32 or f64"));
                 }
                 let (y, z) = (self.op(&a[0], t), self.op(&a[1], t));
                 self.line(format!("fma.rn.{pt} {r}, {x}, {y}, {z};"));
             }
             _ => {
                 return Err(
-                    err("EMIT-CALL", method.span, format!("unknown method `{m}`"))
+                    bug("UNKNOWN-FN", method.span, format!("unknown method `{m}`"))
                         .help("available: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma"),
                 )
             }

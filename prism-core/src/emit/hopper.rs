@@ -15,7 +15,7 @@
 //! * `set_max_regs` → `setmaxnreg.inc/dec` relative to the entry budget the kernel declares with `.maxnreg`; one
 //!   count per warpgroup, and all of them within the SM's 64 K registers.
 
-use super::{err, ring_sites, Binding, Em, Space, Val, Value, View, R};
+use super::{bug, err, ring_sites, Binding, Em, Space, Val, Value, View, R};
 use crate::ast::{Expr, ExprKind, Param, ScalarType, SmemLayout};
 use proc_macro2::Span;
 
@@ -136,8 +136,8 @@ impl Em {
         let dst = self.mem_arg(&args[0])?;
         let (param, map, elem, rank) = self.tensor_map(&args[1])?;
         if args.len() != 2 + rank as usize {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "TYPE",
                 span,
                 format!(
                     "`tma_load` with a rank-{rank} map takes {} coordinates",
@@ -191,7 +191,7 @@ impl Em {
                 return Ok((param, addr, elem, rank));
             }
         }
-        Err(err("EMIT-TYPE", e.span, "expected a tensor map"))
+        Err(bug("TYPE", e.span, "expected a tensor map"))
     }
 
     /// One map has one box: every copy through the parameter moves the same box with the same swizzle.
@@ -228,8 +228,8 @@ impl Em {
     fn tma_store(&mut self, args: &[Expr], span: Span) -> R<()> {
         let (param, map, elem, rank) = self.tensor_map(&args[0])?;
         if args.len() != 2 + rank as usize {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "TYPE",
                 span,
                 format!("`tma_store` with a rank-{rank} map takes {rank} coordinates"),
             ));
@@ -269,8 +269,8 @@ impl Em {
                 .map(|x| self.reg(x, ScalarType::F32))
                 .collect::<Vec<_>>(),
             _ => {
-                return Err(err(
-                    "EMIT-TYPE",
+                return Err(bug(
+                    "TYPE",
                     args[0].span,
                     "expected `&mut d` with `d: [f32; N / 2]`",
                 ))

@@ -12,7 +12,7 @@ impl Em {
     ) -> R<Value> {
         let name = path.last().map(|p| p.name.clone()).unwrap_or_default();
         let f = self.synced.get(&name).cloned().ok_or_else(|| {
-            err("EMIT-CALL", span, format!("unknown function `{name}`"))
+            bug("UNKNOWN-FN", span, format!("unknown function `{name}`"))
                 .help("device functions must be passed to the compiler as dependencies")
         })?;
         if self.depth >= MAX_INLINE_DEPTH {
@@ -23,8 +23,8 @@ impl Em {
             ));
         }
         if f.params.len() != args.len() || f.const_params.len() != generics.len() {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "TYPE",
                 span,
                 format!(
                     "`{name}` takes {} const argument(s) and {} argument(s)",
@@ -133,7 +133,7 @@ impl Em {
                 persp,
             },
             Type::TensorMap { .. } => {
-                return Err(err("TYPE", a.span, "tensor maps are kernel parameters"))
+                return Err(bug("TYPE", a.span, "tensor maps are kernel parameters"))
             }
             Type::ArrayRef { elem, .. } => match self.expr(a)? {
                 // `&mut a` aliases the caller's registers.
@@ -145,13 +145,7 @@ impl Em {
                         persp: Perspective::thread(1),
                     }
                 }
-                _ => {
-                    return Err(err(
-                        "EMIT-TYPE",
-                        a.span,
-                        "expected `&array` or `&mut array`",
-                    ))
-                }
+                _ => return Err(bug("CALL-ARG", a.span, "expected `&array` or `&mut array`")),
             },
             Type::Array { elem, .. } => match self.expr(a)? {
                 Value::Arr(vals, _) => {
@@ -168,7 +162,7 @@ impl Em {
                         persp,
                     }
                 }
-                _ => return Err(err("EMIT-TYPE", a.span, "expected an array")),
+                _ => return Err(bug("CALL-ARG", a.span, "expected an array")),
             },
         })
     }
@@ -228,7 +222,7 @@ impl Em {
                         name.push(c);
                     }
                     let r = regs.get(name.trim()).ok_or_else(|| {
-                        err(
+                        bug(
                             "ASM",
                             span,
                             format!("`{{{name}}}` names no operand of this `asm!`"),

@@ -29,8 +29,8 @@ pub(super) fn emit_instance(f: &Function, inst: &[i64], callees: &[Function]) ->
         .map(|c| (c.name.name.clone(), Rc::new(c.clone())))
         .collect();
     if inst.len() != f.const_params.len() {
-        return Err(Diagnostic::new(
-            "TEMPLATE",
+        return Err(bug(
+            "INSTANCES",
             f.name.span,
             format!(
                 "instance has {} values for {} const generics",
@@ -261,15 +261,14 @@ fn entry_param(
             });
         }
         _ => {
-            return Err(Diagnostic::new(
-                "EMIT-PARAM",
+            return Err(bug(
+                "TYPE",
                 p.span,
                 format!(
                     "kernel parameter `{}` must be a scalar or a global pointer",
                     p.name
                 ),
-            )
-            .help("pass arrays through global memory (`*const T` / `*mut T`)"))
+            ))
         }
     }
     Ok(())

@@ -47,16 +47,16 @@ impl Em {
             return self.call_device(path, generics, args, span);
         };
         let Some(Arity::Exactly(k)) = lookup(&name).map(|i| i.arity) else {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "INTRINSIC",
                 span,
                 format!("`{name}` has no fixed arity in the intrinsics table"),
             ));
         };
         let n = args.len();
         if n != k {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "TYPE",
                 span,
                 format!("`{name}` takes {k} argument(s), {n} given"),
             ));
@@ -92,8 +92,8 @@ impl Em {
                 self.line(format!("mov.u32 {r}, %nctaid.x;"));
                 Ok(Value::S(Val::Reg(r, ScalarType::U32)))
             }
-            _ => Err(err(
-                "EMIT-CALL",
+            _ => Err(bug(
+                "INTRINSIC",
                 span,
                 format!("`{name}` is not a special intrinsic"),
             )),
@@ -135,10 +135,8 @@ impl Em {
                 self.line(format!("mov.b64 {r}, {{{lo2}, {hi2}}};"));
                 Ok(Value::S(Val::Reg(r, t)))
             }
-            _ => Err(
-                err("EMIT-TYPE", args[0].span, format!("cannot shuffle a {t}"))
-                    .help("shuffle 32- or 64-bit values"),
-            ),
+            _ => Err(bug("TYPE", args[0].span, format!("cannot shuffle a {t}"))
+                .help("shuffle 32- or 64-bit values")),
         }
     }
 
@@ -182,7 +180,7 @@ impl Em {
                     || (t.is_float() && t != ScalarType::F32 && t != ScalarType::F64)
                     || t == ScalarType::I64
                 {
-                    return Err(err("EMIT-TYPE", span, format!("no atomic add on {t}")));
+                    return Err(bug("INTRINSIC", span, format!("no atomic add on {t}")));
                 }
                 format!(
                     "add.{}",
@@ -195,7 +193,7 @@ impl Em {
             }
             "atomic_max" | "atomic_min" => {
                 if t.is_float() {
-                    return Err(err("EMIT-TYPE", span, format!("no atomic min/max on {t}")));
+                    return Err(bug("INTRINSIC", span, format!("no atomic min/max on {t}")));
                 }
                 format!("{}.{}", &name[7..], ptx_ty(t))
             }
@@ -203,7 +201,7 @@ impl Em {
             _ => format!("cas.{}", bits_ty(t)),
         };
         if t == ScalarType::Bool || t.size() == 2 {
-            return Err(err("EMIT-TYPE", span, format!("no atomics on {t}")));
+            return Err(bug("INTRINSIC", span, format!("no atomics on {t}")));
         }
         let r = self.fresh(t);
         self.line(format!(
@@ -221,7 +219,7 @@ impl Em {
         let addr = self.address(&view, vec![i], args[1].span)?;
         let t = view.elem;
         if t == ScalarType::Bool {
-            return Err(err("EMIT-TYPE", span, "no vector loads of bool"));
+            return Err(bug("INTRINSIC", span, "no vector loads of bool"));
         }
         let regs: Vec<String> = (0..k).map(|_| self.fresh(t)).collect();
         let sp = Self::space_str(&view, true);
@@ -245,8 +243,8 @@ impl Em {
         let vals = match self.expr(&args[2])? {
             Value::Arr(v, _) if v.len() == k => v,
             _ => {
-                return Err(err(
-                    "EMIT-TYPE",
+                return Err(bug(
+                    "TYPE",
                     args[2].span,
                     format!("`{name}` stores an array of {k} elements"),
                 ))
@@ -285,11 +283,7 @@ impl Em {
         let k: usize = name[10..].parse().unwrap_or(1);
         let view = self.mem_arg(&args[0])?;
         if view.space != Space::Shared {
-            return Err(err(
-                "EMIT-TYPE",
-                args[0].span,
-                "`ldmatrix` reads shared memory",
-            ));
+            return Err(bug("TYPE", args[0].span, "`ldmatrix` reads shared memory"));
         }
         let i = self.scalar(&args[1])?;
         let addr = self.address(&view, vec![i], args[1].span)?;
@@ -314,15 +308,15 @@ impl Em {
         let si = self.scalar(&args[3])?;
         let bytes = self.const_i64(&args[4])?;
         if !matches!(bytes, 4 | 8 | 16) {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "INTRINSIC",
                 args[4].span,
                 format!("cp.async copies 4, 8 or 16 bytes, not {bytes}"),
             ));
         }
         if dst.space != Space::Shared || src.space != Space::Global {
-            return Err(err(
-                "EMIT-TYPE",
+            return Err(bug(
+                "INTRINSIC",
                 span,
                 "`cp_async` copies from global to shared memory",
             ));
@@ -347,15 +341,15 @@ impl Em {
         let si = self.scalar(&args[3])?;
         let bytes = self.const_i64(&args[4])?;
         if bytes <= 0 || bytes % 16 != 0 || bytes >= 1 << 20 {
-            return Err(err(
-                "EMIT-CALL",
+            return Err(bug(
+                "INTRINSIC",
                 args[4].span,
                 format!("cp.async.bulk copies a multiple of 16 bytes below 1 MiB, not {bytes}"),
             ));
         }
         if dst.space != Space::Shared || src.space != Space::Global {
-            return Err(err(
-                "EMIT-TYPE",
+            return Err(bug(
+                "INTRINSIC",
                 span,
                 "`cp_async_bulk` copies from global to shared memory",
             ));
@@ -405,8 +399,8 @@ impl Em {
     pub(super) fn mem_arg(&mut self, e: &Expr) -> R<View> {
         match self.expr(e)? {
             Value::Mem(v) => Ok(v),
-            _ => Err(err(
-                "EMIT-TYPE",
+            _ => Err(bug(
+                "TYPE",
                 e.span,
                 "expected a pointer or shared allocation",
             )),
@@ -416,8 +410,8 @@ impl Em {
     pub(super) fn array_arg(&mut self, e: &Expr, n: usize) -> R<Vec<String>> {
         match self.expr(e)? {
             Value::Arr(v, t) if v.len() == n => Ok(v.iter().map(|x| self.reg(x, t)).collect()),
-            _ => Err(err(
-                "EMIT-TYPE",
+            _ => Err(bug(
+                "TYPE",
                 e.span,
                 format!("expected a thread-local array of {n} elements"),
             )),

@@ -3,7 +3,7 @@
 //! and `peer` reads in clusters. Synchronization between the arms is the rings' own (docs/SYNC.md).
 
 use super::hopper::tma_box;
-use super::{err, ring_sites, Binding, Em, Space, Val, View, R};
+use super::{bug, err, ring_sites, Binding, Em, Space, Val, View, R};
 use crate::ast::{Block, Expr, ExprKind, Ident, Level, ScalarType};
 use proc_macro2::Span;
 
@@ -121,7 +121,7 @@ impl Em {
     ) -> R<()> {
         let (id, views) = match self.lookup(ring)? {
             Binding::Ring { id, views } => (id, views),
-            _ => return Err(err("RING", ring.span, "expected a ring")),
+            _ => return Err(bug("RING", ring.span, "expected a ring")),
         };
         let stages = self.rings[id].stages;
         // The arrival counts are the threads that run fills and drains: without the block size they are known
@@ -318,7 +318,7 @@ impl Em {
         let view = match self.lookup(target)? {
             Binding::Mem { view, .. } if view.space == Space::Shared => view,
             _ => {
-                return Err(err(
+                return Err(bug(
                     "CLUSTER",
                     target.span,
                     "`peer` reads a shared allocation",

@@ -23,7 +23,7 @@ impl Em {
                 }
                 Level::Block => {
                     if saved.persp.level == Level::Thread {
-                        return Err(err(
+                        return Err(bug(
                             "T-SPLIT",
                             span,
                             "a block split needs block- or grid-level code",
@@ -39,7 +39,7 @@ impl Em {
                     };
                     (rel, true)
                 }
-                Level::Grid => return Err(err("T-SPLIT", span, "a grid cannot be split")),
+                Level::Grid => return Err(bug("T-SPLIT", span, "a grid cannot be split")),
             };
             // rel = rank - off (wrapping): one unsigned compare tests off <= rank < off + size.
             match range_start.as_int() {
@@ -67,7 +67,7 @@ impl Em {
             self.put_label(&skip);
             off = off
                 .checked_add(arm.size)
-                .ok_or_else(|| err("T-SPLIT", arm.size_span, "split sizes overflow"))?;
+                .ok_or_else(|| bug("T-SPLIT", arm.size_span, "split sizes overflow"))?;
         }
         Ok(())
     }

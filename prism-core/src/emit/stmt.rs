@@ -83,7 +83,7 @@ impl Em {
                 let l = self
                     .loops
                     .last()
-                    .ok_or_else(|| err("EMIT-LOOP", s.span, "`break`/`continue` outside a loop"))?;
+                    .ok_or_else(|| bug("LOOP", s.span, "`break`/`continue` outside a loop"))?;
                 let target = if matches!(s.kind, StmtKind::Break) {
                     l.brk.clone()
                 } else {
@@ -256,14 +256,14 @@ impl Em {
             let n = self.const_u32(len)?;
             let bytes = n
                 .checked_mul(elem.size())
-                .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
+                .ok_or_else(|| bug("SMEM-LIMIT", span, "shared allocation too large"))?;
             let off = layout.place(self.smem_next as u64);
-            let off =
-                u32::try_from(off).map_err(|_| err("SMEM", span, "shared allocation too large"))?;
+            let off = u32::try_from(off)
+                .map_err(|_| bug("SMEM-LIMIT", span, "shared allocation too large"))?;
             self.smem_align = self.smem_align.max(layout.align());
             self.smem_next = off
                 .checked_add(bytes)
-                .ok_or_else(|| err("SMEM", span, "shared allocation too large"))?;
+                .ok_or_else(|| bug("SMEM-LIMIT", span, "shared allocation too large"))?;
             self.smem_top = self.smem_top.max(self.smem_next);
             let view = View {
                 space: Space::Shared,
@@ -318,8 +318,8 @@ impl Em {
                     );
                 }
                 None => {
-                    return Err(err(
-                        "EMIT-TYPE",
+                    return Err(bug(
+                        "TYPE",
                         span,
                         format!("`{}` needs a type or an initializer", name.name),
                     ))
@@ -368,9 +368,7 @@ impl Em {
                 );
             }
             Some(Value::Mem(view)) => self.bind(&name.name, Binding::Mem { view, persp }),
-            Some(Value::Unit) => {
-                return Err(err("EMIT-TYPE", span, "this expression has no value"))
-            }
+            Some(Value::Unit) => return Err(bug("TYPE", span, "this expression has no value")),
         }
         Ok(())
     }
@@ -400,30 +398,22 @@ impl Em {
                             }
                             Ok(())
                         }
-                        _ => Err(err(
-                            "EMIT-TYPE",
+                        _ => Err(bug(
+                            "TYPE",
                             value.span,
                             format!("expected an array of {} elements", regs.len()),
                         )),
                     }
                 }
-                _ => Err(err(
-                    "EMIT-ASSIGN",
-                    place.span,
-                    format!("cannot assign to `{}`", id.name),
-                )
-                .help("declare it with `let mut`")),
+                _ => Err(
+                    bug("MUT", place.span, format!("cannot assign to `{}`", id.name))
+                        .help("declare it with `let mut`"),
+                ),
             },
             ExprKind::Index { base, indices } => {
                 let id = match &base.kind {
                     ExprKind::Var(id) => id,
-                    _ => {
-                        return Err(err(
-                            "EMIT-ASSIGN",
-                            place.span,
-                            "only `name[i]` can be assigned",
-                        ))
-                    }
+                    _ => return Err(bug("TYPE", place.span, "only `name[i]` can be assigned")),
                 };
                 match self.lookup(id)? {
                     Binding::Array { regs, elem, persp } => {
@@ -454,18 +444,14 @@ impl Em {
                         self.store(&view, &addr, &[v]);
                         Ok(())
                     }
-                    _ => Err(err(
-                        "EMIT-ASSIGN",
+                    _ => Err(bug(
+                        "TYPE",
                         place.span,
                         format!("`{}` cannot be indexed", id.name),
                     )),
                 }
             }
-            _ => Err(err(
-                "EMIT-ASSIGN",
-                place.span,
-                "this place cannot be assigned",
-            )),
+            _ => Err(bug("SYNTAX", place.span, "this place cannot be assigned")),
         }
     }
 
@@ -481,8 +467,8 @@ impl Em {
                     self.mov_into(&r, &v, t);
                     Ok(())
                 }
-                _ => Err(err(
-                    "ASM",
+                _ => Err(bug(
+                    "TYPE",
                     place.span,
                     "an `out` operand must be a mutable variable or element",
                 )),
@@ -490,7 +476,7 @@ impl Em {
             ExprKind::Index { base, indices } => {
                 let id = match &base.kind {
                     ExprKind::Var(id) => id,
-                    _ => return Err(err("ASM", place.span, "unsupported `out` place")),
+                    _ => return Err(bug("TYPE", place.span, "unsupported `out` place")),
                 };
                 match self.lookup(id)? {
                     Binding::Array { regs, elem, .. } => {
@@ -506,10 +492,10 @@ impl Em {
                         self.store(&view, &addr, &[v]);
                         Ok(())
                     }
-                    _ => Err(err("ASM", place.span, "unsupported `out` place")),
+                    _ => Err(bug("TYPE", place.span, "unsupported `out` place")),
                 }
             }
-            _ => Err(err("ASM", place.span, "unsupported `out` place")),
+            _ => Err(bug("TYPE", place.span, "unsupported `out` place")),
         }
     }
 }

@@ -135,6 +135,19 @@ pub(super) fn err(rule: &'static str, span: Span, msg: impl Into<String>) -> Dia
     Diagnostic::new(rule, span, msg)
 }
 
+/// An input the checker's rule `checker_rule` rejects before the emitter sees it (`tests/emit_nets.rs`
+/// gives each such input): reaching this is a compiler bug, an `INTERNAL` error (never a panic).
+pub(super) fn bug(checker_rule: &str, span: Span, msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(
+        "INTERNAL",
+        span,
+        format!(
+            "bug: {} (the checker's {checker_rule} rule rejects this first)",
+            msg.into()
+        ),
+    )
+}
+
 /// Integer comparison type: `lo/ls/hi/hs` take unsigned, the others the value's own type.
 pub(super) fn bits_cmp_ty(t: ScalarType, _c: &str) -> &'static str {
     ptx_ty(t)
@@ -308,8 +321,8 @@ impl Em {
                 Val::Imm(Imm::Int(x), _) => Val::Imm(Imm::Int(wrap_int(x, t)), Some(t)),
                 o => o,
             }),
-            Some(vt) => Err(err(
-                "EMIT-TYPE",
+            Some(vt) => Err(bug(
+                "TYPE",
                 span,
                 format!("expected a value of type {t}, found {vt}"),
             )

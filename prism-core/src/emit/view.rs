@@ -74,8 +74,8 @@ impl Em {
     pub(super) fn mem_binding(&self, id: &Ident) -> R<(View, Perspective)> {
         match self.lookup(id)? {
             Binding::Mem { view, persp } => Ok((view, persp)),
-            _ => Err(err(
-                "EMIT-TYPE",
+            _ => Err(bug(
+                "T-PARTITION",
                 id.span,
                 format!("`{}` is not a pointer or shared allocation", id.name),
             )),
@@ -131,7 +131,7 @@ impl Em {
     pub(super) fn address(&mut self, view: &View, mut idx: Vec<Val>, span: Span) -> R<String> {
         for m in view.maps.iter().rev() {
             if m.params.len() != idx.len() {
-                return Err(err(
+                return Err(bug(
                     "T-PARTITION",
                     span,
                     format!(
@@ -158,7 +158,7 @@ impl Em {
             idx = vec![r?];
         }
         if idx.len() != 1 {
-            return Err(err("EMIT-INDEX", span, "a pointer takes one index").help(
+            return Err(bug("T-PARTITION", span, "a pointer takes one index").help(
                 "multi-index `y[(i, j)]` needs a partition closure with that many parameters",
             ));
         }
@@ -186,7 +186,7 @@ impl Em {
                         self.line(format!("mul.lo.s64 {w}, {x}, {size};"));
                         self.line(format!("add.s64 {r}, {base}, {w};"));
                     }
-                    _ => return Err(err("EMIT-INDEX", span, "an index must be an integer")),
+                    _ => return Err(bug("TYPE", span, "an index must be an integer")),
                 }
                 Ok(r)
             }
@@ -197,7 +197,7 @@ impl Em {
                         self.cast(i, ScalarType::U32, span)?
                     }
                     Some(t) if !t.is_int() => {
-                        return Err(err("EMIT-INDEX", span, "an index must be an integer"))
+                        return Err(bug("TYPE", span, "an index must be an integer"))
                     }
                     _ => i,
                 };

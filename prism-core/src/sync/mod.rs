@@ -154,7 +154,7 @@ pub fn count_ptx_barriers(ptx: &str) -> usize {
 }
 
 /// The device functions `f` calls, transitively, each once (by name, as the emitter resolves them).
-fn callees<'a>(f: &Function, deps: &'a [Function]) -> Vec<&'a Function> {
+pub(crate) fn callees<'a>(f: &Function, deps: &'a [Function]) -> Vec<&'a Function> {
     let mut out: Vec<&'a Function> = Vec::new();
     let mut todo = infer::called_names(f);
     while let Some(n) = todo.pop() {

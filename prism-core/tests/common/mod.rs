@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod hopper;
+pub mod mutate;
 
 /// splitmix64: small, seedable, good enough to pick mutations.
 pub struct Rng(pub u64);

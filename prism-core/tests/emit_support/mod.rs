@@ -31,9 +31,11 @@ pub fn compile_fns_with(fns: &[Function], policy: SyncPolicy) -> Vec<CompiledKer
         .collect();
     let mut out = Vec::new();
     for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
-        let checked = prism_core::check::check_function(k, &deps)
+        let stage = prism_core::check_kernel(k, &deps)
             .unwrap_or_else(|d| panic!("check of `{}` failed: {}", k.name, texts(&d)));
-        let ks = prism_core::lower(&checked, &deps, policy)
+        assert_eq!(stage.len(), 1, "`{}` has no type parameters", k.name);
+        let checked = stage[0].checked();
+        let ks = prism_core::lower(&stage[0], policy)
             .unwrap_or_else(|d| panic!("emit of `{}` failed: {}", k.name, texts(&d)));
         // The emitter lays shared memory out exactly as the checker budgets it.
         assert_eq!(ks.len(), checked.instances.len());
@@ -56,7 +58,7 @@ pub fn compile_fns_with(fns: &[Function], policy: SyncPolicy) -> Vec<CompiledKer
     out
 }
 
-/// Emits (after parsing and checking) and returns the diagnostics of the first kernel that fails.
+/// Checks (the driver's check stage) and emits, and returns the diagnostics of the first kernel that fails.
 pub fn emit_errors(src: &str) -> Vec<prism_core::Diagnostic> {
     let fns = prism_core::parse::parse_source(src)
         .unwrap_or_else(|d| panic!("parse failed: {}", texts(&d)));
@@ -66,12 +68,14 @@ pub fn emit_errors(src: &str) -> Vec<prism_core::Diagnostic> {
         .cloned()
         .collect();
     for k in fns.iter().filter(|f| f.kind == FnKind::Kernel) {
-        let checked = match prism_core::check::check_function(k, &deps) {
+        let stage = match prism_core::check_kernel(k, &deps) {
             Ok(c) => c,
             Err(d) => return d,
         };
-        if let Err(d) = prism_core::lower(&checked, &deps, prism_core::SyncPolicy::Inferred) {
-            return d;
+        for c in &stage {
+            if let Err(d) = prism_core::lower(c, prism_core::SyncPolicy::Inferred) {
+                return d;
+            }
         }
     }
     Vec::new()
