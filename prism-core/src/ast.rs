@@ -652,6 +652,36 @@ pub struct AsmOperand {
 /// The operand names an `asm!` template refers to, in order, by Rust's format-string rules: `{name}` is an
 /// operand (trimmed; an unterminated `{name` runs to the end), `{{` / `}}` are literal braces. The checker
 /// (rule ASM) and the emitter (which substitutes registers) read templates this one way.
+/// The template with every `{name}` replaced by `subst(name)` (the name trimmed) and `{{` / `}}` by single
+/// braces (Rust's format-string rules); the first name `subst` does not know is the error.
+pub fn asm_expand(
+    template: &str,
+    mut subst: impl FnMut(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut text = String::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' | '}' if chars.peek() == Some(&c) => {
+                chars.next();
+                text.push(c);
+            }
+            '{' => {
+                let mut name = String::new();
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        break;
+                    }
+                    name.push(c);
+                }
+                text.push_str(&subst(name.trim()).ok_or(name)?);
+            }
+            c => text.push(c),
+        }
+    }
+    Ok(text)
+}
+
 pub fn asm_template_names(template: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut chars = template.chars().peekable();

@@ -183,6 +183,21 @@ impl<'a> Cx<'a> {
                 seen.push(name);
             }
         }
+        // The text must be PTX the model reads (any operand name stands for its register here).
+        if seen.is_empty() {
+            if let Ok(text) = crate::ast::asm_expand(template, |n| Some(format!("%{n}"))) {
+                if let Err(pe) = crate::ptx::parse_stmts(&text) {
+                    self.errors.push(
+                        err(
+                            "ASM",
+                            e.span,
+                            format!("the assembly is not PTX (its line {}): {}", pe.line, pe.message),
+                        )
+                        .help("write PTX statements, each ending in `;`, with `{name}` for an operand"),
+                    );
+                }
+            }
+        }
     }
 
     fn e_asm(&mut self, e: &Expr, operands: &[AsmOperand], sink: &Sink, code: Perspective) -> Ty {

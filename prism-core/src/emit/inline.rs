@@ -201,40 +201,15 @@ impl Em {
             regs.insert(o.name.name.clone(), r);
         }
         // Rust format-string rules: `{name}` is an operand, `{{` / `}}` are literal braces.
-        let mut text = String::new();
-        let mut chars = template.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '{' if chars.peek() == Some(&'{') => {
-                    chars.next();
-                    text.push('{');
-                }
-                '}' if chars.peek() == Some(&'}') => {
-                    chars.next();
-                    text.push('}');
-                }
-                '{' => {
-                    let mut name = String::new();
-                    for c in chars.by_ref() {
-                        if c == '}' {
-                            break;
-                        }
-                        name.push(c);
-                    }
-                    let r = regs.get(name.trim()).ok_or_else(|| {
-                        bug(
-                            "ASM",
-                            span,
-                            format!("`{{{name}}}` names no operand of this `asm!`"),
-                        )
-                    })?;
-                    text.push_str(r);
-                }
-                c => text.push(c),
-            }
-        }
+        let text = crate::ast::asm_expand(template, |n| regs.get(n).cloned()).map_err(|name| {
+            bug(
+                "ASM",
+                span,
+                format!("`{{{name}}}` names no operand of this `asm!`"),
+            )
+        })?;
         let stmts = crate::ptx::parse_stmts(&text).map_err(|e| {
-            err(
+            bug(
                 "ASM",
                 span,
                 format!(
