@@ -186,3 +186,79 @@ fn state_spaces_of_declarations_and_instructions() {
     );
     assert_eq!(ins[2].space(), None);
 }
+
+/// Mutated fixtures: whatever still parses prints to text that parses back to the same model (the printer
+/// and the parser agree on every form the parser accepts, not only on well-formed PTX).
+#[test]
+fn mutated_ptx_that_parses_round_trips() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prism-runtime/tests/fixtures");
+    let src = std::fs::read_to_string(dir.join("misc.ptx")).expect("misc.ptx fixture");
+    let pieces = [
+        "",
+        ";",
+        "{",
+        "}",
+        "[",
+        "]",
+        "(",
+        ")",
+        ",",
+        "|",
+        "!",
+        "-",
+        "+",
+        "@",
+        "%r1",
+        "0x10",
+        "0f3F800000",
+        "1.5e-3",
+        "-7",
+        "_",
+        ".reg .b32 %q<3>;",
+        ".shared .u32 s[4];",
+        "L:",
+        "{%r1, %r2}",
+        "[%rd1+-8]",
+        "sym+4",
+        "1e999",
+        "99999999999999999999",
+        "\"s\"",
+        ".pragma \"x\";",
+        "\n",
+        "//c\n",
+        "/*c*/",
+    ];
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let (mut parsed, mut cases) = (0, 0);
+    for _ in 0..400 {
+        let mut s = src.clone();
+        for _ in 0..1 + next(4) {
+            let at = next(s.len());
+            let at = (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+            let cut = (at + next(12)).min(s.len());
+            let cut = (cut..=s.len())
+                .find(|&i| s.is_char_boundary(i))
+                .unwrap_or(s.len());
+            s.replace_range(at..cut, pieces[next(pieces.len())]);
+        }
+        cases += 1;
+        if let Ok(m) = parse(&s) {
+            parsed += 1;
+            let printed = m.to_string();
+            let again =
+                parse(&printed).unwrap_or_else(|e| panic!("printed text does not parse: {e}"));
+            assert_eq!(again, m, "round trip changed the model of a mutated module");
+        }
+    }
+    assert!(
+        parsed > cases / 10,
+        "only {parsed} of {cases} mutants parsed"
+    );
+}
