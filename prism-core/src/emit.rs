@@ -65,7 +65,17 @@ pub fn emit_kernel(k: &Checked, synced: &Synced) -> Result<Vec<CompiledKernel>, 
     let mut out = Vec::new();
     let mut diags = Vec::new();
     for inst in instances {
-        match emit_instance(f, &inst, &synced.callees) {
+        // The checker's facts of this instance (its launch contract) travel here; the emitter does not
+        // recompute them.
+        let Some(facts) = k.instances.iter().find(|c| c.values == inst) else {
+            diags.push(bug(
+                "INSTANCES",
+                f.name.span,
+                format!("no checked instance {inst:?} of `{}`", f.name),
+            ));
+            continue;
+        };
+        match emit_instance(f, facts, &synced.callees) {
             Ok(c) => out.push(c),
             Err(d) => diags.push(d),
         }

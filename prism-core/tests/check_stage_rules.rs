@@ -94,3 +94,46 @@ fn moved_rules_fire_in_the_check_stage() {
         assert!(seen_rules.contains(*r), "no UI case of [{r}]");
     }
 }
+
+/// A shared allocation inside an unrolled loop takes one slot per iteration: the check stage counts the
+/// laid-out total against the device (SMEM-LIMIT), and the contract asks for all of it.
+#[test]
+fn shared_allocations_in_unrolled_loops_count_per_iteration() {
+    let src = |iters: u32| {
+        format!(
+            "#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+            fn k(c: *mut f32) {{
+                for i in 0..{iters} {{
+                    group(block[1], || {{
+                        let s: Shared<[f32; 16384]>;
+                        partition(s, thread[1], |j| j, |st| {{
+                            group(thread[1], || {{ st[0] = 1.0; }});
+                        }});
+                    }});
+                }}
+            }}"
+        )
+    };
+    let compile = |iters: u32| {
+        let fs =
+            parse::parse_source(&src(iters)).unwrap_or_else(|d| panic!("parse: {}", d[0].text()));
+        prism_core::compile_kernel(&fs[0], &[])
+    };
+    // 2 × 64 KiB fits and is what the launch asks for; 4 × 64 KiB is over the device's 227 KiB.
+    let ok = compile(2).unwrap_or_else(|d| panic!("{}", d[0].text()));
+    assert!(
+        ok[0].contract.smem_bytes >= 2 * 65536,
+        "{:?}",
+        ok[0].contract
+    );
+    let fs = parse::parse_source(&src(4)).unwrap();
+    let errs = check_kernel(&fs[0], &[])
+        .err()
+        .expect("4 slots of 64 KiB must be refused");
+    assert!(
+        errs.iter()
+            .any(|d| d.rule == "SMEM-LIMIT" && d.message.contains("unrolled loops")),
+        "{:?}",
+        errs.iter().map(|d| d.text()).collect::<Vec<_>>()
+    );
+}

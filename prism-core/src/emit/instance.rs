@@ -20,7 +20,12 @@ pub(super) fn lcm(a: u32, b: u32) -> u32 {
     }
 }
 
-pub(super) fn emit_instance(f: &Function, inst: &[i64], callees: &[Function]) -> R<CompiledKernel> {
+pub(super) fn emit_instance(
+    f: &Function,
+    facts: &crate::check::CheckedInstance,
+    callees: &[Function],
+) -> R<CompiledKernel> {
+    let inst = facts.values.as_slice();
     let entry = entry_name(&f.name.name, inst);
     let mut em = Em::new();
     // The device functions as the sync stage left them (barriers inserted), inlined at each call.
@@ -129,7 +134,7 @@ pub(super) fn emit_instance(f: &Function, inst: &[i64], callees: &[Function]) ->
         }
     }
 
-    let contract = contract_of(f, &em, threads, blocks);
+    let contract = contract_of(f, facts, &em, (threads, blocks))?;
     let ptx = em.finish(&entry, params_decl, threads).map_err(|m| {
         Diagnostic::new("INTERNAL", f.name.span, format!("bug in the emitter: {m}"))
     })?;
@@ -145,29 +150,55 @@ pub(super) fn emit_instance(f: &Function, inst: &[i64], callees: &[Function]) ->
 
 /// The launch contract of the instance: exact threads/blocks where declared, the multiples its `requires`
 /// perspectives and cluster imply, and the shared memory it allocated.
-fn contract_of(f: &Function, em: &Em, threads: Option<u32>, blocks: Option<u32>) -> Contract {
-    let mut contract = Contract {
-        threads_multiple_of: 1,
-        threads_exact: threads,
-        blocks_multiple_of: 1,
-        blocks_exact: blocks,
-        // Room to round the dynamic shared window up to the swizzle alignment at run time.
-        smem_bytes: em.smem_top + (em.smem_align - 16),
-        cluster: em.cluster,
-    };
-    contract.blocks_multiple_of = lcm(contract.blocks_multiple_of, em.cluster);
-    for r in &f.requires {
-        match r.perspective.level {
-            Level::Thread => {
-                contract.threads_multiple_of = lcm(contract.threads_multiple_of, r.perspective.n)
-            }
-            Level::Block => {
-                contract.blocks_multiple_of = lcm(contract.blocks_multiple_of, r.perspective.n)
-            }
-            Level::Grid => {}
-        }
+/// The launch contract: the checker's facts of the instance (block and grid divisors and sizes), the
+/// cluster size, and the shared memory the emitted code lays out. That is the checker's bound for straight
+/// code, but an allocation inside an unrolled loop gets one slot per iteration, which only the lowering
+/// walk counts: so SMEM-LIMIT is checked here again (in the check stage's walk, before any PTX is kept).
+fn contract_of(
+    f: &Function,
+    facts: &crate::check::CheckedInstance,
+    em: &Em,
+    (threads, blocks): (Option<u32>, Option<u32>),
+) -> Result<Contract, Diagnostic> {
+    if (threads, blocks) != (facts.threads_exact, facts.blocks_exact) {
+        return Err(Diagnostic::new(
+            "INTERNAL",
+            f.name.span,
+            format!(
+                "bug: the emitter evaluates threads/blocks to {threads:?}/{blocks:?}, the checker to {:?}/{:?}",
+                facts.threads_exact, facts.blocks_exact
+            ),
+        ));
     }
-    contract
+    let smem = em.smem_top as u64 + (em.smem_align as u64 - 16);
+    let declared = match &f.smem {
+        Some(e) => Some(em.const_u32(e)? as u64),
+        None => None,
+    };
+    let limit = declared
+        .unwrap_or(crate::DEVICE_SMEM_LIMIT)
+        .min(crate::DEVICE_SMEM_LIMIT);
+    if smem > limit {
+        let span = f.smem.as_ref().map_or(f.name.span, |e| e.span);
+        return Err(Diagnostic::new(
+            "SMEM-LIMIT",
+            span,
+            format!(
+                "`{}` lays out {smem} bytes of shared memory (allocations inside unrolled loops take one slot per iteration), more than the {} of {limit} bytes",
+                f.name,
+                if declared.is_some() { "declared `smem`" } else { "device limit" }
+            ),
+        )
+        .help("move the allocation out of the loop and reuse it across iterations"));
+    }
+    Ok(Contract {
+        threads_multiple_of: facts.threads_multiple_of,
+        threads_exact: facts.threads_exact,
+        blocks_multiple_of: lcm(facts.blocks_multiple_of, em.cluster),
+        blocks_exact: facts.blocks_exact,
+        smem_bytes: smem as u32,
+        cluster: em.cluster,
+    })
 }
 
 /// Declares kernel parameter `i` of the entry, loads it in the prologue and binds its name: a global
