@@ -167,7 +167,12 @@ pub(super) fn fold_untyped(op: BinOp, a: &Val, b: &Val, span: Span) -> R<Val> {
                     "cannot evaluate this constant expression",
                 )
             }),
-        _ => Err(err("EMIT-TYPE", span, "operands have no type")),
+        // Registers always have a type: two untyped operands are two constants.
+        _ => Err(Diagnostic::new(
+            "INTERNAL",
+            span,
+            "bug: untyped operands that are not both constants",
+        )),
     }
 }
 
