@@ -15,6 +15,10 @@ pub struct Diagnostic {
     /// Secondary spans with a note each (e.g. where the variable was declared).
     pub notes: Vec<(Span, String)>,
     pub help: Option<String>,
+    /// Set when the error is in the body of device function `name` called by the kernel being compiled
+    /// (the check stage reports a callee's own rules to library callers); through the macros that
+    /// function's own `#[prism_device]` reports it at its definition.
+    pub in_callee: Option<Box<str>>,
 }
 
 impl Diagnostic {
@@ -25,6 +29,7 @@ impl Diagnostic {
             span,
             notes: Vec::new(),
             help: None,
+            in_callee: None,
         }
     }
 

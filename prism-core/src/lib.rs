@@ -154,7 +154,14 @@ fn check_monomorphic(
             let callee_errors: Vec<Diagnostic> = unsynced
                 .callees
                 .iter()
-                .filter_map(|c| check::check_function(c, &deps).err())
+                .filter_map(|c| {
+                    let errs = check::check_function(c, &deps).err()?;
+                    let name: Box<str> = c.name.name.as_str().into();
+                    Some(errs.into_iter().map(move |mut d| {
+                        d.in_callee = Some(name.clone());
+                        d
+                    }))
+                })
                 .flatten()
                 .collect();
             if !callee_errors.is_empty() {

@@ -20,13 +20,16 @@ const MOVED: &[&str] = &[
     "ASM",
 ];
 
-/// `(rule, message)` of every `error: [RULE] message` of a blessed `.stderr` (notes left out).
+/// `(rule, message)` of every `error: [RULE] message` of a blessed `.stderr` (notes and the macros' summary of
+/// a callee's errors left out).
 fn expected(stderr: &str) -> Vec<(String, String)> {
     stderr
         .lines()
         .filter_map(|l| l.strip_prefix("error: ["))
         .filter_map(|l| l.split_once("] "))
         .filter(|(_, m)| !m.starts_with("note:"))
+        // The macros' one-line summary at a kernel whose callee's own macro reports the error.
+        .filter(|(_, m)| !m.contains("which breaks this rule in its own body"))
         .map(|(r, m)| (r.to_string(), m.to_string()))
         .collect()
 }
@@ -128,8 +131,8 @@ fn shared_allocations_in_unrolled_loops_count_per_iteration() {
     );
     let fs = parse::parse_source(&src(4)).unwrap();
     let errs = check_kernel(&fs[0], &[])
-        .err()
-        .expect("4 slots of 64 KiB must be refused");
+        .map(|_| ())
+        .expect_err("4 slots of 64 KiB must be refused");
     assert!(
         errs.iter()
             .any(|d| d.rule == "SMEM-LIMIT" && d.message.contains("unrolled loops")),

@@ -227,7 +227,7 @@ fn advance(mut st: State, root: &Function, f: &Function, dep: Option<&DepTokens>
 /// Emits what a failed expansion leaves behind: the errors, and for kernels items with the kernel's names
 /// (`fallback_items`) so that code using the kernel does not add errors of its own.
 fn fail(st: &State, root: &Function, diags: Vec<Diagnostic>) -> TokenStream {
-    let mut out = to_compile_errors(&diags);
+    let mut out = to_compile_errors(&reported_here(root, diags));
     if st.root_is_kernel {
         out.extend(fallback_items(&st.root_item));
         // The aliases too, so that code naming them adds no errors of its own.
@@ -236,6 +236,32 @@ fn fail(st: &State, root: &Function, diags: Vec<Diagnostic>) -> TokenStream {
         }
     }
     out
+}
+
+/// The errors this expansion reports: a device function's own errors are reported by its own
+/// `#[prism_device]` at its definition, so here they become one error at the kernel naming the functions.
+fn reported_here(root: &Function, diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let (callee, mut own): (Vec<Diagnostic>, Vec<Diagnostic>) =
+        diags.into_iter().partition(|d| d.in_callee.is_some());
+    if own.is_empty() {
+        if let Some(first) = callee.first() {
+            let mut names: Vec<&str> = callee
+                .iter()
+                .filter_map(|d| d.in_callee.as_deref())
+                .collect();
+            names.dedup();
+            own.push(Diagnostic::new(
+                first.rule,
+                root.name.span,
+                format!(
+                    "`{}` calls `{}`, which breaks this rule in its own body (reported at its definition)",
+                    root.name.name,
+                    names.join("`, `")
+                ),
+            ));
+        }
+    }
+    own
 }
 
 /// The kernel's name from its item tokens (also when the item does not parse as a Rust `fn`).
