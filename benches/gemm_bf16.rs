@@ -13,7 +13,9 @@ mod common;
 
 use common::{cublas, gpu_or_skip, stream, time_events, time_median, Report, Rng, Timing};
 use criterion::{BenchmarkId, Criterion, Throughput};
-use prism::kernels::gemm::{gemm_bf16, gemm_bf16_out_bf16, GemmBf16Variant};
+use prism::kernels::gemm::{
+    gemm_bf16, gemm_bf16_out_bf16_with, GemmBf16OutVariant, GemmBf16Variant,
+};
 use prism::runtime::cudarc::cublas::{sys as cublas_sys, CudaBlas};
 use prism::runtime::cudarc::driver::DevicePtr;
 use prism::runtime::half::bf16;
@@ -180,8 +182,8 @@ fn shape_cases(
     Ok(())
 }
 
-/// Rung 7 (bf16 `D` through TMA stores) against cuBLAS with a bf16 `C`, both checked against the f32 result
-/// first (within the f32 tolerance plus one bf16 step).
+/// The bf16-output rungs (bf16 `D` through TMA stores) against cuBLAS with a bf16 `C`, all checked against
+/// the f32 result first (within the f32 tolerance plus one bf16 step).
 #[allow(clippy::too_many_arguments)]
 fn bf16_output(
     dev: &Device,
@@ -195,7 +197,6 @@ fn bf16_output(
 ) {
     let (m, n, k) = shape;
     let size = format!("{m}x{n}x{k}");
-    let name = "7 persistent tma-store bf16 out";
     let bf16_out = cublas_sys::cudaDataType::CUDA_R_16BF;
     let check = |what: &str, got: &DeviceBuffer<bf16>| -> Result<(), String> {
         let got: Vec<f32> = dev
@@ -212,28 +213,37 @@ fn bf16_output(
         }
         Ok(())
     };
-    let mut cases = || -> Result<(Timing, Timing), String> {
-        let mut d = dev
-            .alloc_zeros::<bf16>(m as usize * n as usize)
-            .map_err(|e| e.to_string())?;
+    let mut d = match dev.alloc_zeros::<bf16>(m as usize * n as usize) {
+        Ok(d) => d,
+        Err(e) => return report.fail("bf16 out", &size, "cuBLAS bf16 out", &e.to_string()),
+    };
+    let mut t_cublas = || -> Result<Timing, String> {
         cublas_gemm(dev, blas, shape, a, b, &mut d, bf16_out)?;
         check("cuBLAS bf16 out", &d)?;
-        let t_cublas = measure(dev, group, "cublas bf16 out", shape, || {
+        measure(dev, group, "cublas bf16 out", shape, || {
             cublas_gemm(dev, blas, shape, a, b, &mut d, bf16_out)
-        })?;
-        let run = |d: &mut DeviceBuffer<bf16>| {
-            gemm_bf16_out_bf16(dev, m, n, k, 1.0, a, b, 0.0, None, d)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        };
-        run(&mut d)?;
-        check(name, &d)?;
-        let t = measure(dev, group, name, shape, || run(&mut d))?;
-        Ok((t, t_cublas))
+        })
     };
-    match cases() {
-        Ok((t, t_cublas)) => report.pass(name, &size, t, "cuBLAS bf16 out", t_cublas),
-        Err(why) => report.fail(name, &size, "cuBLAS bf16 out", &why),
+    let t_cublas = match t_cublas() {
+        Ok(t) => t,
+        Err(why) => return report.fail("bf16 out", &size, "cuBLAS bf16 out", &why),
+    };
+    for v in GemmBf16OutVariant::ALL {
+        let name = v.name();
+        let mut case = || -> Result<Timing, String> {
+            let run = |d: &mut DeviceBuffer<bf16>| {
+                gemm_bf16_out_bf16_with(dev, v, m, n, k, 1.0, a, b, 0.0, None, d)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            };
+            run(&mut d)?;
+            check(name, &d)?;
+            measure(dev, group, name, shape, || run(&mut d))
+        };
+        match case() {
+            Ok(t) => report.pass(name, &size, t, "cuBLAS bf16 out", t_cublas),
+            Err(why) => report.fail(name, &size, "cuBLAS bf16 out", &why),
+        }
     }
 }
 

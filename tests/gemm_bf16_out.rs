@@ -7,7 +7,10 @@
 mod e2e_util;
 
 use e2e_util::Rng;
-use prism::kernels::gemm::{gemm_bf16_out_bf16, gemm_bf16_tma_store, GemmError};
+use prism::kernels::gemm::{
+    gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_tma_store,
+    GemmBf16OutVariant, GemmError,
+};
 use prism::runtime::half::bf16;
 use prism::runtime::{LaunchDims, TensorMap, TensorMapMut, TensorSwizzle};
 use prism::{prism_device, prism_kernel};
@@ -26,6 +29,30 @@ fn bf16s(rng: &mut Rng, n: usize) -> Vec<bf16> {
 /// Runs `D = alpha·A·Bᵀ + beta·C` (with `C` when `beta ≠ 0`) on a `D` pre-filled with garbage and checks every
 /// element against the f64 product rounded once to bf16: within one bf16 step of the exact value.
 fn run(m: usize, n: usize, k: usize, alpha: f32, beta: f32, seed: u64, blocks: Option<u32>) {
+    run_variant(
+        GemmBf16OutVariant::TmaStore256,
+        m,
+        n,
+        k,
+        alpha,
+        beta,
+        seed,
+        blocks,
+    );
+}
+
+/// [`run`] on one variant; `blocks` launches that many persistent blocks through the typed launcher.
+#[allow(clippy::too_many_arguments)]
+fn run_variant(
+    v: GemmBf16OutVariant,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    beta: f32,
+    seed: u64,
+    blocks: Option<u32>,
+) {
     let dev = e2e_util::device();
     let mut rng = Rng::new(seed);
     let a = bf16s(&mut rng, m * k);
@@ -41,10 +68,10 @@ fn run(m: usize, n: usize, k: usize, alpha: f32, beta: f32, seed: u64, blocks: O
     match blocks {
         None => {
             let c_arg = (beta != 0.0).then_some(&dc);
-            gemm_bf16_out_bf16(
-                &dev, m as u32, n as u32, k as u32, alpha, &da, &db, beta, c_arg, &mut dd,
+            gemm_bf16_out_bf16_with(
+                &dev, v, m as u32, n as u32, k as u32, alpha, &da, &db, beta, c_arg, &mut dd,
             )
-            .unwrap_or_else(|e| panic!("{m}×{n}×{k}: {e}"));
+            .unwrap_or_else(|e| panic!("{} {m}×{n}×{k}: {e}", v.name()));
         }
         Some(blocks) => {
             // Fewer persistent blocks than tiles: each block runs several tiles through one ring and
@@ -61,19 +88,18 @@ fn run(m: usize, n: usize, k: usize, alpha: f32, beta: f32, seed: u64, blocks: O
                 TensorSwizzle::B128,
             )
             .unwrap();
-            gemm_bf16_tma_store::<256, 4, 8>::launch(
-                &dev,
-                LaunchDims::new(blocks, 384),
-                &ma,
-                &mb,
-                m as u32,
-                n as u32,
-                k as u32,
-                alpha,
-                beta,
-                &dc,
-                &mut md,
-            )
+            let dims = LaunchDims::new(blocks, 384);
+            let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+            match v {
+                GemmBf16OutVariant::TmaStore256 => gemm_bf16_tma_store::<256, 4, 8>::launch(
+                    &dev, dims, &ma, &mb, mu, nu, ku, alpha, beta, &dc, &mut md,
+                ),
+                GemmBf16OutVariant::ClusterTmaStore256 => {
+                    gemm_bf16_cluster_tma_store::<256, 4, 8>::launch(
+                        &dev, dims, &ma, &mb, mu, nu, ku, alpha, beta, &dc, &mut md,
+                    )
+                }
+            }
             .unwrap();
         }
     }
@@ -127,6 +153,19 @@ fn bf16_output_at_ragged_sizes_with_c() {
 fn persistent_blocks_store_several_tiles() {
     // 3 × 2 ragged tiles over 2 blocks.
     run(300, 264, 72, 1.0, 0.5, 14, Some(2));
+}
+
+/// Rungs 5 + 6 + 7 (persistent 2-block clusters, B multicast, TMA-store epilogue): through the host API at
+/// a tile multiple and at ragged sizes with and without `C`, and with one and two clusters running several
+/// 256 × 256 tiles each.
+#[test]
+fn cluster_bf16_output_every_element() {
+    let v = GemmBf16OutVariant::ClusterTmaStore256;
+    run_variant(v, 512, 512, 192, 1.5, -0.5, 21, None);
+    run_variant(v, 200, 328, 136, 0.75, 0.0, 22, None);
+    run_variant(v, 72, 264, 40, -1.0, 2.0, 23, None);
+    run_variant(v, 600, 264, 72, 1.0, 0.5, 24, Some(2));
+    run_variant(v, 600, 264, 72, 1.0, 0.5, 25, Some(4));
 }
 
 #[test]

@@ -113,9 +113,13 @@ pub fn wgmma_tile_to_f32<const N: u32>(
 
 // Rung 7 calls the device functions above (macro scope: declared after them).
 mod cluster_persistent;
+mod cluster_tma_store;
 mod tma_store;
 pub use cluster_persistent::gemm_bf16_cluster_persistent;
-pub use tma_store::{gemm_bf16_out_bf16, gemm_bf16_tma_store};
+pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
+pub use tma_store::{
+    gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_tma_store, GemmBf16OutVariant,
+};
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
 /// swizzle span of bf16). Launch `ceil(m / 64) · ceil(n / BN)` blocks of 128 threads; `a` maps `A` with box

@@ -221,6 +221,76 @@ pub fn gemm_bf16_out_bf16(
     c: Option<&DeviceBuffer<bf16>>,
     d: &mut DeviceBuffer<bf16>,
 ) -> Result<LaunchReport, GemmError> {
+    gemm_bf16_out_bf16_with(
+        dev,
+        GemmBf16OutVariant::BEST,
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+        d,
+    )
+}
+
+/// A kernel of the bf16-output ladder (rung 7 and above).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmBf16OutVariant {
+    /// Rung 7, [`gemm_bf16_tma_store`]`<256, 4, 8>`: persistent blocks, 128 × 256 tiles, TMA-store epilogue.
+    TmaStore256,
+    /// Rungs 5 + 6 + 7, [`super::gemm_bf16_cluster_tma_store`]`<256, 4, 8>`: persistent 2-block clusters
+    /// multicasting B, 128 × 256 tiles per block, TMA-store epilogue.
+    ClusterTmaStore256,
+}
+
+impl GemmBf16OutVariant {
+    /// Every variant, in ladder order.
+    pub const ALL: [GemmBf16OutVariant; 2] = [
+        GemmBf16OutVariant::TmaStore256,
+        GemmBf16OutVariant::ClusterTmaStore256,
+    ];
+    /// The variant [`gemm_bf16_out_bf16`] runs. No variant has been timed on a GPU yet (docs/KERNELS.md).
+    pub const BEST: GemmBf16OutVariant = GemmBf16OutVariant::TmaStore256;
+
+    /// Short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            GemmBf16OutVariant::TmaStore256 => "7 persistent tma-store 128x256 x4",
+            GemmBf16OutVariant::ClusterTmaStore256 => {
+                "5+6+7 persistent cluster2 tma-store 128x256 x4"
+            }
+        }
+    }
+
+    /// The kernel instance this variant launches.
+    pub fn info(self) -> &'static prism_runtime::KernelInfo {
+        match self {
+            GemmBf16OutVariant::TmaStore256 => &gemm_bf16_tma_store::<256, 4, 8>::INFO,
+            GemmBf16OutVariant::ClusterTmaStore256 => {
+                &super::gemm_bf16_cluster_tma_store::<256, 4, 8>::INFO
+            }
+        }
+    }
+}
+
+/// [`gemm_bf16_out_bf16`] with the kernel chosen by `variant`; the same arguments and checks.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_out_bf16_with(
+    dev: &Device,
+    variant: GemmBf16OutVariant,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    beta: f32,
+    c: Option<&DeviceBuffer<bf16>>,
+    d: &mut DeviceBuffer<bf16>,
+) -> Result<LaunchReport, GemmError> {
     let mut lengths = vec![
         ("a", m, k, a.len()),
         ("b", n, k, b.len()),
@@ -265,10 +335,21 @@ pub fn gemm_bf16_out_bf16(
         [64, 64],
         TensorSwizzle::B128,
     )?;
-    // Persistent: one block per SM (the emulator reports none: 132, an H100's count).
-    let blocks = tiles.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64);
-    let dims = LaunchDims::new(blocks as u32, 384);
-    Ok(gemm_bf16_tma_store::<256, 4, 8>::launch(
-        dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md,
-    )?)
+    // Persistent: one block per SM (the emulator reports none: 132, an H100's count), in pairs for clusters.
+    let sms = dev.properties().multiprocessors.unwrap_or(132).max(2) as u64;
+    Ok(match variant {
+        GemmBf16OutVariant::TmaStore256 => {
+            let dims = LaunchDims::new(tiles.min(sms) as u32, 384);
+            gemm_bf16_tma_store::<256, 4, 8>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md,
+            )
+        }
+        GemmBf16OutVariant::ClusterTmaStore256 => {
+            let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
+            let dims = LaunchDims::new(2 * pairs.min(sms / 2) as u32, 384);
+            super::gemm_bf16_cluster_tma_store::<256, 4, 8>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md,
+            )
+        }
+    }?)
 }

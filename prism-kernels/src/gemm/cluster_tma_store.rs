@@ -1,0 +1,198 @@
+//! The ladder's top: rung 7's bf16 epilogue (stmatrix into swizzled boxes, TMA stores) on rungs 5 + 6
+//! (persistent 2-block clusters in grouped tile order, B multicast): the structure of the fastest published
+//! Hopper GEMMs.
+
+// The kernel's device functions are the crate's own, found by the macro; its types are the language's.
+use prism_macros::prism_kernel;
+
+/// Rungs 5 + 6 + 7: [`super::gemm_bf16_cluster_persistent`]'s schedule (clusters of two blocks take 256 ×
+/// `BN` tiles in grouped order, rank 0 the top 128 rows and rank 1 the bottom 128, rank 0 multicasting the
+/// B panel into both blocks' ring slots) with [`super::gemm_bf16_tma_store`]'s epilogue (each consumer
+/// warpgroup scales its accumulators, writes them as bf16 into its own 64 × 64 box with `stmatrix_bf16`
+/// and stores the box with `tma_store`, which clips at `D`'s edges). Launch `2 · min(cluster tiles, SMs /
+/// 2)` blocks of 384 threads; maps as for [`super::gemm_bf16_tma_store`].
+#[prism_kernel(
+    requires(grid[1], block[2], block[1], warpgroup),
+    threads = 384,
+    cluster = 2,
+    instances = [(256, 4, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const bf16,
+    d: TensorMapMut<bf16, 2>,
+) {
+    let tiles_m: u32 = (m + 255) / 256;
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let clusters: u32 = grid_dim() / 2;
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let rank: u32 = blk % 2;
+    #[at(block[1])]
+    let cl: u32 = blk / 2;
+    #[at(block[1])]
+    let iters: u32 = (tiles + clusters - 1 - cl) / clusters; // 0 when cl >= tiles (cl < clusters)
+    group(block[1], || {
+        let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+        // Each consumer warpgroup's epilogue box (handed to it whole: `|x| x`).
+        let e1: Shared<[bf16; 64 * 64], Swizzle128>;
+        let e2: Shared<[bf16; 64 * 64], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    e2,
+                    thread[128],
+                    |x| x,
+                    |e2_w| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                for it in 0..iters {
+                                    let tile: u32 = cl + it * clusters;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    for kt in 0..k_tiles {
+                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            match split(thread) {
+                                                1 => {
+                                                    tma_load(
+                                                        sa_s,
+                                                        a,
+                                                        kt * 64,
+                                                        tm * 256 + rank * 128,
+                                                    );
+                                                    if rank == 0 {
+                                                        tma_load_multicast(
+                                                            sb_s,
+                                                            b,
+                                                            kt * 64,
+                                                            tn * BN,
+                                                        );
+                                                    }
+                                                }
+                                            }
+                                        });
+                                    }
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                for it in 0..iters {
+                                    let tile: u32 = cl + it * clusters;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            wgmma_k_tile::<0, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
+                                        });
+                                    }
+                                    let row0: u32 = tm * 256 + rank * 128;
+                                    let col0: u32 = tn * BN;
+                                    for j in 0..BN / 64 {
+                                        // Columns 64j..64j + 64 of the fragment (registers 32j..32j + 32), scaled in place.
+                                        group(thread[1], || {
+                                            for q in 0..32 {
+                                                let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
+                                                let col: u32 =
+                                                    col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
+                                                acc[32 * j + q] = alpha * acc[32 * j + q];
+                                                if beta != 0.0 && row < m && col < n {
+                                                    acc[32 * j + q] = acc[32 * j + q]
+                                                        + beta * (c[row * n + col] as f32);
+                                                }
+                                            }
+                                        });
+                                        // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
+                                        stmatrix_bf16(e1_w, &acc, j);
+                                        match split(thread) {
+                                            1 => {
+                                                tma_store(d, e1_w, col0 + 64 * j, row0);
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; BN / 2];
+                                #[at(thread[1])]
+                                let t: u32 = id();
+                                #[at(thread[1])]
+                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+                                #[at(thread[1])]
+                                let c0: u32 = 2 * (t % 4);
+                                for it in 0..iters {
+                                    let tile: u32 = cl + it * clusters;
+                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    for kt in 0..k_tiles {
+                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            wgmma_k_tile::<1, { BN / 2 }>(
+                                                &mut acc,
+                                                sa_s,
+                                                sb_s,
+                                                kt == 0,
+                                            );
+                                        });
+                                    }
+                                    let row0: u32 = tm * 256 + rank * 128 + 64;
+                                    let col0: u32 = tn * BN;
+                                    for j in 0..BN / 64 {
+                                        // Columns 64j..64j + 64 of the fragment (registers 32j..32j + 32), scaled in place.
+                                        group(thread[1], || {
+                                            for q in 0..32 {
+                                                let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
+                                                let col: u32 =
+                                                    col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
+                                                acc[32 * j + q] = alpha * acc[32 * j + q];
+                                                if beta != 0.0 && row < m && col < n {
+                                                    acc[32 * j + q] = acc[32 * j + q]
+                                                        + beta * (c[row * n + col] as f32);
+                                                }
+                                            }
+                                        });
+                                        // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
+                                        stmatrix_bf16(e2_w, &acc, j);
+                                        match split(thread) {
+                                            1 => {
+                                                tma_store(d, e2_w, col0 + 64 * j, row0);
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    });
+}
