@@ -113,6 +113,7 @@ impl<'a> L<'a> {
             per_instruction: std::mem::take(&mut self.pic),
             printf: std::mem::take(&mut self.printf),
             parallel_blocks: 0,
+            isolated_blocks: 0,
         };
         if self.faults.is_empty() {
             Ok(report)
