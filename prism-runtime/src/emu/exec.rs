@@ -46,6 +46,10 @@ mod proxy;
 // Reserved shared memory and the smaller instructions (alu forms that need no block state).
 #[path = "exec_misc.rs"]
 mod misc;
+// Lane loops built for the baseline and for AVX2+FMA, chosen at run time (`multiversion!`).
+#[macro_use]
+#[path = "simd.rs"]
+mod simd;
 // Fast paths: whole-warp arithmetic and single-region memory accesses (issue 12).
 #[path = "exec_fast.rs"]
 mod exec_fast;
@@ -59,6 +63,10 @@ mod parallel;
 #[path = "shadow.rs"]
 mod shadow;
 pub(crate) use shadow::ShadowMem;
+// A warp's registers: those the launch's code names (issue 12).
+#[path = "regs.rs"]
+mod regs;
+use regs::{RegWindow, Regs};
 // A launch's state from its arguments, and its report.
 #[path = "launch.rs"]
 mod launch;
@@ -137,7 +145,7 @@ struct Frame {
 }
 
 struct Warp {
-    regs: Vec<u64>,
+    regs: Regs,
     pc: [u32; 32],
     st: [Ls; 32],
     last_run: [u64; 32],
@@ -299,6 +307,8 @@ struct L<'a> {
     fast: Option<Box<exec_fast::Scratch>>,
     /// Set when this launch state runs blocks in isolation on a worker thread (`parallel.rs`).
     spec: Option<parallel::Worker<'a>>,
+    /// The registers each warp holds (`regs.rs`).
+    regwin: RegWindow,
 }
 
 fn mask_bits(bits: u32) -> u64 {

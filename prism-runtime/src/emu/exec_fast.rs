@@ -101,15 +101,11 @@ impl L<'_> {
                 if let (Operand::Reg(d), Operand::Reg(r)) = (&args[0], &args[1]) {
                     // Register to register, lane by lane within the register file (no lane arrays).
                     let (d, r) = (*d as usize * 32, *r as usize * 32);
-                    if exec == ALL {
-                        for l in 0..32 {
-                            w.regs[d + l] = w.regs[r + l] & mk;
-                        }
-                    } else {
-                        for l in each(exec) {
-                            w.regs[d + l] = w.regs[r + l] & mk;
-                        }
+                    let mut v: Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+                    for x in v.iter_mut() {
+                        *x &= mk;
                     }
+                    scatter_reg(w, d, exec, &v);
                 } else {
                     let v = &mut t[0];
                     self.gather(b, w, wi, &args[1], exec, v);
@@ -349,26 +345,13 @@ impl L<'_> {
             Space::Shared => {
                 // Every lane computed (branch-free), the executing ones checked.
                 let (crank1, limit) = (b.crank as u64 + 1, self.smem_size as u64);
-                let mut bad = 0u32;
                 let (sub, keep) = if generic {
                     (SHARED_WINDOW, u64::MAX)
                 } else {
                     (0, 0xFFFF_FFFF)
                 };
-                for l in 0..32 {
-                    let g = addr[l];
-                    let a = g.wrapping_sub(sub) & keep;
-                    // (generic: outside the window, i.e. a ≥ 2^32 after subtracting its base)
-                    let out = a >> 32 != 0;
-                    let tag = (a >> 24) & 0x3F;
-                    let o = a & 0xFF_FFFF;
-                    let fail = out
-                        | (a & amask != 0)
-                        | (tag != 0 && tag != crank1)
-                        | (o + size as u64 > limit);
-                    bad |= (fail as u32) << l;
-                    offs[l] = o as usize;
-                }
+                let bad =
+                    shared_offsets(addr, [sub, keep, amask, crank1, limit, size as u64], offs);
                 if bad & exec != 0 {
                     return None;
                 }
@@ -636,18 +619,49 @@ impl L<'_> {
     }
 }
 
+multiversion! {
+/// Each lane's offset in this block's shared memory (`[sub, keep, amask, crank + 1, limit, size]`: the
+/// window base a generic address loses, the bits a shared address keeps, the alignment mask, the tag a
+/// cluster address must carry, the block's shared bytes and the access size), and a mask of the lanes
+/// whose access would not be aligned and in bounds there. Every lane computed, branch-free.
+fn shared_offsets / shared_offsets_on(addr: &Lanes, k: [u64; 6], offs: &mut [usize; 32]) -> u32 {
+    let [sub, keep, amask, crank1, limit, size] = k;
+    let mut fails = [0u32; 32];
+    for l in 0..32 {
+        let a = addr[l].wrapping_sub(sub) & keep;
+        // (generic: outside the window, i.e. a ≥ 2^32 after subtracting its base)
+        let out = a >> 32 != 0;
+        let tag = (a >> 24) & 0x3F;
+        let o = a & 0xFF_FFFF;
+        let fail = out | (a & amask != 0) | (tag != 0 && tag != crank1) | (o + size > limit);
+        fails[l] = fail as u32;
+        offs[l] = o as usize;
+    }
+    let mut bad = 0u32;
+    for (l, f) in fails.iter().enumerate() {
+        bad |= f << l;
+    }
+    bad
+}
+}
+
 /// Writes the lanes of `lanes` of a destination register (a sink or non-register destination: nothing).
 #[inline]
 fn scatter(w: &mut Warp, dst: &Operand, lanes: u32, v: &Lanes) {
     if let Operand::Reg(r) = dst {
-        let r = *r as usize * 32;
-        let d = &mut w.regs[r..r + 32];
-        if lanes == ALL {
-            d.copy_from_slice(v);
-        } else {
-            for l in each(lanes) {
-                d[l] = v[l];
-            }
+        scatter_reg(w, *r as usize * 32, lanes, v);
+    }
+}
+
+/// Writes the lanes of `lanes` of the register whose lanes start at `r`.
+#[inline]
+fn scatter_reg(w: &mut Warp, r: usize, lanes: u32, v: &Lanes) {
+    let d = &mut w.regs[r..r + 32];
+    if lanes == ALL {
+        d.copy_from_slice(v);
+    } else {
+        for l in each(lanes) {
+            d[l] = v[l];
         }
     }
 }
@@ -834,6 +848,52 @@ mod tests {
         let mut banks = [0u32; 32];
         v.iter().for_each(|w| banks[(*w % 32) as usize] += 1);
         banks.iter().copied().max().unwrap_or(1).max(1) as u64
+    }
+
+    #[test]
+    fn shared_offsets_builds_agree() {
+        if !super::super::simd::avx2() {
+            println!("this CPU has no AVX2+FMA: nothing to compare the baseline build with");
+            return;
+        }
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut failing = 0;
+        for case in 0..5000 {
+            let generic = case % 2 == 0;
+            let (sub, keep) = if generic {
+                (SHARED_WINDOW, u64::MAX)
+            } else {
+                (0, 0xFFFF_FFFF)
+            };
+            let size = [1u64, 2, 4, 8, 16][case % 5];
+            let mut addr = [0u64; 32];
+            for a in addr.iter_mut() {
+                let o = match next() % 4 {
+                    0 => next() % 0x1000,
+                    1 => ((next() % 4) << 24) | (next() % 0x800),
+                    2 => next(),
+                    _ => (next() % 64) * size,
+                };
+                *a = if generic {
+                    SHARED_WINDOW.wrapping_add(o)
+                } else {
+                    o
+                };
+            }
+            let k = [sub, keep, size - 1, 1 + case as u64 % 3, 2048, size];
+            let (mut o1, mut o2) = ([0usize; 32], [0usize; 32]);
+            let b1 = shared_offsets_on(false, &addr, k, &mut o1);
+            let b2 = shared_offsets_on(true, &addr, k, &mut o2);
+            assert_eq!((b1, o1), (b2, o2), "{addr:x?} {k:?}");
+            failing += (b1 != 0) as u32 + (b1 != u32::MAX) as u32;
+        }
+        assert!(failing > 5000, "{failing}");
     }
 
     #[test]

@@ -96,6 +96,7 @@ impl<'a> L<'a> {
             same_st: Vec::with_capacity(32),
             fast: None,
             spec: None,
+            regwin: RegWindow::of_entry(m, fi),
         }
     }
 

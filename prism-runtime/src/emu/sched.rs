@@ -100,7 +100,6 @@ impl L<'_> {
         let lin32 = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2]);
         let nthreads = self.nthreads;
         let nwarps = nthreads.div_ceil(32);
-        let nregs = self.m.nregs as usize;
         let mut warps = Vec::with_capacity(nwarps as usize);
         for w in 0..nwarps {
             let mut st = [Ls::Absent; 32];
@@ -112,7 +111,7 @@ impl L<'_> {
                 }
             }
             warps.push(Warp {
-                regs: vec![0; nregs * 32],
+                regs: Regs::new(self.regwin),
                 pc: [entry_pc; 32],
                 st,
                 last_run: [0; 32],
@@ -189,7 +188,7 @@ impl L<'_> {
             let mut warp = std::mem::replace(
                 &mut b.warps[wi],
                 Warp {
-                    regs: Vec::new(),
+                    regs: Regs::default(),
                     pc: [0; 32],
                     st: [Ls::Absent; 32],
                     last_run: [0; 32],
