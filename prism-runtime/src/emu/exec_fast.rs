@@ -535,6 +535,13 @@ impl L<'_> {
             let d = &mut w.regs[r..r + 32];
             let ko = k * es;
             match (es, signed) {
+                (4, false) if exec == ALL => {
+                    // Every lane: a straight loop, no lane-mask walk.
+                    for (l, dl) in d.iter_mut().enumerate() {
+                        let o = offs[l] + ko;
+                        *dl = u32::from_le_bytes(mem[o..o + 4].try_into().expect("4")) as u64;
+                    }
+                }
                 (4, false) => {
                     for l in each(exec) {
                         let o = offs[l] + ko;
@@ -736,6 +743,10 @@ fn sorted_sectors(addr: &Lanes, exec: u32, size: usize) -> Option<(u64, u64)> {
 /// Degree 1 when no bank holds two different words (distinct banks, or lanes sharing a word: the
 /// common conflict-free and broadcast patterns), found in one pass; `None` otherwise.
 fn conflict_free(offs: &[usize; 32], exec: u32, size: usize) -> Option<u64> {
+    // All the words within 32 consecutive words: distinct words lie in distinct banks.
+    if exec != 0 && word_span(offs, exec, size as u32) < 32 {
+        return Some(1);
+    }
     let mut first = [u32::MAX; 32];
     let mut clash = false;
     if size <= 4 {
@@ -761,6 +772,22 @@ fn conflict_free(offs: &[usize; 32], exec: u32, size: usize) -> Option<u64> {
         }
     }
     (!clash).then_some(1)
+}
+
+multiversion! {
+/// Last word minus first word touched by the lanes of `exec` (not empty) accessing `size` bytes at their
+/// offsets (words of 4 bytes). Branch-free over all 32 lanes: a lane outside `exec` counts as the first
+/// lane of `exec`.
+fn word_span / word_span_on(offs: &[usize; 32], exec: u32, size: u32) -> u32 {
+    let f = offs[exec.trailing_zeros() as usize & 31] as u32;
+    let (mut lo, mut hi) = (u32::MAX, 0u32);
+    for (l, &o) in offs.iter().enumerate() {
+        let o = if (exec >> l) & 1 != 0 { o as u32 } else { f };
+        lo = lo.min(o >> 2);
+        hi = hi.max((o + size - 1) >> 2);
+    }
+    hi.wrapping_sub(lo)
+}
 }
 
 /// The bank-conflict degree (most distinct 4-byte words in one of the 32 banks, at least 1) when the
@@ -848,6 +875,43 @@ mod tests {
         let mut banks = [0u32; 32];
         v.iter().for_each(|w| banks[(*w % 32) as usize] += 1);
         banks.iter().copied().max().unwrap_or(1).max(1) as u64
+    }
+
+    #[test]
+    fn word_span_builds_agree() {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for case in 0..5000 {
+            let size = [1u32, 2, 4, 8, 16][case % 5];
+            let exec = if case % 3 == 0 {
+                ALL
+            } else {
+                next() as u32 | 4
+            };
+            let mut offs = [0usize; 32];
+            for o in offs.iter_mut() {
+                *o = (next() % [64u64, 512, 48_000][case % 3]) as usize / size as usize
+                    * size as usize;
+            }
+            let lanes: Vec<usize> = each(exec).collect();
+            let lo = lanes
+                .iter()
+                .map(|&l| offs[l] as u32 >> 2)
+                .min()
+                .expect("lanes");
+            let hi = lanes
+                .iter()
+                .map(|&l| (offs[l] as u32 + size - 1) >> 2)
+                .max()
+                .expect("lanes");
+            assert_eq!(word_span_on(false, &offs, exec, size), hi - lo);
+            assert_eq!(word_span_on(true, &offs, exec, size), hi - lo);
+        }
     }
 
     #[test]
