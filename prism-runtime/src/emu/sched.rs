@@ -135,7 +135,13 @@ impl L<'_> {
             local: vec![0; self.local_size * nthreads as usize],
             bars: vec![Bar::default(); 16],
             inst: Vec::new(),
-            thr_inst: vec![Vec::new(); nthreads as usize],
+            // (Room for a typical kernel's barrier instances: growing 256 lists one push at a time, a few
+            // reallocations each, cost as much as the barriers themselves.)
+            thr_inst: if self.cfg.check_races {
+                (0..nthreads).map(|_| Vec::with_capacity(16)).collect()
+            } else {
+                vec![Vec::new(); nthreads as usize]
+            },
             exited: 0,
             gen: 0,
             exit_gen: vec![u32::MAX; nthreads as usize],

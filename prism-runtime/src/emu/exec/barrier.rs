@@ -95,7 +95,10 @@ impl L<'_> {
                 }
             };
             let t = self.tid_of(wi, l) as usize;
-            b.thr_inst[t].push(inst);
+            // A thread's instances are read only by the race detector (happens-before).
+            if self.cfg.check_races {
+                b.thr_inst[t].push(inst);
+            }
             let bar = &mut b.bars[id];
             bar.arrived += 1;
             if is_red {
