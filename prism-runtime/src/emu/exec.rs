@@ -189,8 +189,14 @@ struct Bar {
     mode_red: Option<BarMode>,
 }
 
+/// Words of a thread bit set: a block has at most 1024 threads.
+const THREAD_WORDS: usize = 16;
+
+/// A synchronization instance (a barrier phase, a release, ...): the threads ordered after it. The bit
+/// set is inline (not a vector), since the race detector's happens-before test reads it for nearly every
+/// access it checks.
 struct Inst {
-    waiters: Vec<u64>,
+    waiters: [u64; THREAD_WORDS],
     completed: bool,
 }
 

@@ -87,7 +87,7 @@ impl L<'_> {
                 None => {
                     let i = b.inst.len() as u32;
                     b.inst.push(Inst {
-                        waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+                        waiters: [0; THREAD_WORDS],
                         completed: false,
                     });
                     b.bars[id].inst = Some(i);
