@@ -83,6 +83,17 @@ pub(super) fn alu_lanes / alu_lanes_on(
     use PtxType::*;
     match ty {
         U16 | S16 | B16 | U32 | S32 | B32 | U64 | S64 | B64 => int_lanes(op, ty, m, x, y, z, out),
+        // Predicate logic (`and.pred`, `or.pred`, ...): one bit per lane.
+        Pred if m == Mods::default() => {
+            match op {
+                AluOp::And => map2(x, y, out, |a, b| a & b & 1),
+                AluOp::Or => map2(x, y, out, |a, b| (a | b) & 1),
+                AluOp::Xor => map2(x, y, out, |a, b| (a ^ b) & 1),
+                AluOp::Not => map1(x, out, |a| !a & 1),
+                _ => return false,
+            }
+            true
+        }
         F32 if !m.sat && !m.relu => {
             match op {
                 AluOp::Add => f32_map(x, y, z, out, |a, b, _| a + b),
@@ -368,7 +379,8 @@ mod tests {
         v
     }
 
-    const TYPES: [PtxType; 11] = [
+    const TYPES: [PtxType; 12] = [
+        PtxType::Pred,
         PtxType::U16,
         PtxType::S16,
         PtxType::B16,

@@ -288,9 +288,8 @@ impl L<'_> {
         match op {
             Operand::Addr(AddrBase::Reg(r), off) => {
                 let r = *r as usize * 32;
-                for (o, v) in a.iter_mut().zip(&w.regs[r..r + 32]) {
-                    *o = v.wrapping_add(*off as u64);
-                }
+                let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+                add_lanes(base, *off as u64, a);
                 true
             }
             Operand::Addr(base, off) => {
@@ -627,17 +626,31 @@ impl L<'_> {
 }
 
 multiversion! {
+/// `out[l] = x[l] + k` (wrapping) for every lane: the lane addresses of `[reg + offset]`.
+fn add_lanes / add_lanes_on(x: &Lanes, k: u64, out: &mut Lanes) -> () {
+    for (o, v) in out.iter_mut().zip(x) {
+        *o = v.wrapping_add(k);
+    }
+}
+}
+
+multiversion! {
 /// Each lane's offset in this block's shared memory (`[sub, keep, amask, crank + 1, limit, size]`: the
 /// window base a generic address loses, the bits a shared address keeps, the alignment mask, the tag a
 /// cluster address must carry, the block's shared bytes and the access size), and a mask of the lanes
 /// whose access would not be aligned and in bounds there. Every lane computed, branch-free.
 fn shared_offsets / shared_offsets_on(addr: &Lanes, k: [u64; 6], offs: &mut [usize; 32]) -> u32 {
     let [sub, keep, amask, crank1, limit, size] = k;
+    // Past the window test, 32-bit arithmetic (twice the lanes per vector): the offset is below 2^24,
+    // the size at most 16, the block's shared bytes and the tag small.
+    let (amask, crank1, size) = (amask as u32, crank1 as u32, size as u32);
+    let limit = limit.min(u32::MAX as u64) as u32;
     let mut fails = [0u32; 32];
     for l in 0..32 {
         let a = addr[l].wrapping_sub(sub) & keep;
         // (generic: outside the window, i.e. a ≥ 2^32 after subtracting its base)
-        let out = a >> 32 != 0;
+        let out = (a >> 32) as u32 != 0;
+        let a = a as u32;
         let tag = (a >> 24) & 0x3F;
         let o = a & 0xFF_FFFF;
         let fail = out | (a & amask != 0) | (tag != 0 && tag != crank1) | (o + size > limit);
@@ -878,6 +891,18 @@ mod tests {
     }
 
     #[test]
+    fn add_lanes_builds_agree() {
+        let x: Lanes = std::array::from_fn(|l| (l as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        for k in [0, 1, 64, u64::MAX, 1 << 63] {
+            let (mut a, mut b) = ([0; 32], [0; 32]);
+            add_lanes_on(false, &x, k, &mut a);
+            add_lanes_on(true, &x, k, &mut b);
+            assert_eq!(a, b);
+            assert!((0..32).all(|l| a[l] == x[l].wrapping_add(k)));
+        }
+    }
+
+    #[test]
     fn word_span_builds_agree() {
         let mut s = 0x2545_F491_4F6C_DD1Du64;
         let mut next = || {
@@ -955,6 +980,17 @@ mod tests {
             let b1 = shared_offsets_on(false, &addr, k, &mut o1);
             let b2 = shared_offsets_on(true, &addr, k, &mut o2);
             assert_eq!((b1, o1), (b2, o2), "{addr:x?} {k:?}");
+            // Against the lane test in 64-bit arithmetic.
+            for l in 0..32 {
+                let a = addr[l].wrapping_sub(sub) & keep;
+                let (tag, o) = ((a >> 24) & 0x3F, a & 0xFF_FFFF);
+                let fail =
+                    a >> 32 != 0 || a & k[2] != 0 || (tag != 0 && tag != k[3]) || o + size > k[4];
+                assert_eq!((b1 >> l) & 1 == 1, fail, "lane {l}: {:#x} {k:?}", addr[l]);
+                if !fail {
+                    assert_eq!(o1[l] as u64, o, "lane {l}");
+                }
+            }
             failing += (b1 != 0) as u32 + (b1 != u32::MAX) as u32;
         }
         assert!(failing > 5000, "{failing}");
