@@ -53,6 +53,9 @@ mod simd;
 // Fast paths: whole-warp arithmetic and single-region memory accesses (issue 12).
 #[path = "exec_fast.rs"]
 mod exec_fast;
+// The fast paths' lane kernels (addresses, the shared-address check, the bank-conflict word span).
+#[path = "fast_lanes.rs"]
+mod fast_lanes;
 // Arithmetic and comparisons over 32 lanes at once.
 #[path = "exec_alu.rs"]
 mod exec_alu;
