@@ -3,8 +3,6 @@
 //! access, and the word span that proves a shared access free of bank conflicts. The tests hold both
 //! builds to straightforward per-lane definitions.
 
-use super::*;
-
 /// One value per lane.
 type Lanes = [u64; 32];
 
@@ -66,6 +64,7 @@ pub(super) fn word_span / word_span_on(offs: &[usize; 32], exec: u32, size: u32)
 
 #[cfg(test)]
 mod tests {
+    use super::super::SHARED_WINDOW;
     use super::*;
 
     /// Lanes of `m`, lowest first.
