@@ -194,6 +194,9 @@ fn main() {
         .map(|(_, a)| a.clone())
         .next()
         .unwrap_or_default();
+    // `EMU_BENCH_ONCE=1`: one run of each selected case and configuration, no criterion (a fixed amount of
+    // work to count instructions of, e.g. under `valgrind --tool=cachegrind`).
+    let once = std::env::var_os("EMU_BENCH_ONCE").is_some();
     let mut summary = Vec::new();
     for (name, line) in CASES {
         let ids = |races: bool, threads: usize| {
@@ -213,8 +216,12 @@ fn main() {
             if !format!("emulator/{id}").contains(&filter) {
                 continue;
             }
-            let (_, counters, par) = run(&l, races, threads);
+            let (dt, counters, par) = run(&l, races, threads);
             let wi = counters.warp_instructions;
+            if once {
+                println!("{id}: {wi} warp-instructions in {:.4} s", dt.as_secs_f64());
+                continue;
+            }
             let mut g = c.benchmark_group("emulator");
             g.throughput(Throughput::Elements(wi));
             let mut best = f64::INFINITY;
@@ -234,6 +241,9 @@ fn main() {
                 summary.push((id, wi, best, par));
             }
         }
+    }
+    if once {
+        return;
     }
     println!("\nsummary (best of the samples; parallel = blocks kept from a parallel run):");
     println!(

@@ -243,6 +243,18 @@ const PLAIN: Setup = Setup {
 /// Runs `kernel` on `grid` blocks of 64 threads with buffers of the given u32 contents (passed in order);
 /// returns everything the launch reports and leaves behind, as text, and its `parallel_blocks`.
 fn run(kernel: &str, grid: u32, bufs: &[Vec<u32>], setup: Setup, threads: usize) -> (String, u64) {
+    let (text, par, _) = run3(kernel, grid, bufs, setup, threads);
+    (text, par)
+}
+
+/// [`run`], also returning `isolated_blocks` (blocks run one after another in a kept one-worker run).
+fn run3(
+    kernel: &str,
+    grid: u32,
+    bufs: &[Vec<u32>],
+    setup: Setup,
+    threads: usize,
+) -> (String, u64, u64) {
     let module = Module::parse(PTX).expect("test PTX parses");
     let mut emu = Emulator::new(EmuConfig {
         check_races: setup.races,
@@ -282,14 +294,24 @@ fn run(kernel: &str, grid: u32, bufs: &[Vec<u32>], setup: Setup, threads: usize)
         "faults={faults:?}\ncounters={:?}\nper_instruction={:?}\nprintf={:?}\nmemory={mem:?}",
         report.counters, report.per_instruction, report.printf
     );
-    (text, report.parallel_blocks)
+    (text, report.parallel_blocks, report.isolated_blocks)
 }
 
-/// Runs on one and on two threads; the results must be identical. Returns the two-thread run's
-/// `parallel_blocks` and the (common) result.
+/// Runs interleaved (`threads: 0`, no speculative run), on one thread and on two; the results must be
+/// identical. Returns the two-thread run's `parallel_blocks` and the (common) result.
 fn both(kernel: &str, grid: u32, bufs: &[Vec<u32>], setup: Setup) -> (u64, String) {
+    let (reference, p0, i0) = run3(kernel, grid, bufs, setup, 0);
+    assert_eq!(
+        (p0, i0),
+        (0, 0),
+        "{kernel}: threads 0 is the interleaved run"
+    );
     let (one, p1) = run(kernel, grid, bufs, setup, 1);
     assert_eq!(p1, 0, "{kernel}: one thread never runs blocks in parallel");
+    assert_eq!(
+        reference, one,
+        "{kernel}: blocks one after another changed the result"
+    );
     let (two, p2) = run(kernel, grid, bufs, setup, 2);
     assert_eq!(one, two, "{kernel}: two threads changed the result");
     (p2, one)
@@ -310,6 +332,24 @@ fn independent_blocks_run_in_parallel_with_the_one_thread_result() {
         let (text, _) = run("indep", 16, &[iota(64), vec![0; 16 * 64]], setup, 2);
         assert!(text.contains("blocks: 16"), "{text}");
     }
+}
+
+#[test]
+fn one_thread_runs_independent_blocks_one_after_another() {
+    for races in [true, false] {
+        let setup = Setup { races, ..PLAIN };
+        let bufs = [iota(64), vec![0; 16 * 64]];
+        let (_, par, iso) = run3("indep", 16, &bufs, setup, 1);
+        assert_eq!((par, iso), (0, 16), "races {races}: every block in turn");
+        // Two threads on a grid of 3 blocks: one worker.
+        let (_, par, iso) = run3("indep", 3, &bufs, setup, 2);
+        assert_eq!((par, iso), (0, 3), "races {races}: 3 blocks, one worker");
+    }
+    // Discarded (blocks interact, or the order shows): the interleaved run, nothing kept.
+    let (_, _, iso) = run3("shift", 8, &[iota(9 * 64)], PLAIN, 1);
+    assert_eq!(iso, 0, "neighbour reads");
+    let (_, _, iso) = run3("printer", 8, &[vec![0; 8 * 64]], PLAIN, 1);
+    assert_eq!(iso, 0, "printf");
 }
 
 #[test]

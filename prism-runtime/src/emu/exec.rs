@@ -46,9 +46,16 @@ mod proxy;
 // Reserved shared memory and the smaller instructions (alu forms that need no block state).
 #[path = "exec_misc.rs"]
 mod misc;
+// Lane loops built for the baseline and for AVX2+FMA, chosen at run time (`multiversion!`).
+#[macro_use]
+#[path = "simd.rs"]
+mod simd;
 // Fast paths: whole-warp arithmetic and single-region memory accesses (issue 12).
 #[path = "exec_fast.rs"]
 mod exec_fast;
+// The fast paths' lane kernels (addresses, the shared-address check, the bank-conflict word span).
+#[path = "fast_lanes.rs"]
+mod fast_lanes;
 // Arithmetic and comparisons over 32 lanes at once.
 #[path = "exec_alu.rs"]
 mod exec_alu;
@@ -59,6 +66,10 @@ mod parallel;
 #[path = "shadow.rs"]
 mod shadow;
 pub(crate) use shadow::ShadowMem;
+// A warp's registers: those the launch's code names (issue 12).
+#[path = "regs.rs"]
+mod regs;
+use regs::{RegWindow, Regs};
 // A launch's state from its arguments, and its report.
 #[path = "launch.rs"]
 mod launch;
@@ -137,7 +148,7 @@ struct Frame {
 }
 
 struct Warp {
-    regs: Vec<u64>,
+    regs: Regs,
     pc: [u32; 32],
     st: [Ls; 32],
     last_run: [u64; 32],
@@ -181,8 +192,14 @@ struct Bar {
     mode_red: Option<BarMode>,
 }
 
+/// Words of a thread bit set: a block has at most 1024 threads.
+const THREAD_WORDS: usize = 16;
+
+/// A synchronization instance (a barrier phase, a release, ...): the threads ordered after it. The bit
+/// set is inline (not a vector), since the race detector's happens-before test reads it for nearly every
+/// access it checks.
 struct Inst {
-    waiters: Vec<u64>,
+    waiters: [u64; THREAD_WORDS],
     completed: bool,
 }
 
@@ -299,6 +316,8 @@ struct L<'a> {
     fast: Option<Box<exec_fast::Scratch>>,
     /// Set when this launch state runs blocks in isolation on a worker thread (`parallel.rs`).
     spec: Option<parallel::Worker<'a>>,
+    /// The registers each warp holds (`regs.rs`).
+    regwin: RegWindow,
 }
 
 fn mask_bits(bits: u32) -> u64 {

@@ -9,21 +9,21 @@ use super::{AluOp, Cmp, Mods, PtxType};
 
 type Lanes = [u64; 32];
 
-#[inline]
+#[inline(always)]
 fn map1(x: &Lanes, out: &mut Lanes, f: impl Fn(u64) -> u64) {
     for (o, a) in out.iter_mut().zip(x) {
         *o = f(*a);
     }
 }
 
-#[inline]
+#[inline(always)]
 fn map2(x: &Lanes, y: &Lanes, out: &mut Lanes, f: impl Fn(u64, u64) -> u64) {
     for l in 0..32 {
         out[l] = f(x[l], y[l]);
     }
 }
 
-#[inline]
+#[inline(always)]
 fn map3(x: &Lanes, y: &Lanes, z: &Lanes, out: &mut Lanes, f: impl Fn(u64, u64, u64) -> u64) {
     for l in 0..32 {
         out[l] = f(x[l], y[l], z[l]);
@@ -68,9 +68,10 @@ fn f64_map(x: &Lanes, y: &Lanes, z: &Lanes, out: &mut Lanes, g: impl Fn(f64, f64
     })
 }
 
+multiversion! {
 /// `out[l] = op(x[l], y[l], z[l])` for every lane when (op, ty, mods) is one of the covered combinations;
 /// false (out untouched) otherwise.
-pub(super) fn alu_lanes(
+pub(super) fn alu_lanes / alu_lanes_on(
     op: AluOp,
     ty: PtxType,
     m: Mods,
@@ -82,6 +83,17 @@ pub(super) fn alu_lanes(
     use PtxType::*;
     match ty {
         U16 | S16 | B16 | U32 | S32 | B32 | U64 | S64 | B64 => int_lanes(op, ty, m, x, y, z, out),
+        // Predicate logic (`and.pred`, `or.pred`, ...): one bit per lane.
+        Pred if m == Mods::default() => {
+            match op {
+                AluOp::And => map2(x, y, out, |a, b| a & b & 1),
+                AluOp::Or => map2(x, y, out, |a, b| (a | b) & 1),
+                AluOp::Xor => map2(x, y, out, |a, b| (a ^ b) & 1),
+                AluOp::Not => map1(x, out, |a| !a & 1),
+                _ => return false,
+            }
+            true
+        }
         F32 if !m.sat && !m.relu => {
             match op {
                 AluOp::Add => f32_map(x, y, z, out, |a, b, _| a + b),
@@ -115,7 +127,9 @@ pub(super) fn alu_lanes(
         _ => false,
     }
 }
+}
 
+#[inline(always)]
 fn int_lanes(
     op: AluOp,
     ty: PtxType,
@@ -218,64 +232,103 @@ fn int_lanes(
     true
 }
 
+/// Outcomes of a comparison, as bits: less, equal, greater, unordered (a NaN operand).
+const LT: u64 = 1;
+const EQ: u64 = 2;
+const GT: u64 = 4;
+const UN: u64 = 8;
+
+/// The outcomes for which `cmp` is true (`None`: an unordered test on integers, which the per-lane
+/// `compare` handles).
+fn outcomes(cmp: Cmp, float: bool) -> Option<u64> {
+    Some(match cmp {
+        Cmp::Eq => EQ,
+        Cmp::Ne if float => LT | GT,
+        Cmp::Lt | Cmp::Lo => LT,
+        Cmp::Le | Cmp::Ls => LT | EQ,
+        Cmp::Gt | Cmp::Hi => GT,
+        Cmp::Ge | Cmp::Hs => GT | EQ,
+        Cmp::Equ if float => EQ | UN,
+        Cmp::Neu if float => LT | GT | UN,
+        Cmp::Ltu if float => LT | UN,
+        Cmp::Leu if float => LT | EQ | UN,
+        Cmp::Gtu if float => GT | UN,
+        Cmp::Geu if float => GT | EQ | UN,
+        Cmp::Num if float => LT | EQ | GT,
+        Cmp::Nan if float => UN,
+        // Integers have no unordered outcome: `equ` is `eq`, `neu` is `ne`, and so on.
+        Cmp::Equ => EQ,
+        Cmp::Ne | Cmp::Neu => LT | GT,
+        Cmp::Ltu => LT,
+        Cmp::Leu => LT | EQ,
+        Cmp::Gtu => GT,
+        Cmp::Geu => GT | EQ,
+        Cmp::Num | Cmp::Nan => return None,
+    })
+}
+
+/// 1 where the outcome of comparing each lane is one of `want` (branch-free, so the loop vectorises).
+#[inline(always)]
+fn by_outcome<T: PartialOrd + Copy>(
+    x: &Lanes,
+    y: &Lanes,
+    out: &mut Lanes,
+    want: u64,
+    conv: impl Fn(u64) -> T,
+) {
+    let (wl, we, wg, wu) = (
+        want & LT,
+        (want & EQ) >> 1,
+        (want & GT) >> 2,
+        (want & UN) >> 3,
+    );
+    map2(x, y, out, |a, b| {
+        let (a, b) = (conv(a), conv(b));
+        let (lt, eq, gt) = ((a < b) as u64, (a == b) as u64, (a > b) as u64);
+        let un = 1 ^ (lt | eq | gt);
+        (lt & wl) | (eq & we) | (gt & wg) | (un & wu)
+    })
+}
+
+multiversion! {
 /// `out[l] = cmp(x[l], y[l])` (0 or 1) for every lane for integer and f32/f64 comparisons; false otherwise.
-pub(super) fn compare_lanes(cmp: Cmp, ty: PtxType, x: &Lanes, y: &Lanes, out: &mut Lanes) -> bool {
+pub(super) fn compare_lanes / compare_lanes_on(
+    cmp: Cmp,
+    ty: PtxType,
+    x: &Lanes,
+    y: &Lanes,
+    out: &mut Lanes,
+) -> bool {
     use PtxType::*;
     match ty {
         U16 | S16 | B16 | U32 | S32 | B32 | U64 | S64 | B64 => {
             let bits = ty.bits();
             let mk = mask_bits(bits);
             let signed = ty.is_signed() && !matches!(cmp, Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs);
-            let ord = |a: u64, b: u64| -> std::cmp::Ordering {
-                if signed {
-                    sext(a, bits).cmp(&sext(b, bits))
-                } else {
-                    (a & mk).cmp(&(b & mk))
-                }
+            let Some(want) = outcomes(cmp, false) else {
+                return false;
             };
-            use std::cmp::Ordering::*;
-            let f: fn(std::cmp::Ordering) -> bool = match cmp {
-                Cmp::Eq | Cmp::Equ => |o| o == Equal,
-                Cmp::Ne | Cmp::Neu => |o| o != Equal,
-                Cmp::Lt | Cmp::Lo | Cmp::Ltu => |o| o == Less,
-                Cmp::Le | Cmp::Ls | Cmp::Leu => |o| o != Greater,
-                Cmp::Gt | Cmp::Hi | Cmp::Gtu => |o| o == Greater,
-                Cmp::Ge | Cmp::Hs | Cmp::Geu => |o| o != Less,
-                Cmp::Num | Cmp::Nan => return false,
-            };
-            map2(x, y, out, |a, b| f(ord(a, b)) as u64);
+            if signed {
+                by_outcome(x, y, out, want, |v| sext(v, bits));
+            } else {
+                by_outcome(x, y, out, want, |v| v & mk);
+            }
             true
         }
         F32 | F64 => {
-            let conv = |v: u64| -> f64 {
-                if ty == F32 {
-                    f32v(v) as f64
-                } else {
-                    f64::from_bits(v)
-                }
+            let Some(want) = outcomes(cmp, true) else {
+                return false;
             };
-            #[allow(clippy::neg_cmp_op_on_partial_ord)]
-            let f: fn(f64, f64) -> bool = match cmp {
-                Cmp::Eq => |a, b| a == b,
-                Cmp::Ne => |a, b| !a.is_nan() && !b.is_nan() && a != b,
-                Cmp::Lt | Cmp::Lo => |a, b| a < b,
-                Cmp::Le | Cmp::Ls => |a, b| a <= b,
-                Cmp::Gt | Cmp::Hi => |a, b| a > b,
-                Cmp::Ge | Cmp::Hs => |a, b| a >= b,
-                Cmp::Equ => |a, b| a.is_nan() || b.is_nan() || a == b,
-                Cmp::Neu => |a, b| a != b,
-                Cmp::Ltu => |a, b| !(a >= b),
-                Cmp::Leu => |a, b| !(a > b),
-                Cmp::Gtu => |a, b| !(a <= b),
-                Cmp::Geu => |a, b| !(a < b),
-                Cmp::Num => |a, b| !a.is_nan() && !b.is_nan(),
-                Cmp::Nan => |a, b| a.is_nan() || b.is_nan(),
-            };
-            map2(x, y, out, |a, b| f(conv(a), conv(b)) as u64);
+            if ty == F32 {
+                by_outcome(x, y, out, want, f32v);
+            } else {
+                by_outcome(x, y, out, want, f64::from_bits);
+            }
             true
         }
         _ => false,
     }
+}
 }
 
 #[cfg(test)]
@@ -326,7 +379,8 @@ mod tests {
         v
     }
 
-    const TYPES: [PtxType; 11] = [
+    const TYPES: [PtxType; 12] = [
+        PtxType::Pred,
         PtxType::U16,
         PtxType::S16,
         PtxType::B16,
@@ -339,6 +393,18 @@ mod tests {
         PtxType::F32,
         PtxType::F64,
     ];
+
+    /// The builds to check: the baseline, and AVX2+FMA where this CPU has them (else said and skipped).
+    fn builds() -> Vec<bool> {
+        if crate::emu::exec::simd::avx2() {
+            vec![false, true]
+        } else {
+            println!(
+                "this CPU has no AVX2+FMA: only the baseline build of the lane loops is checked"
+            );
+            vec![false]
+        }
+    }
 
     #[test]
     fn lanes_equal_per_lane_alu() {
@@ -376,19 +442,21 @@ mod tests {
                             y[l] = v[(chunk * 32 + l * 7 + 3) % v.len()];
                             z[l] = v[(chunk * 32 + l * 13 + 5) % v.len()];
                         }
-                        let mut out = [0u64; 32];
-                        if !alu_lanes(op, ty, m, &x, &y, &z, &mut out) {
-                            continue;
-                        }
-                        covered += 1;
-                        for l in 0..32 {
-                            let want = alu(op, ty, m, x[l], y[l], z[l], 0);
-                            let same = want == out[l];
-                            assert!(
-                                same,
-                                "{op:?}.{ty:?} {m:?} ({:#x}, {:#x}, {:#x}): lanes {:#x}, per lane {:#x}",
-                                x[l], y[l], z[l], out[l], want
-                            );
+                        for wide in builds() {
+                            let mut out = [0u64; 32];
+                            if !alu_lanes_on(wide, op, ty, m, &x, &y, &z, &mut out) {
+                                continue;
+                            }
+                            covered += 1;
+                            for l in 0..32 {
+                                let want = alu(op, ty, m, x[l], y[l], z[l], 0);
+                                let same = want == out[l];
+                                assert!(
+                                    same,
+                                    "{op:?}.{ty:?} {m:?} avx2 {wide} ({:#x}, {:#x}, {:#x}): lanes {:#x}, per lane {:#x}",
+                                    x[l], y[l], z[l], out[l], want
+                                );
+                            }
                         }
                     }
                 }
@@ -404,6 +472,7 @@ mod tests {
             Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan,
         ];
         let v = inputs();
+        let mut covered = 0;
         for ty in TYPES {
             for c in cmps {
                 for chunk in 0..v.len() / 32 {
@@ -414,21 +483,25 @@ mod tests {
                         y[l] = v[(chunk * 32 + l * 5 + 1) % v.len()];
                     }
                     y[3] = x[3];
-                    let mut out = [0u64; 32];
-                    if !compare_lanes(c, ty, &x, &y, &mut out) {
-                        continue;
-                    }
-                    for l in 0..32 {
-                        assert_eq!(
-                            out[l],
-                            compare(c, ty, x[l], y[l]) as u64,
-                            "{c:?}.{ty:?} {:#x} {:#x}",
-                            x[l],
-                            y[l]
-                        );
+                    for wide in builds() {
+                        let mut out = [0u64; 32];
+                        if !compare_lanes_on(wide, c, ty, &x, &y, &mut out) {
+                            continue;
+                        }
+                        covered += 1;
+                        for l in 0..32 {
+                            assert_eq!(
+                                out[l],
+                                compare(c, ty, x[l], y[l]) as u64,
+                                "{c:?}.{ty:?} avx2 {wide} {:#x} {:#x}",
+                                x[l],
+                                y[l]
+                            );
+                        }
                     }
                 }
             }
         }
+        assert!(covered > 100, "only {covered} combinations covered");
     }
 }

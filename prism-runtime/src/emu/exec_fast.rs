@@ -9,6 +9,7 @@
 //! any state, and the general code runs; an access that would fault is always left to the general code.
 //! `tests/emu_golden.rs` holds the interpreter to results recorded before these paths existed.
 
+use super::fast_lanes::{add_lanes, shared_offsets, word_span};
 use super::*;
 
 /// All 32 lanes.
@@ -101,15 +102,11 @@ impl L<'_> {
                 if let (Operand::Reg(d), Operand::Reg(r)) = (&args[0], &args[1]) {
                     // Register to register, lane by lane within the register file (no lane arrays).
                     let (d, r) = (*d as usize * 32, *r as usize * 32);
-                    if exec == ALL {
-                        for l in 0..32 {
-                            w.regs[d + l] = w.regs[r + l] & mk;
-                        }
-                    } else {
-                        for l in each(exec) {
-                            w.regs[d + l] = w.regs[r + l] & mk;
-                        }
+                    let mut v: Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+                    for x in v.iter_mut() {
+                        *x &= mk;
                     }
+                    scatter_reg(w, d, exec, &v);
                 } else {
                     let v = &mut t[0];
                     self.gather(b, w, wi, &args[1], exec, v);
@@ -292,9 +289,8 @@ impl L<'_> {
         match op {
             Operand::Addr(AddrBase::Reg(r), off) => {
                 let r = *r as usize * 32;
-                for (o, v) in a.iter_mut().zip(&w.regs[r..r + 32]) {
-                    *o = v.wrapping_add(*off as u64);
-                }
+                let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+                add_lanes(base, *off as u64, a);
                 true
             }
             Operand::Addr(base, off) => {
@@ -349,26 +345,13 @@ impl L<'_> {
             Space::Shared => {
                 // Every lane computed (branch-free), the executing ones checked.
                 let (crank1, limit) = (b.crank as u64 + 1, self.smem_size as u64);
-                let mut bad = 0u32;
                 let (sub, keep) = if generic {
                     (SHARED_WINDOW, u64::MAX)
                 } else {
                     (0, 0xFFFF_FFFF)
                 };
-                for l in 0..32 {
-                    let g = addr[l];
-                    let a = g.wrapping_sub(sub) & keep;
-                    // (generic: outside the window, i.e. a ≥ 2^32 after subtracting its base)
-                    let out = a >> 32 != 0;
-                    let tag = (a >> 24) & 0x3F;
-                    let o = a & 0xFF_FFFF;
-                    let fail = out
-                        | (a & amask != 0)
-                        | (tag != 0 && tag != crank1)
-                        | (o + size as u64 > limit);
-                    bad |= (fail as u32) << l;
-                    offs[l] = o as usize;
-                }
+                let bad =
+                    shared_offsets(addr, [sub, keep, amask, crank1, limit, size as u64], offs);
                 if bad & exec != 0 {
                     return None;
                 }
@@ -552,6 +535,13 @@ impl L<'_> {
             let d = &mut w.regs[r..r + 32];
             let ko = k * es;
             match (es, signed) {
+                (4, false) if exec == ALL => {
+                    // Every lane: a straight loop, no lane-mask walk.
+                    for (l, dl) in d.iter_mut().enumerate() {
+                        let o = offs[l] + ko;
+                        *dl = u32::from_le_bytes(mem[o..o + 4].try_into().expect("4")) as u64;
+                    }
+                }
                 (4, false) => {
                     for l in each(exec) {
                         let o = offs[l] + ko;
@@ -640,14 +630,19 @@ impl L<'_> {
 #[inline]
 fn scatter(w: &mut Warp, dst: &Operand, lanes: u32, v: &Lanes) {
     if let Operand::Reg(r) = dst {
-        let r = *r as usize * 32;
-        let d = &mut w.regs[r..r + 32];
-        if lanes == ALL {
-            d.copy_from_slice(v);
-        } else {
-            for l in each(lanes) {
-                d[l] = v[l];
-            }
+        scatter_reg(w, *r as usize * 32, lanes, v);
+    }
+}
+
+/// Writes the lanes of `lanes` of the register whose lanes start at `r`.
+#[inline]
+fn scatter_reg(w: &mut Warp, r: usize, lanes: u32, v: &Lanes) {
+    let d = &mut w.regs[r..r + 32];
+    if lanes == ALL {
+        d.copy_from_slice(v);
+    } else {
+        for l in each(lanes) {
+            d[l] = v[l];
         }
     }
 }
@@ -722,6 +717,10 @@ fn sorted_sectors(addr: &Lanes, exec: u32, size: usize) -> Option<(u64, u64)> {
 /// Degree 1 when no bank holds two different words (distinct banks, or lanes sharing a word: the
 /// common conflict-free and broadcast patterns), found in one pass; `None` otherwise.
 fn conflict_free(offs: &[usize; 32], exec: u32, size: usize) -> Option<u64> {
+    // All the words within 32 consecutive words: distinct words lie in distinct banks.
+    if exec != 0 && word_span(offs, exec, size as u32) < 32 {
+        return Some(1);
+    }
     let mut first = [u32::MAX; 32];
     let mut clash = false;
     if size <= 4 {

@@ -113,7 +113,7 @@ impl L<'_> {
         let t = self.tid_of(wi, lane);
         let i = b.inst.len() as u32;
         b.inst.push(Inst {
-            waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+            waiters: [0; THREAD_WORDS],
             completed: true,
         });
         b.thr_inst[t as usize].push(i);

@@ -96,6 +96,7 @@ impl<'a> L<'a> {
             same_st: Vec::with_capacity(32),
             fast: None,
             spec: None,
+            regwin: RegWindow::of_entry(m, fi),
         }
     }
 
@@ -113,6 +114,7 @@ impl<'a> L<'a> {
             per_instruction: std::mem::take(&mut self.pic),
             printf: std::mem::take(&mut self.printf),
             parallel_blocks: 0,
+            isolated_blocks: 0,
         };
         if self.faults.is_empty() {
             Ok(report)

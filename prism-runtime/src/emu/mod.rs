@@ -58,7 +58,10 @@ pub struct EmuConfig {
     pub max_steps: u64,
     /// OS threads a launch may run its blocks on (1 = one thread). Several are used only where the result
     /// is provably that of one thread (see `docs/EMULATOR.md`, "Blocks on several OS threads"); the
-    /// default is the environment variable `PRISM_EMU_THREADS`, else the machine's available cores.
+    /// default is the environment variable `PRISM_EMU_THREADS`, else the machine's available cores. With
+    /// 1, blocks that provably do not interact run to completion one after another (faster than the
+    /// interleaved run, same result); 0 always runs the interleaved one-thread model (a reference for
+    /// tests).
     pub threads: usize,
 }
 
@@ -283,6 +286,9 @@ pub struct LaunchReport {
     /// Blocks that ran on worker threads in a parallel run whose result was kept (0 when the launch ran
     /// on one thread, or its parallel attempt was discarded and it ran again on one).
     pub parallel_blocks: u64,
+    /// Blocks that ran to completion one after another on this thread in a kept speculative run (the
+    /// parallel scheme with one worker: one OS thread, or a grid of 2 or 3 blocks); 0 otherwise.
+    pub isolated_blocks: u64,
 }
 
 /// Emulator errors.

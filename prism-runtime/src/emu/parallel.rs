@@ -35,6 +35,9 @@ pub(super) struct Spec {
     abort: AtomicBool,
     /// The next block (linear index, x fastest) a worker takes.
     next: AtomicU64,
+    /// One worker: the word map has no other writer, so a plain load and store replace the
+    /// compare-exchange.
+    single: bool,
 }
 
 /// A worker's view of the run, in its launch state (`L::spec`).
@@ -49,7 +52,7 @@ pub(super) struct Worker<'a> {
 
 /// Notes one access by block `me - 1` to a word; the word's new state, or `None` when the access makes
 /// two blocks interact.
-fn note_word(cell: &AtomicU32, me: u32, write: bool) -> Option<u32> {
+fn note_word(cell: &AtomicU32, me: u32, write: bool, single: bool) -> Option<u32> {
     let mut cur = cell.load(Relaxed);
     loop {
         let next = if write {
@@ -73,6 +76,10 @@ fn note_word(cell: &AtomicU32, me: u32, write: bool) -> Option<u32> {
                 SHARED
             }
         };
+        if single {
+            cell.store(next, Relaxed);
+            return Some(next);
+        }
         match cell.compare_exchange_weak(cur, next, Relaxed, Relaxed) {
             Ok(_) => return Some(next),
             Err(x) => cur = x,
@@ -94,7 +101,7 @@ impl L<'_> {
                 let mut shared = acc == Acc::Read;
                 let ok = (o / 4..=last).all(|k| match words.get(k) {
                     Some(c) => {
-                        let r = note_word(c, wk.me, acc != Acc::Read);
+                        let r = note_word(c, wk.me, acc != Acc::Read, wk.spec.single);
                         shared &= r == Some(SHARED);
                         r.is_some()
                     }
@@ -134,10 +141,16 @@ struct Out {
 /// launch on one thread.
 pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Option<LaunchReport> {
     let total: u64 = a.grid.iter().map(|&d| d as u64).product();
-    let workers = (e.cfg.threads as u64).min(total / 2);
+    if e.cfg.threads == 0 {
+        return None;
+    }
+    // One worker (one thread, or a grid of 2 or 3 blocks) is the same scheme on this thread: each block
+    // runs to completion before the next starts, so only one block's registers and shadows are live at a
+    // time instead of every resident block's (faster than the interleaved run, and exact when kept).
+    let workers = (e.cfg.threads as u64).min(total / 2).max(1);
     let bytes: u64 = e.allocs.iter().map(|x| x.data.len() as u64).sum();
     let kernel = (m.id, a.fi);
-    if workers < 2
+    if total < 2
         || e.cfg.schedule != Schedule::RoundRobin
         || a.cluster != [1, 1, 1]
         || total > MAX_BLOCKS
@@ -154,8 +167,13 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
         return None;
     }
     // Each block gets its share of the step budget: when every block stays within it, the launch's total
-    // stays within `max_steps`, so the one-thread run would not have reported a Livelock either.
-    let cap = e.cfg.max_steps / total;
+    // stays within `max_steps`, so the one-thread run would not have reported a Livelock either. One
+    // worker counts the steps of all its blocks against `max_steps` itself, which is the same total.
+    let cap = if workers == 1 {
+        e.cfg.max_steps
+    } else {
+        e.cfg.max_steps / total
+    };
     if cap == 0 {
         return None;
     }
@@ -171,16 +189,35 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
             .collect(),
         abort: AtomicBool::new(false),
         next: AtomicU64::new(0),
+        single: workers == 1,
     };
     let mut cfg = e.cfg.clone();
     cfg.max_steps = cap;
     let (launch_id, src) = (e.launches, &e.allocs);
+    if workers == 1 {
+        let out = work(&spec, src, m, a, cfg, launch_id, total, false);
+        return match out {
+            Some(out) if !spec.abort.load(Relaxed) => {
+                // The worker's memory is global memory after the blocks' stores: every word one block
+                // wrote holds its last store, every other word is as before (what `commit` would copy).
+                let report = report_of(m, std::slice::from_ref(&out), total, 0, total);
+                for (dst, src) in e.allocs.iter_mut().zip(out.allocs) {
+                    dst.data = src.data;
+                }
+                Some(report)
+            }
+            _ => {
+                e.serial_kernels.insert(kernel);
+                None
+            }
+        };
+    }
     let outs: Vec<Option<Out>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 let cfg = cfg.clone();
                 std::thread::Builder::new()
-                    .spawn_scoped(s, || work(&spec, src, m, a, cfg, launch_id, total))
+                    .spawn_scoped(s, || work(&spec, src, m, a, cfg, launch_id, total, true))
             })
             .collect();
         // A thread the system refused is a discarded run (the others stop at once), not a panic.
@@ -198,6 +235,11 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
     }
     let outs: Vec<Out> = outs.into_iter().flatten().collect();
     commit(e, &spec, &outs, total);
+    Some(report_of(m, &outs, total, total, 0))
+}
+
+/// The report of a kept run: the workers' counters summed.
+fn report_of(m: &Module, outs: &[Out], total: u64, parallel: u64, isolated: u64) -> LaunchReport {
     let mut pic = m
         .code
         .iter()
@@ -207,7 +249,7 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
         })
         .collect::<Vec<_>>();
     let mut counters = Counters::default();
-    for o in &outs {
+    for o in outs {
         for (p, q) in pic.iter_mut().zip(&o.pic) {
             add_instr(p, q);
         }
@@ -218,12 +260,13 @@ pub(super) fn try_parallel(e: &mut Emulator, m: &Module, a: &LaunchArgs) -> Opti
         counters.add(p);
     }
     counters.blocks = total;
-    Some(LaunchReport {
+    LaunchReport {
         counters,
         per_instruction: pic,
         printf: Vec::new(),
-        parallel_blocks: total,
-    })
+        parallel_blocks: parallel,
+        isolated_blocks: isolated,
+    }
 }
 
 /// Whether the code the entry `fi` can reach has an atomic or reduction on global memory (or on a
@@ -268,6 +311,8 @@ fn add_instr(p: &mut InstrCounters, q: &InstrCounters) {
 }
 
 /// One worker: takes blocks in order until none is left or the run is aborted; `None` when it aborted.
+/// `per_block`: each block's steps count from 0 against `cfg.max_steps` (else all of the worker's).
+#[allow(clippy::too_many_arguments)]
 fn work(
     spec: &Spec,
     src: &[Alloc],
@@ -276,6 +321,7 @@ fn work(
     cfg: EmuConfig,
     launch_id: u64,
     total: u64,
+    per_block: bool,
 ) -> Option<Out> {
     let mut allocs: Vec<Alloc> = src
         .iter()
@@ -303,7 +349,9 @@ fn work(
         if let Some(wk) = &mut l.spec {
             wk.me = k as u32 + 1;
         }
-        l.steps = 0;
+        if per_block {
+            l.steps = 0;
+        }
         let mut b = l.new_block(k as u32, 0, entry_pc);
         loop {
             let finished = l.run_slice(&mut b);

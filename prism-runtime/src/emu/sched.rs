@@ -100,7 +100,6 @@ impl L<'_> {
         let lin32 = ctaid[0] + gx * (ctaid[1] + gy * ctaid[2]);
         let nthreads = self.nthreads;
         let nwarps = nthreads.div_ceil(32);
-        let nregs = self.m.nregs as usize;
         let mut warps = Vec::with_capacity(nwarps as usize);
         for w in 0..nwarps {
             let mut st = [Ls::Absent; 32];
@@ -112,7 +111,7 @@ impl L<'_> {
                 }
             }
             warps.push(Warp {
-                regs: vec![0; nregs * 32],
+                regs: Regs::new(self.regwin),
                 pc: [entry_pc; 32],
                 st,
                 last_run: [0; 32],
@@ -136,7 +135,13 @@ impl L<'_> {
             local: vec![0; self.local_size * nthreads as usize],
             bars: vec![Bar::default(); 16],
             inst: Vec::new(),
-            thr_inst: vec![Vec::new(); nthreads as usize],
+            // (Room for a typical kernel's barrier instances: growing 256 lists one push at a time, a few
+            // reallocations each, cost as much as the barriers themselves.)
+            thr_inst: if self.cfg.check_races {
+                (0..nthreads).map(|_| Vec::with_capacity(16)).collect()
+            } else {
+                vec![Vec::new(); nthreads as usize]
+            },
             exited: 0,
             gen: 0,
             exit_gen: vec![u32::MAX; nthreads as usize],
@@ -189,7 +194,7 @@ impl L<'_> {
             let mut warp = std::mem::replace(
                 &mut b.warps[wi],
                 Warp {
-                    regs: Vec::new(),
+                    regs: Regs::default(),
                     pc: [0; 32],
                     st: [Ls::Absent; 32],
                     last_run: [0; 32],

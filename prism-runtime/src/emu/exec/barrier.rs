@@ -34,11 +34,19 @@ impl L<'_> {
         if mode != BarMode::Arrive {
             self.pic[pc as usize].barrier_waits += 1;
         }
+        // An immediate barrier id (nearly always) is the same for every lane: read once.
+        let id_imm = match a_op {
+            Operand::Imm(v) => Some(*v),
+            _ => None,
+        };
         let mut mm = exec;
         while mm != 0 {
             let l = mm.trailing_zeros() as usize;
             mm &= mm - 1;
-            let id = self.val(b, w, wi, a_op, l);
+            let id = match id_imm {
+                Some(v) => v,
+                None => self.val(b, w, wi, a_op, l),
+            };
             if id >= prism_core::hw::NAMED_BARRIERS as u64 {
                 self.fault(
                     b,
@@ -87,7 +95,7 @@ impl L<'_> {
                 None => {
                     let i = b.inst.len() as u32;
                     b.inst.push(Inst {
-                        waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+                        waiters: [0; THREAD_WORDS],
                         completed: false,
                     });
                     b.bars[id].inst = Some(i);
@@ -95,7 +103,10 @@ impl L<'_> {
                 }
             };
             let t = self.tid_of(wi, l) as usize;
-            b.thr_inst[t].push(inst);
+            // A thread's instances are read only by the race detector (happens-before).
+            if self.cfg.check_races {
+                b.thr_inst[t].push(inst);
+            }
             let bar = &mut b.bars[id];
             bar.arrived += 1;
             if is_red {
@@ -146,7 +157,7 @@ impl L<'_> {
         if b.bars[id].arrived < expected || b.bars[id].arrived == 0 {
             return;
         }
-        let bar = std::mem::take(&mut b.bars[id]);
+        let mut bar = std::mem::take(&mut b.bars[id]);
         if let Some(i) = bar.inst {
             b.inst[i as usize].completed = true;
         }
@@ -179,7 +190,7 @@ impl L<'_> {
             Some(BarMode::RedOr) => bar.red_or as u64,
             _ => 0,
         };
-        for (ww, ll, d) in bar.waiters {
+        for (ww, ll, d) in bar.waiters.drain(..) {
             let target: &mut Warp = if ww as usize == wi {
                 &mut *w
             } else {
@@ -191,5 +202,8 @@ impl L<'_> {
                 target.regs[r as usize * 32 + ll as usize] = result;
             }
         }
+        // The next phase starts from a fresh barrier, but keeps the waiter list's room (growing it again
+        // one arrival at a time, every phase, cost more than the rest of the barrier).
+        b.bars[id].waiters = bar.waiters;
     }
 }

@@ -237,7 +237,7 @@ impl L<'_> {
     /// `bar.warp.sync`: one completed barrier instance that orders the member lanes.
     fn bar_warp_sync(&mut self, b: &mut Block, wi: usize, exec: u32) {
         let i = b.inst.len() as u32;
-        let mut waiters = vec![0u64; self.nthreads.div_ceil(64) as usize];
+        let mut waiters = [0u64; THREAD_WORDS];
         for l in 0..32 {
             if exec & (1 << l) != 0 {
                 let t = self.tid_of(wi, l) as usize;

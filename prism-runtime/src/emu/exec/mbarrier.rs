@@ -70,7 +70,6 @@ impl L<'_> {
     /// Completes the happens-before bookkeeping of phases another block flipped (see `Mbar::remote_flips`):
     /// whoever arrived or completed transactions in them is ordered before their waiters.
     pub(super) fn mbar_sync_remote(&mut self, b: &mut Block, off: u32) {
-        let nt = self.nthreads;
         let Some(mb) = b.mbar.get_mut(&off) else {
             return;
         };
@@ -81,14 +80,13 @@ impl L<'_> {
             mb.prev = Some(old);
             b.inst[old as usize].completed = true;
             b.inst.push(Inst {
-                waiters: vec![0; nt.div_ceil(64) as usize],
+                waiters: [0; THREAD_WORDS],
                 completed: false,
             });
         }
     }
 
     pub(super) fn mbar_maybe_flip(&mut self, b: &mut Block, off: u32) {
-        let nt = self.nthreads;
         let mb = b.mbar.get_mut(&off).unwrap();
         if mb.pending == 0 && mb.tx == 0 {
             mb.phase += 1;
@@ -99,7 +97,7 @@ impl L<'_> {
             mb.prev = Some(old);
             b.inst[old as usize].completed = true;
             b.inst.push(Inst {
-                waiters: vec![0; nt.div_ceil(64) as usize],
+                waiters: [0; THREAD_WORDS],
                 completed: false,
             });
         }
@@ -295,7 +293,7 @@ impl L<'_> {
         }
         let i = b.inst.len() as u32;
         b.inst.push(Inst {
-            waiters: vec![0; self.nthreads.div_ceil(64) as usize],
+            waiters: [0; THREAD_WORDS],
             completed: false,
         });
         b.mbar.insert(

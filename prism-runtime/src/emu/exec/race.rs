@@ -121,7 +121,10 @@ impl L<'_> {
             // A plain read and an atomic read-modify-write of the same word do not race: hardware loads are
             // single-copy atomic, and CUDA's documented atomicCAS loops start with exactly such a read. A plain
             // write still races with everything, atomics included.
-            let process = |s: &mut Shadow, conflict: &mut Option<(u32, u32, bool)>| {
+            // Returns whether `s` changed, decided from its fields before they are written (comparing the
+            // whole cell after the field-wise writes would load it back while those stores are in flight:
+            // a store-forwarding stall that was most of a race check's time).
+            let process = |s: &mut Shadow, conflict: &mut Option<(u32, u32, bool)>| -> bool {
                 let w_thr = s.w & !TOPBIT;
                 let w_atomic = s.w & TOPBIT != 0;
                 if w_thr != 0
@@ -143,21 +146,30 @@ impl L<'_> {
                     {
                         *conflict = Some((r_thr - 1, s.r_pc, false));
                     }
-                    s.w = (t + 1) | if acc == Acc::Atomic { TOPBIT } else { 0 };
+                    let nw = (t + 1) | if acc == Acc::Atomic { TOPBIT } else { 0 };
+                    let changed = s.w != nw || s.w_ep != ep || s.w_pc != pc || s.r != 0;
+                    s.w = nw;
                     s.w_ep = ep;
                     s.w_pc = pc;
                     s.r = 0;
+                    changed
                 } else {
                     let r_thr = s.r & !TOPBIT;
                     if r_thr == 0
                         || (r_thr - 1 == t && s.r & TOPBIT == 0)
                         || Self::ordered(ti, ins, ntb, r_thr - 1, s.r_ep, t)
                     {
+                        let changed = s.r != t + 1 || s.r_ep != ep || s.r_pc != pc;
                         s.r = t + 1;
                         s.r_ep = ep;
                         s.r_pc = pc;
+                        changed
                     } else if r_thr - 1 != t {
+                        let changed = s.r & TOPBIT == 0;
                         s.r |= TOPBIT;
+                        changed
+                    } else {
+                        false
                     }
                 }
             };
@@ -167,10 +179,9 @@ impl L<'_> {
             // would stall on store forwarding.)
             let orig = *first;
             let mut updated = orig;
-            process(&mut updated, &mut conflict);
             // Unchanged states (a read of data many threads already read) are not written back: that
             // would dirty the shadow's cache lines for nothing.
-            let changed = updated != orig;
+            let changed = process(&mut updated, &mut conflict);
             if changed {
                 *first = updated;
             }
@@ -221,13 +232,12 @@ impl L<'_> {
             _ => return,
         };
         let t = self.tid_of(wi, lane) as usize;
-        let words = self.nthreads.div_ceil(64) as usize;
         if let Some(&prev) = b.rel.get(&key) {
             b.inst[prev as usize].waiters[t / 64] |= 1 << (t % 64);
         }
         let i = b.inst.len() as u32;
         b.inst.push(Inst {
-            waiters: vec![0; words],
+            waiters: [0; THREAD_WORDS],
             completed: true,
         });
         b.thr_inst[t].push(i);

@@ -91,8 +91,9 @@ impl L<'_> {
         }
     }
 
-    /// Chooses the lane group to run: (pc, mask).
-    pub(super) fn pick_group(&mut self, w: &Warp) -> (u32, u32) {
+    /// Chooses the lane group to run: (pc, mask), and whether the group holds every runnable lane of the
+    /// warp.
+    fn pick_group(&mut self, w: &Warp) -> ((u32, u32), bool) {
         // A converged warp (every runnable lane at one PC) runs that PC with all of them: what the scan
         // below chooses too, since starvation and random choices apply only to diverged warps.
         let mut run = 0u32;
@@ -100,7 +101,7 @@ impl L<'_> {
             run |= ((w.st[l] == Ls::Run) as u32) << l;
         }
         if run == 0 {
-            return (0, 0);
+            return ((0, 0), false);
         }
         let pc0 = w.pc[run.trailing_zeros() as usize];
         let mut same = true;
@@ -108,7 +109,7 @@ impl L<'_> {
             same &= w.st[l] != Ls::Run || w.pc[l] == pc0;
         }
         if same {
-            return (pc0, run);
+            return ((pc0, run), true);
         }
         let mut minpc = u32::MAX;
         let mut starving: Option<u32> = None;
@@ -130,7 +131,7 @@ impl L<'_> {
             }
         }
         if !any {
-            return (0, 0);
+            return ((0, 0), false);
         }
         let mut pc = minpc;
         if indep && multi {
@@ -152,13 +153,14 @@ impl L<'_> {
                 mask |= 1 << l;
             }
         }
-        (pc, mask)
+        ((pc, mask), false)
     }
 
     /// Executes one warp step. Returns `Stop` when the warp cannot continue.
     pub(super) fn step(&mut self, b: &mut Block, wi: usize, w: &mut Warp) -> Step {
-        let (pc, mask) = match w.hint.take() {
-            Some(h) => h,
+        // `converged`: the group is every runnable lane of the warp (a hint is only ever such a group).
+        let ((pc, mask), converged) = match w.hint.take() {
+            Some(h) => (h, true),
             None => self.pick_group(w),
         };
         if mask == 0 {
@@ -233,8 +235,9 @@ impl L<'_> {
             }
         }
         if let Some(s) = self.fast_step(b, wi, w, ins, pc, mask, exec) {
-            // Every runnable lane was in the group (converged) and moved to pc + 1: that is the next group.
-            if mask == w.run_mask() {
+            // Every runnable lane was in the group (converged) and moved to pc + 1, and a fast path changes
+            // no lane's state: that is the next group.
+            if converged {
                 w.hint = Some((pc + 1, mask));
             }
             return s;

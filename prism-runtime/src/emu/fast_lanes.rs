@@ -1,0 +1,182 @@
+//! Lane kernels of the fast paths (issue 12), each built for the baseline target and for AVX2+FMA
+//! (`multiversion!`): the lane addresses of `[reg + offset]`, the shared-memory address check of a fast
+//! access, and the word span that proves a shared access free of bank conflicts. The tests hold both
+//! builds to straightforward per-lane definitions.
+
+/// One value per lane.
+type Lanes = [u64; 32];
+
+multiversion! {
+/// `out[l] = x[l] + k` (wrapping) for every lane: the lane addresses of `[reg + offset]`.
+pub(super) fn add_lanes / add_lanes_on(x: &Lanes, k: u64, out: &mut Lanes) -> () {
+    for (o, v) in out.iter_mut().zip(x) {
+        *o = v.wrapping_add(k);
+    }
+}
+}
+
+multiversion! {
+/// Each lane's offset in this block's shared memory (`[sub, keep, amask, crank + 1, limit, size]`: the
+/// window base a generic address loses, the bits a shared address keeps, the alignment mask, the tag a
+/// cluster address must carry, the block's shared bytes and the access size), and a mask of the lanes
+/// whose access would not be aligned and in bounds there. Every lane computed, branch-free.
+pub(super) fn shared_offsets / shared_offsets_on(addr: &Lanes, k: [u64; 6], offs: &mut [usize; 32]) -> u32 {
+    let [sub, keep, amask, crank1, limit, size] = k;
+    // Past the window test, 32-bit arithmetic (twice the lanes per vector): the offset is below 2^24,
+    // the size at most 16, the block's shared bytes and the tag small.
+    let (amask, crank1, size) = (amask as u32, crank1 as u32, size as u32);
+    let limit = limit.min(u32::MAX as u64) as u32;
+    let mut fails = [0u32; 32];
+    for l in 0..32 {
+        let a = addr[l].wrapping_sub(sub) & keep;
+        // (generic: outside the window, i.e. a ≥ 2^32 after subtracting its base)
+        let out = (a >> 32) as u32 != 0;
+        let a = a as u32;
+        let tag = (a >> 24) & 0x3F;
+        let o = a & 0xFF_FFFF;
+        let fail = out | (a & amask != 0) | (tag != 0 && tag != crank1) | (o + size > limit);
+        fails[l] = fail as u32;
+        offs[l] = o as usize;
+    }
+    let mut bad = 0u32;
+    for (l, f) in fails.iter().enumerate() {
+        bad |= f << l;
+    }
+    bad
+}
+}
+
+multiversion! {
+/// Last word minus first word touched by the lanes of `exec` (not empty) accessing `size` bytes at their
+/// offsets (words of 4 bytes). Branch-free over all 32 lanes: a lane outside `exec` counts as the first
+/// lane of `exec`.
+pub(super) fn word_span / word_span_on(offs: &[usize; 32], exec: u32, size: u32) -> u32 {
+    let f = offs[exec.trailing_zeros() as usize & 31] as u32;
+    let (mut lo, mut hi) = (u32::MAX, 0u32);
+    for (l, &o) in offs.iter().enumerate() {
+        let o = if (exec >> l) & 1 != 0 { o as u32 } else { f };
+        lo = lo.min(o >> 2);
+        hi = hi.max((o + size - 1) >> 2);
+    }
+    hi.wrapping_sub(lo)
+}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SHARED_WINDOW;
+    use super::*;
+
+    /// Lanes of `m`, lowest first.
+    fn each(m: u32) -> impl Iterator<Item = usize> {
+        (0..32).filter(move |l| (m >> l) & 1 != 0)
+    }
+
+    const ALL: u32 = u32::MAX;
+
+    #[test]
+    fn add_lanes_builds_agree() {
+        let x: Lanes = std::array::from_fn(|l| (l as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        for k in [0, 1, 64, u64::MAX, 1 << 63] {
+            let (mut a, mut b) = ([0; 32], [0; 32]);
+            add_lanes_on(false, &x, k, &mut a);
+            add_lanes_on(true, &x, k, &mut b);
+            assert_eq!(a, b);
+            assert!((0..32).all(|l| a[l] == x[l].wrapping_add(k)));
+        }
+    }
+
+    #[test]
+    fn word_span_builds_agree() {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for case in 0..5000 {
+            let size = [1u32, 2, 4, 8, 16][case % 5];
+            let exec = if case % 3 == 0 {
+                ALL
+            } else {
+                next() as u32 | 4
+            };
+            let mut offs = [0usize; 32];
+            for o in offs.iter_mut() {
+                *o = (next() % [64u64, 512, 48_000][case % 3]) as usize / size as usize
+                    * size as usize;
+            }
+            let lanes: Vec<usize> = each(exec).collect();
+            let lo = lanes
+                .iter()
+                .map(|&l| offs[l] as u32 >> 2)
+                .min()
+                .expect("lanes");
+            let hi = lanes
+                .iter()
+                .map(|&l| (offs[l] as u32 + size - 1) >> 2)
+                .max()
+                .expect("lanes");
+            assert_eq!(word_span_on(false, &offs, exec, size), hi - lo);
+            assert_eq!(word_span_on(true, &offs, exec, size), hi - lo);
+        }
+    }
+
+    #[test]
+    fn shared_offsets_builds_agree() {
+        if !super::super::simd::avx2() {
+            println!("this CPU has no AVX2+FMA: nothing to compare the baseline build with");
+            return;
+        }
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut failing = 0;
+        for case in 0..5000 {
+            let generic = case % 2 == 0;
+            let (sub, keep) = if generic {
+                (SHARED_WINDOW, u64::MAX)
+            } else {
+                (0, 0xFFFF_FFFF)
+            };
+            let size = [1u64, 2, 4, 8, 16][case % 5];
+            let mut addr = [0u64; 32];
+            for a in addr.iter_mut() {
+                let o = match next() % 4 {
+                    0 => next() % 0x1000,
+                    1 => ((next() % 4) << 24) | (next() % 0x800),
+                    2 => next(),
+                    _ => (next() % 64) * size,
+                };
+                *a = if generic {
+                    SHARED_WINDOW.wrapping_add(o)
+                } else {
+                    o
+                };
+            }
+            let k = [sub, keep, size - 1, 1 + case as u64 % 3, 2048, size];
+            let (mut o1, mut o2) = ([0usize; 32], [0usize; 32]);
+            let b1 = shared_offsets_on(false, &addr, k, &mut o1);
+            let b2 = shared_offsets_on(true, &addr, k, &mut o2);
+            assert_eq!((b1, o1), (b2, o2), "{addr:x?} {k:?}");
+            // Against the lane test in 64-bit arithmetic.
+            for l in 0..32 {
+                let a = addr[l].wrapping_sub(sub) & keep;
+                let (tag, o) = ((a >> 24) & 0x3F, a & 0xFF_FFFF);
+                let fail =
+                    a >> 32 != 0 || a & k[2] != 0 || (tag != 0 && tag != k[3]) || o + size > k[4];
+                assert_eq!((b1 >> l) & 1 == 1, fail, "lane {l}: {:#x} {k:?}", addr[l]);
+                if !fail {
+                    assert_eq!(o1[l] as u64, o, "lane {l}");
+                }
+            }
+            failing += (b1 != 0) as u32 + (b1 != u32::MAX) as u32;
+        }
+        assert!(failing > 5000, "{failing}");
+    }
+}
