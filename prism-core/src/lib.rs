@@ -102,6 +102,9 @@ pub fn lower(
     k: &CheckedKernel,
     policy: SyncPolicy,
 ) -> Result<Vec<CompiledKernel>, Vec<Diagnostic>> {
+    if let (SyncPolicy::Inferred, Some(ks)) = (policy, &k.lowered) {
+        return Ok(ks.clone());
+    }
     let synced = sync::synchronize(&k.checked.function, &k.deps, policy)?;
     emit::emit_kernel(&k.checked, &synced).map_err(|diags| {
         diags
@@ -127,8 +130,8 @@ pub fn lower(
 }
 
 /// The check stage for one monomorphic kernel: the checker's rules ([`check::check_function`]), then the
-/// instance rules, decided per instance by the lowering walk over the unsynchronized tree (a dry run of
-/// [`emit::emit_kernel`], its PTX discarded): only that walk has the constants after unrolling, the views'
+/// instance rules, decided per instance by the lowering walk ([`emit::emit_kernel`] over the tree the
+/// default policy synchronizes, its PTX kept for [`lower`]): only that walk has the constants after unrolling, the views'
 /// layouts and the threads that run each call which WGMMA offsets, TMA boxes, RING counts, SETMAXNREG,
 /// STMATRIX boxes, a `Shared` parameter's argument (CALL-ARG) and REG-INDEX need (docs/ARCHITECTURE.md,
 /// "Known departures from a one-way flow").
@@ -138,20 +141,45 @@ fn check_monomorphic(
     types: Vec<ScalarType>,
 ) -> Result<CheckedKernel, Vec<Diagnostic>> {
     let checked = check::check_function(root, &deps)?;
-    let callees: Vec<Function> = sync::callees(&checked.function, &deps)
-        .into_iter()
-        .cloned()
-        .collect();
-    let unsynced = sync::Synced {
-        kernel: checked.function.clone(),
-        callees,
-    };
-    if let Err(diags) = emit::emit_kernel(&checked, &unsynced) {
+    // The walk runs on the tree the default policy synchronizes, and its PTX is kept for `lower` with that
+    // policy (one walk per instance when compiling, not two). When that synchronization itself fails
+    // (SYNC-*, the sync stage's rules, reported by `lower`), the walk runs on the unsynchronized tree.
+    let (walked, synced_ok) =
+        match sync::synchronize(&checked.function, &deps, SyncPolicy::Inferred) {
+            Ok(s) => (s, true),
+            Err(_) => {
+                let callees: Vec<Function> = sync::callees(&checked.function, &deps)
+                    .into_iter()
+                    .cloned()
+                    .collect();
+                let unsynced = sync::Synced {
+                    kernel: checked.function.clone(),
+                    callees,
+                };
+                (unsynced, false)
+            }
+        };
+    let emitted = emit::emit_kernel(&checked, &walked);
+    if let Err(diags) = emitted.as_ref().map(|_| ()).map_err(|d| {
+        // SYNC-* from lowering the barriers (named-barrier counts) belong to `lower`, like sync's own.
+        d.iter()
+            .filter(|d| !d.rule.starts_with("SYNC-"))
+            .cloned()
+            .collect::<Vec<_>>()
+    }) {
+        if diags.is_empty() {
+            return Ok(CheckedKernel {
+                checked,
+                deps,
+                types,
+                lowered: None,
+            });
+        }
         // The emitter's nets (INTERNAL) guard what the checker rejects, in the kernel or in the bodies it
         // inlined. Through the macros each device function's own `#[prism_device]` has reported its errors
         // at its definition; a library caller gets the callees' checker rules here, not the bug.
         if diags.iter().any(|d| d.rule == "INTERNAL") {
-            let callee_errors: Vec<Diagnostic> = unsynced
+            let callee_errors: Vec<Diagnostic> = walked
                 .callees
                 .iter()
                 .filter_map(|c| {
@@ -170,10 +198,15 @@ fn check_monomorphic(
         }
         return Err(diags);
     }
+    let lowered = match (synced_ok, emitted) {
+        (true, Ok(ks)) => Some(ks),
+        _ => None,
+    };
     Ok(CheckedKernel {
         checked,
         deps,
         types,
+        lowered,
     })
 }
 
@@ -237,6 +270,8 @@ pub struct CheckedKernel {
     checked: check::Checked,
     deps: Vec<Function>,
     types: Vec<ScalarType>,
+    /// The check stage's walk under the default policy ([`SyncPolicy::Inferred`]), kept for [`lower`].
+    lowered: Option<Vec<CompiledKernel>>,
 }
 
 impl CheckedKernel {
