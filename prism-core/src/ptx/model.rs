@@ -17,6 +17,7 @@ impl PartialEq for Pos {
 /// A whole PTX module.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Module {
+    /// Module-level statements in source order.
     pub items: Vec<Item>,
 }
 
@@ -37,33 +38,41 @@ pub enum Item {
 /// A directive and the rest of its line, verbatim (`args` may be empty).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Directive {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
     /// With its dot: `.version`.
     pub name: String,
+    /// The rest of the line, verbatim (may be empty).
     pub args: String,
 }
 
 /// Verbatim source text of a statement the model does not interpret.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Raw {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
+    /// The statement as written, from its first token to its last.
     pub text: String,
 }
 
 /// `[linkage] space [.align N] qualifiers name dims [= init]`; also an entry's or function's parameter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarDecl {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
     /// `.visible`, `.weak`, `.common`, `.extern`, in source order.
     pub linkage: Vec<String>,
     /// The state space (`.reg`: a `.func` register parameter).
     pub space: Space,
+    /// `.align N`.
     pub align: Option<i64>,
     /// Every other dotted word before the name, in order: vector width, type, `.ptr` and the like.
     pub quals: Vec<String>,
+    /// The declared or defined name.
     pub name: String,
     /// `[N]` is `Some(N)`, `[]` is `None`.
     pub dims: Vec<Option<i64>>,
+    /// `= value` or `= {..}`.
     pub init: Option<Init>,
 }
 
@@ -117,26 +126,35 @@ pub enum Init {
 /// `.reg qualifiers name[<N>], …;`
 #[derive(Clone, Debug, PartialEq)]
 pub struct RegDecl {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
+    /// Every dotted word before the name, in order (vector width, type, ...).
     pub quals: Vec<String>,
+    /// The names declared, in order.
     pub names: Vec<RegName>,
 }
 
 /// One name of a `.reg` declaration; `%r<8>` declares `%r0` … `%r7` (`range: Some(8)`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RegName {
+    /// The declared or defined name.
     pub name: String,
+    /// `Some(N)` for `name<N>`.
     pub range: Option<i64>,
 }
 
 /// An `.entry` (kernel) or `.func` (device function).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
+    /// `.visible`, `.weak`, `.common`, `.extern`, in source order.
     pub linkage: Vec<String>,
+    /// `.entry` (a kernel) rather than `.func`.
     pub entry: bool,
     /// A `.func`'s return parameters, when it has a return list.
     pub rets: Option<Vec<VarDecl>>,
+    /// The declared or defined name.
     pub name: String,
     /// `None` when the header has no parameter list at all.
     pub params: Option<Vec<VarDecl>>,
@@ -151,8 +169,11 @@ pub struct Function {
 /// `.maxntid 128, 1, 1` is `{ name: ".maxntid", args: [128, 1, 1] }`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PerfDirective {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
+    /// The declared or defined name.
     pub name: String,
+    /// The rest of the line, verbatim (may be empty).
     pub args: Vec<i64>,
 }
 
@@ -173,30 +194,40 @@ pub enum Stmt {
 /// `name:`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Label {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
+    /// The declared or defined name.
     pub name: String,
 }
 
 /// `{ … }` inside a body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Block {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
+    /// The block's statements.
     pub stmts: Vec<Stmt>,
 }
 
 /// `[@[!]pred] opcode operands;` where `opcode` is the whole dotted word (`ld.global.v4.f32`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instruction {
+    /// Where it starts in the source (ignored by `==`).
     pub pos: Pos,
+    /// `@p` / `@!p`.
     pub guard: Option<Guard>,
+    /// The whole dotted opcode: `ld.global.v4.f32`.
     pub opcode: String,
+    /// Operands in order (`setp`'s `p|q` is one [`Operand::Pair`]).
     pub operands: Vec<Operand>,
 }
 
 /// `@p` or `@!p`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Guard {
+    /// `@!p`.
     pub negated: bool,
+    /// The predicate register.
     pub pred: String,
 }
 
@@ -234,7 +265,9 @@ pub enum Operand {
 /// stays written.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Address {
+    /// A register or symbol.
     pub base: Option<String>,
+    /// The sum of the constant terms, when any is written.
     pub offset: Option<i64>,
 }
 
