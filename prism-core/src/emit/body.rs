@@ -112,6 +112,11 @@ impl Em {
         }
     }
 
+    /// Appends one unguarded instruction built as a model value (ending a wgmma run as `line` would).
+    pub(super) fn emit(&mut self, opcode: &str, operands: Vec<Operand>) {
+        self.stmts(vec![ins(opcode, operands)]);
+    }
+
     /// A block-wide wait for asynchronous copies (expanded by `expand_async_waits`).
     pub(super) fn async_wait(&mut self) {
         if self.wgmma_open {

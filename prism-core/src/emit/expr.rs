@@ -1,6 +1,7 @@
 //! Expressions: literals, names, indexing, operators (with constant folding), casts and methods.
 
 use super::*;
+use crate::ptx::Operand;
 
 impl Em {
     /// The value of `e` is the same for all threads of a warp: it reads only constants and variables of a
@@ -411,12 +412,15 @@ impl Em {
             (Shr, _) if t.is_int() => format!("shr.{pt}"),
             _ => return Err(bug("TYPE", span, format!("operator not defined on {t}"))),
         };
-        let y = if matches!(op, Shl | Shr) {
-            self.op(&b, ScalarType::U32)
-        } else {
-            y
-        };
-        self.line(format!("{ins} {r}, {x}, {y};"));
+        let y = self.operand(
+            &b,
+            if matches!(op, Shl | Shr) {
+                ScalarType::U32
+            } else {
+                t
+            },
+        );
+        self.emit(&ins, vec![Operand::Name(r.clone()), Operand::Name(x), y]);
         Ok(Val::Reg(r, t))
     }
 

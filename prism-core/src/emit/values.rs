@@ -2,6 +2,7 @@
 //! coercions between register and immediate values.
 
 use super::*;
+use crate::ptx::Operand;
 
 pub(super) fn ptx_ty(t: ScalarType) -> &'static str {
     match t {
@@ -76,6 +77,22 @@ pub(super) fn imm_str(i: Imm, t: ScalarType) -> String {
         (Imm::Float(x), ScalarType::F16) => format!("0x{:04X}", f32_to_f16_bits(x as f32)),
         (Imm::Float(x), ScalarType::BF16) => format!("0x{:04X}", f32_to_bf16_bits(x as f32)),
         (Imm::Float(x), _) => format!("0d{:016X}", x.to_bits()),
+    }
+}
+
+/// [`imm_str`] as a PTX-model operand (the same value; the model prints it).
+pub(super) fn imm_operand(i: Imm, t: ScalarType) -> crate::ptx::Operand {
+    use crate::ptx::Operand;
+    match (i, t) {
+        (Imm::Bool(b), _) => Operand::Int(b as i64),
+        (Imm::Int(v), ScalarType::F32) => Operand::F32Bits((v as f32).to_bits()),
+        (Imm::Int(v), ScalarType::F64) => Operand::F64Bits((v as f64).to_bits()),
+        // Two's complement of the wrapped value: what the text's integer reads back as.
+        (Imm::Int(v), _) => Operand::Int(wrap_int(v, t) as i64),
+        (Imm::Float(x), ScalarType::F32) => Operand::F32Bits((x as f32).to_bits()),
+        (Imm::Float(x), ScalarType::F16) => Operand::Int(f32_to_f16_bits(x as f32) as i64),
+        (Imm::Float(x), ScalarType::BF16) => Operand::Int(f32_to_bf16_bits(x as f32) as i64),
+        (Imm::Float(x), _) => Operand::F64Bits(x.to_bits()),
     }
 }
 
@@ -275,6 +292,14 @@ impl Em {
         }
     }
 
+    /// [`Em::op`] as a PTX-model operand.
+    pub(super) fn operand(&self, v: &Val, t: ScalarType) -> crate::ptx::Operand {
+        match v {
+            Val::Imm(i, _) => imm_operand(*i, t),
+            Val::Reg(r, _) => crate::ptx::Operand::Name(r.clone()),
+        }
+    }
+
     /// `v` in a register of type `t` (immediates are moved in; registers are used as they are).
     pub(super) fn reg(&mut self, v: &Val, t: ScalarType) -> String {
         match v {
@@ -285,7 +310,8 @@ impl Em {
                     let b = matches!(i, Imm::Bool(true)) || matches!(i, Imm::Int(x) if *x != 0);
                     self.line(format!("setp.ne.u32 {r}, {}, 0;", b as u32));
                 } else {
-                    self.line(format!("mov.{} {r}, {};", bits_ty(t), imm_str(*i, t)));
+                    let mov = format!("mov.{}", bits_ty(t));
+                    self.emit(&mov, vec![Operand::Name(r.clone()), imm_operand(*i, t)]);
                 }
                 r
             }
@@ -303,9 +329,10 @@ impl Em {
                 }
             }
         } else {
-            let o = self.op(v, t);
-            if o != dst {
-                self.line(format!("mov.{} {dst}, {o};", bits_ty(t)));
+            let o = self.operand(v, t);
+            if !matches!(&o, Operand::Name(n) if n == dst) {
+                let mov = format!("mov.{}", bits_ty(t));
+                self.emit(&mov, vec![Operand::Name(dst.to_string()), o]);
             }
         }
     }
