@@ -649,11 +649,10 @@ pub struct AsmOperand {
     pub expr: Expr,
 }
 
-/// The operand names an `asm!` template refers to, in order, by Rust's format-string rules: `{name}` is an
-/// operand (trimmed; an unterminated `{name` runs to the end), `{{` / `}}` are literal braces. The checker
-/// (rule ASM) and the emitter (which substitutes registers) read templates this one way.
 /// The template with every `{name}` replaced by `subst(name)` (the name trimmed) and `{{` / `}}` by single
-/// braces (Rust's format-string rules); the first name `subst` does not know is the error.
+/// braces (Rust's format-string rules; an unterminated `{name` runs to the end); the first name `subst`
+/// does not know is the error. The checker (rule ASM) and the emitter (which substitutes registers) read
+/// templates this one way.
 pub fn asm_expand(
     template: &str,
     mut subst: impl FnMut(&str) -> Option<String>,
@@ -682,27 +681,13 @@ pub fn asm_expand(
     Ok(text)
 }
 
+/// The operand names an `asm!` template refers to, in order ([`asm_expand`]'s reading).
 pub fn asm_template_names(template: &str) -> Vec<String> {
     let mut names = Vec::new();
-    let mut chars = template.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '{' | '}' if chars.peek() == Some(&c) => {
-                chars.next();
-            }
-            '{' => {
-                let mut name = String::new();
-                for c in chars.by_ref() {
-                    if c == '}' {
-                        break;
-                    }
-                    name.push(c);
-                }
-                names.push(name.trim().to_string());
-            }
-            _ => {}
-        }
-    }
+    let _ = asm_expand(template, |n| {
+        names.push(n.to_string());
+        Some(String::new())
+    });
     names
 }
 

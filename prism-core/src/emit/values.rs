@@ -67,20 +67,12 @@ pub(super) fn wrap_int(v: i128, t: ScalarType) -> i128 {
     }
 }
 
+/// An immediate of type `t` as PTX text (the model's printing of [`imm_operand`]).
 pub(super) fn imm_str(i: Imm, t: ScalarType) -> String {
-    match (i, t) {
-        (Imm::Bool(b), _) => (b as u32).to_string(),
-        (Imm::Int(v), ScalarType::F32) => format!("0f{:08X}", (v as f32).to_bits()),
-        (Imm::Int(v), ScalarType::F64) => format!("0d{:016X}", (v as f64).to_bits()),
-        (Imm::Int(v), _) => wrap_int(v, t).to_string(),
-        (Imm::Float(x), ScalarType::F32) => format!("0f{:08X}", (x as f32).to_bits()),
-        (Imm::Float(x), ScalarType::F16) => format!("0x{:04X}", f32_to_f16_bits(x as f32)),
-        (Imm::Float(x), ScalarType::BF16) => format!("0x{:04X}", f32_to_bf16_bits(x as f32)),
-        (Imm::Float(x), _) => format!("0d{:016X}", x.to_bits()),
-    }
+    imm_operand(i, t).to_string()
 }
 
-/// [`imm_str`] as a PTX-model operand (the same value; the model prints it).
+/// An immediate of type `t` as a PTX-model operand (float types as their bits, bool as 0/1).
 pub(super) fn imm_operand(i: Imm, t: ScalarType) -> crate::ptx::Operand {
     use crate::ptx::Operand;
     match (i, t) {
