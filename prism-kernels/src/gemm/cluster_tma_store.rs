@@ -93,12 +93,6 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                 set_max_regs(232);
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                #[at(thread[1])]
-                                let t: u32 = id();
-                                #[at(thread[1])]
-                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                                #[at(thread[1])]
-                                let c0: u32 = 2 * (t % 4);
                                 for it in 0..iters {
                                     let tile: u32 = cl + it * clusters;
                                     let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
@@ -116,19 +110,10 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                     let row0: u32 = tm * 256 + rank * 128;
                                     let col0: u32 = tn * BN;
                                     for j in 0..BN / 64 {
-                                        // Columns 64j..64j + 64 of the fragment (registers 32j..32j + 32), scaled in place.
-                                        group(thread[1], || {
-                                            for q in 0..32 {
-                                                let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
-                                                let col: u32 =
-                                                    col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
-                                                acc[32 * j + q] = alpha * acc[32 * j + q];
-                                                if beta != 0.0 && row < m && col < n {
-                                                    acc[32 * j + q] = acc[32 * j + q]
-                                                        + beta * (c[row * n + col] as f32);
-                                                }
-                                            }
-                                        });
+                                        // Columns 64j..64j + 64 of the fragment, scaled in place.
+                                        scale_fragment_box::<{ BN / 2 }>(
+                                            &mut acc, j, row0, col0, m, n, alpha, beta, c,
+                                        );
                                         // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
                                         stmatrix_bf16(e1_w, &acc, j);
                                         match split(thread) {
@@ -143,12 +128,6 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                 set_max_regs(232);
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                #[at(thread[1])]
-                                let t: u32 = id();
-                                #[at(thread[1])]
-                                let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-                                #[at(thread[1])]
-                                let c0: u32 = 2 * (t % 4);
                                 for it in 0..iters {
                                     let tile: u32 = cl + it * clusters;
                                     let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
@@ -166,19 +145,10 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                     let row0: u32 = tm * 256 + rank * 128 + 64;
                                     let col0: u32 = tn * BN;
                                     for j in 0..BN / 64 {
-                                        // Columns 64j..64j + 64 of the fragment (registers 32j..32j + 32), scaled in place.
-                                        group(thread[1], || {
-                                            for q in 0..32 {
-                                                let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
-                                                let col: u32 =
-                                                    col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
-                                                acc[32 * j + q] = alpha * acc[32 * j + q];
-                                                if beta != 0.0 && row < m && col < n {
-                                                    acc[32 * j + q] = acc[32 * j + q]
-                                                        + beta * (c[row * n + col] as f32);
-                                                }
-                                            }
-                                        });
+                                        // Columns 64j..64j + 64 of the fragment, scaled in place.
+                                        scale_fragment_box::<{ BN / 2 }>(
+                                            &mut acc, j, row0, col0, m, n, alpha, beta, c,
+                                        );
                                         // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
                                         stmatrix_bf16(e2_w, &acc, j);
                                         match split(thread) {

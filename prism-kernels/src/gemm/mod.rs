@@ -111,6 +111,41 @@ pub fn wgmma_tile_to_f32<const N: u32>(
     );
 }
 
+/// Rung 7's epilogue, box `j`: columns `64j .. 64j + 64` of a warpgroup's `m64nNk16` accumulator fragment
+/// (registers `32j .. 32j + 32`, the layout of [`wgmma_tile_to_f32`]) become `alpha · acc + beta · C` in
+/// place, for the 64-row tile whose top-left element is `(row0, col0)` of the `m × n` bf16 `C` (read only
+/// when `beta ≠ 0`, and only inside `C`: ragged edges).
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn scale_fragment_box<const N: u32>(
+    acc: &mut [f32; N],
+    j: u32,
+    row0: u32,
+    col0: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const bf16,
+) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    #[at(thread[1])]
+    let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+    #[at(thread[1])]
+    let c0: u32 = 2 * (t % 4);
+    group(thread[1], || {
+        for q in 0..32 {
+            let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
+            let col: u32 = col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
+            acc[32 * j + q] = alpha * acc[32 * j + q];
+            if beta != 0.0 && row < m && col < n {
+                acc[32 * j + q] = acc[32 * j + q] + beta * (c[row * n + col] as f32);
+            }
+        }
+    });
+}
+
 // Rung 7 calls the device functions above (macro scope: declared after them).
 mod cluster_persistent;
 mod cluster_tma_store;
