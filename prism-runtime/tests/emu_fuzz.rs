@@ -274,16 +274,16 @@ fn hostile_declarations_are_errors() {
 
 #[test]
 fn launch_memory_is_bounded() {
-    // 60000 registers are within the parse limit, but 1024-thread blocks of them, 264 resident, are not.
-    let src = "
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry big() {
-  .reg .b32 %r<60000>;
-  mov.u32 %r1, 1;
-  ret;
-}";
+    // 4000 registers, each read before it is written (so none shares a slot with another), are within
+    // the parse limit, but 1024-thread blocks of them, 264 resident, are not.
+    let mut src = String::from(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry big() {\n  .reg .b32 %r<4000>;\n",
+    );
+    for i in 0..4000 {
+        src.push_str(&format!("  add.u32 %r{i}, %r{i}, 1;\n"));
+    }
+    src.push_str("  ret;\n}\n");
+    let src = src.as_str();
     let m = Module::parse(src).expect("parses");
     let mut e = Emulator::new(EmuConfig::default());
     let t0 = Instant::now();

@@ -236,6 +236,8 @@ mod operand;
 use operand::*;
 #[path = "ptx/decode.rs"]
 mod decode;
+#[path = "ptx/liveness.rs"]
+mod liveness;
 
 impl Operand {
     /// The operands of a brace list `{a, b, ..}`, or this operand alone.
@@ -605,6 +607,19 @@ impl Module {
         p.module(&m)?;
         p.finish()
     }
+
+    /// [`Module::parse`] keeping a slot per declared register (the numbering before `ptx/liveness.rs`).
+    #[cfg(test)]
+    pub(crate) fn parse_declared_registers(src: &str) -> Result<Module, PtxError> {
+        let m = prism_core::ptx::parse(src).map_err(|e| PtxError {
+            line: e.line as usize,
+            message: e.message,
+        })?;
+        let mut p = Parser::new();
+        p.share_slots = false;
+        p.module(&m)?;
+        p.finish()
+    }
     /// Names of the `.entry` kernels in the module.
     pub fn entries(&self) -> Vec<String> {
         self.funcs
@@ -673,6 +688,9 @@ enum RawOp {
 }
 
 struct Parser {
+    /// Whether registers never live at once share a slot (`ptx/liveness.rs`; off only in tests that
+    /// compare with the declared numbering).
+    share_slots: bool,
     funcs: Vec<Function>,
     globals: Vec<GlobalVar>,
     module_names: HashMap<String, Name>,

@@ -109,6 +109,14 @@ impl Parser {
                 return perr(0, format!("entry {} declared but not defined", f.name));
             }
         }
+        // Registers never live at once share a slot (`ptx/liveness.rs`).
+        let shared = self.share_slots.then(|| {
+            liveness::share_slots(&self.funcs, &mut self.code, self.nregs, &self.reg_names)
+        });
+        if let Some(Some((n, names))) = shared {
+            self.nregs = n;
+            self.reg_names = names;
+        }
         Ok(Module {
             id: NEXT_MODULE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             funcs: self.funcs,

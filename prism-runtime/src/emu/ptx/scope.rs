@@ -5,6 +5,7 @@ use super::*;
 impl Parser {
     pub(super) fn new() -> Parser {
         Parser {
+            share_slots: true,
             funcs: Vec::new(),
             globals: Vec::new(),
             module_names: HashMap::new(),
