@@ -27,8 +27,8 @@
 use super::*;
 
 /// Functions naming more registers than this keep a slot per register (the interference matrix is
-/// quadratic: 8 MiB here).
-const MAX_SHARED_REGS: usize = 8192;
+/// quadratic: 32 MiB here).
+const MAX_SHARED_REGS: usize = 16384;
 /// Nor is a function analysed whose liveness sets (a bit per register and instruction) would pass
 /// 32 MiB.
 const MAX_LIVE_WORDS: usize = 4 << 20;
