@@ -185,7 +185,15 @@ impl L<'_> {
 
     /// The values of a source operand for the lanes of `lanes` (other lanes: unspecified).
     #[inline]
-    fn gather(&self, b: &Block, w: &Warp, wi: usize, op: &Operand, lanes: u32, out: &mut Lanes) {
+    pub(super) fn gather(
+        &self,
+        b: &Block,
+        w: &Warp,
+        wi: usize,
+        op: &Operand,
+        lanes: u32,
+        out: &mut Lanes,
+    ) {
         match op {
             Operand::Reg(r) => {
                 let r = *r as usize * 32;
@@ -350,9 +358,8 @@ impl L<'_> {
                 } else {
                     (0, 0xFFFF_FFFF)
                 };
-                let bad =
-                    shared_offsets(addr, [sub, keep, amask, crank1, limit, size as u64], offs);
-                if bad & exec != 0 {
+                let k = [sub, keep, amask, crank1, limit, size as u64];
+                if shared_offsets(addr, k, exec, offs) {
                     return None;
                 }
                 Some(Region::Shared)

@@ -36,7 +36,8 @@ impl L<'_> {
                 Err(s) => return s,
             }
         };
-        let name = self.opname(pc);
+        // The instruction's name, for fault messages only (built when one is reported).
+        let name = |l: &Self| l.opname(pc);
         if exec & !member != 0 {
             let l = (exec & !member).trailing_zeros();
             self.fault(
@@ -47,7 +48,9 @@ impl L<'_> {
                 FaultKind::CollectiveMisuse,
                 format!(
                     "lane {} executes {} but is not in its membermask 0x{:08x}",
-                    l, name, member
+                    l,
+                    name(self),
+                    member
                 ),
             );
             return Step::Stop;
@@ -62,7 +65,9 @@ impl L<'_> {
                 FaultKind::CollectiveMisuse,
                 format!(
                     "{} requires lane {} (membermask 0x{:08x}) which does not exist in this warp",
-                    name, l, member
+                    name(self),
+                    l,
+                    member
                 ),
             );
             return Step::Stop;
@@ -70,7 +75,7 @@ impl L<'_> {
         let skipped = mask & !exec & member;
         if skipped != 0 {
             let l = skipped.trailing_zeros();
-            self.fault(b, wi, Some(l), pc, FaultKind::CollectiveMisuse, format!("lane {} is named in the membermask 0x{:08x} of {} but its guard predicate is false", l, member, name));
+            self.fault(b, wi, Some(l), pc, FaultKind::CollectiveMisuse, format!("lane {} is named in the membermask 0x{:08x} of {} but its guard predicate is false", l, member, name(self)));
             return Step::Stop;
         }
         let missing = member & !exec;
@@ -81,7 +86,7 @@ impl L<'_> {
             mm &= mm - 1;
             match w.st[l] {
                 Ls::Exit => {
-                    let msg = format!("{} with membermask 0x{:08x} executed by lanes 0x{:08x}, but lane {} has already exited", name, member, exec, l);
+                    let msg = format!("{} with membermask 0x{:08x} executed by lanes 0x{:08x}, but lane {} has already exited", name(self), member, exec, l);
                     self.fault(b, wi, Some(l as u32), pc, FaultKind::CollectiveMisuse, msg);
                     return Step::Stop;
                 }
@@ -266,18 +271,22 @@ impl L<'_> {
         } else {
             (&args[0], None, 1)
         };
-        let mut vals = [0u64; 32];
+        // Operands as lane arrays (the source of every existing lane: a lane may read an inactive one).
+        let (mut vals, mut bvs, mut cs) = ([0u64; 32], [0u64; 32], [0u64; 32]);
+        self.gather(b, w, wi, &args[ai], w.exist, &mut vals);
         for (l, v) in vals.iter_mut().enumerate() {
-            if w.exist & (1 << l) != 0 {
-                *v = self.val(b, w, wi, &args[ai], l);
+            if w.exist & (1 << l) == 0 {
+                *v = 0;
             }
         }
+        self.gather(b, w, wi, &args[ai + 1], exec, &mut bvs);
+        self.gather(b, w, wi, &args[ai + 2], exec, &mut cs);
         for l in 0..32usize {
             if exec & (1 << l) == 0 {
                 continue;
             }
-            let bv = (self.val(b, w, wi, &args[ai + 1], l) & 0x1f) as i32;
-            let c = self.val(b, w, wi, &args[ai + 2], l) as u32;
+            let bv = (bvs[l] & 0x1f) as i32;
+            let c = cs[l] as u32;
             let cval = (c & 0x1f) as i32;
             let segmask = ((c >> 8) & 0x1f) as i32;
             let lane = l as i32;
