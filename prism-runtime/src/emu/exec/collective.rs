@@ -148,7 +148,12 @@ impl L<'_> {
         // mask stay at this instruction for a later step. A lane that is in this group's mask but passes
         // a different one is a misuse.
         let mut other = 0u32;
-        let mut mm = exec;
+        // An immediate mask is every lane's (the usual case): nothing to compare.
+        let mut mm = if matches!(mop, Operand::Imm(_)) {
+            0
+        } else {
+            exec
+        };
         while mm != 0 {
             let l = mm.trailing_zeros() as usize;
             mm &= mm - 1;

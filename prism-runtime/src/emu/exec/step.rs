@@ -104,39 +104,28 @@ impl L<'_> {
             return ((0, 0), false);
         }
         let pc0 = w.pc[run.trailing_zeros() as usize];
-        let mut same = true;
-        for l in 0..32 {
-            same &= w.st[l] != Ls::Run || w.pc[l] == pc0;
+        let mut at_pc0 = 0u32;
+        for (l, &p) in w.pc.iter().enumerate() {
+            at_pc0 |= ((p == pc0) as u32) << l;
         }
-        if same {
+        if run & !at_pc0 == 0 {
             return ((pc0, run), true);
         }
+        // Diverged (so several PCs): branch-free passes over the lanes.
         let mut minpc = u32::MAX;
-        let mut starving: Option<u32> = None;
-        let mut any = false;
-        let indep = self.cfg.warp_mode == WarpMode::Independent;
-        let mut multi = false;
-        for l in 0..32 {
-            if w.st[l] == Ls::Run {
-                if any && w.pc[l] != minpc {
-                    multi = true;
-                }
-                any = true;
-                if w.pc[l] < minpc {
-                    minpc = w.pc[l];
-                }
-                if indep && w.steps.saturating_sub(w.last_run[l]) > 48 && starving.is_none() {
-                    starving = Some(w.pc[l]);
-                }
-            }
-        }
-        if !any {
-            return ((0, 0), false);
+        for (l, &p) in w.pc.iter().enumerate() {
+            minpc = minpc.min(if (run >> l) & 1 != 0 { p } else { u32::MAX });
         }
         let mut pc = minpc;
-        if indep && multi {
-            if let Some(p) = starving {
-                pc = p;
+        if self.cfg.warp_mode == WarpMode::Independent {
+            // The lowest runnable lane that has not run for 48 steps of its warp goes first.
+            let mut starving = 0u32;
+            for (l, &r) in w.last_run.iter().enumerate() {
+                starving |= ((w.steps.saturating_sub(r) > 48) as u32) << l;
+            }
+            starving &= run;
+            if starving != 0 {
+                pc = w.pc[starving.trailing_zeros() as usize];
             } else if matches!(self.cfg.schedule, Schedule::Random { .. })
                 && self.rand().is_multiple_of(8)
             {
@@ -148,11 +137,10 @@ impl L<'_> {
             }
         }
         let mut mask = 0u32;
-        for l in 0..32 {
-            if w.st[l] == Ls::Run && w.pc[l] == pc {
-                mask |= 1 << l;
-            }
+        for (l, &p) in w.pc.iter().enumerate() {
+            mask |= ((p == pc) as u32) << l;
         }
+        let mask = mask & run;
         ((pc, mask), false)
     }
 
