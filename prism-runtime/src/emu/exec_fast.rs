@@ -358,8 +358,9 @@ impl L<'_> {
                 } else {
                     (0, 0xFFFF_FFFF)
                 };
-                let k = [sub, keep, amask, crank1, limit, size as u64];
-                if shared_offsets(addr, k, exec, offs) {
+                let bad =
+                    shared_offsets(addr, [sub, keep, amask, crank1, limit, size as u64], offs);
+                if bad & exec != 0 {
                     return None;
                 }
                 Some(Region::Shared)

@@ -104,11 +104,11 @@ impl L<'_> {
             return ((0, 0), false);
         }
         let pc0 = w.pc[run.trailing_zeros() as usize];
-        let mut at_pc0 = 0u32;
-        for (l, &p) in w.pc.iter().enumerate() {
-            at_pc0 |= ((p == pc0) as u32) << l;
+        let mut same = true;
+        for l in 0..32 {
+            same &= w.st[l] != Ls::Run || w.pc[l] == pc0;
         }
-        if run & !at_pc0 == 0 {
+        if same {
             return ((pc0, run), true);
         }
         // Diverged (so several PCs): branch-free passes over the lanes.
