@@ -550,6 +550,18 @@ fn scheduled_blocks_follow_their_table() {
     }
 }
 
+/// The table-driven rung 5 needs the shared memory of the grouped one (its order is in global memory).
+#[test]
+fn scheduled_kernel_needs_no_more_shared_memory() {
+    use prism::kernels::gemm::{gemm_bf16_persistent, gemm_bf16_scheduled};
+    let grouped = gemm_bf16_persistent::<256, 4, 8>::INFO
+        .contract()
+        .smem_bytes();
+    let scheduled = gemm_bf16_scheduled::<256, 4>::INFO.contract().smem_bytes();
+    println!("gemm_bf16_scheduled_256_4: {scheduled} bytes of shared memory");
+    assert_eq!(scheduled, grouped);
+}
+
 /// Tile schedules are checked before anything launches: a schedule for another grid, a schedule for a
 /// variant that computes its order in the kernel, and orders that miss or repeat a tile are error values.
 #[test]

@@ -287,6 +287,11 @@ fn rung_7_fits_the_shared_memory_of_an_sm() {
     );
     // The 4-slot ring (4 · 48 KiB) and two 8 KiB epilogue boxes, under the 227 KiB an H100 block may use.
     assert!(c.smem_bytes() >= 4 * 48 * 1024 + 2 * 8192 && c.smem_bytes() <= 227 * 1024);
+    // The table-driven cluster kernel reads its tile order from global memory: no shared memory added.
+    let cluster = gemm_bf16_cluster_tma_store::<256, 4, 8>::INFO.contract();
+    let scheduled = gemm_bf16_cluster_tma_store_scheduled::<256, 4>::INFO.contract();
+    assert_eq!(scheduled.smem_bytes(), cluster.smem_bytes());
+    assert_eq!(scheduled.smem_bytes(), c.smem_bytes());
 }
 
 // docs/GUIDE.md §7 "Building blocks", verbatim: a k-step device function over shared tiles and a bf16

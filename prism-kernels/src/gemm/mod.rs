@@ -11,6 +11,7 @@
 //! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
 //! | 6 | [`gemm_bf16_cluster`]`<256, 4, 1>` | rung 4 in 2-block clusters: the two blocks share the B tile, loaded once with a multicast TMA load |
 //! | 5 | [`gemm_bf16_persistent`]`<BN, STAGES, GROUP_M>` | rung 4 on a persistent grid (one block per SM), tiles in grouped order for L2 reuse, one ring across a block's tiles, `accumulate` false on each tile's first k-step |
+//! | 5 (space-filling) | [`gemm_bf16_scheduled`]`<BN, STAGES>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); [`gemm_bf16_cluster_tma_store_scheduled`] is the same for the bf16-output clusters |
 //! | 7 | [`gemm_bf16_tma_store`]`<256, 4, 8>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]) |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
