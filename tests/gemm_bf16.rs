@@ -436,3 +436,187 @@ fn persistent_clusters_run_several_tiles() {
         assert_eq!(bad, 0, "{blocks} blocks: {bad} wrong elements");
     }
 }
+
+/// The elements of `c` (after `C = ALPHA·A·Bᵀ + BETA·C0`) that are wrong, as (row, column).
+fn wrong_elements(
+    (m, n, k): (usize, usize, usize),
+    a: &[bf16],
+    b: &[bf16],
+    c0: &[f32],
+    c: &[f32],
+) -> Vec<(usize, usize)> {
+    let mut bad = Vec::new();
+    for i in 0..m {
+        for j in 0..n {
+            let (s, mag) = e2e_util::dot_f64(
+                k,
+                |x| a[i * k + x].to_f32() as f64,
+                |x| b[j * k + x].to_f32() as f64,
+            );
+            let c0ij = c0[i * n + j] as f64;
+            let want = ALPHA as f64 * s + BETA as f64 * c0ij;
+            let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
+            let err = (c[i * n + j] as f64 - want).abs();
+            if err.is_nan() || err > tol {
+                bad.push((i, j));
+            }
+        }
+    }
+    bad
+}
+
+/// Rung 5 in space-filling order through the typed launcher: 2 and 4 persistent blocks over 3 × 2 ragged
+/// tiles of 128 × 256, each block stepping through its entries of a Hilbert table and of a reversed
+/// row-major table (any order the host gives), every element checked. Then a planted wrong entry (tile
+/// (2, 1) replaced by a second (0, 0)) leaves exactly tile (2, 1) of `C` uncomputed: the kernel follows the
+/// table.
+#[test]
+fn scheduled_blocks_follow_their_table() {
+    use prism::kernels::gemm::{gemm_bf16_scheduled, hilbert_order, pack_order};
+    let dev = e2e_util::device();
+    let (m, n, k) = (300usize, 328usize, 72usize); // 3 × 2 tiles of 128 × 256
+    let mut rng = Rng::new(31);
+    let a = bf16s(&mut rng, m * k);
+    let b = bf16s(&mut rng, n * k);
+    let c0 = rng.f32s(m * n);
+    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let mut dc = dev.htod(&c0).unwrap();
+    let ma =
+        TensorMap::row_major_2d(&da, m as u64, k as u64, 128, 64, TensorSwizzle::B128).unwrap();
+    let mb =
+        TensorMap::row_major_2d(&db, n as u64, k as u64, 256, 64, TensorSwizzle::B128).unwrap();
+    let mut launch = |blocks: u32, table: &[u32]| -> Result<Vec<f32>, RuntimeError> {
+        let t = dev.htod(table).unwrap();
+        dev.copy_htod(&c0, &mut dc).unwrap();
+        gemm_bf16_scheduled::<256, 4>::launch(
+            &dev,
+            LaunchDims::new(blocks, 384),
+            &ma,
+            &mb,
+            m as u32,
+            n as u32,
+            k as u32,
+            ALPHA,
+            BETA,
+            &mut dc,
+            &t,
+        )?;
+        dev.dtoh(&dc)
+    };
+    let hilbert = pack_order(3, 2, &hilbert_order(3, 2)).unwrap();
+    let reversed: Vec<u32> = (0..6u32).rev().map(|t| (t / 2) << 16 | (t % 2)).collect();
+    for (name, table) in [("hilbert", &hilbert), ("reversed", &reversed)] {
+        for blocks in [2u32, 4] {
+            let c = launch(blocks, table).unwrap();
+            let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+            assert!(
+                bad.is_empty(),
+                "{name}, {blocks} blocks: {} wrong, first {:?}",
+                bad.len(),
+                &bad[..bad.len().min(4)]
+            );
+        }
+    }
+    // Planted wrong entries in place of tile (2, 1) (rows 256..300, columns 256..328).
+    let at = hilbert.iter().position(|&e| e == 2 << 16 | 1).unwrap();
+    let tile_2_1 = |bad: &[(usize, usize)]| {
+        bad.len() == (300 - 256) * (328 - 256) && bad.iter().all(|&(i, j)| i >= 256 && j >= 256)
+    };
+    // A tile outside the grid: nothing computed for it (TMA's zero fill, guarded stores), tile (2, 1) left
+    // as it was, everything else right.
+    let mut outside = hilbert.clone();
+    outside[at] = 7 << 16 | 7;
+    let c = launch(2, &outside).unwrap();
+    let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+    assert!(
+        tile_2_1(&bad),
+        "{} wrong, first {:?}",
+        bad.len(),
+        &bad[..bad.len().min(4)]
+    );
+    // Tile (0, 0) twice (by both blocks): the emulator reports the two blocks' unordered writes as a data
+    // race; a GPU leaves tile (2, 1) as it was and may scale tile (0, 0) by `beta` twice (both blocks read
+    // and write it), everything else right.
+    let mut twice = hilbert.clone();
+    twice[at] = 0;
+    match launch(2, &twice) {
+        Err(RuntimeError::Emulator(e)) => {
+            assert!(e.to_string().contains("data race"), "{e}");
+        }
+        Ok(c) => {
+            let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+            let in_2_1 = bad.iter().filter(|&&(i, j)| i >= 256 && j >= 256).count();
+            assert_eq!(in_2_1, (300 - 256) * (328 - 256));
+            assert!(bad
+                .iter()
+                .all(|&(i, j)| (i >= 256 && j >= 256) || (i < 128 && j < 256)));
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The table-driven rung 5 needs the shared memory of the grouped one (its order is in global memory).
+#[test]
+fn scheduled_kernel_needs_no_more_shared_memory() {
+    use prism::kernels::gemm::{gemm_bf16_persistent, gemm_bf16_scheduled};
+    let grouped = gemm_bf16_persistent::<256, 4, 8>::INFO
+        .contract()
+        .smem_bytes();
+    let scheduled = gemm_bf16_scheduled::<256, 4>::INFO.contract().smem_bytes();
+    println!("gemm_bf16_scheduled_256_4: {scheduled} bytes of shared memory");
+    assert_eq!(scheduled, grouped);
+}
+
+/// Tile schedules are checked before anything launches: a schedule for another grid, a schedule for a
+/// variant that computes its order in the kernel, and orders that miss or repeat a tile are error values.
+#[test]
+fn bad_schedules_are_errors_before_launch() {
+    use prism::kernels::gemm::{gemm_bf16_with_schedule, TileSchedule};
+    let dev = e2e_util::device();
+    let (m, n, k) = (300u32, 328u32, 16u32);
+    let a = dev.alloc_zeros::<bf16>((m * k) as usize).unwrap();
+    let b = dev.alloc_zeros::<bf16>((n * k) as usize).unwrap();
+    let mut c = dev.htod(&vec![7.0f32; (m * n) as usize]).unwrap();
+    let v = GemmBf16Variant::PersistentHilbert256;
+    assert_eq!(v.schedule_grid(m, n), Some((3, 2)));
+    let other = TileSchedule::hilbert(&dev, 2, 3).unwrap();
+    let e = gemm_bf16_with_schedule(&dev, v, Some(&other), m, n, k, 1.0, &a, &b, 0.0, &mut c)
+        .unwrap_err();
+    assert!(
+        matches!(&e, GemmError::Schedule(w) if w.contains("need 3 × 2")),
+        "{e}"
+    );
+    let right = TileSchedule::hilbert(&dev, 3, 2).unwrap();
+    let e = gemm_bf16_with_schedule(
+        &dev,
+        GemmBf16Variant::Persistent256,
+        Some(&right),
+        m,
+        n,
+        k,
+        1.0,
+        &a,
+        &b,
+        0.0,
+        &mut c,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, GemmError::Schedule(w) if w.contains("takes no tile schedule")),
+        "{e}"
+    );
+    // Nothing ran: C is as it was.
+    assert!(dev.dtoh(&c).unwrap().iter().all(|&x| x == 7.0));
+    let missing = TileSchedule::from_order(&dev, 3, 2, &[(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]);
+    assert!(matches!(missing, Err(GemmError::Schedule(w)) if w.contains("5 entries")));
+    let twice = [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (1, 1)];
+    let e = TileSchedule::from_order(&dev, 3, 2, &twice).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("entry 5, tile (1, 1), is named twice"),
+        "{e}"
+    );
+    // The right schedule, given: zeros in, zeros out.
+    gemm_bf16_with_schedule(&dev, v, Some(&right), m, n, k, 1.0, &a, &b, 0.0, &mut c).unwrap();
+    assert!(dev.dtoh(&c).unwrap().iter().all(|&x| x == 0.0));
+}

@@ -8,8 +8,9 @@ mod e2e_util;
 
 use e2e_util::Rng;
 use prism::kernels::gemm::{
-    gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_tma_store,
-    GemmBf16OutVariant, GemmError,
+    gemm_bf16_cluster_tma_store, gemm_bf16_cluster_tma_store_scheduled, gemm_bf16_out_bf16,
+    gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store,
+    GemmBf16OutVariant, GemmError, TileSchedule,
 };
 use prism::runtime::half::bf16;
 use prism::runtime::{LaunchDims, TensorMap, TensorMapMut, TensorSwizzle};
@@ -99,6 +100,24 @@ fn run_variant(
                         &dev, dims, &ma, &mb, mu, nu, ku, alpha, beta, &dc, &mut md,
                     )
                 }
+                GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
+                    let (tm, tn) = v.schedule_grid(mu, nu).unwrap();
+                    let sched = TileSchedule::hilbert(&dev, tm, tn).unwrap();
+                    gemm_bf16_cluster_tma_store_scheduled::<256, 4>::launch(
+                        &dev,
+                        dims,
+                        &ma,
+                        &mb,
+                        mu,
+                        nu,
+                        ku,
+                        alpha,
+                        beta,
+                        &dc,
+                        &mut md,
+                        sched.table(),
+                    )
+                }
             }
             .unwrap();
         }
@@ -168,6 +187,79 @@ fn cluster_bf16_output_every_element() {
     run_variant(v, 600, 264, 72, 1.0, 0.5, 25, Some(4));
 }
 
+/// Rungs 5 + 6 + 7 in space-filling order (the cluster tiles from a Hilbert table, read by both blocks of a
+/// cluster): as above, plus a schedule built once and given for two calls (every element checked), and a
+/// schedule for another grid refused before anything runs.
+#[test]
+fn cluster_hilbert_bf16_output_every_element() {
+    let v = GemmBf16OutVariant::ClusterTmaStoreHilbert256;
+    run_variant(v, 512, 512, 192, 1.5, -0.5, 31, None);
+    run_variant(v, 200, 328, 136, 0.75, 0.0, 32, None);
+    run_variant(v, 72, 264, 40, -1.0, 2.0, 33, None);
+    run_variant(v, 600, 264, 72, 1.0, 0.5, 34, Some(2));
+    run_variant(v, 600, 264, 72, 1.0, 0.5, 35, Some(4));
+
+    let dev = e2e_util::device();
+    let (m, n, k) = (600u32, 264u32, 8u32); // 3 × 2 cluster tiles
+    let mut rng = Rng::new(36);
+    let a = bf16s(&mut rng, (m * k) as usize);
+    let b = bf16s(&mut rng, (n * k) as usize);
+    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let mut dd = dev.alloc_zeros::<bf16>((m * n) as usize).unwrap();
+    let wrong = TileSchedule::hilbert(&dev, 5, 2).unwrap();
+    let e = gemm_bf16_out_bf16_with_schedule(
+        &dev,
+        v,
+        Some(&wrong),
+        m,
+        n,
+        k,
+        1.0,
+        &da,
+        &db,
+        0.0,
+        None,
+        &mut dd,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, GemmError::Schedule(w) if w.contains("need 3 × 2")),
+        "{e}"
+    );
+    let sched = TileSchedule::hilbert(&dev, 3, 2).unwrap();
+    for alpha in [1.0f32, -2.0] {
+        gemm_bf16_out_bf16_with_schedule(
+            &dev,
+            v,
+            Some(&sched),
+            m,
+            n,
+            k,
+            alpha,
+            &da,
+            &db,
+            0.0,
+            None,
+            &mut dd,
+        )
+        .unwrap();
+        let d = dev.dtoh(&dd).unwrap();
+        for (i, j) in (0..m as usize).flat_map(|i| (0..n as usize).map(move |j| (i, j))) {
+            let (s, _) = e2e_util::dot_f64(
+                k as usize,
+                |x| a[i * k as usize + x].to_f32() as f64,
+                |x| b[j * k as usize + x].to_f32() as f64,
+            );
+            let want = alpha as f64 * s;
+            let got = d[i * n as usize + j].to_f32() as f64;
+            assert!(
+                (got - want).abs() <= want.abs() / 128.0 + 1e-5,
+                "alpha {alpha}, D[{i}][{j}] = {got}, want {want}"
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_bf16_output_arguments_are_errors() {
     let dev = e2e_util::device();
@@ -195,6 +287,11 @@ fn rung_7_fits_the_shared_memory_of_an_sm() {
     );
     // The 4-slot ring (4 · 48 KiB) and two 8 KiB epilogue boxes, under the 227 KiB an H100 block may use.
     assert!(c.smem_bytes() >= 4 * 48 * 1024 + 2 * 8192 && c.smem_bytes() <= 227 * 1024);
+    // The table-driven cluster kernel reads its tile order from global memory: no shared memory added.
+    let cluster = gemm_bf16_cluster_tma_store::<256, 4, 8>::INFO.contract();
+    let scheduled = gemm_bf16_cluster_tma_store_scheduled::<256, 4>::INFO.contract();
+    assert_eq!(scheduled.smem_bytes(), cluster.smem_bytes());
+    assert_eq!(scheduled.smem_bytes(), c.smem_bytes());
 }
 
 // docs/GUIDE.md §7 "Building blocks", verbatim: a k-step device function over shared tiles and a bf16

@@ -11,6 +11,7 @@
 //! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
 //! | 6 | [`gemm_bf16_cluster`]`<256, 4, 1>` | rung 4 in 2-block clusters: the two blocks share the B tile, loaded once with a multicast TMA load |
 //! | 5 | [`gemm_bf16_persistent`]`<BN, STAGES, GROUP_M>` | rung 4 on a persistent grid (one block per SM), tiles in grouped order for L2 reuse, one ring across a block's tiles, `accumulate` false on each tile's first k-step |
+//! | 5 (space-filling) | [`gemm_bf16_scheduled`]`<BN, STAGES>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); [`gemm_bf16_cluster_tma_store_scheduled`] is the same for the bf16-output clusters |
 //! | 7 | [`gemm_bf16_tma_store`]`<256, 4, 8>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]) |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
@@ -149,11 +150,18 @@ pub fn scale_fragment_box<const N: u32>(
 // Rung 7 calls the device functions above (macro scope: declared after them).
 mod cluster_persistent;
 mod cluster_tma_store;
+mod hilbert;
+mod schedule;
+mod scheduled;
 mod tma_store;
 pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
+pub use hilbert::{hilbert_order, wave_footprint};
+pub use schedule::{pack_order, TileSchedule};
+pub use scheduled::{gemm_bf16_cluster_tma_store_scheduled, gemm_bf16_scheduled};
 pub use tma_store::{
-    gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_tma_store, GemmBf16OutVariant,
+    gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,
+    gemm_bf16_tma_store, GemmBf16OutVariant,
 };
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
@@ -683,11 +691,14 @@ pub enum GemmBf16Variant {
     /// Rungs 5 + 6, [`gemm_bf16_cluster_persistent`]`<256, 4, 8>`: persistent 2-block clusters in grouped
     /// tile order, multicasting B, 128 × 256 tiles per block.
     ClusterPersistent256,
+    /// Rung 5 in space-filling order, [`gemm_bf16_scheduled`]`<256, 4>`: persistent, 128 × 256 tiles taken
+    /// from a [`TileSchedule`] (a generalized Hilbert curve unless one is given).
+    PersistentHilbert256,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 9] = [
+    pub const ALL: [GemmBf16Variant; 10] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -697,6 +708,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::Persistent256,
         GemmBf16Variant::Cluster256,
         GemmBf16Variant::ClusterPersistent256,
+        GemmBf16Variant::PersistentHilbert256,
     ];
     /// The variant [`gemm_bf16`] picks by default. No rung has been timed on a GPU yet (docs/KERNELS.md):
     /// this is the highest rung, the one whose structure matches the fastest published Hopper kernels.
@@ -714,6 +726,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::Persistent256 => "5 persistent 128x256 x4",
             GemmBf16Variant::Cluster256 => "6 cluster2 multicast 128x256 x4",
             GemmBf16Variant::ClusterPersistent256 => "5+6 persistent cluster2 128x256 x4",
+            GemmBf16Variant::PersistentHilbert256 => "5 persistent hilbert 128x256 x4",
         }
     }
 
@@ -731,6 +744,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::ClusterPersistent256 => {
                 &gemm_bf16_cluster_persistent::<256, 4, 8>::INFO
             }
+            GemmBf16Variant::PersistentHilbert256 => &gemm_bf16_scheduled::<256, 4>::INFO,
         }
     }
 
@@ -744,7 +758,8 @@ impl GemmBf16Variant {
             | GemmBf16Variant::SetMaxNReg256x4
             | GemmBf16Variant::Persistent256
             | GemmBf16Variant::Cluster256
-            | GemmBf16Variant::ClusterPersistent256 => (128, 256),
+            | GemmBf16Variant::ClusterPersistent256
+            | GemmBf16Variant::PersistentHilbert256 => (128, 256),
         }
     }
 
@@ -753,6 +768,15 @@ impl GemmBf16Variant {
         match self {
             GemmBf16Variant::TmaWgmma64 | GemmBf16Variant::TmaWgmma128 => 128,
             _ => 384,
+        }
+    }
+
+    /// The grid of tiles whose [`TileSchedule`] this variant reads for an `m × n` result, or `None` for the
+    /// variants that compute their order in the kernel.
+    pub fn schedule_grid(self, m: u32, n: u32) -> Option<(u32, u32)> {
+        match self {
+            GemmBf16Variant::PersistentHilbert256 => Some((m.div_ceil(128), n.div_ceil(256))),
+            _ => None,
         }
     }
 }
@@ -778,6 +802,9 @@ pub enum GemmError {
     NoC(f32),
     /// The grid would need more blocks than a launch allows.
     TooLarge(u32, u32),
+    /// A tile schedule that does not name every tile of its grid exactly once, does not cover the grid of
+    /// the sizes, or was given to a kernel that reads none ([`TileSchedule`]).
+    Schedule(String),
     /// The runtime refused (tensor maps, launch).
     Runtime(RuntimeError),
 }
@@ -799,6 +826,7 @@ impl fmt::Display for GemmError {
             ),
             GemmError::NoC(beta) => write!(f, "beta = {beta} scales C, but no C was given"),
             GemmError::TooLarge(m, n) => write!(f, "{m} × {n} needs more than 2^31 - 1 blocks"),
+            GemmError::Schedule(why) => write!(f, "tile schedule: {why}"),
             GemmError::Runtime(e) => write!(f, "{e}"),
         }
     }
@@ -844,6 +872,27 @@ pub fn gemm_bf16(
     beta: f32,
     c: &mut DeviceBuffer<f32>,
 ) -> Result<LaunchReport, GemmError> {
+    gemm_bf16_with_schedule(dev, variant, None, m, n, k, alpha, a, b, beta, c)
+}
+
+/// [`gemm_bf16`] with the tile order of the table-driven variants given: `schedule` must cover
+/// [`GemmBf16Variant::schedule_grid`]`(m, n)` (build it once per shape, e.g. [`TileSchedule::hilbert`]);
+/// `None` builds a Hilbert schedule for this call. A schedule for a variant that reads none, or for another
+/// grid, is [`GemmError::Schedule`] before anything launches.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_with_schedule(
+    dev: &Device,
+    variant: GemmBf16Variant,
+    schedule: Option<&TileSchedule>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    beta: f32,
+    c: &mut DeviceBuffer<f32>,
+) -> Result<LaunchReport, GemmError> {
     for (operand, rows, cols, got) in [
         ("a", m, k, a.len()),
         ("b", n, k, b.len()),
@@ -858,6 +907,12 @@ pub fn gemm_bf16(
         return Err(GemmError::K(k));
     }
     if m == 0 || n == 0 {
+        if schedule.is_some() && variant.schedule_grid(m, n).is_none() {
+            return Err(GemmError::Schedule(format!(
+                "`{}` takes no tile schedule",
+                variant.name()
+            )));
+        }
         return Ok(LaunchReport {
             backend: dev.backend(),
             emu: None,
@@ -868,11 +923,21 @@ pub fn gemm_bf16(
     if blocks > i32::MAX as u64 {
         return Err(GemmError::TooLarge(m, n));
     }
+    let mut owned = None;
+    let table = schedule::resolve(
+        dev,
+        variant.name(),
+        variant.schedule_grid(m, n),
+        schedule,
+        &mut owned,
+    )?;
     let ma = TensorMap::row_major_2d(a, m as u64, k as u64, tm, 64, TensorSwizzle::B128)?;
     let mb = TensorMap::row_major_2d(b, n as u64, k as u64, tn, 64, TensorSwizzle::B128)?;
     let blocks = match variant {
         // Persistent: one block per SM (the emulator reports none: 132, an H100's count).
-        GemmBf16Variant::Persistent128 | GemmBf16Variant::Persistent256 => {
+        GemmBf16Variant::Persistent128
+        | GemmBf16Variant::Persistent256
+        | GemmBf16Variant::PersistentHilbert256 => {
             blocks.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
         }
         // Clusters of two along M: pairs of 128-row tiles.
@@ -914,6 +979,12 @@ pub fn gemm_bf16(
         GemmBf16Variant::ClusterPersistent256 => gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c,
         ),
+        GemmBf16Variant::PersistentHilbert256 => match table {
+            Some(t) => gemm_bf16_scheduled::<256, 4>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, t,
+            ),
+            None => return Err(schedule::missing(variant.name())),
+        },
     }?;
     Ok(r)
 }

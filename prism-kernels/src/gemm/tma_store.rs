@@ -2,7 +2,7 @@
 //! shared memory and TMA stores (the epilogue of the fastest published Hopper GEMMs), on the persistent,
 //! warp-specialized mainloop of rung 5.
 
-use super::GemmError;
+use super::{schedule, GemmError, TileSchedule};
 use prism_macros::prism_kernel;
 use prism_runtime::half::bf16;
 use prism_runtime::{
@@ -214,13 +214,18 @@ pub enum GemmBf16OutVariant {
     /// Rungs 5 + 6 + 7, [`super::gemm_bf16_cluster_tma_store`]`<256, 4, 8>`: persistent 2-block clusters
     /// multicasting B, 128 × 256 tiles per block, TMA-store epilogue.
     ClusterTmaStore256,
+    /// Rungs 5 + 6 + 7 in space-filling order, [`super::gemm_bf16_cluster_tma_store_scheduled`]`<256, 4>`:
+    /// as `ClusterTmaStore256` with the 256 × 256 cluster tiles taken from a [`TileSchedule`] (a
+    /// generalized Hilbert curve unless one is given).
+    ClusterTmaStoreHilbert256,
 }
 
 impl GemmBf16OutVariant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16OutVariant; 2] = [
+    pub const ALL: [GemmBf16OutVariant; 3] = [
         GemmBf16OutVariant::TmaStore256,
         GemmBf16OutVariant::ClusterTmaStore256,
+        GemmBf16OutVariant::ClusterTmaStoreHilbert256,
     ];
     /// The variant [`gemm_bf16_out_bf16`] runs. No variant has been timed on a GPU yet (docs/KERNELS.md).
     pub const BEST: GemmBf16OutVariant = GemmBf16OutVariant::TmaStore256;
@@ -232,6 +237,9 @@ impl GemmBf16OutVariant {
             GemmBf16OutVariant::ClusterTmaStore256 => {
                 "5+6+7 persistent cluster2 tma-store 128x256 x4"
             }
+            GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
+                "5+6+7 persistent cluster2 hilbert tma-store 128x256 x4"
+            }
         }
     }
 
@@ -242,6 +250,20 @@ impl GemmBf16OutVariant {
             GemmBf16OutVariant::ClusterTmaStore256 => {
                 &super::gemm_bf16_cluster_tma_store::<256, 4, 8>::INFO
             }
+            GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
+                &super::gemm_bf16_cluster_tma_store_scheduled::<256, 4>::INFO
+            }
+        }
+    }
+
+    /// The grid of tiles whose [`TileSchedule`] this variant reads for an `m × n` result (256 × 256 cluster
+    /// tiles), or `None` for the variants that compute their order in the kernel.
+    pub fn schedule_grid(self, m: u32, n: u32) -> Option<(u32, u32)> {
+        match self {
+            GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
+                Some((m.div_ceil(256), n.div_ceil(256)))
+            }
+            _ => None,
         }
     }
 }
@@ -251,6 +273,28 @@ impl GemmBf16OutVariant {
 pub fn gemm_bf16_out_bf16_with(
     dev: &Device,
     variant: GemmBf16OutVariant,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    beta: f32,
+    c: Option<&DeviceBuffer<bf16>>,
+    d: &mut DeviceBuffer<bf16>,
+) -> Result<LaunchReport, GemmError> {
+    gemm_bf16_out_bf16_with_schedule(dev, variant, None, m, n, k, alpha, a, b, beta, c, d)
+}
+
+/// [`gemm_bf16_out_bf16_with`] with the tile order of the table-driven variants given: `schedule` must cover
+/// [`GemmBf16OutVariant::schedule_grid`]`(m, n)`; `None` builds a Hilbert schedule for this call. A
+/// schedule for a variant that reads none, or for another grid, is [`GemmError::Schedule`] before anything
+/// launches.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_out_bf16_with_schedule(
+    dev: &Device,
+    variant: GemmBf16OutVariant,
+    schedule: Option<&TileSchedule>,
     m: u32,
     n: u32,
     k: u32,
@@ -285,6 +329,12 @@ pub fn gemm_bf16_out_bf16_with(
         return Err(GemmError::NoC(beta));
     }
     if m == 0 || n == 0 {
+        if schedule.is_some() && variant.schedule_grid(m, n).is_none() {
+            return Err(GemmError::Schedule(format!(
+                "`{}` takes no tile schedule",
+                variant.name()
+            )));
+        }
         return Ok(LaunchReport {
             backend: dev.backend(),
             emu: None,
@@ -294,6 +344,14 @@ pub fn gemm_bf16_out_bf16_with(
     if tiles > i32::MAX as u64 {
         return Err(GemmError::TooLarge(m, n));
     }
+    let mut owned = None;
+    let table = schedule::resolve(
+        dev,
+        variant.name(),
+        variant.schedule_grid(m, n),
+        schedule,
+        &mut owned,
+    )?;
     let ma = TensorMap::row_major_2d(a, m as u64, k as u64, 128, 64, TensorSwizzle::B128)?;
     let mb = TensorMap::row_major_2d(b, n as u64, k as u64, 256, 64, TensorSwizzle::B128)?;
     // With beta = 0 the kernel never reads `c`: any bf16 buffer stands in.
@@ -319,6 +377,16 @@ pub fn gemm_bf16_out_bf16_with(
             let dims = LaunchDims::new(2 * pairs.min(sms / 2) as u32, 384);
             super::gemm_bf16_cluster_tma_store::<256, 4, 8>::launch(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md,
+            )
+        }
+        GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
+            let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
+            let dims = LaunchDims::new(2 * pairs.min(sms / 2) as u32, 384);
+            let Some(t) = table else {
+                return Err(schedule::missing(variant.name()));
+            };
+            super::gemm_bf16_cluster_tma_store_scheduled::<256, 4>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, t,
             )
         }
     }?)
