@@ -229,14 +229,59 @@ impl Plan {
     /// records which function names each register. `None` when control leaves the function or a
     /// register belongs to another function.
     fn of(body: &[Instr], start: u32, fi: usize, owner: &mut [usize]) -> Option<Plan> {
+        let flow = Flow::of(body, start, fi, owner)?;
+        let nr = flow.regs.len();
+        let one_each = |regs| Plan {
+            color: (0..nr as u32).collect(),
+            slots: nr as u32,
+            regs,
+        };
+        if nr > MAX_SHARED_REGS || body.len().saturating_mul(nr.div_ceil(64)) > MAX_LIVE_WORDS {
+            // Too large to analyse cheaply (hostile or generated code): a slot per register.
+            return Some(one_each(flow.regs));
+        }
+        let Some(live_in) = flow.live_in() else {
+            // Deeply nested loops (hostile code): a slot per register rather than a long analysis.
+            return Some(one_each(flow.regs));
+        };
+        let adj = flow.interference(&live_in);
+        let mut pinned = live_in.first().cloned().unwrap_or_else(|| Bits::new(nr));
+        for &r in &flow.pinned {
+            pinned.set(r);
+        }
+        let (color, slots) = colour(&adj, &pinned);
+        Some(Plan {
+            regs: flow.regs,
+            color,
+            slots,
+        })
+    }
+}
+
+/// A function's control flow and register uses, registers numbered locally.
+struct Flow {
+    /// Module numbering of each local register.
+    regs: Vec<u32>,
+    /// Per instruction: registers read (and maybe written), registers overwritten, successors (local
+    /// instruction indices; `u32::MAX` = none).
+    uses: Vec<Vec<u32>>,
+    kill: Vec<Vec<u32>>,
+    succ: Vec<[u32; 2]>,
+    /// Registers named by instructions whose registers keep their own slot.
+    pinned: Vec<u32>,
+}
+
+impl Flow {
+    fn of(body: &[Instr], start: u32, fi: usize, owner: &mut [usize]) -> Option<Flow> {
         let n = body.len();
-        // Local numbering of the registers the code names.
         let mut local = std::collections::HashMap::new();
-        let mut regs: Vec<u32> = Vec::new();
-        let mut uses: Vec<Vec<u32>> = Vec::with_capacity(n);
-        let mut kill: Vec<Vec<u32>> = Vec::with_capacity(n);
-        let mut succ: Vec<[u32; 2]> = Vec::with_capacity(n);
-        let mut pinned_regs = Vec::new();
+        let mut f = Flow {
+            regs: Vec::new(),
+            uses: Vec::with_capacity(n),
+            kill: Vec::with_capacity(n),
+            succ: Vec::with_capacity(n),
+            pinned: Vec::new(),
+        };
         let end = start + n as u32;
         let mut global = Vec::new();
         for (i, ins) in body.iter().enumerate() {
@@ -255,44 +300,36 @@ impl Plan {
                 }
                 *o = fi;
                 named.push(*local.entry(r).or_insert_with(|| {
-                    regs.push(r);
-                    regs.len() as u32 - 1
+                    f.regs.push(r);
+                    f.regs.len() as u32 - 1
                 }));
             }
             let mut k = Vec::new();
             kills(ins, &mut |r| {
-                if let Some(&l) = local.get(&r) {
-                    k.push(l);
+                if r >= 2 {
+                    k.push(local[&r]);
                 }
             });
             // A killed destination is operand 0; the registers of the other operands are read.
             if !k.is_empty() {
                 named.clear();
-                for &r in ins.args[1..]
-                    .iter()
-                    .flat_map(|op| {
-                        let mut v = Vec::new();
-                        each_reg(op, &mut |r| v.push(r));
-                        v
-                    })
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .filter(|&&r| r >= 2)
-                {
-                    named.push(local[&r]);
+                for op in &ins.args[1..] {
+                    each_reg(op, &mut |r| {
+                        if r >= 2 {
+                            named.push(local[&r]);
+                        }
+                    });
                 }
             }
             if pins_registers(&ins.kind) {
-                pinned_regs.extend_from_slice(&named);
+                f.pinned.extend_from_slice(&named);
             }
-            // Successors (local indices; u32::MAX = none): fall-through and a branch target.
-            let here = i as u32;
             let mut s = [u32::MAX; 2];
             if !no_fall_through(ins) {
-                if here + 1 == n as u32 {
+                if i + 1 == n {
                     return None; // falls off the function's end
                 }
-                s[0] = here + 1;
+                s[0] = i as u32 + 1;
             }
             let mut labels = 0;
             for op in &ins.args {
@@ -304,123 +341,110 @@ impl Plan {
                     labels += 1;
                 }
             }
-            uses.push(named);
-            kill.push(k);
-            succ.push(s);
+            f.uses.push(named);
+            f.kill.push(k);
+            f.succ.push(s);
         }
-        let nr = regs.len();
-        if nr > MAX_SHARED_REGS || n.saturating_mul(nr.div_ceil(64)) > MAX_LIVE_WORDS {
-            // Too large to analyse cheaply (hostile or generated code): a slot per register.
-            return Some(Plan {
-                color: (0..nr as u32).collect(),
-                slots: nr as u32,
-                regs,
-            });
+        Some(f)
+    }
+
+    /// The registers live after instruction `i`, into `out`.
+    fn live_out(&self, i: usize, live_in: &[Bits], out: &mut Bits) {
+        out.0.iter_mut().for_each(|w| *w = 0);
+        for &s in self.succ[i].iter().filter(|&&s| s != u32::MAX) {
+            for (o, w) in out.0.iter_mut().zip(&live_in[s as usize].0) {
+                *o |= w;
+            }
         }
-        // Backward liveness to a fixed point.
+    }
+
+    /// Backward liveness to a fixed point: the registers live before each instruction (`None` past
+    /// [`MAX_PASSES`]).
+    fn live_in(&self) -> Option<Vec<Bits>> {
+        let (n, nr) = (self.succ.len(), self.regs.len());
         let mut live_in = vec![Bits::new(nr); n];
         let mut out = Bits::new(nr);
-        let mut passes = 0;
-        loop {
-            passes += 1;
-            if passes > MAX_PASSES {
-                // Deeply nested loops (hostile code): a slot per register rather than a long analysis.
-                return Some(Plan {
-                    color: (0..nr as u32).collect(),
-                    slots: nr as u32,
-                    regs,
-                });
-            }
+        for _ in 0..MAX_PASSES {
             let mut changed = false;
             for i in (0..n).rev() {
-                out.0.iter_mut().for_each(|w| *w = 0);
-                for &s in succ[i].iter().filter(|&&s| s != u32::MAX) {
-                    for (o, w) in out.0.iter_mut().zip(&live_in[s as usize].0) {
-                        *o |= w;
-                    }
+                self.live_out(i, &live_in, &mut out);
+                for &k in &self.kill[i] {
+                    out.0[k as usize / 64] &= !(1 << (k % 64));
                 }
-                let mut inn = out.clone();
-                for &k in &kill[i] {
-                    inn.0[k as usize / 64] &= !(1 << (k % 64));
+                for &u in &self.uses[i] {
+                    out.set(u);
                 }
-                for &u in &uses[i] {
-                    inn.set(u);
-                }
-                if inn.0 != live_in[i].0 {
-                    live_in[i] = inn;
+                if out.0 != live_in[i].0 {
+                    live_in[i].0.copy_from_slice(&out.0);
                     changed = true;
                 }
             }
             if !changed {
-                break;
+                return Some(live_in);
             }
         }
-        // Interference: every register an instruction names (all may be written there) against the
-        // registers live after it and the instruction's other registers.
+        None
+    }
+
+    /// The interference graph (symmetric adjacency rows): every register an instruction names (all may
+    /// be written there) against the registers live after it and the instruction's other registers.
+    fn interference(&self, live_in: &[Bits]) -> Vec<Bits> {
+        let nr = self.regs.len();
         let mut adj = vec![Bits::new(nr); nr];
-        for i in 0..n {
-            out.0.iter_mut().for_each(|w| *w = 0);
-            for &s in succ[i].iter().filter(|&&s| s != u32::MAX) {
-                for (o, w) in out.0.iter_mut().zip(&live_in[s as usize].0) {
-                    *o |= w;
-                }
-            }
-            for &u in uses[i].iter().chain(&kill[i]) {
+        let mut out = Bits::new(nr);
+        for i in 0..self.succ.len() {
+            self.live_out(i, live_in, &mut out);
+            let named = self.uses[i].iter().chain(&self.kill[i]);
+            for &u in named.clone() {
                 out.set(u);
             }
-            for &x in uses[i].iter().chain(&kill[i]) {
+            for &x in named {
                 for (a, w) in adj[x as usize].0.iter_mut().zip(&out.0) {
                     *a |= w;
                 }
             }
         }
-        // Symmetric closure.
         for x in 0..nr as u32 {
             let ys: Vec<u32> = adj[x as usize].ones().collect();
             for y in ys {
                 adj[y as usize].set(x);
             }
         }
-        let mut pinned = Bits::new(nr);
-        for r in live_in
-            .first()
-            .map(|b| b.ones().collect::<Vec<_>>())
-            .unwrap_or_default()
-        {
-            pinned.set(r);
-        }
-        for &r in &pinned_regs {
-            pinned.set(r);
-        }
-        // Pinned registers first, one colour each; the rest greedily, lowest free colour.
-        let mut color = vec![u32::MAX; nr];
-        let mut slots = 0u32;
-        for r in pinned.ones() {
-            color[r as usize] = slots;
-            slots += 1;
-        }
-        let first_free = slots;
-        let mut taken = Vec::new();
-        for r in 0..nr {
-            if color[r] != u32::MAX {
-                continue;
-            }
-            taken.clear();
-            taken.resize(slots as usize + 1, false);
-            for y in adj[r].ones() {
-                let c = color[y as usize];
-                if c != u32::MAX && (c as usize) < taken.len() {
-                    taken[c as usize] = true;
-                }
-            }
-            let c = (first_free..=slots)
-                .find(|&c| !taken[c as usize])
-                .unwrap_or(slots);
-            color[r] = c;
-            slots = slots.max(c + 1);
-        }
-        Some(Plan { regs, color, slots })
+        adj
     }
+}
+
+/// Colours of a graph's vertices and the number used: pinned vertices first, one colour each; the rest
+/// greedily, the lowest colour no coloured neighbour has (never a pinned one's).
+fn colour(adj: &[Bits], pinned: &Bits) -> (Vec<u32>, u32) {
+    let nr = adj.len();
+    let mut color = vec![u32::MAX; nr];
+    let mut slots = 0u32;
+    for r in pinned.ones() {
+        color[r as usize] = slots;
+        slots += 1;
+    }
+    let first_free = slots;
+    let mut taken = Vec::new();
+    for r in 0..nr {
+        if color[r] != u32::MAX {
+            continue;
+        }
+        taken.clear();
+        taken.resize(slots as usize + 1, false);
+        for y in adj[r].ones() {
+            let c = color[y as usize];
+            if c != u32::MAX && (c as usize) < taken.len() {
+                taken[c as usize] = true;
+            }
+        }
+        let c = (first_free..=slots)
+            .find(|&c| !taken[c as usize])
+            .unwrap_or(slots);
+        color[r] = c;
+        slots = slots.max(c + 1);
+    }
+    (color, slots)
 }
 
 #[cfg(test)]
