@@ -432,10 +432,14 @@ impl L<'_> {
         // no race check there.
         let mut checked = exec;
         if let (Region::Global(i), true) = (region, self.spec.is_some()) {
-            for l in each(exec) {
-                if self.spec_note(Loc::Global(i, offs[l]), size, acc) {
-                    checked &= !(1 << l);
+            if self.cfg.check_races {
+                for l in each(exec) {
+                    if self.spec_note(Loc::Global(i, offs[l]), size, acc) {
+                        checked &= !(1 << l);
+                    }
                 }
+            } else {
+                self.spec_note_lanes(i, offs, exec, size, acc);
             }
         }
         if self.cfg.check_races {

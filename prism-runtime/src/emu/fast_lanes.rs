@@ -38,6 +38,10 @@ pub(super) fn shared_offsets / shared_offsets_on(addr: &Lanes, k: [u64; 6], offs
         fails[l] = fail as u32;
         offs[l] = o as usize;
     }
+    // Usually no lane fails: an OR over the lanes (vectorised) decides that without packing the mask.
+    if fails.iter().fold(0, |a, f| a | f) == 0 {
+        return 0;
+    }
     let mut bad = 0u32;
     for (l, f) in fails.iter().enumerate() {
         bad |= f << l;

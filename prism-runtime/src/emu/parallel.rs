@@ -119,6 +119,41 @@ impl L<'_> {
         shared && ok
     }
 
+    /// [`L::spec_note`] of one warp's access to allocation `i` (the lanes of `exec`, `size` bytes at
+    /// `offs[l]`) when no race check needs its per-lane answer: each word once (noting a word twice in a
+    /// row for one block changes nothing), so a coalesced or broadcast access notes its few words.
+    pub(super) fn spec_note_lanes(
+        &mut self,
+        i: usize,
+        offs: &[usize; 32],
+        exec: u32,
+        size: usize,
+        acc: Acc,
+    ) {
+        let Some(wk) = &self.spec else { return };
+        let words = &wk.spec.words[i];
+        let (write, single) = (acc != Acc::Read, wk.spec.single);
+        let mut last = usize::MAX;
+        let mut ok = true;
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            for k in offs[l] / 4..=(offs[l] + size.max(1) - 1) / 4 {
+                if k != last {
+                    ok &= words
+                        .get(k)
+                        .is_some_and(|c| note_word(c, wk.me, write, single).is_some());
+                    last = k;
+                }
+            }
+        }
+        if !ok {
+            wk.spec.abort.store(true, Relaxed);
+            self.abort = true;
+        }
+    }
+
     /// Records a read of a special register whose value depends on the interleaving of blocks.
     pub(super) fn spec_clock(&self) {
         if let Some(wk) = &self.spec {
