@@ -229,6 +229,8 @@ struct Block {
     exited: u32,
     gen: u32,
     exit_gen: Vec<u32>,
+    /// Threads whose `exit_gen` is `gen` (none: a completing block-wide barrier skips the scan for them).
+    exits_this_gen: u32,
     mbar: HashMap<u32, Mbar>,
     /// Last release instance of each location used by `atom.cas`/`atom.exch` (lock words, flags).
     rel: HashMap<(bool, u64), u32>,

@@ -145,6 +145,7 @@ impl L<'_> {
             exited: 0,
             gen: 0,
             exit_gen: vec![u32::MAX; nthreads as usize],
+            exits_this_gen: 0,
             mbar: HashMap::new(),
             rel: HashMap::new(),
             relacq: HashMap::new(),

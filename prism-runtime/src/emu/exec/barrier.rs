@@ -163,7 +163,12 @@ impl L<'_> {
         }
         if bar.expected.is_none() {
             // block-wide barrier: threads that exited during this interval never reached it
-            for t in 0..self.nthreads as usize {
+            let exits = if b.exits_this_gen == 0 {
+                0
+            } else {
+                self.nthreads as usize
+            };
+            for t in 0..exits {
                 if b.exit_gen[t] == b.gen {
                     let (ww, ll) = (t / 32, t % 32);
                     let line = self.m.code[bar.pc as usize].line;
@@ -183,6 +188,7 @@ impl L<'_> {
                 }
             }
             b.gen += 1;
+            b.exits_this_gen = 0;
         }
         let result = match bar.mode_red {
             Some(BarMode::RedPopc) => bar.red_popc as u64,

@@ -75,6 +75,7 @@ impl L<'_> {
                 w.st[l] = Ls::Exit;
                 let t = self.tid_of(wi, l) as usize;
                 b.exit_gen[t] = b.gen;
+                b.exits_this_gen += 1;
                 b.exited += 1;
             }
             // pending block-wide barriers may now be complete
