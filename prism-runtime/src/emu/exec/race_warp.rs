@@ -191,18 +191,18 @@ mod tests {
         let mut thr: Vec<Vec<u32>> = vec![Vec::new(); nt as usize];
         for i in 0..n as u32 {
             let mut waiters = [0u64; THREAD_WORDS];
-            let all = rng(s) % 3 == 0;
+            let all = rng(s).is_multiple_of(3);
             for t in 0..nt {
-                if all || rng(s) % 4 == 0 {
+                if all || rng(s).is_multiple_of(4) {
                     waiters[t as usize / 64] |= 1 << (t % 64);
                 }
-                if all || rng(s) % 3 == 0 {
+                if all || rng(s).is_multiple_of(3) {
                     thr[t as usize].push(i);
                 }
             }
             insts.push(Inst {
                 waiters,
-                completed: rng(s) % 5 != 0,
+                completed: !rng(s).is_multiple_of(5),
             });
         }
         (thr, insts)
@@ -250,7 +250,7 @@ mod tests {
                         1 => (rng(s) % (nt as u64 * 3)) as u32 + 1,
                         _ => (base as u64 + rng(s) % nt as u64) as u32 + 1,
                     };
-                    let top = |s: &mut u64| if rng(s) % 4 == 0 { TOPBIT } else { 0 };
+                    let top = |s: &mut u64| if rng(s).is_multiple_of(4) { TOPBIT } else { 0 };
                     Shadow {
                         w: thread(&mut s) | top(&mut s),
                         w_ep: (rng(&mut s) % 13) as u32,
