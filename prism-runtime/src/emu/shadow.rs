@@ -57,6 +57,12 @@ impl ShadowMem {
         }
     }
 
+    /// All cells, one per 4-byte word, while the shadow is in word mode (`None` after a split).
+    #[inline]
+    pub(crate) fn words(&mut self) -> Option<&mut [Shadow]> {
+        (!self.bytes).then_some(&mut self.cells[..])
+    }
+
     /// The cell of byte `i` (in bounds).
     pub(crate) fn get(&self, i: usize) -> Shadow {
         if self.bytes {

@@ -6,17 +6,14 @@
 //! word, the writers of one tile row): whether thread `u`'s access at its epoch `e` is ordered before a
 //! lane's access depends on the lane only through one bit of each instance's waiter set, so one pass
 //! over `u`'s instances gives the answer for every lane. Within one warp-instruction's checks the
-//! instances do not change (the checks write only shadow cells), so the answers stay valid until its
-//! end. Lanes are still checked one after another, in lane order, with the same cell updates as
+//! instances do not change (the checks write only shadow cells), so what is read of them stays valid
+//! until its end. Lanes are still checked one after another, in lane order, with the same cell updates as
 //! `race.rs`: reports, faults and shadow states are those of the per-lane checks.
 
-use super::race::{check_cells, Order};
+use super::race::{check_cells, Conflict, Order};
 use super::*;
 
-/// Slots of [`OrderMemo`].
-const SLOTS: usize = 64;
-
-/// Remembered `ordered` answers for one warp's lanes, keyed by the earlier access's (thread, epoch).
+/// `ordered` for one warp's lanes at once, with the last instances' waiter sets remembered.
 pub(super) struct OrderMemo {
     /// Threads in the block, and the first global thread id of the block.
     nthreads: u32,
@@ -25,9 +22,9 @@ pub(super) struct OrderMemo {
     w0: u32,
     /// The lanes whose answers may be asked (a pass may stop once they are all ordered).
     need: u32,
-    /// Per slot: the block thread id (`u32::MAX`: empty) and epoch of the earlier access, and the lanes
-    /// whose thread is ordered after it.
-    ent: [(u32, u32, u32); SLOTS],
+    /// Two instances (by index, `u32::MAX`: none; slot = index mod 2) and the warp's lanes among their
+    /// waiters (none when not completed).
+    inst: [(u32, u32); 2],
 }
 
 impl OrderMemo {
@@ -39,55 +36,65 @@ impl OrderMemo {
             base,
             w0: wi as u32 * 32,
             need,
-            ent: [(u32::MAX, 0, 0); SLOTS],
+            inst: [(u32::MAX, 0); 2],
         }
     }
 
     /// The lanes of the warp whose thread is ordered after thread `u`'s access at its epoch `ep_u`
     /// (global ids), exact for the lanes in `need`: bit `l` is `L::ordered(.., u, ep_u, t_l)`.
+    ///
+    /// `u`'s first instance after the access is nearly always a barrier all the warp's lanes waited on
+    /// (the barrier after a tile's stores, the one after the previous tile's reads), and the accesses
+    /// one instruction meets share one or two of them: its waiters are remembered by instance.
     #[inline(always)]
     pub(super) fn mask(&mut self, thr_inst: &[Vec<u32>], insts: &[Inst], u: u32, ep_u: u32) -> u32 {
         let ul = u.wrapping_sub(self.base);
         if ul >= self.nthreads {
             return 0;
         }
-        // The accesses one instruction meets are mostly runs of consecutive threads at one epoch (a
-        // tile's writers, the previous readers): consecutive threads get consecutive slots, and the
-        // epoch moves the run by half the table.
-        let slot = (ul.wrapping_add(ep_u.wrapping_mul(SLOTS as u32 / 2 + 5)) as usize) % SLOTS;
-        let e = self.ent[slot];
-        if e.0 == ul && e.1 == ep_u {
-            return e.2;
-        }
-        self.fill(thr_inst, insts, ul, ep_u, slot)
-    }
-
-    /// The answer for block thread `ul` at `ep_u`, computed and kept in `slot`.
-    #[inline(never)]
-    fn fill(
-        &mut self,
-        thr_inst: &[Vec<u32>],
-        insts: &[Inst],
-        ul: u32,
-        ep_u: u32,
-        slot: usize,
-    ) -> u32 {
         // Same thread: ordered by program order.
         let d = ul.wrapping_sub(self.w0);
-        let mut m = if d < 32 { 1u32 << d } else { 0 };
+        let own = if d < 32 { 1u32 << d } else { 0 };
+        let list = &thr_inst[ul as usize];
+        let Some(&i0) = list.get(ep_u as usize) else {
+            // No instance since (an access in the current epoch).
+            return own;
+        };
+        let slot = (i0 % 2) as usize;
+        let m = if self.inst[slot].0 == i0 {
+            own | self.inst[slot].1
+        } else {
+            let w = self.waiting(insts, i0);
+            self.inst[slot] = (i0, w);
+            own | w
+        };
+        if m & self.need == self.need {
+            return m;
+        }
+        self.rest(insts, &list[ep_u as usize + 1..], m)
+    }
+
+    /// The warp's lanes among the waiters of instance `i` (none when it has not completed).
+    #[inline(always)]
+    fn waiting(&self, insts: &[Inst], i: u32) -> u32 {
         // The warp's 32 threads are one half of one word of each waiter set.
-        let (word, shift) = ((self.w0 / 64) as usize, self.w0 % 64);
-        let after = thr_inst[ul as usize].get(ep_u as usize..).unwrap_or(&[]);
+        let inst = &insts[i as usize];
+        if inst.completed {
+            (inst.waiters[(self.w0 / 64) as usize] >> (self.w0 % 64)) as u32
+        } else {
+            0
+        }
+    }
+
+    /// `m` with the lanes that waited on the later instances `after`.
+    #[inline(never)]
+    fn rest(&self, insts: &[Inst], after: &[u32], mut m: u32) -> u32 {
         for &i in after {
             if m & self.need == self.need {
                 break;
             }
-            let inst = &insts[i as usize];
-            if inst.completed {
-                m |= (inst.waiters[word] >> shift) as u32;
-            }
+            m |= self.waiting(insts, i);
         }
-        self.ent[slot] = (ul, ep_u, m);
         m
     }
 }
@@ -137,6 +144,26 @@ impl L<'_> {
         let nt = self.nthreads;
         let base = b.lin * nt;
         let mut memo = OrderMemo::new(nt, base, wi, lanes);
+        let aligned = (size | each_or(lanes, offs)).is_multiple_of(4);
+        if acc == Acc::Read && aligned {
+            let (ti, ins) = (&b.thr_inst, &b.inst);
+            let words = match alloc {
+                Some(i) => self.allocs[i].shadow.words(),
+                None => b.sh_shadow.words(),
+            };
+            if let Some(cells) = words {
+                let first = read_words(cells, &mut memo, ti, ins, offs, lanes, size / 4, pc);
+                if let Some((l, c)) = first {
+                    let at = if alloc.is_some() {
+                        addr[l]
+                    } else {
+                        offs[l] as u64
+                    };
+                    self.report_race(b, wi, l, alloc.is_some(), acc, pc, at, c);
+                }
+                return;
+            }
+        }
         let proxy = alloc.is_none() && acc != Acc::Read && !self.async_write;
         let mut mm = lanes;
         while mm != 0 {
@@ -174,6 +201,96 @@ impl L<'_> {
     }
 }
 
+/// The bitwise or of `offs` over the lanes `lanes`.
+fn each_or(lanes: u32, offs: &[usize; 32]) -> usize {
+    let mut x = 0;
+    let mut mm = lanes;
+    while mm != 0 {
+        x |= offs[mm.trailing_zeros() as usize];
+        mm &= mm - 1;
+    }
+    x
+}
+
+/// Slots of the per-cell answers of [`read_words`].
+const CELL_SLOTS: usize = 32;
+
+/// The race checks of a read of `n` words at byte offsets `offs` (multiples of 4) by the lanes `lanes`
+/// of the memo's warp, on word cells `cells`: what `check_cells` does lane after lane, with the
+/// happens-before answers of each cell's writer and reader kept while the instruction's lanes meet the
+/// cell again (a broadcast word, a row read by both half-warps). Returns the first lane that conflicts
+/// and its conflict (the only one a report can come from: one report per instruction).
+///
+/// For a read, `check_cell` comes down to two lane masks of the cell: `wm`, the lanes ordered after its
+/// writer (every lane when there is none or the write was atomic), and `rm`, the lanes ordered after its
+/// reader (every lane when there is none). A lane conflicts iff it is not in `wm` (a lane whose own
+/// thread wrote is in it: program order); it becomes the reader iff it is in `rm` (likewise its own
+/// earlier read), after which `rm` is that lane alone (its access is at its current epoch: no instance
+/// follows it yet); otherwise the readers become several.
+#[allow(clippy::too_many_arguments)]
+fn read_words(
+    cells: &mut [Shadow],
+    memo: &mut OrderMemo,
+    ti: &[Vec<u32>],
+    ins: &[Inst],
+    offs: &[usize; 32],
+    lanes: u32,
+    n: usize,
+    pc: u32,
+) -> Option<(usize, Conflict)> {
+    // Per slot (cell mod CELL_SLOTS): cell index + 1 (0: empty), `wm`, `rm`.
+    let mut slot = [(0usize, 0u32, 0u32); CELL_SLOTS];
+    let mut first: Option<(usize, Conflict)> = None;
+    let (base, w0) = (memo.base, memo.w0);
+    let mut mm = lanes;
+    while mm != 0 {
+        let l = mm.trailing_zeros() as usize;
+        mm &= mm - 1;
+        let t = base + w0 + l as u32;
+        let c0 = offs[l] / 4;
+        for c in c0..c0 + n {
+            let s = &mut cells[c];
+            let k = c % CELL_SLOTS;
+            let (wm, rm) = if slot[k].0 == c + 1 {
+                (slot[k].1, slot[k].2)
+            } else {
+                let (w_thr, r_thr) = (s.w & !TOPBIT, s.r & !TOPBIT);
+                let wm = if w_thr == 0 || s.w & TOPBIT != 0 {
+                    u32::MAX
+                } else {
+                    memo.mask(ti, ins, w_thr - 1, s.w_ep)
+                };
+                let rm = if r_thr == 0 {
+                    u32::MAX
+                } else {
+                    memo.mask(ti, ins, r_thr - 1, s.r_ep)
+                };
+                (wm, rm)
+            };
+            let bit = 1u32 << l;
+            if wm & bit == 0 && first.is_none() {
+                first = Some((l, ((s.w & !TOPBIT) - 1, s.w_pc, true)));
+            }
+            let rm = if rm & bit != 0 {
+                let ep = ti[(w0 + l as u32) as usize].len() as u32;
+                if s.r != t + 1 || s.r_ep != ep || s.r_pc != pc {
+                    s.r = t + 1;
+                    s.r_ep = ep;
+                    s.r_pc = pc;
+                }
+                bit
+            } else {
+                if s.r & TOPBIT == 0 {
+                    s.r |= TOPBIT;
+                }
+                rm
+            };
+            slot[k] = (c + 1, wm, rm);
+        }
+    }
+    first
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::race::{check_cells, LaneOrder};
@@ -206,6 +323,77 @@ mod tests {
             });
         }
         (thr, insts)
+    }
+
+    /// A random shadow cell over threads of the block at `base` (and of other blocks).
+    fn random_cell(s: &mut u64, nt: u32, base: u32) -> Shadow {
+        let thread = |s: &mut u64| match rng(s) % 4 {
+            0 => 0,
+            1 => (rng(s) % (nt as u64 * 3)) as u32 + 1,
+            _ => (base as u64 + rng(s) % nt as u64) as u32 + 1,
+        };
+        let top = |s: &mut u64| if rng(s).is_multiple_of(4) { TOPBIT } else { 0 };
+        Shadow {
+            w: thread(s) | top(s),
+            w_ep: (rng(s) % 13) as u32,
+            w_pc: (rng(s) % 5) as u32,
+            r: thread(s) | top(s),
+            r_ep: (rng(s) % 13) as u32,
+            r_pc: (rng(s) % 5) as u32,
+        }
+    }
+
+    /// `read_words` against the per-lane checks of `race.rs` (`check_cells` with `L::ordered`) on random
+    /// word shadows, instances and lane offsets (repeated offsets: broadcasts): same shadow afterwards,
+    /// and its conflict is the first lane's that conflicts.
+    #[test]
+    fn read_words_equals_lane_checks() {
+        let mut s = 7u64;
+        let mut conflicts = 0;
+        for _ in 0..2000 {
+            let nt = [32u32, 64, 256][(rng(&mut s) % 3) as usize];
+            let base = nt * (rng(&mut s) % 2) as u32;
+            let (thr, insts) = random_insts(&mut s, nt);
+            let ncells = 4 + (rng(&mut s) % 60) as usize;
+            let mut want: Vec<Shadow> =
+                (0..ncells).map(|_| random_cell(&mut s, nt, base)).collect();
+            if rng(&mut s).is_multiple_of(2) {
+                // No earlier writes (read-only data): the reader updates alone.
+                want.iter_mut().for_each(|c| c.w = 0);
+            }
+            let mut got = want.clone();
+            let wi = (rng(&mut s) % (nt as u64 / 32)) as usize;
+            let lanes = match rng(&mut s) % 3 {
+                0 => u32::MAX,
+                _ => rng(&mut s) as u32,
+            };
+            let n = [1usize, 2, 4][(rng(&mut s) % 3) as usize];
+            let spread = 1 + rng(&mut s) % (ncells as u64 - n as u64 + 1);
+            let offs: [usize; 32] = std::array::from_fn(|_| 4 * (rng(&mut s) % spread) as usize);
+            let pc = 3;
+            let mut first = None;
+            for l in (0..32).filter(|l| lanes >> l & 1 == 1) {
+                let tl = wi as u32 * 32 + l as u32;
+                let (t, ep) = (base + tl, thr[tl as usize].len() as u32);
+                let sh = &mut want[offs[l] / 4..offs[l] / 4 + n];
+                let mut lo = LaneOrder {
+                    ti: &thr,
+                    ins: &insts,
+                    ntb: (nt, base),
+                    t,
+                };
+                if let Some(c) = check_cells(sh, t, ep, pc, Acc::Read, &mut lo) {
+                    first = first.or(Some((l, c)));
+                }
+            }
+            let mut memo = OrderMemo::new(nt, base, wi, lanes);
+            let r = read_words(&mut got, &mut memo, &thr, &insts, &offs, lanes, n, pc);
+            assert_eq!(r, first);
+            assert_eq!(got, want);
+            conflicts += first.is_some() as u32;
+        }
+        // Both outcomes were exercised.
+        assert!(conflicts > 100 && conflicts < 1900, "{conflicts}");
     }
 
     #[test]
