@@ -248,8 +248,8 @@ fn read_words(
         mm &= mm - 1;
         let t = base + w0 + l as u32;
         let c0 = offs[l] / 4;
-        for c in c0..c0 + n {
-            let s = &mut cells[c];
+        for (j, s) in cells[c0..c0 + n].iter_mut().enumerate() {
+            let c = c0 + j;
             let k = c % CELL_SLOTS;
             let (wm, rm) = if slot[k].0 == c + 1 {
                 (slot[k].1, slot[k].2)
