@@ -71,7 +71,11 @@ impl OrderMemo {
         if m & self.need == self.need {
             return m;
         }
-        self.rest(insts, &list[ep_u as usize + 1..], m)
+        let after = &list[ep_u as usize + 1..];
+        if after.is_empty() {
+            return m;
+        }
+        self.rest(insts, after, m)
     }
 
     /// The warp's lanes among the waiters of instance `i` (none when it has not completed).
@@ -396,6 +400,21 @@ fn read_words_n<const N: usize>(
                 rm
             };
             (key[k], wms[k], rms[k]) = ((c + 1) as u32, wm, rm);
+            if N == 1 && s.r & TOPBIT != 0 {
+                // The next lanes reading this word too (a broadcast) change nothing while the word's
+                // reader is not ordered before them: only a conflict with its writer is left to find.
+                while mm != 0 {
+                    let l2 = mm.trailing_zeros() as usize;
+                    let bit2 = 1u32 << l2;
+                    if offs[l2] != offs[l] || rm & bit2 != 0 {
+                        break;
+                    }
+                    if wm & bit2 == 0 && first.is_none() {
+                        first = Some((l2, ((s.w & !TOPBIT) - 1, s.w_pc, true)));
+                    }
+                    mm &= mm - 1;
+                }
+            }
         }
     }
     first
@@ -479,7 +498,13 @@ mod tests {
             };
             let n = [1usize, 2, 4, 3][(rng(&mut s) % 4) as usize];
             let spread = 1 + rng(&mut s) % (ncells as u64 - n as u64 + 1);
-            let offs: [usize; 32] = std::array::from_fn(|_| 4 * (rng(&mut s) % spread) as usize);
+            let group = 1 + rng(&mut s) as usize % 16;
+            let offs: [usize; 32] = if rng(&mut s).is_multiple_of(2) {
+                std::array::from_fn(|_| 4 * (rng(&mut s) % spread) as usize)
+            } else {
+                // Runs of lanes reading one word (broadcasts).
+                std::array::from_fn(|l| 4 * ((l / group) % spread as usize))
+            };
             let pc = 3;
             let mut first = None;
             for l in (0..32).filter(|l| lanes >> l & 1 == 1) {
