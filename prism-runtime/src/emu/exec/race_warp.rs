@@ -1,14 +1,16 @@
 //! The race checks of one warp-instruction's access at once (issue 12): the fast memory paths' lanes
 //! all access one region with one size, so what is per warp is derived once, and the happens-before test
-//! (`ordered`) is answered for all 32 lanes of the warp together and remembered for the instruction.
+//! (`ordered`) is answered for all 32 lanes of the warp together.
 //!
 //! The lanes of an access usually meet the same few earlier accesses (the same writer of a broadcast
 //! word, the writers of one tile row): whether thread `u`'s access at its epoch `e` is ordered before a
 //! lane's access depends on the lane only through one bit of each instance's waiter set, so one pass
-//! over `u`'s instances gives the answer for every lane. Within one warp-instruction's checks the
-//! instances do not change (the checks write only shadow cells), so what is read of them stays valid
-//! until its end. Lanes are still checked one after another, in lane order, with the same cell updates as
-//! `race.rs`: reports, faults and shadow states are those of the per-lane checks.
+//! over `u`'s instances gives a mask of the lanes (`OrderMemo`). Within one warp-instruction's checks
+//! the instances do not change (the checks write only shadow cells), so what is read of them stays
+//! valid until its end. Word reads and plain word writes in word-mode shadows (nearly all accesses) are
+//! checked on those masks (`read_words`, `write_words`); the rest go through `check_cells` lane by lane.
+//! Lanes are still taken in lane order with the same cell updates as `race.rs`: reports, faults and
+//! shadow states are those of the per-lane checks (the tests below compare them on random states).
 
 use super::race::{check_cells, Conflict, Order};
 use super::*;
