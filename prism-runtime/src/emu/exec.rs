@@ -96,6 +96,8 @@ mod control;
 mod mbarrier;
 #[path = "exec/race.rs"]
 mod race;
+#[path = "exec/race_warp.rs"]
+mod race_warp;
 #[path = "exec/regops.rs"]
 mod regops;
 #[path = "exec/scalar.rs"]

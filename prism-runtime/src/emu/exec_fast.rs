@@ -443,13 +443,13 @@ impl L<'_> {
             }
         }
         if self.cfg.check_races {
-            for l in each(checked) {
-                let loc = match region {
-                    Region::Shared => Loc::Shared(offs[l]),
-                    Region::Local => Loc::Local(offs[l]),
-                    Region::Global(i) => Loc::Global(i, offs[l]),
-                };
-                self.check_access(b, wi, l, loc, size, acc, pc, addr[l]);
+            // All lanes at once (`race_warp.rs`), as `check_access` would check them one by one.
+            match region {
+                Region::Shared => self.race_warp(b, wi, None, offs, addr, checked, size, acc, pc),
+                Region::Global(i) => {
+                    self.race_warp(b, wi, Some(i), offs, addr, checked, size, acc, pc)
+                }
+                Region::Local => {}
             }
         }
         match region {

@@ -79,6 +79,11 @@ impl ProxyState {
         self.held.retain(|&(_, _, h)| h != Holder::Wgmma { g, op });
     }
 
+    /// No asynchronous read holds shared memory (a generic write cannot fault then).
+    pub(super) fn holds_none(&self) -> bool {
+        self.held.is_empty()
+    }
+
     /// The group a TMA store issued now by `tid` belongs to.
     pub(super) fn store_group(&mut self, tid: usize, nthreads: usize) -> u32 {
         self.ensure(0, nthreads);
@@ -135,6 +140,35 @@ impl L<'_> {
             p.epoch[i] = ep;
         }
         true
+    }
+
+    /// `proxy_write` through the generic proxy of `size` bytes at `offs[l]` by each lane `l` of `lanes`
+    /// of warp `wi`, in lane order, while no asynchronous read holds shared memory (`holds_none`: none
+    /// of them can fault).
+    pub(super) fn proxy_write_lanes(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        offs: &[usize; 32],
+        lanes: u32,
+        size: usize,
+    ) {
+        let nthreads = self.nthreads as usize;
+        let p = &mut b.proxy;
+        p.ensure(self.smem_size, nthreads);
+        debug_assert!(p.held.is_empty());
+        let mut mm = lanes;
+        while mm != 0 {
+            let l = mm.trailing_zeros() as usize;
+            mm &= mm - 1;
+            let tid = self.tid_of(wi, l) as usize;
+            let (w, ep) = (tid as u32 + 1, p.fences[tid]);
+            let o = offs[l];
+            let end = (o + size).min(p.writer.len());
+            let start = o.min(end);
+            p.writer[start..end].fill(w);
+            p.epoch[start..end].fill(ep);
+        }
     }
 
     /// An async-proxy read of shared bytes `addrs` (a TMA store's box, a wgmma operand) on behalf of

@@ -45,6 +45,7 @@ impl ShadowMem {
 
     /// The cells of bytes `off .. off + size` (in bounds, `size` ≥ 1), in address order: one per word
     /// while the shadow is in word mode and the access covers whole words, else one per byte.
+    #[inline]
     pub(crate) fn cells(&mut self, off: usize, size: usize) -> &mut [Shadow] {
         if !self.bytes && !(off | size).is_multiple_of(4) {
             self.split();
@@ -54,6 +55,12 @@ impl ShadowMem {
         } else {
             &mut self.cells[off / 4..(off + size) / 4]
         }
+    }
+
+    /// All cells, one per 4-byte word, while the shadow is in word mode (`None` after a split).
+    #[inline]
+    pub(crate) fn words(&mut self) -> Option<&mut [Shadow]> {
+        (!self.bytes).then_some(&mut self.cells[..])
     }
 
     /// The cell of byte `i` (in bounds).
@@ -66,6 +73,7 @@ impl ShadowMem {
     }
 
     /// Word cells to byte cells: each byte gets its word's state (equal by the word-mode invariant).
+    #[cold]
     fn split(&mut self) {
         let words = std::mem::take(&mut self.cells);
         self.cells = (0..self.len).map(|i| words[i / 4]).collect();

@@ -93,6 +93,8 @@ impl L<'_> {
         false
     }
 
+    /// The race check of one lane's access to `off .. off + size` of a global allocation (`alloc`) or of
+    /// shared memory (`None`); `addr` is the address the report names.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn race(
         &mut self,
@@ -109,118 +111,60 @@ impl L<'_> {
         let tl = self.tid_of(wi, lane);
         let t = b.lin * self.nthreads + tl;
         let ep = b.thr_inst[tl as usize].len() as u32;
-        let nt = self.nthreads;
-        let ntb = (nt, b.lin * nt);
-        let mut conflict: Option<(u32, u32, bool)> = None;
-        {
+        let ntb = (self.nthreads, b.lin * self.nthreads);
+        let conflict = {
             let (ti, ins) = (&b.thr_inst, &b.inst);
             let sh: &mut [Shadow] = match alloc {
                 Some(i) => self.allocs[i].shadow.cells(off, size),
                 None => b.sh_shadow.cells(off, size),
             };
-            // A plain read and an atomic read-modify-write of the same word do not race: hardware loads are
-            // single-copy atomic, and CUDA's documented atomicCAS loops start with exactly such a read. A plain
-            // write still races with everything, atomics included.
-            // Returns whether `s` changed, decided from its fields before they are written (comparing the
-            // whole cell after the field-wise writes would load it back while those stores are in flight:
-            // a store-forwarding stall that was most of a race check's time).
-            let process = |s: &mut Shadow, conflict: &mut Option<(u32, u32, bool)>| -> bool {
-                let w_thr = s.w & !TOPBIT;
-                let w_atomic = s.w & TOPBIT != 0;
-                if w_thr != 0
-                    && w_thr - 1 != t
-                    && !(w_atomic && acc != Acc::Write)
-                    && !Self::ordered(ti, ins, ntb, w_thr - 1, s.w_ep, t)
-                    && conflict.is_none()
-                {
-                    *conflict = Some((w_thr - 1, s.w_pc, true));
-                }
-                if acc != Acc::Read {
-                    let r_thr = s.r & !TOPBIT;
-                    let many = s.r & TOPBIT != 0;
-                    if r_thr != 0
-                        && acc == Acc::Write
-                        && (r_thr - 1 != t || many)
-                        && !Self::ordered(ti, ins, ntb, r_thr - 1, s.r_ep, t)
-                        && conflict.is_none()
-                    {
-                        *conflict = Some((r_thr - 1, s.r_pc, false));
-                    }
-                    let nw = (t + 1) | if acc == Acc::Atomic { TOPBIT } else { 0 };
-                    let changed = s.w != nw || s.w_ep != ep || s.w_pc != pc || s.r != 0;
-                    s.w = nw;
-                    s.w_ep = ep;
-                    s.w_pc = pc;
-                    s.r = 0;
-                    changed
-                } else {
-                    let r_thr = s.r & !TOPBIT;
-                    if r_thr == 0
-                        || (r_thr - 1 == t && s.r & TOPBIT == 0)
-                        || Self::ordered(ti, ins, ntb, r_thr - 1, s.r_ep, t)
-                    {
-                        let changed = s.r != t + 1 || s.r_ep != ep || s.r_pc != pc;
-                        s.r = t + 1;
-                        s.r_ep = ep;
-                        s.r_pc = pc;
-                        changed
-                    } else if r_thr - 1 != t {
-                        let changed = s.r & TOPBIT == 0;
-                        s.r |= TOPBIT;
-                        changed
-                    } else {
-                        false
-                    }
-                }
-            };
-            // Bytes of one access usually share one shadow state: decide once and copy the outcome.
-            let (first, rest) = sh.split_first_mut().expect("non-empty access");
-            // (Updated in a local: reading the shadow back right after the field-wise writes of `process`
-            // would stall on store forwarding.)
-            let orig = *first;
-            let mut updated = orig;
-            // Unchanged states (a read of data many threads already read) are not written back: that
-            // would dirty the shadow's cache lines for nothing.
-            let changed = process(&mut updated, &mut conflict);
-            if changed {
-                *first = updated;
-            }
-            for s in rest.iter_mut() {
-                if *s == orig {
-                    if changed {
-                        *s = updated;
-                    }
-                } else {
-                    process(s, &mut conflict);
-                }
-            }
+            check_cells(sh, t, ep, pc, acc, &mut LaneOrder { ti, ins, ntb, t })
+        };
+        if let Some(c) = conflict {
+            self.report_race(b, wi, lane, alloc.is_some(), acc, pc, addr, c);
         }
-        if let Some((u, upc, was_write)) = conflict {
-            if self.race_seen.insert(pc) {
-                let ub = u / nt;
-                let ul = u % nt;
-                let uline = self.m.code.get(upc as usize).map(|i| i.line).unwrap_or(0);
-                let what = match acc {
-                    Acc::Read => "read",
-                    Acc::Write => "write",
-                    Acc::Atomic => "atomic",
-                };
-                let space = if alloc.is_some() { "global" } else { "shared" };
-                let msg = format!(
-                    "data race on {} memory at {}0x{:x}: {} by thread {} conflicts with an unordered {} by thread {} of block #{} at PTX line {} (no barrier between them)",
-                    space,
-                    if alloc.is_some() { "" } else { "offset " },
-                    addr,
-                    what,
-                    tl,
-                    if was_write { "write" } else { "read" },
-                    ul,
-                    ub,
-                    uline
-                );
-                self.fault(b, wi, Some(lane as u32), pc, FaultKind::DataRace, msg);
-            }
+    }
+
+    /// Reports `conflict` (from [`check_cells`]) of lane `lane`'s access at `addr`, once per instruction.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn report_race(
+        &mut self,
+        b: &Block,
+        wi: usize,
+        lane: usize,
+        global: bool,
+        acc: Acc,
+        pc: u32,
+        addr: u64,
+        (u, upc, was_write): Conflict,
+    ) {
+        if !self.race_seen.insert(pc) {
+            return;
         }
+        let nt = self.nthreads;
+        let tl = self.tid_of(wi, lane);
+        let ub = u / nt;
+        let ul = u % nt;
+        let uline = self.m.code.get(upc as usize).map(|i| i.line).unwrap_or(0);
+        let what = match acc {
+            Acc::Read => "read",
+            Acc::Write => "write",
+            Acc::Atomic => "atomic",
+        };
+        let space = if global { "global" } else { "shared" };
+        let msg = format!(
+            "data race on {} memory at {}0x{:x}: {} by thread {} conflicts with an unordered {} by thread {} of block #{} at PTX line {} (no barrier between them)",
+            space,
+            if global { "" } else { "offset " },
+            addr,
+            what,
+            tl,
+            if was_write { "write" } else { "read" },
+            ul,
+            ub,
+            uline
+        );
+        self.fault(b, wi, Some(lane as u32), pc, FaultKind::DataRace, msg);
     }
 
     /// `atom.cas`/`atom.exch` act as acquire + release on their location (lock words, flags): the
@@ -293,5 +237,140 @@ impl L<'_> {
             banks[(*w % 32) as usize] += 1;
         }
         banks.iter().copied().max().unwrap_or(1).max(1) as u64
+    }
+}
+
+/// The happens-before test of one access: whether thread `u`'s access at its epoch `ep_u` (global id)
+/// is ordered before it.
+pub(super) trait Order {
+    /// `u`'s access at epoch `ep_u` is ordered before this access.
+    fn ordered(&mut self, u: u32, ep_u: u32) -> bool;
+}
+
+/// [`Order`] of thread `t`'s access by [`L::ordered`] (one lane).
+pub(super) struct LaneOrder<'a> {
+    pub(super) ti: &'a [Vec<u32>],
+    pub(super) ins: &'a [Inst],
+    /// Threads per block and the block's first global thread id.
+    pub(super) ntb: (u32, u32),
+    pub(super) t: u32,
+}
+
+impl Order for LaneOrder<'_> {
+    #[inline(always)]
+    fn ordered(&mut self, u: u32, ep_u: u32) -> bool {
+        L::ordered(self.ti, self.ins, self.ntb, u, ep_u, self.t)
+    }
+}
+
+/// A conflicting earlier access: (its global thread id, its instruction, whether it was a write).
+pub(super) type Conflict = (u32, u32, bool);
+
+/// Checks and updates the shadow cells `sh` of one access by global thread `t` at its epoch `ep`
+/// (instruction `pc`); `ord` says which earlier accesses are ordered before this one. Returns the first
+/// conflict found.
+#[inline(always)]
+pub(super) fn check_cells(
+    sh: &mut [Shadow],
+    t: u32,
+    ep: u32,
+    pc: u32,
+    acc: Acc,
+    ord: &mut impl Order,
+) -> Option<Conflict> {
+    let mut conflict: Option<Conflict> = None;
+    if let [s] = sh {
+        // One cell (a word access in word mode, nearly all of them).
+        let mut updated = *s;
+        if check_cell(&mut updated, t, ep, pc, acc, ord, &mut conflict) {
+            *s = updated;
+        }
+        return conflict;
+    }
+    // Bytes of one access usually share one shadow state: decide once and copy the outcome.
+    let (first, rest) = sh.split_first_mut().expect("non-empty access");
+    // (Updated in a local: reading the shadow back right after the field-wise writes of `check_cell`
+    // would stall on store forwarding.)
+    let orig = *first;
+    let mut updated = orig;
+    // Unchanged states (a read of data many threads already read) are not written back: that
+    // would dirty the shadow's cache lines for nothing.
+    let changed = check_cell(&mut updated, t, ep, pc, acc, ord, &mut conflict);
+    if changed {
+        *first = updated;
+    }
+    for s in rest.iter_mut() {
+        if *s == orig {
+            if changed {
+                *s = updated;
+            }
+        } else {
+            check_cell(s, t, ep, pc, acc, ord, &mut conflict);
+        }
+    }
+    conflict
+}
+
+/// One cell of [`check_cells`]. Returns whether `s` changed, decided from its fields before they are
+/// written (comparing the whole cell after the field-wise writes would load it back while those stores
+/// are in flight: a store-forwarding stall that was most of a race check's time).
+///
+/// A plain read and an atomic read-modify-write of the same word do not race: hardware loads are
+/// single-copy atomic, and CUDA's documented atomicCAS loops start with exactly such a read. A plain
+/// write still races with everything, atomics included.
+#[inline(always)]
+fn check_cell(
+    s: &mut Shadow,
+    t: u32,
+    ep: u32,
+    pc: u32,
+    acc: Acc,
+    ord: &mut impl Order,
+    conflict: &mut Option<Conflict>,
+) -> bool {
+    let w_thr = s.w & !TOPBIT;
+    let w_atomic = s.w & TOPBIT != 0;
+    // (`ordered` is pure: it is skipped once a conflict is known.)
+    if w_thr != 0
+        && w_thr - 1 != t
+        && !(w_atomic && acc != Acc::Write)
+        && conflict.is_none()
+        && !ord.ordered(w_thr - 1, s.w_ep)
+    {
+        *conflict = Some((w_thr - 1, s.w_pc, true));
+    }
+    if acc != Acc::Read {
+        let r_thr = s.r & !TOPBIT;
+        let many = s.r & TOPBIT != 0;
+        if r_thr != 0
+            && acc == Acc::Write
+            && (r_thr - 1 != t || many)
+            && conflict.is_none()
+            && !ord.ordered(r_thr - 1, s.r_ep)
+        {
+            *conflict = Some((r_thr - 1, s.r_pc, false));
+        }
+        let nw = (t + 1) | if acc == Acc::Atomic { TOPBIT } else { 0 };
+        let changed = s.w != nw || s.w_ep != ep || s.w_pc != pc || s.r != 0;
+        s.w = nw;
+        s.w_ep = ep;
+        s.w_pc = pc;
+        s.r = 0;
+        changed
+    } else {
+        let r_thr = s.r & !TOPBIT;
+        if r_thr == 0 || (r_thr - 1 == t && s.r & TOPBIT == 0) || ord.ordered(r_thr - 1, s.r_ep) {
+            let changed = s.r != t + 1 || s.r_ep != ep || s.r_pc != pc;
+            s.r = t + 1;
+            s.r_ep = ep;
+            s.r_pc = pc;
+            changed
+        } else if r_thr - 1 != t {
+            let changed = s.r & TOPBIT == 0;
+            s.r |= TOPBIT;
+            changed
+        } else {
+            false
+        }
     }
 }
