@@ -9,7 +9,7 @@
 //! any state, and the general code runs; an access that would fault is always left to the general code.
 //! `tests/emu_golden.rs` holds the interpreter to results recorded before these paths existed.
 
-use super::fast_lanes::{add_lanes, shared_offsets, word_span};
+use super::fast_lanes::{add_lanes, gather4, shared_offsets, shared_offsets4, word_span};
 use super::*;
 
 /// All 32 lanes.
@@ -481,23 +481,67 @@ impl L<'_> {
                 p.global_transactions += lines;
                 p.global_accesses += 1;
             }
-            Region::Shared => match conflict_free(offs, exec, size)
-                .or_else(|| sorted_bank_degree(offs, exec, size))
-                .or_else(|| window_bank_degree(offs, exec, size))
-            {
-                Some(deg) => {
-                    let p = &mut self.pic[pc as usize];
-                    p.shared_accesses += 1;
-                    p.shared_bank_conflict_degree_sum += deg;
-                }
-                None => {
-                    for l in each(exec) {
-                        self.acc_s.push((offs[l] as u32, size as u32));
-                    }
-                    self.finish_access(pc);
-                }
-            },
+            Region::Shared => self.shared_counts(offs, exec, size, pc),
         }
+    }
+
+    /// The bank-conflict counters of a shared access, as `finish_access` would count them.
+    fn shared_counts(&mut self, offs: &[usize; 32], exec: u32, size: usize, pc: u32) {
+        match conflict_free(offs, exec, size)
+            .or_else(|| sorted_bank_degree(offs, exec, size))
+            .or_else(|| window_bank_degree(offs, exec, size))
+        {
+            Some(deg) => {
+                let p = &mut self.pic[pc as usize];
+                p.shared_accesses += 1;
+                p.shared_bank_conflict_degree_sum += deg;
+            }
+            None => {
+                for l in each(exec) {
+                    self.acc_s.push((offs[l] as u32, size as u32));
+                }
+                self.finish_access(pc);
+            }
+        }
+    }
+
+    /// `ld.shared.{b32,u32,f32} d, [r + off]` by all 32 lanes without race detection, in two passes
+    /// (offsets with their checks and word span, then the gather) instead of the general fast path's
+    /// five; `None` (nothing changed) where a lane's access would not be aligned and in bounds.
+    #[allow(clippy::too_many_arguments)]
+    fn fast_ld_shared4(
+        &mut self,
+        sc: &mut Scratch,
+        b: &mut Block,
+        w: &mut Warp,
+        d: u32,
+        r: u32,
+        off: i64,
+        pc: u32,
+        mask: u32,
+    ) -> Option<Step> {
+        let mut o32 = [0u32; 32];
+        let r = r as usize * 32;
+        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+        let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
+        let span = shared_offsets4(base, k, &mut o32)?;
+        let d = d as usize * 32;
+        if !gather4(&b.shared, &o32, &mut w.regs[d..d + 32]) {
+            return None;
+        }
+        if span < 32 {
+            // All the words within 32 consecutive words: no bank conflict (`conflict_free`).
+            let p = &mut self.pic[pc as usize];
+            p.shared_accesses += 1;
+            p.shared_bank_conflict_degree_sum += 1;
+        } else {
+            for (o, &x) in sc.offs.iter_mut().zip(&o32) {
+                *o = x as usize;
+            }
+            self.shared_counts(&sc.offs, ALL, 4, pc);
+        }
+        advance(w, mask);
+        Some(Step::Continue)
     }
 
     fn region_bytes<'a>(&'a mut self, b: &'a mut Block, region: Region) -> &'a mut [u8] {
@@ -527,6 +571,27 @@ impl L<'_> {
         let total = es * vw;
         if es > 8 || exec == 0 {
             return None;
+        }
+        if let (
+            Space::Shared,
+            4,
+            1,
+            ALL,
+            false,
+            Operand::Reg(d),
+            Operand::Addr(AddrBase::Reg(r), off),
+        ) = (
+            space,
+            es,
+            vw,
+            exec,
+            ty.is_signed() || self.cfg.check_races,
+            &ins.args[0],
+            &ins.args[1],
+        ) {
+            if let Some(s) = self.fast_ld_shared4(sc, b, w, *d, *r, *off, pc, mask) {
+                return Some(s);
+            }
         }
         let (addr, offs) = (&mut sc.t[0], &mut sc.offs);
         if !self.lane_addrs(w, &ins.args[1], space == Space::Generic, addr) {

@@ -66,6 +66,44 @@ pub(super) fn word_span / word_span_on(offs: &[usize; 32], exec: u32, size: u32)
 }
 }
 
+multiversion! {
+/// The commonest shared access, a 4-byte load by all 32 lanes from `[reg + off]` of `.shared`, in one
+/// pass: each lane's offset into `offs` (`k = [off, crank + 1, limit]`, the checks of `shared_offsets`
+/// for a 32-bit shared address), and the word span of `word_span`; `None` when a lane would not be
+/// aligned and in bounds (`offs` is then unspecified).
+pub(super) fn shared_offsets4 / shared_offsets4_on(base: &Lanes, k: [u64; 3], offs: &mut [u32; 32]) -> Option<u32> {
+    let (crank1, limit) = (k[1] as u32, k[2].min(u32::MAX as u64) as u32);
+    let (mut fail, mut lo, mut hi) = (0u32, u32::MAX, 0u32);
+    for l in 0..32 {
+        let a = base[l].wrapping_add(k[0]) as u32;
+        let tag = (a >> 24) & 0x3F;
+        let o = a & 0xFF_FFFF;
+        fail |= ((a & 3 != 0) | (tag != 0 && tag != crank1) | (o + 4 > limit)) as u32;
+        offs[l] = o;
+        lo = lo.min(o);
+        hi = hi.max(o);
+    }
+    (fail == 0).then_some((hi >> 2).wrapping_sub(lo >> 2))
+}
+}
+
+multiversion! {
+/// `out[l]` = the little-endian 4-byte word at `mem[offs[l]..]` for every lane; false (nothing
+/// written) unless every word lies inside `mem` and `out` has 32 lanes.
+pub(super) fn gather4 / gather4_on(mem: &[u8], offs: &[u32; 32], out: &mut [u64]) -> bool {
+    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
+    if out.len() != 32 || top.checked_add(4).is_none_or(|e| e > mem.len()) {
+        return false;
+    }
+    for (d, &o) in out.iter_mut().zip(offs) {
+        // SAFETY: o + 4 <= top + 4 <= mem.len() (checked above), so the 4 bytes read lie inside `mem`.
+        let v = unsafe { mem.as_ptr().add(o as usize).cast::<u32>().read_unaligned() };
+        *d = u32::from_le(v) as u64;
+    }
+    true
+}
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::SHARED_WINDOW;
@@ -182,5 +220,63 @@ mod tests {
             failing += (b1 != 0) as u32 + (b1 != u32::MAX) as u32;
         }
         assert!(failing > 5000, "{failing}");
+    }
+
+    #[test]
+    fn shared_offsets4_and_gather4_agree_with_the_general_kernels() {
+        let mut s = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mem: Vec<u8> = (0..2048u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut passed = 0;
+        for case in 0..4000 {
+            let mut base = [0u64; 32];
+            for (l, a) in base.iter_mut().enumerate() {
+                *a = match case % 4 {
+                    0 => (l as u64 % 16) * 4,
+                    1 => next() % 0x900,
+                    2 => ((next() % 3) << 24) | ((next() % 512) * 4),
+                    _ => next(),
+                };
+            }
+            let off = [0u64, 4, 3, u64::MAX - 3][case % 4 / 2 + (case / 4) % 2];
+            let crank1 = 1 + case as u64 % 2;
+            let (mut o4, mut o4w) = ([0u32; 32], [0u32; 32]);
+            let got = shared_offsets4_on(false, &base, [off, crank1, 2048], &mut o4);
+            let wide = shared_offsets4_on(true, &base, [off, crank1, 2048], &mut o4w);
+            assert_eq!(got, wide);
+            let mut addr = [0u64; 32];
+            add_lanes(&base, off, &mut addr);
+            let mut offs = [0usize; 32];
+            let bad = shared_offsets(&addr, [0, 0xFFFF_FFFF, 3, crank1, 2048, 4], &mut offs);
+            assert_eq!(got.is_some(), bad == 0, "{base:x?} {off:x}");
+            if let Some(span) = got {
+                passed += 1;
+                assert_eq!(o4w, o4);
+                assert!((0..32).all(|l| o4[l] as usize == offs[l]));
+                assert_eq!(span, word_span(&offs, ALL, 4));
+                let (mut v, mut vw) = ([0u64; 32], [0u64; 32]);
+                assert!(gather4_on(false, &mem, &o4, &mut v));
+                assert!(gather4_on(true, &mem, &o4, &mut vw));
+                assert_eq!(v, vw);
+                for l in 0..32 {
+                    let o = offs[l];
+                    let want = u32::from_le_bytes(mem[o..o + 4].try_into().expect("4"));
+                    assert_eq!(v[l], want as u64);
+                }
+            }
+        }
+        assert!(passed >= 1000, "{passed}");
+        // Out of bounds or a short destination: nothing written.
+        let mut o = [0u32; 32];
+        o[7] = 2045;
+        let mut v = [9u64; 32];
+        assert!(!gather4(&mem, &o, &mut v));
+        assert!(!gather4(&mem, &[0; 32], &mut v[..31]));
+        assert_eq!(v, [9; 32]);
     }
 }
