@@ -757,9 +757,8 @@ pub(super) fn write_le(mem: &mut [u8], o: usize, size: usize, v: u64) {
 #[inline]
 pub(super) fn advance(w: &mut Warp, mask: u32) {
     if mask == ALL {
-        for pc in w.pc.iter_mut() {
-            *pc += 1;
-        }
+        // The group's lanes share one PC (`pick_group`): lane 0's.
+        w.pc = [w.pc[0] + 1; 32];
     } else {
         for (l, pc) in w.pc.iter_mut().enumerate() {
             *pc += (mask >> l) & 1;

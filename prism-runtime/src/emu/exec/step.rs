@@ -121,6 +121,7 @@ impl L<'_> {
             // The lowest runnable lane that has not run for 48 steps of its warp goes first.
             let mut starving = 0u32;
             for (l, &r) in w.last_run.iter().enumerate() {
+                let r = r.max(w.all_run);
                 starving |= ((w.steps.saturating_sub(r) > 48) as u32) << l;
             }
             starving &= run;
@@ -165,7 +166,7 @@ impl L<'_> {
         w.steps += 1;
         let steps = w.steps;
         if mask == u32::MAX {
-            w.last_run = [steps; 32];
+            w.all_run = steps;
         } else {
             for (l, r) in w.last_run.iter_mut().enumerate() {
                 if (mask >> l) & 1 != 0 {
