@@ -87,12 +87,27 @@ pub(super) fn shared_offsets4 / shared_offsets4_on(base: &Lanes, k: [u64; 3], of
 }
 }
 
-multiversion! {
 /// `out[l]` = the little-endian 4-byte word at `mem[offs[l]..]` for every lane; false (nothing
 /// written) unless every word lies inside `mem` and `out` has 32 lanes.
-pub(super) fn gather4 / gather4_on(mem: &[u8], offs: &[u32; 32], out: &mut [u64]) -> bool {
+#[inline]
+pub(super) fn gather4(mem: &[u8], offs: &[u32; 32], out: &mut [u64]) -> bool {
+    gather4_on(true, mem, offs, out)
+}
+
+/// `gather4` with AVX2's gather instruction (`avx2`, where the CPU has it) or lane by lane.
+#[inline]
+pub(super) fn gather4_on(avx2: bool, mem: &[u8], offs: &[u32; 32], out: &mut [u64]) -> bool {
+    let Ok(out) = <&mut [u64; 32]>::try_from(out) else {
+        return false;
+    };
+    #[cfg(target_arch = "x86_64")]
+    if avx2 && super::simd::avx2() {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { gather4_avx2(mem, offs, out) };
+    }
+    let _ = avx2;
     let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
-    if out.len() != 32 || top.checked_add(4).is_none_or(|e| e > mem.len()) {
+    if top.checked_add(4).is_none_or(|e| e > mem.len()) {
         return false;
     }
     for (d, &o) in out.iter_mut().zip(offs) {
@@ -102,6 +117,31 @@ pub(super) fn gather4 / gather4_on(mem: &[u8], offs: &[u32; 32], out: &mut [u64]
     }
     true
 }
+
+/// `gather4` in four 8-lane gathers. Unsafe: the CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gather4_avx2(mem: &[u8], offs: &[u32; 32], out: &mut [u64; 32]) -> bool {
+    use std::arch::x86_64::*;
+    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
+    // The gather's indices are signed 32-bit byte offsets: every one below 2^31 as well.
+    if top.checked_add(4).is_none_or(|e| e > mem.len()) || top > i32::MAX as usize {
+        return false;
+    }
+    for c in 0..4 {
+        // SAFETY: lanes c*8..c*8+8 of `offs` and `out` are in bounds (32 each); every index is at most
+        // `top`, below 2^31 and with its 4 bytes inside `mem` (checked above), so each gathered word
+        // lies inside `mem`.
+        unsafe {
+            let idx = _mm256_loadu_si256(offs.as_ptr().add(c * 8).cast());
+            let v = _mm256_i32gather_epi32::<1>(mem.as_ptr().cast(), idx);
+            let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(v));
+            let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(v));
+            _mm256_storeu_si256(out.as_mut_ptr().add(c * 8).cast(), lo);
+            _mm256_storeu_si256(out.as_mut_ptr().add(c * 8 + 4).cast(), hi);
+        }
+    }
+    true
 }
 
 #[cfg(test)]
