@@ -9,7 +9,7 @@
 //! any state, and the general code runs; an access that would fault is always left to the general code.
 //! `tests/emu_golden.rs` holds the interpreter to results recorded before these paths existed.
 
-use super::fast_lanes::{add_lanes, gather4, shared_offsets, shared_offsets4, word_span};
+use super::fast_lanes::{add_lanes, gather4, scatter4, shared_offsets, shared_offsets4, word_span};
 use super::*;
 
 /// All 32 lanes.
@@ -529,19 +529,53 @@ impl L<'_> {
         if !gather4(&b.shared, &o32, &mut w.regs[d..d + 32]) {
             return None;
         }
+        self.shared4_counts(sc, &o32, span, pc);
+        advance(w, mask);
+        Some(Step::Continue)
+    }
+
+    /// `st.shared.b32 [r + off], s` (or `.u32`, `.s32`, `.f32`) by all 32 lanes without race detection,
+    /// as `fast_ld_shared4`: lane order, so of two lanes storing to one word the higher one wins.
+    #[allow(clippy::too_many_arguments)]
+    fn fast_st_shared4(
+        &mut self,
+        sc: &mut Scratch,
+        b: &mut Block,
+        w: &mut Warp,
+        r: u32,
+        off: i64,
+        s: u32,
+        pc: u32,
+        mask: u32,
+    ) -> Option<Step> {
+        let mut o32 = [0u32; 32];
+        let r = r as usize * 32;
+        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+        let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
+        let span = shared_offsets4(base, k, &mut o32)?;
+        let s = s as usize * 32;
+        if !scatter4(&mut b.shared, &o32, &w.regs[s..s + 32]) {
+            return None;
+        }
+        self.shared4_counts(sc, &o32, span, pc);
+        advance(w, mask);
+        Some(Step::Continue)
+    }
+
+    /// The bank-conflict counters of a 4-byte shared access of all 32 lanes at `o32`, whose word span
+    /// is `span`.
+    fn shared4_counts(&mut self, sc: &mut Scratch, o32: &[u32; 32], span: u32, pc: u32) {
         if span < 32 {
             // All the words within 32 consecutive words: no bank conflict (`conflict_free`).
             let p = &mut self.pic[pc as usize];
             p.shared_accesses += 1;
             p.shared_bank_conflict_degree_sum += 1;
         } else {
-            for (o, &x) in sc.offs.iter_mut().zip(&o32) {
+            for (o, &x) in sc.offs.iter_mut().zip(o32) {
                 *o = x as usize;
             }
             self.shared_counts(&sc.offs, ALL, 4, pc);
         }
-        advance(w, mask);
-        Some(Step::Continue)
     }
 
     fn region_bytes<'a>(&'a mut self, b: &'a mut Block, region: Region) -> &'a mut [u8] {
@@ -662,6 +696,27 @@ impl L<'_> {
         let total = es * vw;
         if es > 8 || exec == 0 || vw > 4 {
             return None;
+        }
+        if let (
+            Space::Shared,
+            4,
+            1,
+            ALL,
+            false,
+            Operand::Addr(AddrBase::Reg(r), off),
+            Operand::Reg(s),
+        ) = (
+            space,
+            es,
+            vw,
+            exec,
+            self.cfg.check_races,
+            &ins.args[0],
+            &ins.args[1],
+        ) {
+            if let Some(st) = self.fast_st_shared4(sc, b, w, *r, *off, *s, pc, mask) {
+                return Some(st);
+            }
         }
         let (addr, offs, vals) = (&mut sc.t[0], &mut sc.offs, &mut sc.vals);
         if !self.lane_addrs(w, &ins.args[0], space == Space::Generic, addr) {

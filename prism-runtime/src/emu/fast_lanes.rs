@@ -118,6 +118,26 @@ pub(super) fn gather4_on(avx2: bool, mem: &[u8], offs: &[u32; 32], out: &mut [u6
     true
 }
 
+/// Stores the low 4 bytes of `vals[l]` little-endian at `mem[offs[l]..]` for every lane in lane order
+/// (of two lanes at one word the higher one's stays); false (nothing written) unless every word lies
+/// inside `mem` and `vals` has 32 lanes.
+pub(super) fn scatter4(mem: &mut [u8], offs: &[u32; 32], vals: &[u64]) -> bool {
+    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
+    if vals.len() != 32 || top.checked_add(4).is_none_or(|e| e > mem.len()) {
+        return false;
+    }
+    for (&v, &o) in vals.iter().zip(offs) {
+        // SAFETY: o + 4 <= top + 4 <= mem.len() (checked above), so the 4 bytes written lie inside `mem`.
+        unsafe {
+            mem.as_mut_ptr()
+                .add(o as usize)
+                .cast::<u32>()
+                .write_unaligned((v as u32).to_le())
+        };
+    }
+    true
+}
+
 /// `gather4` in four 8-lane gathers. Unsafe: the CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
@@ -308,6 +328,14 @@ mod tests {
                     let want = u32::from_le_bytes(mem[o..o + 4].try_into().expect("4"));
                     assert_eq!(v[l], want as u64);
                 }
+                // Stores in lane order: the higher lane's value stays where two lanes share a word.
+                let vals: [u64; 32] = std::array::from_fn(|l| next() ^ l as u64);
+                let (mut got, mut want) = (mem.clone(), mem.clone());
+                assert!(scatter4(&mut got, &o4, &vals));
+                for l in 0..32 {
+                    want[offs[l]..offs[l] + 4].copy_from_slice(&(vals[l] as u32).to_le_bytes());
+                }
+                assert!(got == want);
             }
         }
         assert!(passed >= 1000, "{passed}");
@@ -318,5 +346,9 @@ mod tests {
         assert!(!gather4(&mem, &o, &mut v));
         assert!(!gather4(&mem, &[0; 32], &mut v[..31]));
         assert_eq!(v, [9; 32]);
+        let mut m2 = mem.clone();
+        assert!(!scatter4(&mut m2, &o, &v));
+        assert!(!scatter4(&mut m2, &[0; 32], &v[..31]));
+        assert!(m2 == mem);
     }
 }
