@@ -175,11 +175,10 @@ impl Warp {
     }
 
     fn run_mask(&self) -> u32 {
+        // Branch-free (the schedulers call this for every warp they consider).
         let mut m = 0;
-        for l in 0..32 {
-            if self.st[l] == Ls::Run {
-                m |= 1 << l;
-            }
+        for (l, s) in self.st.iter().enumerate() {
+            m |= ((*s == Ls::Run) as u32) << l;
         }
         m
     }
