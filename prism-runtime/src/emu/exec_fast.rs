@@ -606,6 +606,9 @@ impl L<'_> {
         if es > 8 || exec == 0 {
             return None;
         }
+        if space == Space::Param {
+            return self.fast_ld_param(w, ins, mask, exec, ty, vw);
+        }
         if let (
             Space::Shared,
             4,
@@ -671,6 +674,54 @@ impl L<'_> {
                         d[l] = if signed { sext(v, bits) as u64 } else { v };
                     }
                 }
+            }
+        }
+        advance(w, mask);
+        Some(Step::Continue)
+    }
+
+    /// `ld.param` from an address every lane shares (`[param + off]`): one read, its value broadcast to
+    /// the lanes `exec` (a parameter access has no counters and no race checks); `None` (nothing changed)
+    /// for a per-lane address or one the general code would fault on.
+    fn fast_ld_param(
+        &mut self,
+        w: &mut Warp,
+        ins: &Instr,
+        mask: u32,
+        exec: u32,
+        ty: PtxType,
+        vw: usize,
+    ) -> Option<Step> {
+        let (es, total) = (ty.size(), ty.size() * vw);
+        let a = match &ins.args[1] {
+            Operand::Addr(base @ (AddrBase::None | AddrBase::Sym(_)), off) => {
+                self.addr(w, base, *off, 0, false)
+            }
+            _ => return None,
+        };
+        let in_bounds = usize::try_from(a)
+            .ok()
+            .and_then(|a| a.checked_add(total))
+            .is_some_and(|e| e <= self.params.len());
+        if (total > 1 && a % (total.min(16) as u64) != 0) || !in_bounds {
+            return None;
+        }
+        for k in 0..vw {
+            let dst = match &ins.args[0] {
+                Operand::Vec(ds) => ds.get(k),
+                d => Some(d),
+            };
+            let Some(Operand::Reg(r)) = dst else { continue };
+            let v = read_le(&self.params, a as usize + k * es, es);
+            let v = if ty.is_signed() {
+                sext(v, ty.bits()) as u64
+            } else {
+                v
+            };
+            let r = *r as usize * 32;
+            let d = &mut w.regs[r..r + 32];
+            for l in each(exec) {
+                d[l] = v;
             }
         }
         advance(w, mask);
