@@ -609,25 +609,14 @@ impl L<'_> {
         if space == Space::Param {
             return self.fast_ld_param(w, ins, mask, exec, ty, vw);
         }
-        if let (
-            Space::Shared,
-            4,
-            1,
-            ALL,
-            false,
-            Operand::Reg(d),
-            Operand::Addr(AddrBase::Reg(r), off),
-        ) = (
-            space,
-            es,
-            vw,
-            exec,
-            ty.is_signed() || self.cfg.check_races,
-            &ins.args[0],
-            &ins.args[1],
-        ) {
-            if let Some(s) = self.fast_ld_shared4(sc, b, w, *d, *r, *off, pc, mask) {
-                return Some(s);
+        let shared4 = space == Space::Shared && es == 4 && vw == 1 && exec == ALL;
+        if shared4 && !ty.is_signed() && !self.cfg.check_races {
+            if let (Operand::Reg(d), Operand::Addr(AddrBase::Reg(r), off)) =
+                (&ins.args[0], &ins.args[1])
+            {
+                if let Some(s) = self.fast_ld_shared4(sc, b, w, *d, *r, *off, pc, mask) {
+                    return Some(s);
+                }
             }
         }
         let (addr, offs) = (&mut sc.t[0], &mut sc.offs);
@@ -748,25 +737,14 @@ impl L<'_> {
         if es > 8 || exec == 0 || vw > 4 {
             return None;
         }
-        if let (
-            Space::Shared,
-            4,
-            1,
-            ALL,
-            false,
-            Operand::Addr(AddrBase::Reg(r), off),
-            Operand::Reg(s),
-        ) = (
-            space,
-            es,
-            vw,
-            exec,
-            self.cfg.check_races,
-            &ins.args[0],
-            &ins.args[1],
-        ) {
-            if let Some(st) = self.fast_st_shared4(sc, b, w, *r, *off, *s, pc, mask) {
-                return Some(st);
+        let shared4 = space == Space::Shared && es == 4 && vw == 1 && exec == ALL;
+        if shared4 && !self.cfg.check_races {
+            if let (Operand::Addr(AddrBase::Reg(r), off), Operand::Reg(s)) =
+                (&ins.args[0], &ins.args[1])
+            {
+                if let Some(st) = self.fast_st_shared4(sc, b, w, *r, *off, *s, pc, mask) {
+                    return Some(st);
+                }
             }
         }
         let (addr, offs, vals) = (&mut sc.t[0], &mut sc.offs, &mut sc.vals);

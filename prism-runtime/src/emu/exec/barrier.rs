@@ -208,6 +208,7 @@ impl L<'_> {
         b.inst[inst as usize].waiters[t0 / 64] |= (exec as u64) << (t0 % 64);
         let bar = &mut b.bars[id];
         bar.arrived += exec.count_ones();
+        bar.waiters.reserve(exec.count_ones() as usize);
         lanes!(exec, l, {
             w.st[l] = Ls::Bar;
             bar.waiters.push((wi as u32, l as u32, None));
@@ -258,18 +259,25 @@ impl L<'_> {
             Some(BarMode::RedOr) => bar.red_or as u64,
             _ => 0,
         };
-        for (ww, ll, d) in bar.waiters.drain(..) {
+        // Waiters arrive a warp at a time: each run of one warp's lanes looks its warp up once.
+        let mut rest = &bar.waiters[..];
+        while let Some(&(ww, ..)) = rest.first() {
+            let n = rest.iter().take_while(|x| x.0 == ww).count();
             let target: &mut Warp = if ww as usize == wi {
                 &mut *w
             } else {
                 &mut b.warps[ww as usize]
             };
-            target.st[ll as usize] = Ls::Run;
-            target.pc[ll as usize] += 1;
-            if let Some(r) = d {
-                target.regs[r as usize * 32 + ll as usize] = result;
+            for &(_, ll, d) in &rest[..n] {
+                target.st[ll as usize] = Ls::Run;
+                target.pc[ll as usize] += 1;
+                if let Some(r) = d {
+                    target.regs[r as usize * 32 + ll as usize] = result;
+                }
             }
+            rest = &rest[n..];
         }
+        bar.waiters.clear();
         // The next phase starts from a fresh barrier, but keeps the waiter list's room (growing it again
         // one arrival at a time, every phase, cost more than the rest of the barrier).
         b.bars[id].waiters = bar.waiters;
