@@ -838,7 +838,7 @@ pub(super) fn write_le(mem: &mut [u8], o: usize, size: usize, v: u64) {
 }
 
 /// Every lane of `mask` moves to the next instruction.
-#[inline]
+#[inline(always)]
 pub(super) fn advance(w: &mut Warp, mask: u32) {
     if mask == ALL {
         // The group's lanes share one PC (`pick_group`): lane 0's.

@@ -203,7 +203,12 @@ impl L<'_> {
         {
             let p = &mut self.pic[pc as usize];
             p.warp_instructions += 1;
-            p.thread_instructions += exec.count_ones() as u64;
+            // (the baseline target has no popcount instruction: a full warp skips the bit count)
+            p.thread_instructions += if exec == u32::MAX {
+                32
+            } else {
+                exec.count_ones() as u64
+            };
         }
         let args = &ins.args;
         if !matches!(ins.kind, Kind::Wgmma(_)) && b.wg.warp_busy(wi) {
