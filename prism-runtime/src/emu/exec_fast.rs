@@ -39,6 +39,16 @@ pub(super) struct Scratch {
     vals: [Lanes; 4],
 }
 
+impl Scratch {
+    pub(super) fn new() -> Box<Scratch> {
+        Box::new(Scratch {
+            t: [[0; 32]; 5],
+            offs: [0; 32],
+            vals: [[0; 32]; 4],
+        })
+    }
+}
+
 /// Where every lane of a fast memory access lands: one region, per-lane byte offsets into it.
 #[derive(Clone, Copy)]
 enum Region {
@@ -52,29 +62,6 @@ impl L<'_> {
     /// it declines (nothing has changed then).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn fast_step(
-        &mut self,
-        b: &mut Block,
-        wi: usize,
-        w: &mut Warp,
-        ins: &Instr,
-        pc: u32,
-        mask: u32,
-        exec: u32,
-    ) -> Option<Step> {
-        let mut sc = self.fast.take().unwrap_or_else(|| {
-            Box::new(Scratch {
-                t: [[0; 32]; 5],
-                offs: [0; 32],
-                vals: [[0; 32]; 4],
-            })
-        });
-        let r = self.fast_step_in(&mut sc, b, wi, w, ins, pc, mask, exec);
-        self.fast = Some(sc);
-        r
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn fast_step_in(
         &mut self,
         sc: &mut Scratch,
         b: &mut Block,

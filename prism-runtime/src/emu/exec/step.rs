@@ -146,7 +146,13 @@ impl L<'_> {
     }
 
     /// Executes one warp step. Returns `Stop` when the warp cannot continue.
-    pub(super) fn step(&mut self, b: &mut Block, wi: usize, w: &mut Warp) -> Step {
+    pub(super) fn step(
+        &mut self,
+        sc: &mut exec_fast::Scratch,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+    ) -> Step {
         // `converged`: the group is every runnable lane of the warp (a hint is only ever such a group).
         let ((pc, mask), converged) = match w.hint.take() {
             Some(h) => (h, true),
@@ -228,7 +234,7 @@ impl L<'_> {
                 return Step::Stop;
             }
         }
-        if let Some(s) = self.fast_step(b, wi, w, ins, pc, mask, exec) {
+        if let Some(s) = self.fast_step(sc, b, wi, w, ins, pc, mask, exec) {
             // Every runnable lane was in the group (converged) and moved to pc + 1, and a fast path changes
             // no lane's state: that is the next group.
             if converged {
