@@ -844,7 +844,9 @@ fn sorted_sectors(addr: &Lanes, exec: u32, size: usize) -> Option<(u64, u64)> {
     let (mut last, mut last_line) = (None::<u64>, u64::MAX);
     for l in each(exec) {
         let (s0, s1) = (addr[l] >> 5, (addr[l] + size as u64 - 1) >> 5);
-        for s in s0..=s1 {
+        // An exclusive range (s1 < 2^59): an inclusive one's iterator costs more than the one sector it
+        // usually covers.
+        for s in s0..s1 + 1 {
             match last {
                 Some(p) if s < p => return None,
                 Some(p) if s == p => continue,
