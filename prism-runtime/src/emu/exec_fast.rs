@@ -9,7 +9,9 @@
 //! any state, and the general code runs; an access that would fault is always left to the general code.
 //! `tests/emu_golden.rs` holds the interpreter to results recorded before these paths existed.
 
-use super::fast_lanes::{add_lanes, gather4, scatter4, shared_offsets, shared_offsets4, word_span};
+use super::fast_lanes::{
+    add_lanes, gather4, global_offsets, scatter4, shared_offsets, shared_offsets4, word_span,
+};
 use super::*;
 
 /// All 32 lanes.
@@ -381,6 +383,15 @@ impl L<'_> {
                     }
                 };
                 let (base, len) = (self.allocs[i].base, self.allocs[i].data.len() as u64);
+                if exec == ALL && !generic {
+                    // Every lane at once, branch-free (the loop below stops at the first failing lane,
+                    // with the same answer).
+                    if !global_offsets(addr, [base, base + len, amask, size as u64], offs) {
+                        return None;
+                    }
+                    self.last_alloc = i;
+                    return Some(Region::Global(i));
+                }
                 for l in each(exec) {
                     let a = addr[l];
                     if generic

@@ -51,6 +51,22 @@ pub(super) fn shared_offsets / shared_offsets_on(addr: &Lanes, k: [u64; 6], offs
 }
 
 multiversion! {
+/// Each lane's offset `addr[l] - base` into a global allocation (`k = [base, end, amask, size]`), and
+/// whether every lane's `size`-byte access lies aligned inside `base..end`. Every lane computed,
+/// branch-free.
+pub(super) fn global_offsets / global_offsets_on(addr: &Lanes, k: [u64; 4], offs: &mut [usize; 32]) -> bool {
+    let [base, end, amask, size] = k;
+    let mut bad = false;
+    for l in 0..32 {
+        let a = addr[l];
+        bad |= (a & amask != 0) | (a < base) | (a.saturating_add(size) > end);
+        offs[l] = a.wrapping_sub(base) as usize;
+    }
+    !bad
+}
+}
+
+multiversion! {
 /// Last word minus first word touched by the lanes of `exec` (not empty) accessing `size` bytes at their
 /// offsets (words of 4 bytes). Branch-free over all 32 lanes: a lane outside `exec` counts as the first
 /// lane of `exec`.
@@ -360,5 +376,40 @@ mod tests {
         assert!(!scatter4(&mut m2, &o, &v));
         assert!(!scatter4(&mut m2, &[0; 32], &v[..31]));
         assert!(m2 == mem);
+    }
+
+    #[test]
+    fn global_offsets_builds_agree() {
+        let mut s = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let (base, end) = (0x10_0000_0000u64, 0x10_0000_4000u64);
+        let mut passed = 0;
+        for case in 0..4000 {
+            let size = [1u64, 2, 4, 8, 16][case % 5];
+            let addr: Lanes = std::array::from_fn(|l| match case % 3 {
+                0 => base + (l as u64) * size,
+                1 => base - 64 + next() % 0x4100,
+                _ => next(),
+            });
+            let k = [base, end, size - 1, size];
+            let (mut o1, mut o2) = ([0usize; 32], [0usize; 32]);
+            let ok = global_offsets_on(false, &addr, k, &mut o1);
+            assert_eq!(ok, global_offsets_on(true, &addr, k, &mut o2));
+            assert_eq!(o1, o2);
+            let want = addr
+                .iter()
+                .all(|&a| a % size == 0 && a >= base && a.saturating_add(size) <= end);
+            assert_eq!(ok, want, "{addr:x?} {size}");
+            if ok {
+                passed += 1;
+                assert!((0..32).all(|l| o1[l] as u64 == addr[l] - base));
+            }
+        }
+        assert!(passed >= 1000, "{passed}");
     }
 }
