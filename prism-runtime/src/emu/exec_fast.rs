@@ -38,6 +38,8 @@ fn each(mut m: u32) -> impl Iterator<Item = usize> {
 pub(super) struct Scratch {
     t: [Lanes; 5],
     offs: [usize; 32],
+    /// Lane offsets of the 4-byte shared paths (`fast_ld_shared4`).
+    o32: [u32; 32],
     vals: [Lanes; 4],
 }
 
@@ -46,6 +48,7 @@ impl Scratch {
         Box::new(Scratch {
             t: [[0; 32]; 5],
             offs: [0; 32],
+            o32: [0; 32],
             vals: [[0; 32]; 4],
         })
     }
@@ -518,16 +521,16 @@ impl L<'_> {
         pc: u32,
         mask: u32,
     ) -> Option<Step> {
-        let mut o32 = [0u32; 32];
+        let o32 = &mut sc.o32;
         let r = r as usize * 32;
         let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
         let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
-        let span = shared_offsets4(base, k, &mut o32)?;
+        let span = shared_offsets4(base, k, o32)?;
         let d = d as usize * 32;
-        if !gather4(&b.shared, &o32, &mut w.regs[d..d + 32]) {
+        if !gather4(&b.shared, o32, &mut w.regs[d..d + 32]) {
             return None;
         }
-        self.shared4_counts(sc, &o32, span, pc);
+        self.shared4_counts(sc, span, pc);
         advance(w, mask);
         Some(Step::Continue)
     }
@@ -546,30 +549,30 @@ impl L<'_> {
         pc: u32,
         mask: u32,
     ) -> Option<Step> {
-        let mut o32 = [0u32; 32];
+        let o32 = &mut sc.o32;
         let r = r as usize * 32;
         let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
         let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
-        let span = shared_offsets4(base, k, &mut o32)?;
+        let span = shared_offsets4(base, k, o32)?;
         let s = s as usize * 32;
-        if !scatter4(&mut b.shared, &o32, &w.regs[s..s + 32]) {
+        if !scatter4(&mut b.shared, o32, &w.regs[s..s + 32]) {
             return None;
         }
-        self.shared4_counts(sc, &o32, span, pc);
+        self.shared4_counts(sc, span, pc);
         advance(w, mask);
         Some(Step::Continue)
     }
 
-    /// The bank-conflict counters of a 4-byte shared access of all 32 lanes at `o32`, whose word span
-    /// is `span`.
-    fn shared4_counts(&mut self, sc: &mut Scratch, o32: &[u32; 32], span: u32, pc: u32) {
+    /// The bank-conflict counters of a 4-byte shared access of all 32 lanes at `sc.o32`, whose word
+    /// span is `span`.
+    fn shared4_counts(&mut self, sc: &mut Scratch, span: u32, pc: u32) {
         if span < 32 {
             // All the words within 32 consecutive words: no bank conflict (`conflict_free`).
             let p = &mut self.pic[pc as usize];
             p.shared_accesses += 1;
             p.shared_bank_conflict_degree_sum += 1;
         } else {
-            for (o, &x) in sc.offs.iter_mut().zip(o32) {
+            for (o, &x) in sc.offs.iter_mut().zip(&sc.o32) {
                 *o = x as usize;
             }
             self.shared_counts(&sc.offs, ALL, 4, pc);
