@@ -40,7 +40,7 @@ impl L<'_> {
             _ => None,
         };
         let bulk = match (mode, id_imm, b_op) {
-            (BarMode::Sync, Some(id), None) => b
+            (BarMode::Sync, Some(id), None) if id < prism_core::hw::NAMED_BARRIERS as u64 => b
                 .bars
                 .get(id as usize)
                 .is_some_and(|bar| bar.arrived == 0 || (bar.expected.is_none() && bar.pc == pc)),
