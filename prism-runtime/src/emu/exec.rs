@@ -153,7 +153,11 @@ struct Warp {
     regs: Regs,
     pc: [u32; 32],
     st: [Ls; 32],
+    /// The warp step at which each lane last ran, for the lanes that last ran in a partial group; at
+    /// least `all_run` for every lane (`pick_group` reads the larger).
     last_run: [u64; 32],
+    /// The last step in which all 32 lanes ran (a full group writes this, not 32 lane entries).
+    all_run: u64,
     stack: Vec<Vec<Frame>>,
     steps: u64,
     exist: u32,
@@ -171,11 +175,10 @@ impl Warp {
     }
 
     fn run_mask(&self) -> u32 {
+        // Branch-free (the schedulers call this for every warp they consider).
         let mut m = 0;
-        for l in 0..32 {
-            if self.st[l] == Ls::Run {
-                m |= 1 << l;
-            }
+        for (l, s) in self.st.iter().enumerate() {
+            m |= ((*s == Ls::Run) as u32) << l;
         }
         m
     }

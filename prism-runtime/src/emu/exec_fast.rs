@@ -9,7 +9,9 @@
 //! any state, and the general code runs; an access that would fault is always left to the general code.
 //! `tests/emu_golden.rs` holds the interpreter to results recorded before these paths existed.
 
-use super::fast_lanes::{add_lanes, shared_offsets, word_span};
+use super::fast_lanes::{
+    add_lanes, gather4, global_offsets, scatter4, shared_offsets, shared_offsets4, word_span,
+};
 use super::*;
 
 /// All 32 lanes.
@@ -36,7 +38,20 @@ fn each(mut m: u32) -> impl Iterator<Item = usize> {
 pub(super) struct Scratch {
     t: [Lanes; 5],
     offs: [usize; 32],
+    /// Lane offsets of the 4-byte shared paths (`fast_ld_shared4`).
+    o32: [u32; 32],
     vals: [Lanes; 4],
+}
+
+impl Scratch {
+    pub(super) fn new() -> Box<Scratch> {
+        Box::new(Scratch {
+            t: [[0; 32]; 5],
+            offs: [0; 32],
+            o32: [0; 32],
+            vals: [[0; 32]; 4],
+        })
+    }
 }
 
 /// Where every lane of a fast memory access lands: one region, per-lane byte offsets into it.
@@ -52,29 +67,6 @@ impl L<'_> {
     /// it declines (nothing has changed then).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn fast_step(
-        &mut self,
-        b: &mut Block,
-        wi: usize,
-        w: &mut Warp,
-        ins: &Instr,
-        pc: u32,
-        mask: u32,
-        exec: u32,
-    ) -> Option<Step> {
-        let mut sc = self.fast.take().unwrap_or_else(|| {
-            Box::new(Scratch {
-                t: [[0; 32]; 5],
-                offs: [0; 32],
-                vals: [[0; 32]; 4],
-            })
-        });
-        let r = self.fast_step_in(&mut sc, b, wi, w, ins, pc, mask, exec);
-        self.fast = Some(sc);
-        r
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn fast_step_in(
         &mut self,
         sc: &mut Scratch,
         b: &mut Block,
@@ -394,6 +386,15 @@ impl L<'_> {
                     }
                 };
                 let (base, len) = (self.allocs[i].base, self.allocs[i].data.len() as u64);
+                if exec == ALL && !generic {
+                    // Every lane at once, branch-free (the loop below stops at the first failing lane,
+                    // with the same answer).
+                    if !global_offsets(addr, [base, base + len, amask, size as u64], offs) {
+                        return None;
+                    }
+                    self.last_alloc = i;
+                    return Some(Region::Global(i));
+                }
                 for l in each(exec) {
                     let a = addr[l];
                     if generic
@@ -481,22 +482,100 @@ impl L<'_> {
                 p.global_transactions += lines;
                 p.global_accesses += 1;
             }
-            Region::Shared => match conflict_free(offs, exec, size)
-                .or_else(|| sorted_bank_degree(offs, exec, size))
-                .or_else(|| window_bank_degree(offs, exec, size))
-            {
-                Some(deg) => {
-                    let p = &mut self.pic[pc as usize];
-                    p.shared_accesses += 1;
-                    p.shared_bank_conflict_degree_sum += deg;
+            Region::Shared => self.shared_counts(offs, exec, size, pc),
+        }
+    }
+
+    /// The bank-conflict counters of a shared access, as `finish_access` would count them.
+    fn shared_counts(&mut self, offs: &[usize; 32], exec: u32, size: usize, pc: u32) {
+        match conflict_free(offs, exec, size)
+            .or_else(|| sorted_bank_degree(offs, exec, size))
+            .or_else(|| window_bank_degree(offs, exec, size))
+        {
+            Some(deg) => {
+                let p = &mut self.pic[pc as usize];
+                p.shared_accesses += 1;
+                p.shared_bank_conflict_degree_sum += deg;
+            }
+            None => {
+                for l in each(exec) {
+                    self.acc_s.push((offs[l] as u32, size as u32));
                 }
-                None => {
-                    for l in each(exec) {
-                        self.acc_s.push((offs[l] as u32, size as u32));
-                    }
-                    self.finish_access(pc);
-                }
-            },
+                self.finish_access(pc);
+            }
+        }
+    }
+
+    /// `ld.shared.{b32,u32,f32} d, [r + off]` by all 32 lanes without race detection, in two passes
+    /// (offsets with their checks and word span, then the gather) instead of the general fast path's
+    /// five; `None` (nothing changed) where a lane's access would not be aligned and in bounds.
+    #[allow(clippy::too_many_arguments)]
+    fn fast_ld_shared4(
+        &mut self,
+        sc: &mut Scratch,
+        b: &mut Block,
+        w: &mut Warp,
+        d: u32,
+        r: u32,
+        off: i64,
+        pc: u32,
+        mask: u32,
+    ) -> Option<Step> {
+        let o32 = &mut sc.o32;
+        let r = r as usize * 32;
+        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+        let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
+        let span = shared_offsets4(base, k, o32)?;
+        let d = d as usize * 32;
+        if !gather4(&b.shared, o32, &mut w.regs[d..d + 32]) {
+            return None;
+        }
+        self.shared4_counts(sc, span, pc);
+        advance(w, mask);
+        Some(Step::Continue)
+    }
+
+    /// `st.shared.b32 [r + off], s` (or `.u32`, `.s32`, `.f32`) by all 32 lanes without race detection,
+    /// as `fast_ld_shared4`: lane order, so of two lanes storing to one word the higher one wins.
+    #[allow(clippy::too_many_arguments)]
+    fn fast_st_shared4(
+        &mut self,
+        sc: &mut Scratch,
+        b: &mut Block,
+        w: &mut Warp,
+        r: u32,
+        off: i64,
+        s: u32,
+        pc: u32,
+        mask: u32,
+    ) -> Option<Step> {
+        let o32 = &mut sc.o32;
+        let r = r as usize * 32;
+        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+        let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
+        let span = shared_offsets4(base, k, o32)?;
+        let s = s as usize * 32;
+        if !scatter4(&mut b.shared, o32, &w.regs[s..s + 32]) {
+            return None;
+        }
+        self.shared4_counts(sc, span, pc);
+        advance(w, mask);
+        Some(Step::Continue)
+    }
+
+    /// The bank-conflict counters of a 4-byte shared access of all 32 lanes at `sc.o32`, whose word
+    /// span is `span`.
+    fn shared4_counts(&mut self, sc: &mut Scratch, span: u32, pc: u32) {
+        if span < 32 {
+            // All the words within 32 consecutive words: no bank conflict (`conflict_free`).
+            let p = &mut self.pic[pc as usize];
+            p.shared_accesses += 1;
+            p.shared_bank_conflict_degree_sum += 1;
+        } else {
+            for (o, &x) in sc.offs.iter_mut().zip(&sc.o32) {
+                *o = x as usize;
+            }
+            self.shared_counts(&sc.offs, ALL, 4, pc);
         }
     }
 
@@ -527,6 +606,19 @@ impl L<'_> {
         let total = es * vw;
         if es > 8 || exec == 0 {
             return None;
+        }
+        if space == Space::Param {
+            return self.fast_ld_param(w, ins, mask, exec, ty, vw);
+        }
+        let shared4 = space == Space::Shared && es == 4 && vw == 1 && exec == ALL;
+        if shared4 && !ty.is_signed() && !self.cfg.check_races {
+            if let (Operand::Reg(d), Operand::Addr(AddrBase::Reg(r), off)) =
+                (&ins.args[0], &ins.args[1])
+            {
+                if let Some(s) = self.fast_ld_shared4(sc, b, w, *d, *r, *off, pc, mask) {
+                    return Some(s);
+                }
+            }
         }
         let (addr, offs) = (&mut sc.t[0], &mut sc.offs);
         if !self.lane_addrs(w, &ins.args[1], space == Space::Generic, addr) {
@@ -578,6 +670,54 @@ impl L<'_> {
         Some(Step::Continue)
     }
 
+    /// `ld.param` from an address every lane shares (`[param + off]`): one read, its value broadcast to
+    /// the lanes `exec` (a parameter access has no counters and no race checks); `None` (nothing changed)
+    /// for a per-lane address or one the general code would fault on.
+    fn fast_ld_param(
+        &mut self,
+        w: &mut Warp,
+        ins: &Instr,
+        mask: u32,
+        exec: u32,
+        ty: PtxType,
+        vw: usize,
+    ) -> Option<Step> {
+        let (es, total) = (ty.size(), ty.size() * vw);
+        let a = match &ins.args[1] {
+            Operand::Addr(base @ (AddrBase::None | AddrBase::Sym(_)), off) => {
+                self.addr(w, base, *off, 0, false)
+            }
+            _ => return None,
+        };
+        let in_bounds = usize::try_from(a)
+            .ok()
+            .and_then(|a| a.checked_add(total))
+            .is_some_and(|e| e <= self.params.len());
+        if (total > 1 && a % (total.min(16) as u64) != 0) || !in_bounds {
+            return None;
+        }
+        for k in 0..vw {
+            let dst = match &ins.args[0] {
+                Operand::Vec(ds) => ds.get(k),
+                d => Some(d),
+            };
+            let Some(Operand::Reg(r)) = dst else { continue };
+            let v = read_le(&self.params, a as usize + k * es, es);
+            let v = if ty.is_signed() {
+                sext(v, ty.bits()) as u64
+            } else {
+                v
+            };
+            let r = *r as usize * 32;
+            let d = &mut w.regs[r..r + 32];
+            for l in each(exec) {
+                d[l] = v;
+            }
+        }
+        advance(w, mask);
+        Some(Step::Continue)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn fast_st(
         &mut self,
@@ -597,6 +737,16 @@ impl L<'_> {
         let total = es * vw;
         if es > 8 || exec == 0 || vw > 4 {
             return None;
+        }
+        let shared4 = space == Space::Shared && es == 4 && vw == 1 && exec == ALL;
+        if shared4 && !self.cfg.check_races {
+            if let (Operand::Addr(AddrBase::Reg(r), off), Operand::Reg(s)) =
+                (&ins.args[0], &ins.args[1])
+            {
+                if let Some(st) = self.fast_st_shared4(sc, b, w, *r, *off, *s, pc, mask) {
+                    return Some(st);
+                }
+            }
         }
         let (addr, offs, vals) = (&mut sc.t[0], &mut sc.offs, &mut sc.vals);
         if !self.lane_addrs(w, &ins.args[0], space == Space::Generic, addr) {
@@ -689,12 +839,11 @@ pub(super) fn write_le(mem: &mut [u8], o: usize, size: usize, v: u64) {
 }
 
 /// Every lane of `mask` moves to the next instruction.
-#[inline]
+#[inline(always)]
 pub(super) fn advance(w: &mut Warp, mask: u32) {
     if mask == ALL {
-        for pc in w.pc.iter_mut() {
-            *pc += 1;
-        }
+        // The group's lanes share one PC (`pick_group`): lane 0's.
+        w.pc = [w.pc[0] + 1; 32];
     } else {
         for (l, pc) in w.pc.iter_mut().enumerate() {
             *pc += (mask >> l) & 1;
@@ -709,7 +858,9 @@ fn sorted_sectors(addr: &Lanes, exec: u32, size: usize) -> Option<(u64, u64)> {
     let (mut last, mut last_line) = (None::<u64>, u64::MAX);
     for l in each(exec) {
         let (s0, s1) = (addr[l] >> 5, (addr[l] + size as u64 - 1) >> 5);
-        for s in s0..=s1 {
+        // An exclusive range (s1 < 2^59): an inclusive one's iterator costs more than the one sector it
+        // usually covers.
+        for s in s0..s1 + 1 {
             match last {
                 Some(p) if s < p => return None,
                 Some(p) if s == p => continue,

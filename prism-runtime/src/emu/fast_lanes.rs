@@ -51,6 +51,22 @@ pub(super) fn shared_offsets / shared_offsets_on(addr: &Lanes, k: [u64; 6], offs
 }
 
 multiversion! {
+/// Each lane's offset `addr[l] - base` into a global allocation (`k = [base, end, amask, size]`), and
+/// whether every lane's `size`-byte access lies aligned inside `base..end`. Every lane computed,
+/// branch-free.
+pub(super) fn global_offsets / global_offsets_on(addr: &Lanes, k: [u64; 4], offs: &mut [usize; 32]) -> bool {
+    let [base, end, amask, size] = k;
+    let mut bad = false;
+    for l in 0..32 {
+        let a = addr[l];
+        bad |= (a & amask != 0) | (a < base) | (a.saturating_add(size) > end);
+        offs[l] = a.wrapping_sub(base) as usize;
+    }
+    !bad
+}
+}
+
+multiversion! {
 /// Last word minus first word touched by the lanes of `exec` (not empty) accessing `size` bytes at their
 /// offsets (words of 4 bytes). Branch-free over all 32 lanes: a lane outside `exec` counts as the first
 /// lane of `exec`.
@@ -64,6 +80,110 @@ pub(super) fn word_span / word_span_on(offs: &[usize; 32], exec: u32, size: u32)
     }
     hi.wrapping_sub(lo)
 }
+}
+
+multiversion! {
+/// The commonest shared access, a 4-byte access by all 32 lanes at `[reg + off]` of `.shared`, in one
+/// pass: each lane's offset into `offs` (`k = [off, crank + 1, limit]`), and the word span of
+/// `word_span`; `None` when a lane would not be aligned and in bounds by the checks of
+/// `shared_offsets` for a 32-bit shared address (`offs` is then unspecified). The checks are made once
+/// per warp, on the OR and AND of the addresses and their largest offset, so they also decline the rare
+/// warp whose lanes mix both valid cluster tags (0 and `crank + 1`): the general fast path takes it.
+pub(super) fn shared_offsets4 / shared_offsets4_on(base: &Lanes, k: [u64; 3], offs: &mut [u32; 32]) -> Option<u32> {
+    let (crank1, limit) = (k[1] as u32, k[2].min(u32::MAX as u64) as u32);
+    let (mut any, mut all, mut lo, mut hi) = (0u32, u32::MAX, u32::MAX, 0u32);
+    for l in 0..32 {
+        let a = base[l].wrapping_add(k[0]) as u32;
+        any |= a;
+        all &= a;
+        let o = a & 0xFF_FFFF;
+        offs[l] = o;
+        lo = lo.min(o);
+        hi = hi.max(o);
+    }
+    // Every tag 0, or every tag this block's (the OR and the AND of the tags are the tag).
+    let (tany, tall) = ((any >> 24) & 0x3F, (all >> 24) & 0x3F);
+    let tags = tany == 0 || (tany == crank1 && tall == crank1);
+    // (hi < 2^24: no overflow)
+    (any & 3 == 0 && hi + 4 <= limit && tags).then_some((hi >> 2) - (lo >> 2))
+}
+}
+
+/// `out[l]` = the little-endian 4-byte word at `mem[offs[l]..]` for every lane; false (nothing
+/// written) unless every word lies inside `mem` and `out` has 32 lanes.
+#[inline]
+pub(super) fn gather4(mem: &[u8], offs: &[u32; 32], out: &mut [u64]) -> bool {
+    gather4_on(true, mem, offs, out)
+}
+
+/// `gather4` with AVX2's gather instruction (`avx2`, where the CPU has it) or lane by lane.
+#[inline]
+pub(super) fn gather4_on(avx2: bool, mem: &[u8], offs: &[u32; 32], out: &mut [u64]) -> bool {
+    let Ok(out) = <&mut [u64; 32]>::try_from(out) else {
+        return false;
+    };
+    #[cfg(target_arch = "x86_64")]
+    if avx2 && super::simd::avx2() {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { gather4_avx2(mem, offs, out) };
+    }
+    let _ = avx2;
+    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
+    if top.checked_add(4).is_none_or(|e| e > mem.len()) {
+        return false;
+    }
+    for (d, &o) in out.iter_mut().zip(offs) {
+        // SAFETY: o + 4 <= top + 4 <= mem.len() (checked above), so the 4 bytes read lie inside `mem`.
+        let v = unsafe { mem.as_ptr().add(o as usize).cast::<u32>().read_unaligned() };
+        *d = u32::from_le(v) as u64;
+    }
+    true
+}
+
+/// Stores the low 4 bytes of `vals[l]` little-endian at `mem[offs[l]..]` for every lane in lane order
+/// (of two lanes at one word the higher one's stays); false (nothing written) unless every word lies
+/// inside `mem` and `vals` has 32 lanes.
+pub(super) fn scatter4(mem: &mut [u8], offs: &[u32; 32], vals: &[u64]) -> bool {
+    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
+    if vals.len() != 32 || top.checked_add(4).is_none_or(|e| e > mem.len()) {
+        return false;
+    }
+    for (&v, &o) in vals.iter().zip(offs) {
+        // SAFETY: o + 4 <= top + 4 <= mem.len() (checked above), so the 4 bytes written lie inside `mem`.
+        unsafe {
+            mem.as_mut_ptr()
+                .add(o as usize)
+                .cast::<u32>()
+                .write_unaligned((v as u32).to_le())
+        };
+    }
+    true
+}
+
+/// `gather4` in four 8-lane gathers. Unsafe: the CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gather4_avx2(mem: &[u8], offs: &[u32; 32], out: &mut [u64; 32]) -> bool {
+    use std::arch::x86_64::*;
+    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
+    // The gather's indices are signed 32-bit byte offsets: every one below 2^31 as well.
+    if top.checked_add(4).is_none_or(|e| e > mem.len()) || top > i32::MAX as usize {
+        return false;
+    }
+    for c in 0..4 {
+        // SAFETY: lanes c*8..c*8+8 of `offs` and `out` are in bounds (32 each); every index is at most
+        // `top`, below 2^31 and with its 4 bytes inside `mem` (checked above), so each gathered word
+        // lies inside `mem`.
+        unsafe {
+            let idx = _mm256_loadu_si256(offs.as_ptr().add(c * 8).cast());
+            let v = _mm256_i32gather_epi32::<1>(mem.as_ptr().cast(), idx);
+            let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(v));
+            let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(v));
+            _mm256_storeu_si256(out.as_mut_ptr().add(c * 8).cast(), lo);
+            _mm256_storeu_si256(out.as_mut_ptr().add(c * 8 + 4).cast(), hi);
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -182,5 +302,114 @@ mod tests {
             failing += (b1 != 0) as u32 + (b1 != u32::MAX) as u32;
         }
         assert!(failing > 5000, "{failing}");
+    }
+
+    #[test]
+    fn shared_offsets4_and_gather4_agree_with_the_general_kernels() {
+        let mut s = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mem: Vec<u8> = (0..2048u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut passed = 0;
+        for case in 0..4000 {
+            let mut base = [0u64; 32];
+            for (l, a) in base.iter_mut().enumerate() {
+                *a = match case % 4 {
+                    0 => (l as u64 % 16) * 4,
+                    1 => next() % 0x900,
+                    2 => ((next() % 3) << 24) | ((next() % 512) * 4),
+                    _ => next(),
+                };
+            }
+            let off = [0u64, 4, 3, u64::MAX - 3][case % 4 / 2 + (case / 4) % 2];
+            let crank1 = 1 + case as u64 % 2;
+            let (mut o4, mut o4w) = ([0u32; 32], [0u32; 32]);
+            let got = shared_offsets4_on(false, &base, [off, crank1, 2048], &mut o4);
+            let wide = shared_offsets4_on(true, &base, [off, crank1, 2048], &mut o4w);
+            assert_eq!(got, wide);
+            let mut addr = [0u64; 32];
+            add_lanes(&base, off, &mut addr);
+            let mut offs = [0usize; 32];
+            let bad = shared_offsets(&addr, [0, 0xFFFF_FFFF, 3, crank1, 2048, 4], &mut offs);
+            // Declined only where a lane fails, or where the lanes mix cluster tags 0 and crank + 1.
+            let tags: Vec<u64> = addr.iter().map(|a| (a >> 24) & 0x3F).collect();
+            let mixed = tags.iter().any(|&t| t != tags[0]);
+            assert!(got.is_none() || bad == 0, "{base:x?} {off:x}");
+            assert!(got.is_some() || bad != 0 || mixed, "{base:x?} {off:x}");
+            if let Some(span) = got {
+                passed += 1;
+                assert_eq!(o4w, o4);
+                assert!((0..32).all(|l| o4[l] as usize == offs[l]));
+                assert_eq!(span, word_span(&offs, ALL, 4));
+                let (mut v, mut vw) = ([0u64; 32], [0u64; 32]);
+                assert!(gather4_on(false, &mem, &o4, &mut v));
+                assert!(gather4_on(true, &mem, &o4, &mut vw));
+                assert_eq!(v, vw);
+                for l in 0..32 {
+                    let o = offs[l];
+                    let want = u32::from_le_bytes(mem[o..o + 4].try_into().expect("4"));
+                    assert_eq!(v[l], want as u64);
+                }
+                // Stores in lane order: the higher lane's value stays where two lanes share a word.
+                let vals: [u64; 32] = std::array::from_fn(|l| next() ^ l as u64);
+                let (mut got, mut want) = (mem.clone(), mem.clone());
+                assert!(scatter4(&mut got, &o4, &vals));
+                for l in 0..32 {
+                    want[offs[l]..offs[l] + 4].copy_from_slice(&(vals[l] as u32).to_le_bytes());
+                }
+                assert!(got == want);
+            }
+        }
+        assert!(passed >= 1000, "{passed}");
+        // Out of bounds or a short destination: nothing written.
+        let mut o = [0u32; 32];
+        o[7] = 2045;
+        let mut v = [9u64; 32];
+        assert!(!gather4(&mem, &o, &mut v));
+        assert!(!gather4(&mem, &[0; 32], &mut v[..31]));
+        assert_eq!(v, [9; 32]);
+        let mut m2 = mem.clone();
+        assert!(!scatter4(&mut m2, &o, &v));
+        assert!(!scatter4(&mut m2, &[0; 32], &v[..31]));
+        assert!(m2 == mem);
+    }
+
+    #[test]
+    fn global_offsets_builds_agree() {
+        let mut s = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let (base, end) = (0x10_0000_0000u64, 0x10_0000_4000u64);
+        let mut passed = 0;
+        for case in 0..4000 {
+            let size = [1u64, 2, 4, 8, 16][case % 5];
+            let addr: Lanes = std::array::from_fn(|l| match case % 3 {
+                0 => base + (l as u64) * size,
+                1 => base - 64 + next() % 0x4100,
+                _ => next(),
+            });
+            let k = [base, end, size - 1, size];
+            let (mut o1, mut o2) = ([0usize; 32], [0usize; 32]);
+            let ok = global_offsets_on(false, &addr, k, &mut o1);
+            assert_eq!(ok, global_offsets_on(true, &addr, k, &mut o2));
+            assert_eq!(o1, o2);
+            let want = addr
+                .iter()
+                .all(|&a| a % size == 0 && a >= base && a.saturating_add(size) <= end);
+            assert_eq!(ok, want, "{addr:x?} {size}");
+            if ok {
+                passed += 1;
+                assert!((0..32).all(|l| o1[l] as u64 == addr[l] - base));
+            }
+        }
+        assert!(passed >= 1000, "{passed}");
     }
 }

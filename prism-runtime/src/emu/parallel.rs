@@ -139,7 +139,9 @@ impl L<'_> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            for k in offs[l] / 4..=(offs[l] + size.max(1) - 1) / 4 {
+            // An exclusive range (a word index is below usize::MAX / 4): an inclusive one's iterator costs
+            // more than the one word it usually covers.
+            for k in offs[l] / 4..(offs[l] + size.max(1) - 1) / 4 + 1 {
                 if k != last {
                     ok &= words
                         .get(k)

@@ -115,6 +115,7 @@ impl L<'_> {
                 pc: [entry_pc; 32],
                 st,
                 last_run: [0; 32],
+                all_run: 0,
                 stack: Vec::new(),
                 steps: 0,
                 exist,
@@ -163,6 +164,14 @@ impl L<'_> {
     /// Runs block `b` for a slice (up to 16 warp quanta); true when the block has finished (every thread
     /// exited, or no thread can make progress: the stall is diagnosed as a fault).
     pub(super) fn run_slice(&mut self, b: &mut Block) -> bool {
+        // The fast paths' lane arrays, held for the slice (not taken and put back at every step).
+        let mut sc = self.fast.take().unwrap_or_else(exec_fast::Scratch::new);
+        let done = self.run_slice_in(b, &mut sc);
+        self.fast = Some(sc);
+        done
+    }
+
+    fn run_slice_in(&mut self, b: &mut Block, sc: &mut exec_fast::Scratch) -> bool {
         let nw = b.warps.len();
         let random = matches!(self.cfg.schedule, Schedule::Random { .. });
         for _ in 0..16 {
@@ -199,6 +208,7 @@ impl L<'_> {
                     pc: [0; 32],
                     st: [Ls::Absent; 32],
                     last_run: [0; 32],
+                    all_run: 0,
                     stack: Vec::new(),
                     steps: 0,
                     exist: 0,
@@ -209,7 +219,7 @@ impl L<'_> {
             // Other warps may have changed this warp's lanes since its last quantum (a barrier completed).
             warp.hint = None;
             for _ in 0..quantum {
-                match self.step(b, wi, &mut warp) {
+                match self.step(sc, b, wi, &mut warp) {
                     Step::Continue => {}
                     Step::Stop => break,
                 }

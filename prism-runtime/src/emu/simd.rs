@@ -3,9 +3,25 @@
 //! loops use only operations whose IEEE or integer results do not depend on the instruction set
 //! (`f32::mul_add` is a fused multiply-add in both: a libm call there, one `vfmadd` here).
 
-/// The CPU has AVX2 and FMA (detected once; `is_x86_feature_detected!` caches it).
+/// The CPU has AVX2 and FMA, detected once and kept in one byte (0: not yet known, 1: no, 2: yes): one
+/// load per lane kernel, where the two cached feature tests cost several.
 #[inline]
 pub(super) fn avx2() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(Ordering::Relaxed) {
+        2 => true,
+        1 => false,
+        _ => {
+            let has = detect_avx2();
+            KNOWN.store(1 + has as u8, Ordering::Relaxed);
+            has
+        }
+    }
+}
+
+#[cold]
+fn detect_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")

@@ -39,7 +39,20 @@ impl L<'_> {
             Operand::Imm(v) => Some(*v),
             _ => None,
         };
-        let mut mm = exec;
+        let bulk = match (mode, id_imm, b_op) {
+            (BarMode::Sync, Some(id), None) if id < prism_core::hw::NAMED_BARRIERS as u64 => b
+                .bars
+                .get(id as usize)
+                .is_some_and(|bar| bar.arrived == 0 || (bar.expected.is_none() && bar.pc == pc)),
+            _ => false,
+        };
+        // `bulk`: the loop below would arrive every lane without a fault; all at once here.
+        let mut mm = if bulk {
+            self.bar_sync_warp(b, wi, w, pc, exec, id_imm.unwrap_or(0) as usize);
+            0
+        } else {
+            exec
+        };
         while mm != 0 {
             let l = mm.trailing_zeros() as usize;
             mm &= mm - 1;
@@ -152,6 +165,56 @@ impl L<'_> {
         }
     }
 
+    /// The lanes `exec` of warp `wi` arrive at block-wide barrier `id` (`bar.sync id` with no thread
+    /// count) and wait there, as the lane loop of `exec_bar` would arrive them one by one when barrier
+    /// `id` is idle or waits at this `pc` with no count (then no lane faults).
+    fn bar_sync_warp(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        exec: u32,
+        id: usize,
+    ) {
+        let bar = &mut b.bars[id];
+        if bar.arrived == 0 {
+            bar.expected = None;
+            bar.pc = pc;
+            bar.red_popc = 0;
+            bar.red_and = true;
+            bar.red_or = false;
+            bar.mode_red = None;
+        }
+        let inst = match bar.inst {
+            Some(i) => i,
+            None => {
+                let i = b.inst.len() as u32;
+                b.inst.push(Inst {
+                    waiters: [0; THREAD_WORDS],
+                    completed: false,
+                });
+                b.bars[id].inst = Some(i);
+                i
+            }
+        };
+        let t0 = self.tid_of(wi, 0) as usize;
+        if self.cfg.check_races {
+            lanes!(exec, l, {
+                b.thr_inst[t0 + l].push(inst);
+            });
+        }
+        // Warp `wi`'s 32 threads are bits 32 * (wi % 2).. of word wi / 2.
+        b.inst[inst as usize].waiters[t0 / 64] |= (exec as u64) << (t0 % 64);
+        let bar = &mut b.bars[id];
+        bar.arrived += exec.count_ones();
+        bar.waiters.reserve(exec.count_ones() as usize);
+        lanes!(exec, l, {
+            w.st[l] = Ls::Bar;
+            bar.waiters.push((wi as u32, l as u32, None));
+        });
+    }
+
     pub(super) fn try_complete(&mut self, b: &mut Block, wi: usize, w: &mut Warp, id: usize) {
         let expected = b.bars[id].expected.unwrap_or(self.nthreads - b.exited);
         if b.bars[id].arrived < expected || b.bars[id].arrived == 0 {
@@ -196,18 +259,25 @@ impl L<'_> {
             Some(BarMode::RedOr) => bar.red_or as u64,
             _ => 0,
         };
-        for (ww, ll, d) in bar.waiters.drain(..) {
+        // Waiters arrive a warp at a time: each run of one warp's lanes looks its warp up once.
+        let mut rest = &bar.waiters[..];
+        while let Some(&(ww, ..)) = rest.first() {
+            let n = rest.iter().take_while(|x| x.0 == ww).count();
             let target: &mut Warp = if ww as usize == wi {
                 &mut *w
             } else {
                 &mut b.warps[ww as usize]
             };
-            target.st[ll as usize] = Ls::Run;
-            target.pc[ll as usize] += 1;
-            if let Some(r) = d {
-                target.regs[r as usize * 32 + ll as usize] = result;
+            for &(_, ll, d) in &rest[..n] {
+                target.st[ll as usize] = Ls::Run;
+                target.pc[ll as usize] += 1;
+                if let Some(r) = d {
+                    target.regs[r as usize * 32 + ll as usize] = result;
+                }
             }
+            rest = &rest[n..];
         }
+        bar.waiters.clear();
         // The next phase starts from a fresh barrier, but keeps the waiter list's room (growing it again
         // one arrival at a time, every phase, cost more than the rest of the barrier).
         b.bars[id].waiters = bar.waiters;

@@ -20,11 +20,11 @@ impl L<'_> {
         if ins.is_cond_branch && exec != 0 && exec != mask {
             self.pic[pc as usize].divergent_branches += 1;
         }
-        let mut mm = mask;
-        while mm != 0 {
-            let l = mm.trailing_zeros() as usize;
-            mm &= mm - 1;
-            w.pc[l] = if exec & (1 << l) != 0 { target } else { pc + 1 };
+        // Branch-free over all 32 lanes: lanes outside the group keep their PC.
+        for (l, p) in w.pc.iter_mut().enumerate() {
+            let (inside, taken) = ((mask >> l) & 1 != 0, (exec >> l) & 1 != 0);
+            let next = if taken { target } else { pc + 1 };
+            *p = if inside { next } else { *p };
         }
         Step::Continue
     }

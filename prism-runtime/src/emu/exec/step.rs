@@ -121,6 +121,7 @@ impl L<'_> {
             // The lowest runnable lane that has not run for 48 steps of its warp goes first.
             let mut starving = 0u32;
             for (l, &r) in w.last_run.iter().enumerate() {
+                let r = r.max(w.all_run);
                 starving |= ((w.steps.saturating_sub(r) > 48) as u32) << l;
             }
             starving &= run;
@@ -145,7 +146,13 @@ impl L<'_> {
     }
 
     /// Executes one warp step. Returns `Stop` when the warp cannot continue.
-    pub(super) fn step(&mut self, b: &mut Block, wi: usize, w: &mut Warp) -> Step {
+    pub(super) fn step(
+        &mut self,
+        sc: &mut exec_fast::Scratch,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+    ) -> Step {
         // `converged`: the group is every runnable lane of the warp (a hint is only ever such a group).
         let ((pc, mask), converged) = match w.hint.take() {
             Some(h) => (h, true),
@@ -165,7 +172,7 @@ impl L<'_> {
         w.steps += 1;
         let steps = w.steps;
         if mask == u32::MAX {
-            w.last_run = [steps; 32];
+            w.all_run = steps;
         } else {
             for (l, r) in w.last_run.iter_mut().enumerate() {
                 if (mask >> l) & 1 != 0 {
@@ -202,7 +209,12 @@ impl L<'_> {
         {
             let p = &mut self.pic[pc as usize];
             p.warp_instructions += 1;
-            p.thread_instructions += exec.count_ones() as u64;
+            // (the baseline target has no popcount instruction: a full warp skips the bit count)
+            p.thread_instructions += if exec == u32::MAX {
+                32
+            } else {
+                exec.count_ones() as u64
+            };
         }
         let args = &ins.args;
         if !matches!(ins.kind, Kind::Wgmma(_)) && b.wg.warp_busy(wi) {
@@ -222,7 +234,7 @@ impl L<'_> {
                 return Step::Stop;
             }
         }
-        if let Some(s) = self.fast_step(b, wi, w, ins, pc, mask, exec) {
+        if let Some(s) = self.fast_step(sc, b, wi, w, ins, pc, mask, exec) {
             // Every runnable lane was in the group (converged) and moved to pc + 1, and a fast path changes
             // no lane's state: that is the next group.
             if converged {
