@@ -53,101 +53,19 @@ impl L<'_> {
         } else {
             exec
         };
+        let ops = BarOps {
+            d: d_op,
+            a: a_op,
+            count: b_op,
+            pred: c_op,
+            id_imm,
+            is_red,
+        };
         while mm != 0 {
             let l = mm.trailing_zeros() as usize;
             mm &= mm - 1;
-            let id = match id_imm {
-                Some(v) => v,
-                None => self.val(b, w, wi, a_op, l),
-            };
-            if id >= prism_core::hw::NAMED_BARRIERS as u64 {
-                self.fault(
-                    b,
-                    wi,
-                    Some(l as u32),
-                    pc,
-                    FaultKind::InvalidOperation,
-                    format!("barrier id {} out of range 0..15", id),
-                );
-                return Step::Stop;
-            }
-            let id = id as usize;
-            let count = b_op.map(|o| self.val(b, w, wi, o, l) as u32);
-            if let Some(c) = count {
-                if c == 0 || c > self.nthreads.div_ceil(32) * 32 || c % 32 != 0 {
-                    self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, format!("barrier thread count {} must be a non-zero multiple of 32 not above the block size", c));
-                    return Step::Stop;
-                }
-            }
-            let bar = &mut b.bars[id];
-            if bar.arrived > 0 {
-                if bar.expected != count {
-                    let msg = format!(
-                        "barrier {} used with inconsistent thread counts ({:?} vs {:?})",
-                        id, bar.expected, count
-                    );
-                    self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
-                    return Step::Stop;
-                }
-                if count.is_none() && bar.pc != pc && mode != BarMode::Arrive {
-                    let other = self.m.code[bar.pc as usize].line;
-                    let msg = format!("threads wait at different barrier instructions for barrier {} (this one and the one at PTX line {}): the block diverged", id, other);
-                    self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
-                    return Step::Stop;
-                }
-            } else {
-                bar.expected = count;
-                bar.pc = pc;
-                bar.red_popc = 0;
-                bar.red_and = true;
-                bar.red_or = false;
-                bar.mode_red = if is_red { Some(mode) } else { None };
-            }
-            let inst = match bar.inst {
-                Some(i) => i,
-                None => {
-                    let i = b.inst.len() as u32;
-                    b.inst.push(Inst {
-                        waiters: [0; THREAD_WORDS],
-                        completed: false,
-                    });
-                    b.bars[id].inst = Some(i);
-                    i
-                }
-            };
-            let t = self.tid_of(wi, l) as usize;
-            // A thread's instances are read only by the race detector (happens-before).
-            if self.cfg.check_races {
-                b.thr_inst[t].push(inst);
-            }
-            let bar = &mut b.bars[id];
-            bar.arrived += 1;
-            if is_red {
-                let p = c_op.map(|o| self.val(b, w, wi, o, l) != 0).unwrap_or(false);
-                let bar = &mut b.bars[id];
-                bar.red_popc += p as u32;
-                bar.red_and &= p;
-                bar.red_or |= p;
-            }
-            if mode == BarMode::Arrive {
-                w.pc[l] += 1;
-            } else {
-                b.inst[inst as usize].waiters[t / 64] |= 1 << (t % 64);
-                w.st[l] = Ls::Bar;
-                let dreg = d_op.and_then(|d| {
-                    if let Operand::Reg(r) = d {
-                        Some(*r)
-                    } else {
-                        None
-                    }
-                });
-                b.bars[id].waiters.push((wi as u32, l as u32, dreg));
-            }
-            if count.is_some() {
-                self.try_complete(b, wi, w, id);
-                if self.abort {
-                    return Step::Stop;
-                }
+            if let Some(stop) = self.bar_arrive_lane(b, wi, w, pc, l, mode, &ops) {
+                return stop;
             }
         }
         for id in 0..16 {
@@ -163,6 +81,118 @@ impl L<'_> {
         } else {
             Step::Continue
         }
+    }
+
+    /// Lane `l` of warp `wi` arrives at the barrier of `ops` (the per-lane arrival of `exec_bar`, with its
+    /// checks); `Some` is the step's end when the lane faults or the launch aborts.
+    #[allow(clippy::too_many_arguments)]
+    fn bar_arrive_lane(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        pc: u32,
+        l: usize,
+        mode: BarMode,
+        ops: &BarOps,
+    ) -> Option<Step> {
+        let id = match ops.id_imm {
+            Some(v) => v,
+            None => self.val(b, w, wi, ops.a, l),
+        };
+        if id >= prism_core::hw::NAMED_BARRIERS as u64 {
+            self.fault(
+                b,
+                wi,
+                Some(l as u32),
+                pc,
+                FaultKind::InvalidOperation,
+                format!("barrier id {} out of range 0..15", id),
+            );
+            return Some(Step::Stop);
+        }
+        let id = id as usize;
+        let count = ops.count.map(|o| self.val(b, w, wi, o, l) as u32);
+        if let Some(c) = count {
+            if c == 0 || c > self.nthreads.div_ceil(32) * 32 || c % 32 != 0 {
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, format!("barrier thread count {} must be a non-zero multiple of 32 not above the block size", c));
+                return Some(Step::Stop);
+            }
+        }
+        let bar = &mut b.bars[id];
+        if bar.arrived > 0 {
+            if bar.expected != count {
+                let msg = format!(
+                    "barrier {} used with inconsistent thread counts ({:?} vs {:?})",
+                    id, bar.expected, count
+                );
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
+                return Some(Step::Stop);
+            }
+            if count.is_none() && bar.pc != pc && mode != BarMode::Arrive {
+                let other = self.m.code[bar.pc as usize].line;
+                let msg = format!("threads wait at different barrier instructions for barrier {} (this one and the one at PTX line {}): the block diverged", id, other);
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::BarrierDivergence, msg);
+                return Some(Step::Stop);
+            }
+        } else {
+            bar.expected = count;
+            bar.pc = pc;
+            bar.red_popc = 0;
+            bar.red_and = true;
+            bar.red_or = false;
+            bar.mode_red = if ops.is_red { Some(mode) } else { None };
+        }
+        let inst = match bar.inst {
+            Some(i) => i,
+            None => {
+                let i = b.inst.len() as u32;
+                b.inst.push(Inst {
+                    waiters: [0; THREAD_WORDS],
+                    completed: false,
+                });
+                b.bars[id].inst = Some(i);
+                i
+            }
+        };
+        let t = self.tid_of(wi, l) as usize;
+        // A thread's instances are read only by the race detector (happens-before).
+        if self.cfg.check_races {
+            b.thr_inst[t].push(inst);
+        }
+        let bar = &mut b.bars[id];
+        bar.arrived += 1;
+        if ops.is_red {
+            let p = ops
+                .pred
+                .map(|o| self.val(b, w, wi, o, l) != 0)
+                .unwrap_or(false);
+            let bar = &mut b.bars[id];
+            bar.red_popc += p as u32;
+            bar.red_and &= p;
+            bar.red_or |= p;
+        }
+        if mode == BarMode::Arrive {
+            w.pc[l] += 1;
+        } else {
+            b.inst[inst as usize].waiters[t / 64] |= 1 << (t % 64);
+            w.st[l] = Ls::Bar;
+            let dreg = ops.d.and_then(|d| {
+                if let Operand::Reg(r) = d {
+                    Some(*r)
+                } else {
+                    None
+                }
+            });
+            b.bars[id].waiters.push((wi as u32, l as u32, dreg));
+        }
+        if count.is_some() {
+            self.try_complete(b, wi, w, id);
+            if self.abort {
+                return Some(Step::Stop);
+            }
+        }
+        None
     }
 
     /// The lanes `exec` of warp `wi` arrive at block-wide barrier `id` (`bar.sync id` with no thread
@@ -282,4 +312,15 @@ impl L<'_> {
         // one arrival at a time, every phase, cost more than the rest of the barrier).
         b.bars[id].waiters = bar.waiters;
     }
+}
+
+/// The operands of a `bar`/`barrier` instruction: destination (reductions), barrier id, thread count,
+/// predicate (reductions), the id when it is an immediate, and whether it reduces.
+struct BarOps<'a> {
+    d: Option<&'a Operand>,
+    a: &'a Operand,
+    count: Option<&'a Operand>,
+    pred: Option<&'a Operand>,
+    id_imm: Option<u64>,
+    is_red: bool,
 }
