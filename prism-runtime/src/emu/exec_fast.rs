@@ -521,13 +521,9 @@ impl L<'_> {
         pc: u32,
         mask: u32,
     ) -> Option<Step> {
-        let o32 = &mut sc.o32;
-        let r = r as usize * 32;
-        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
-        let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
-        let span = shared_offsets4(base, k, o32)?;
+        let span = self.shared4_offsets(sc, b, w, r, off)?;
         let d = d as usize * 32;
-        if !gather4(&b.shared, o32, &mut w.regs[d..d + 32]) {
+        if !gather4(&b.shared, &sc.o32, &mut w.regs[d..d + 32]) {
             return None;
         }
         self.shared4_counts(sc, span, pc);
@@ -549,18 +545,31 @@ impl L<'_> {
         pc: u32,
         mask: u32,
     ) -> Option<Step> {
-        let o32 = &mut sc.o32;
-        let r = r as usize * 32;
-        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
-        let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
-        let span = shared_offsets4(base, k, o32)?;
+        let span = self.shared4_offsets(sc, b, w, r, off)?;
         let s = s as usize * 32;
-        if !scatter4(&mut b.shared, o32, &w.regs[s..s + 32]) {
+        if !scatter4(&mut b.shared, &sc.o32, &w.regs[s..s + 32]) {
             return None;
         }
         self.shared4_counts(sc, span, pc);
         advance(w, mask);
         Some(Step::Continue)
+    }
+
+    /// The offsets (into `sc.o32`) and word span of a 4-byte shared access of all 32 lanes at
+    /// `[r + off]` (`shared_offsets4`), `None` where a lane would not be aligned and in bounds.
+    #[inline(always)]
+    fn shared4_offsets(
+        &self,
+        sc: &mut Scratch,
+        b: &Block,
+        w: &Warp,
+        r: u32,
+        off: i64,
+    ) -> Option<u32> {
+        let r = r as usize * 32;
+        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+        let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
+        shared_offsets4(base, k, &mut sc.o32)
     }
 
     /// The bank-conflict counters of a 4-byte shared access of all 32 lanes at `sc.o32`, whose word

@@ -128,12 +128,11 @@ pub(super) fn gather4_on(avx2: bool, mem: &[u8], offs: &[u32; 32], out: &mut [u6
         return unsafe { gather4_avx2(mem, offs, out) };
     }
     let _ = avx2;
-    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
-    if top.checked_add(4).is_none_or(|e| e > mem.len()) {
+    if words_inside(mem, offs).is_none() {
         return false;
     }
     for (d, &o) in out.iter_mut().zip(offs) {
-        // SAFETY: o + 4 <= top + 4 <= mem.len() (checked above), so the 4 bytes read lie inside `mem`.
+        // SAFETY: o + 4 <= mem.len() for every lane (`words_inside` above): the 4 bytes lie inside `mem`.
         let v = unsafe { mem.as_ptr().add(o as usize).cast::<u32>().read_unaligned() };
         *d = u32::from_le(v) as u64;
     }
@@ -144,12 +143,11 @@ pub(super) fn gather4_on(avx2: bool, mem: &[u8], offs: &[u32; 32], out: &mut [u6
 /// (of two lanes at one word the higher one's stays); false (nothing written) unless every word lies
 /// inside `mem` and `vals` has 32 lanes.
 pub(super) fn scatter4(mem: &mut [u8], offs: &[u32; 32], vals: &[u64]) -> bool {
-    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
-    if vals.len() != 32 || top.checked_add(4).is_none_or(|e| e > mem.len()) {
+    if vals.len() != 32 || words_inside(mem, offs).is_none() {
         return false;
     }
     for (&v, &o) in vals.iter().zip(offs) {
-        // SAFETY: o + 4 <= top + 4 <= mem.len() (checked above), so the 4 bytes written lie inside `mem`.
+        // SAFETY: o + 4 <= mem.len() for every lane (`words_inside` above): the 4 bytes lie inside `mem`.
         unsafe {
             mem.as_mut_ptr()
                 .add(o as usize)
@@ -160,19 +158,30 @@ pub(super) fn scatter4(mem: &mut [u8], offs: &[u32; 32], vals: &[u64]) -> bool {
     true
 }
 
+/// Whether the 4-byte word at every lane's offset lies inside `mem` (`o + 4 <= mem.len()` for the
+/// largest `o`): what makes the unchecked reads and writes of `gather4` and `scatter4` sound.
+/// Returns the largest offset when they do.
+#[inline(always)]
+fn words_inside(mem: &[u8], offs: &[u32; 32]) -> Option<u32> {
+    let top = offs.iter().fold(0u32, |m, &o| m.max(o));
+    (top as usize)
+        .checked_add(4)
+        .is_some_and(|e| e <= mem.len())
+        .then_some(top)
+}
+
 /// `gather4` in four 8-lane gathers. Unsafe: the CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn gather4_avx2(mem: &[u8], offs: &[u32; 32], out: &mut [u64; 32]) -> bool {
     use std::arch::x86_64::*;
-    let top = offs.iter().fold(0u32, |m, &o| m.max(o)) as usize;
     // The gather's indices are signed 32-bit byte offsets: every one below 2^31 as well.
-    if top.checked_add(4).is_none_or(|e| e > mem.len()) || top > i32::MAX as usize {
+    if words_inside(mem, offs).is_none_or(|top| top > i32::MAX as u32) {
         return false;
     }
     for c in 0..4 {
-        // SAFETY: lanes c*8..c*8+8 of `offs` and `out` are in bounds (32 each); every index is at most
-        // `top`, below 2^31 and with its 4 bytes inside `mem` (checked above), so each gathered word
+        // SAFETY: lanes c*8..c*8+8 of `offs` and `out` are in bounds (32 each); every index is
+        // below 2^31 and has its 4 bytes inside `mem` (checked above), so each gathered word
         // lies inside `mem`.
         unsafe {
             let idx = _mm256_loadu_si256(offs.as_ptr().add(c * 8).cast());

@@ -213,6 +213,18 @@ pub(crate) enum Operand {
     List(Vec<Operand>),
 }
 
+impl Operand {
+    /// Calls `f` on this operand and every operand nested in it (vectors, lists).
+    pub(crate) fn visit(&self, f: &mut impl FnMut(&Operand)) {
+        f(self);
+        if let Operand::Vec(v) | Operand::List(v) = self {
+            for o in v {
+                o.visit(f);
+            }
+        }
+    }
+}
+
 // The sm_70..sm_90a tensor-core instruction forms (wmma, wgmma): their decoded types and decoders.
 #[path = "ptx_sm90.rs"]
 mod sm90;
@@ -599,24 +611,22 @@ static NEXT_MODULE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU
 impl Module {
     /// Parses PTX source text.
     pub fn parse(src: &str) -> Result<Module, PtxError> {
-        let m = prism_core::ptx::parse(src).map_err(|e| PtxError {
-            line: e.line as usize,
-            message: e.message,
-        })?;
-        let mut p = Parser::new();
-        p.module(&m)?;
-        p.finish()
+        Self::parse_with(src, true)
     }
 
     /// [`Module::parse`] keeping a slot per declared register (the numbering before `ptx/liveness.rs`).
     #[cfg(test)]
     pub(crate) fn parse_declared_registers(src: &str) -> Result<Module, PtxError> {
+        Self::parse_with(src, false)
+    }
+
+    fn parse_with(src: &str, share_slots: bool) -> Result<Module, PtxError> {
         let m = prism_core::ptx::parse(src).map_err(|e| PtxError {
             line: e.line as usize,
             message: e.message,
         })?;
         let mut p = Parser::new();
-        p.share_slots = false;
+        p.share_slots = share_slots;
         p.module(&m)?;
         p.finish()
     }

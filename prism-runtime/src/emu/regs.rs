@@ -60,7 +60,7 @@ impl RegWindow {
                 }
                 let mut inside = true;
                 for op in &ins.args {
-                    visit(op, &mut |o| match o {
+                    op.visit(&mut |o| match o {
                         Operand::Reg(r) | Operand::PredNot(r) => note(*r),
                         Operand::Addr(AddrBase::Reg(r), _) => note(*r),
                         Operand::Label(t) => inside &= (start..end).contains(t),
@@ -94,16 +94,6 @@ impl RegWindow {
 /// An unguarded instruction after which control never reaches the next one.
 fn ends_function(ins: &Instr) -> bool {
     ins.guard.is_none() && matches!(ins.kind, Kind::Ret | Kind::Exit | Kind::Trap | Kind::Bra)
-}
-
-/// Calls `f` on `op` and every operand nested in it.
-fn visit(op: &Operand, f: &mut impl FnMut(&Operand)) {
-    f(op);
-    if let Operand::Vec(v) | Operand::List(v) = op {
-        for o in v {
-            visit(o, f);
-        }
-    }
 }
 
 /// A warp's register lanes, indexed as `regs[r * 32 + lane]` and `regs[r * 32..r * 32 + 32]` for any

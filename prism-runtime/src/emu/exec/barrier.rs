@@ -136,25 +136,9 @@ impl L<'_> {
                 return Some(Step::Stop);
             }
         } else {
-            bar.expected = count;
-            bar.pc = pc;
-            bar.red_popc = 0;
-            bar.red_and = true;
-            bar.red_or = false;
-            bar.mode_red = if ops.is_red { Some(mode) } else { None };
+            bar.begin(pc, count, if ops.is_red { Some(mode) } else { None });
         }
-        let inst = match bar.inst {
-            Some(i) => i,
-            None => {
-                let i = b.inst.len() as u32;
-                b.inst.push(Inst {
-                    waiters: [0; THREAD_WORDS],
-                    completed: false,
-                });
-                b.bars[id].inst = Some(i);
-                i
-            }
-        };
+        let inst = bar_instance(b, id);
         let t = self.tid_of(wi, l) as usize;
         // A thread's instances are read only by the race detector (happens-before).
         if self.cfg.check_races {
@@ -209,25 +193,9 @@ impl L<'_> {
     ) {
         let bar = &mut b.bars[id];
         if bar.arrived == 0 {
-            bar.expected = None;
-            bar.pc = pc;
-            bar.red_popc = 0;
-            bar.red_and = true;
-            bar.red_or = false;
-            bar.mode_red = None;
+            bar.begin(pc, None, None);
         }
-        let inst = match bar.inst {
-            Some(i) => i,
-            None => {
-                let i = b.inst.len() as u32;
-                b.inst.push(Inst {
-                    waiters: [0; THREAD_WORDS],
-                    completed: false,
-                });
-                b.bars[id].inst = Some(i);
-                i
-            }
-        };
+        let inst = bar_instance(b, id);
         let t0 = self.tid_of(wi, 0) as usize;
         if self.cfg.check_races {
             lanes!(exec, l, {
@@ -256,10 +224,11 @@ impl L<'_> {
         }
         if bar.expected.is_none() {
             // block-wide barrier: threads that exited during this interval never reached it
-            let exits = if b.exits_this_gen == 0 {
-                0
-            } else {
+            // (only when one did: a count per generation)
+            let exits = if b.exits_this_gen > 0 {
                 self.nthreads as usize
+            } else {
+                0
             };
             for t in 0..exits {
                 if b.exit_gen[t] == b.gen {
@@ -323,4 +292,31 @@ struct BarOps<'a> {
     pred: Option<&'a Operand>,
     id_imm: Option<u64>,
     is_red: bool,
+}
+
+impl Bar {
+    /// A phase's first arrival: the instruction, thread count and reduction every later arrival must
+    /// match, and the reduction's start values.
+    fn begin(&mut self, pc: u32, expected: Option<u32>, mode_red: Option<BarMode>) {
+        self.expected = expected;
+        self.pc = pc;
+        self.red_popc = 0;
+        self.red_and = true;
+        self.red_or = false;
+        self.mode_red = mode_red;
+    }
+}
+
+/// The synchronization instance of barrier `id`'s current phase (created at its first arrival).
+fn bar_instance(b: &mut Block, id: usize) -> u32 {
+    if let Some(i) = b.bars[id].inst {
+        return i;
+    }
+    let i = b.inst.len() as u32;
+    b.inst.push(Inst {
+        waiters: [0; THREAD_WORDS],
+        completed: false,
+    });
+    b.bars[id].inst = Some(i);
+    i
 }

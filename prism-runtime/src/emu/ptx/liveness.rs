@@ -102,11 +102,11 @@ fn names_a_register(ins: &Instr) -> bool {
 
 /// Calls `f` on every register an operand names (nested vectors and lists, address bases, `!p`).
 fn each_reg(op: &Operand, f: &mut impl FnMut(u32)) {
-    match op {
-        Operand::Reg(r) | Operand::PredNot(r) | Operand::Addr(AddrBase::Reg(r), _) => f(*r),
-        Operand::Vec(v) | Operand::List(v) => v.iter().for_each(|o| each_reg(o, f)),
-        _ => {}
-    }
+    op.visit(&mut |o| {
+        if let Operand::Reg(r) | Operand::PredNot(r) | Operand::Addr(AddrBase::Reg(r), _) = o {
+            f(*r)
+        }
+    });
 }
 
 /// Rewrites every register of `ins` through `map` (the fixed registers map to themselves).
