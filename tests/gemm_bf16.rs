@@ -38,24 +38,7 @@ fn run(variant: GemmBf16Variant, m: usize, n: usize, k: usize, seed: u64) {
     )
     .unwrap_or_else(|e| panic!("{} at {m}×{n}×{k}: {e}", variant.name()));
     let c = dev.dtoh(&dc).unwrap();
-    let mut bad = Vec::new();
-    for i in 0..m {
-        for j in 0..n {
-            let (s, mag) = e2e_util::dot_f64(
-                k,
-                |x| a[i * k + x].to_f32() as f64,
-                |x| b[j * k + x].to_f32() as f64,
-            );
-            let c0ij = c0[i * n + j] as f64;
-            let want = ALPHA as f64 * s + BETA as f64 * c0ij;
-            let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
-            let got = c[i * n + j] as f64;
-            let err = (got - want).abs();
-            if err.is_nan() || err > tol {
-                bad.push((i, j, got, want));
-            }
-        }
-    }
+    let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
     assert!(
         bad.is_empty(),
         "{} at {m}×{n}×{k}: {} wrong elements, first {:?}",
@@ -320,24 +303,12 @@ fn persistent_blocks_run_several_tiles() {
         )
         .unwrap();
         let c = dev.dtoh(&dc).unwrap();
-        for i in 0..m {
-            for j in 0..n {
-                let (s, mag) = e2e_util::dot_f64(
-                    k,
-                    |x| a[i * k + x].to_f32() as f64,
-                    |x| b[j * k + x].to_f32() as f64,
-                );
-                let c0ij = c0[i * n + j] as f64;
-                let want = ALPHA as f64 * s + BETA as f64 * c0ij;
-                let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
-                let err = (c[i * n + j] as f64 - want).abs();
-                assert!(
-                    err <= tol,
-                    "{blocks} blocks, ({i}, {j}): {} vs {want}",
-                    c[i * n + j]
-                );
-            }
-        }
+        let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+        assert!(
+            bad.is_empty(),
+            "{blocks} blocks: wrong elements {:?}",
+            &bad[..bad.len().min(4)]
+        );
     }
 }
 
@@ -417,22 +388,7 @@ fn persistent_clusters_run_several_tiles() {
         )
         .unwrap();
         let c = dev.dtoh(&dc).unwrap();
-        let mut bad = 0;
-        for i in 0..m {
-            for j in 0..n {
-                let (s, mag) = e2e_util::dot_f64(
-                    k,
-                    |x| a[i * k + x].to_f32() as f64,
-                    |x| b[j * k + x].to_f32() as f64,
-                );
-                let c0ij = c0[i * n + j] as f64;
-                let want = ALPHA as f64 * s + BETA as f64 * c0ij;
-                let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
-                if (c[i * n + j] as f64 - want).abs() > tol || c[i * n + j].is_nan() {
-                    bad += 1;
-                }
-            }
-        }
+        let bad = wrong_elements((m, n, k), &a, &b, &c0, &c).len();
         assert_eq!(bad, 0, "{blocks} blocks: {bad} wrong elements");
     }
 }
