@@ -53,6 +53,9 @@ mod simd;
 // Fast paths: whole-warp arithmetic and single-region memory accesses (issue 12).
 #[path = "exec_fast.rs"]
 mod exec_fast;
+// The group choice's lane scans (run mask, lowest PC, starving lanes), built for the baseline and AVX2.
+#[path = "warp_scan.rs"]
+mod warp_scan;
 // The fast paths' lane kernels (addresses, the shared-address check, the bank-conflict word span).
 #[path = "fast_lanes.rs"]
 mod fast_lanes;
@@ -134,6 +137,7 @@ pub const PARAM_WINDOW: u64 = 0x0000_7200_0000_0000;
 const WINDOW: u64 = 1 << 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 enum Ls {
     Run,
     Bar,
@@ -152,7 +156,11 @@ struct Frame {
 struct Warp {
     regs: Regs,
     pc: [u32; 32],
+    /// Each lane's state; written only through `set_st`, which keeps `run` in step.
     st: [Ls; 32],
+    /// The lanes whose state is `Run` (what every group choice and scheduler test asks: kept as a mask
+    /// rather than recomputed from `st`, whose byte stores a vector load would wait on).
+    run: u32,
     /// The warp step at which each lane last ran, for the lanes that last ran in a partial group; at
     /// least `all_run` for every lane (`pick_group` reads the larger).
     last_run: [u64; 32],
@@ -175,12 +183,26 @@ impl Warp {
     }
 
     fn run_mask(&self) -> u32 {
-        // Branch-free (the schedulers call this for every warp they consider).
-        let mut m = 0;
-        for (l, s) in self.st.iter().enumerate() {
-            m |= ((*s == Ls::Run) as u32) << l;
-        }
-        m
+        debug_assert_eq!(
+            self.run,
+            (0..32)
+                .filter(|&l| self.st[l] == Ls::Run)
+                .fold(0, |m, l| m | 1 << l),
+            "the run mask follows the lane states"
+        );
+        self.run
+    }
+
+    /// Sets lane `l`'s state (and the run mask with it).
+    #[inline]
+    fn set_st(&mut self, l: usize, s: Ls) {
+        self.st[l] = s;
+        let bit = 1u32 << l;
+        self.run = if s == Ls::Run {
+            self.run | bit
+        } else {
+            self.run & !bit
+        };
     }
 }
 

@@ -12,6 +12,7 @@
 use super::fast_lanes::{
     add_lanes, gather4, global_offsets, scatter4, shared_offsets, shared_offsets4, word_span,
 };
+use super::regs::copy_lanes;
 use super::*;
 
 /// All 32 lanes.
@@ -94,11 +95,7 @@ impl L<'_> {
                 if let (Operand::Reg(d), Operand::Reg(r)) = (&args[0], &args[1]) {
                     // Register to register, lane by lane within the register file (no lane arrays).
                     let (d, r) = (*d as usize * 32, *r as usize * 32);
-                    let mut v: Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
-                    for x in v.iter_mut() {
-                        *x &= mk;
-                    }
-                    scatter_reg(w, d, exec, &v);
+                    w.regs.map_lanes(d, r, exec, |x| x & mk);
                 } else {
                     let v = &mut t[0];
                     self.gather(b, w, wi, &args[1], exec, v);
@@ -169,7 +166,7 @@ impl L<'_> {
     ) -> &'a Lanes {
         if let Operand::Reg(r) = op {
             let r = *r as usize * 32;
-            return w.regs[r..r + 32].try_into().expect("32 lanes");
+            return w.regs.lanes(r);
         }
         self.gather(b, w, wi, op, lanes, tmp);
         tmp
@@ -189,12 +186,12 @@ impl L<'_> {
         match op {
             Operand::Reg(r) => {
                 let r = *r as usize * 32;
-                out.copy_from_slice(&w.regs[r..r + 32]);
+                copy_lanes(out, w.regs.lanes(r));
             }
             Operand::Imm(v) => *out = [*v; 32],
             Operand::PredNot(r) => {
                 let r = *r as usize * 32;
-                for (o, v) in out.iter_mut().zip(&w.regs[r..r + 32]) {
+                for (o, v) in out.iter_mut().zip(w.regs.lanes(r)) {
                     *o = (*v == 0) as u64;
                 }
             }
@@ -289,7 +286,7 @@ impl L<'_> {
         match op {
             Operand::Addr(AddrBase::Reg(r), off) => {
                 let r = *r as usize * 32;
-                let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+                let base: &Lanes = w.regs.lanes(r);
                 add_lanes(base, *off as u64, a);
                 true
             }
@@ -567,7 +564,7 @@ impl L<'_> {
         off: i64,
     ) -> Option<u32> {
         let r = r as usize * 32;
-        let base: &Lanes = w.regs[r..r + 32].try_into().expect("32 lanes");
+        let base: &Lanes = w.regs.lanes(r);
         let k = [off as u64, b.crank as u64 + 1, self.smem_size as u64];
         shared_offsets4(base, k, &mut sc.o32)
     }
@@ -645,7 +642,7 @@ impl L<'_> {
             };
             let Some(Operand::Reg(r)) = dst else { continue };
             let r = *r as usize * 32;
-            let d = &mut w.regs[r..r + 32];
+            let d = w.regs.lanes_mut(r);
             let ko = k * es;
             match (es, signed) {
                 (4, false) if exec == ALL => {
@@ -718,7 +715,7 @@ impl L<'_> {
                 v
             };
             let r = *r as usize * 32;
-            let d = &mut w.regs[r..r + 32];
+            let d = w.regs.lanes_mut(r);
             for l in each(exec) {
                 d[l] = v;
             }
@@ -799,7 +796,7 @@ impl L<'_> {
 
 /// Writes the lanes of `lanes` of a destination register (a sink or non-register destination: nothing).
 #[inline]
-fn scatter(w: &mut Warp, dst: &Operand, lanes: u32, v: &Lanes) {
+pub(super) fn scatter(w: &mut Warp, dst: &Operand, lanes: u32, v: &Lanes) {
     if let Operand::Reg(r) = dst {
         scatter_reg(w, *r as usize * 32, lanes, v);
     }
@@ -808,9 +805,9 @@ fn scatter(w: &mut Warp, dst: &Operand, lanes: u32, v: &Lanes) {
 /// Writes the lanes of `lanes` of the register whose lanes start at `r`.
 #[inline]
 fn scatter_reg(w: &mut Warp, r: usize, lanes: u32, v: &Lanes) {
-    let d = &mut w.regs[r..r + 32];
+    let d = w.regs.lanes_mut(r);
     if lanes == ALL {
-        d.copy_from_slice(v);
+        copy_lanes(d, v);
     } else {
         for l in each(lanes) {
             d[l] = v[l];

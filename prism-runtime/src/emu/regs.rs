@@ -114,6 +114,47 @@ impl Regs {
         }
     }
 
+    /// The 32 lanes of the register whose lanes start at index `r` (`r * 32` for register `r`), as an
+    /// array: copies of it have a length the compiler knows, so they compile to vector moves rather
+    /// than a call to `memcpy`.
+    #[inline(always)]
+    pub(super) fn lanes(&self, r: usize) -> &[u64; 32] {
+        let s = self.slot(r);
+        self.data[s..s + 32].try_into().expect("32 lanes")
+    }
+
+    /// The same, writable.
+    #[inline(always)]
+    pub(super) fn lanes_mut(&mut self, r: usize) -> &mut [u64; 32] {
+        let s = self.slot(r);
+        (&mut self.data[s..s + 32]).try_into().expect("32 lanes")
+    }
+
+    /// `dst[l] = f(src[l])` for the lanes of `lanes`, `dst` and `src` the registers whose lanes start
+    /// at `d` and `s` (the same register or two different ones): one pass over the register file, no
+    /// lane array in between. Branch-free (a partial group selects per lane).
+    #[inline(always)]
+    pub(super) fn map_lanes(&mut self, d: usize, s: usize, lanes: u32, f: impl Fn(u64) -> u64) {
+        let (ds, ss) = (self.slot(d), self.slot(s));
+        let data = &mut self.data[..];
+        // (bounds checked once, as indexing the two registers would; the loops then need none)
+        let _ = (&data[ds..ds + 32], &data[ss..ss + 32]);
+        if lanes == u32::MAX {
+            for l in 0..32 {
+                data[ds + l] = f(data[ss + l]);
+            }
+        } else {
+            for l in 0..32 {
+                let v = f(data[ss + l]);
+                data[ds + l] = if (lanes >> l) & 1 != 0 {
+                    v
+                } else {
+                    data[ds + l]
+                };
+            }
+        }
+    }
+
     #[inline(always)]
     fn slot(&self, i: usize) -> usize {
         if i < FIXED {
@@ -138,6 +179,15 @@ impl IndexMut<usize> for Regs {
         let s = self.slot(i);
         &mut self.data[s]
     }
+}
+
+/// `*d = *s` as two 128-byte halves: the baseline x86-64 target copies 128 bytes with inline vector
+/// moves but calls `memcpy` for 256 (a third of a mov-heavy kernel's time went to those calls).
+#[inline(always)]
+pub(super) fn copy_lanes(d: &mut [u64; 32], s: &[u64; 32]) {
+    let (d0, d1) = d.split_at_mut(16);
+    d0.copy_from_slice(&s[..16]);
+    d1.copy_from_slice(&s[16..]);
 }
 
 /// A range within one register (what the interpreter indexes: `r * 32..r * 32 + 32`).

@@ -202,7 +202,7 @@ impl L<'_> {
         while mm != 0 {
             let l = mm.trailing_zeros() as usize;
             mm &= mm - 1;
-            w.st[l] = state;
+            w.set_st(l, state);
         }
         if all_here {
             return Ok((full, full));

@@ -160,7 +160,7 @@ impl L<'_> {
             w.pc[l] += 1;
         } else {
             b.inst[inst as usize].waiters[t / 64] |= 1 << (t % 64);
-            w.st[l] = Ls::Bar;
+            w.set_st(l, Ls::Bar);
             let dreg = ops.d.and_then(|d| {
                 if let Operand::Reg(r) = d {
                     Some(*r)
@@ -208,7 +208,7 @@ impl L<'_> {
         bar.arrived += exec.count_ones();
         bar.waiters.reserve(exec.count_ones() as usize);
         lanes!(exec, l, {
-            w.st[l] = Ls::Bar;
+            w.set_st(l, Ls::Bar);
             bar.waiters.push((wi as u32, l as u32, None));
         });
     }
@@ -268,7 +268,7 @@ impl L<'_> {
                 &mut b.warps[ww as usize]
             };
             for &(_, ll, d) in &rest[..n] {
-                target.st[ll as usize] = Ls::Run;
+                target.set_st(ll as usize, Ls::Run);
                 target.pc[ll as usize] += 1;
                 if let Some(r) = d {
                     target.regs[r as usize * 32 + ll as usize] = result;

@@ -100,7 +100,7 @@ impl L<'_> {
             while mm != 0 {
                 let l = mm.trailing_zeros() as usize;
                 mm &= mm - 1;
-                w.st[l] = Ls::Coll;
+                w.set_st(l, Ls::Coll);
             }
             return if w.run_mask() == 0 {
                 Step::Stop
@@ -113,7 +113,7 @@ impl L<'_> {
         while mm != 0 {
             let l = mm.trailing_zeros() as usize;
             mm &= mm - 1;
-            w.st[l] = Ls::Run;
+            w.set_st(l, Ls::Run);
         }
         self.run_collective(b, wi, w, pc, exec, member)
     }
@@ -280,16 +280,15 @@ impl L<'_> {
         let (mut vals, mut bvs, mut cs) = ([0u64; 32], [0u64; 32], [0u64; 32]);
         self.gather(b, w, wi, &args[ai], w.exist, &mut vals);
         for (l, v) in vals.iter_mut().enumerate() {
-            if w.exist & (1 << l) == 0 {
-                *v = 0;
-            }
+            *v &= 0u64.wrapping_sub((w.exist >> l) as u64 & 1);
         }
         self.gather(b, w, wi, &args[ai + 1], exec, &mut bvs);
         self.gather(b, w, wi, &args[ai + 2], exec, &mut cs);
+        // Every lane computed branch-free, then the executing lanes written (PTX ISA, shfl.sync): the
+        // source lane j of the mode, in range when j is within the lane's segment bound.
+        let (mut out, mut inrange) = ([0u64; 32], [0u64; 32]);
+        let mode = *mode;
         for l in 0..32usize {
-            if exec & (1 << l) == 0 {
-                continue;
-            }
             let bv = (bvs[l] & 0x1f) as i32;
             let c = cs[l] as u32;
             let cval = (c & 0x1f) as i32;
@@ -298,18 +297,9 @@ impl L<'_> {
             let max_lane = (lane & segmask) | (cval & !segmask);
             let min_lane = lane & segmask;
             let (j, pval) = match mode {
-                ShflMode::Up => {
-                    let j = lane - bv;
-                    (j, j >= max_lane)
-                }
-                ShflMode::Down => {
-                    let j = lane + bv;
-                    (j, j <= max_lane)
-                }
-                ShflMode::Bfly => {
-                    let j = lane ^ bv;
-                    (j, j <= max_lane)
-                }
+                ShflMode::Up => (lane - bv, lane - bv >= max_lane),
+                ShflMode::Down => (lane + bv, lane + bv <= max_lane),
+                ShflMode::Bfly => (lane ^ bv, (lane ^ bv) <= max_lane),
                 ShflMode::Idx => {
                     let j = min_lane | (bv & !segmask);
                     (j, j <= max_lane)
@@ -320,10 +310,12 @@ impl L<'_> {
             } else {
                 l
             };
-            Self::set(w, d, l, vals[src]);
-            if let Some(p) = p {
-                Self::set(w, p, l, pval as u64);
-            }
+            out[l] = vals[src];
+            inrange[l] = pval as u64;
+        }
+        exec_fast::scatter(w, d, exec, &out);
+        if let Some(p) = p {
+            exec_fast::scatter(w, p, exec, &inrange);
         }
     }
 

@@ -72,7 +72,7 @@ impl L<'_> {
             while mm != 0 {
                 let l = mm.trailing_zeros() as usize;
                 mm &= mm - 1;
-                w.st[l] = Ls::Exit;
+                w.set_st(l, Ls::Exit);
                 let t = self.tid_of(wi, l) as usize;
                 b.exit_gen[t] = b.gen;
                 b.exits_this_gen += 1;

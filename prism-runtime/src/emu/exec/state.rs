@@ -123,11 +123,9 @@ impl L<'_> {
     }
 
     pub(super) fn advance(w: &mut Warp, mask: u32) {
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            w.pc[l] += 1;
+        // Branch-free over the lanes (a group's lanes are usually all or most of the warp).
+        for (l, pc) in w.pc.iter_mut().enumerate() {
+            *pc += (mask >> l) & 1;
         }
     }
 }

@@ -96,35 +96,20 @@ impl L<'_> {
     fn pick_group(&mut self, w: &Warp) -> ((u32, u32), bool) {
         // A converged warp (every runnable lane at one PC) runs that PC with all of them: what the scan
         // below chooses too, since starvation and random choices apply only to diverged warps.
-        let mut run = 0u32;
-        for l in 0..32 {
-            run |= ((w.st[l] == Ls::Run) as u32) << l;
-        }
+        let run = w.run_mask();
         if run == 0 {
             return ((0, 0), false);
         }
         let pc0 = w.pc[run.trailing_zeros() as usize];
-        let mut same = true;
-        for l in 0..32 {
-            same &= w.st[l] != Ls::Run || w.pc[l] == pc0;
-        }
-        if same {
+        if warp_scan::lanes_at(&w.pc, pc0) & run == run {
             return ((pc0, run), true);
         }
-        // Diverged (so several PCs): branch-free passes over the lanes.
-        let mut minpc = u32::MAX;
-        for (l, &p) in w.pc.iter().enumerate() {
-            minpc = minpc.min(if (run >> l) & 1 != 0 { p } else { u32::MAX });
-        }
+        // Diverged (so several PCs): the lowest PC, and the lowest runnable lane that has not run for
+        // 48 steps of its warp goes first (independent mode).
+        let (minpc, starving) =
+            warp_scan::diverged_lanes(run, &w.pc, &w.last_run, w.all_run, w.steps, 48);
         let mut pc = minpc;
         if self.cfg.warp_mode == WarpMode::Independent {
-            // The lowest runnable lane that has not run for 48 steps of its warp goes first.
-            let mut starving = 0u32;
-            for (l, &r) in w.last_run.iter().enumerate() {
-                let r = r.max(w.all_run);
-                starving |= ((w.steps.saturating_sub(r) > 48) as u32) << l;
-            }
-            starving &= run;
             if starving != 0 {
                 pc = w.pc[starving.trailing_zeros() as usize];
             } else if matches!(self.cfg.schedule, Schedule::Random { .. })
@@ -137,12 +122,7 @@ impl L<'_> {
                 pc = runs[(self.rand() % runs.len() as u64) as usize];
             }
         }
-        let mut mask = 0u32;
-        for (l, &p) in w.pc.iter().enumerate() {
-            mask |= ((p == pc) as u32) << l;
-        }
-        let mask = mask & run;
-        ((pc, mask), false)
+        ((pc, warp_scan::lanes_at(&w.pc, pc) & run), false)
     }
 
     /// Executes one warp step. Returns `Stop` when the warp cannot continue.
@@ -155,7 +135,13 @@ impl L<'_> {
     ) -> Step {
         // `converged`: the group is every runnable lane of the warp (a hint is only ever such a group).
         let ((pc, mask), converged) = match w.hint.take() {
-            Some(h) => (h, true),
+            Some(h) => {
+                debug_assert!(
+                    w.run_mask() == h.1 && (0..32).all(|l| h.1 >> l & 1 == 0 || w.pc[l] == h.0),
+                    "a hint is every runnable lane, all at its PC"
+                );
+                (h, true)
+            }
             None => self.pick_group(w),
         };
         if mask == 0 {
@@ -200,7 +186,7 @@ impl L<'_> {
             Some((p, neg)) => {
                 let mut e = 0u32;
                 let base = p as usize * 32;
-                for (l, v) in w.regs[base..base + 32].iter().enumerate() {
+                for (l, v) in w.regs.lanes(base).iter().enumerate() {
                     e |= (((*v != 0) != neg) as u32) << l;
                 }
                 e & mask
@@ -242,7 +228,22 @@ impl L<'_> {
             }
             return s;
         }
-        self.dispatch(b, wi, w, ins, pc, mask, exec)
+        let s = self.dispatch(b, wi, w, ins, pc, mask, exec);
+        // The general path: when the group was every runnable lane, none changed state, and the
+        // instruction moves a whole group to one PC, the group stays whole there.
+        if converged && w.run == mask && matches!(s, Step::Continue) {
+            if let Some(next) = uniform_next(ins, pc, mask, exec) {
+                w.hint = Some((next, mask));
+            } else if matches!(
+                ins.kind,
+                Kind::Shfl(_) | Kind::Vote(_) | Kind::Redux(..) | Kind::Match(..)
+            ) && warp_scan::lanes_at(&w.pc, pc + 1) & mask == mask
+            {
+                // (lanes passing another membermask run as a later group: then some stayed at `pc`)
+                w.hint = Some((pc + 1, mask));
+            }
+        }
+        s
     }
 
     /// Executes `ins` for the lanes `exec` of the group `mask` at `pc`: one arm per instruction family.
@@ -341,5 +342,38 @@ impl L<'_> {
             }
         }
         Step::Continue
+    }
+}
+
+/// The PC every lane of the group `mask` stands at after the general path ran `ins` at `pc` for the lanes
+/// `exec` and left every lane's state as it was: `pc + 1` for the instructions that only ever advance
+/// their group (guarded-off lanes included), and a branch's single destination when the group agrees on
+/// it. `None` for everything that may move lanes elsewhere (calls, returns, exits, a divergent branch),
+/// may leave part of the group behind (a collective whose lanes pass different membermasks) or that
+/// the list does not name.
+fn uniform_next(ins: &Instr, pc: u32, mask: u32, exec: u32) -> Option<u32> {
+    match &ins.kind {
+        Kind::Mov(_)
+        | Kind::Alu(..)
+        | Kind::Setp(..)
+        | Kind::Set(..)
+        | Kind::Selp(_)
+        | Kind::Slct(..)
+        | Kind::Cvt(..)
+        | Kind::Cvta(..)
+        | Kind::Ld(..)
+        | Kind::St(..)
+        | Kind::Atom(..)
+        | Kind::Nop
+        | Kind::CpAsyncCommit
+        | Kind::CpAsyncWait
+        | Kind::Bar(_)
+        | Kind::Activemask => Some(pc + 1),
+        Kind::Bra if exec == mask => match ins.args.last() {
+            Some(Operand::Label(t)) => Some(*t),
+            _ => Some(pc + 1),
+        },
+        Kind::Bra if exec == 0 => Some(pc + 1),
+        _ => None,
     }
 }

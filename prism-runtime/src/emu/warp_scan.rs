@@ -1,0 +1,99 @@
+//! The lane scans of a warp step's group choice (`step.rs` `pick_group`), each built for the baseline
+//! target and for AVX2 (`multiversion!`, issue 12): the lanes at a PC (whether the runnable lanes stand
+//! at one), and for a diverged warp the lowest PC among them and the lanes that have waited too long.
+//! Every step that follows no fast-path hint runs the first, a diverged warp the second. Each is
+//! branch-free over the 32 lanes so that it compiles to vector compares and a mask extraction; the tests
+//! hold both builds to per-lane definitions. (Which lanes may run is a mask the warp keeps, `Warp::run`.)
+
+multiversion! {
+/// The lowest PC among the lanes of `run` (`u32::MAX` when it is empty), and the lanes of `run` that
+/// last ran more than `limit` steps of their warp ago (a lane's last step is the larger of its own
+/// entry and `all_run`).
+pub(super) fn diverged_lanes / diverged_lanes_on(
+    run: u32,
+    pc: &[u32; 32],
+    last_run: &[u64; 32],
+    all_run: u64,
+    steps: u64,
+    limit: u64,
+) -> (u32, u32) {
+    let mut minpc = u32::MAX;
+    for (l, &p) in pc.iter().enumerate() {
+        minpc = minpc.min(if (run >> l) & 1 != 0 { p } else { u32::MAX });
+    }
+    let mut starving = 0u32;
+    for (l, &r) in last_run.iter().enumerate() {
+        let r = r.max(all_run);
+        starving |= ((steps.saturating_sub(r) > limit) as u32) << l;
+    }
+    (minpc, starving & run)
+}
+}
+
+multiversion! {
+/// The lanes whose PC is `target`.
+pub(super) fn lanes_at / lanes_at_on(pc: &[u32; 32], target: u32) -> u32 {
+    let mut mask = 0u32;
+    for (l, &p) in pc.iter().enumerate() {
+        mask |= ((p == target) as u32) << l;
+    }
+    mask
+}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rng(seed: u64) -> impl FnMut() -> u64 {
+        let mut s = seed;
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
+
+    #[test]
+    fn scans_match_per_lane_definitions_in_both_builds() {
+        let mut next = rng(0x5CA7_7E12_0000_0001);
+        for case in 0..20_000 {
+            // Few distinct PCs and runnable lanes in every pattern, so that converged and empty groups
+            // occur too.
+            let npc = 1 + (case % 4) as u64;
+            let run = match case % 4 {
+                0 => u32::MAX,
+                1 => 0,
+                _ => next() as u32,
+            };
+            let pc: [u32; 32] = std::array::from_fn(|_| 100 + (next() % npc) as u32);
+            let steps = 1000 + next() % 100;
+            let last_run: [u64; 32] = std::array::from_fn(|_| steps - next() % 120);
+            let all_run = steps - next() % 120;
+            let limit = 48;
+
+            let minpc = (0..32)
+                .filter(|&l| run >> l & 1 != 0)
+                .map(|l| pc[l])
+                .min()
+                .unwrap_or(u32::MAX);
+            let starving: u32 = (0..32)
+                .filter(|&l| run >> l & 1 != 0 && steps - last_run[l].max(all_run) > limit)
+                .map(|l| 1 << l)
+                .sum();
+            let target = 100 + (next() % npc) as u32;
+            let at: u32 = (0..32).filter(|&l| pc[l] == target).map(|l| 1 << l).sum();
+            for wide in [false, true] {
+                if run != 0 {
+                    assert_eq!(
+                        diverged_lanes_on(wide, run, &pc, &last_run, all_run, steps, limit),
+                        (minpc, starving),
+                        "case {case}"
+                    );
+                }
+                assert_eq!(lanes_at_on(wide, &pc, target), at, "case {case}");
+            }
+        }
+    }
+}
