@@ -175,6 +175,27 @@ fn native_matmul_seconds(n: usize, flags: &[&str]) -> Result<f64, String> {
         .ok_or_else(|| format!("native matmul printed {text:?}"))
 }
 
+/// Criterion's options that take a value (the argument after one is not the filter).
+fn takes_value(option: &str) -> bool {
+    [
+        "--profile-time",
+        "--measurement-time",
+        "--warm-up-time",
+        "--sample-size",
+        "--save-baseline",
+        "--baseline",
+        "--load-baseline",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--nresamples",
+        "--output-format",
+        "--color",
+        "--plotting-backend",
+    ]
+    .contains(&option)
+}
+
 fn main() {
     let mut c = Criterion::default()
         .sample_size(10)
@@ -188,9 +209,7 @@ fn main() {
         .iter()
         .enumerate()
         .rev()
-        .filter(|(i, a)| {
-            !a.starts_with('-') && (*i == 0 || !args[i - 1].starts_with("--profile-time"))
-        })
+        .filter(|(i, a)| !a.starts_with('-') && (*i == 0 || !takes_value(&args[i - 1])))
         .map(|(_, a)| a.clone())
         .next()
         .unwrap_or_default();

@@ -848,12 +848,11 @@ pub(super) fn write_le(mem: &mut [u8], o: usize, size: usize, v: u64) {
 #[inline(always)]
 pub(super) fn advance(w: &mut Warp, mask: u32) {
     if mask == ALL {
-        // The group's lanes share one PC (`pick_group`): lane 0's.
+        // The group's lanes share one PC (`pick_group`): lane 0's. (A converged warp's next step
+        // follows the hint and reads no PC array.)
         w.pc = [w.pc[0] + 1; 32];
     } else {
-        for (l, pc) in w.pc.iter_mut().enumerate() {
-            *pc += (mask >> l) & 1;
-        }
+        super::warp_scan::advance_lanes(&mut w.pc, mask);
     }
 }
 

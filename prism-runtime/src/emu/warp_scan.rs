@@ -19,7 +19,12 @@ pub(super) fn diverged_lanes / diverged_lanes_on(
 ) -> (u32, u32) {
     let mut minpc = u32::MAX;
     for (l, &p) in pc.iter().enumerate() {
-        minpc = minpc.min(if (run >> l) & 1 != 0 { p } else { u32::MAX });
+        // (all ones for a lane outside `run`: a mask, not a select, so the loop is vector minimums)
+        minpc = minpc.min(p | ((run >> l) & 1).wrapping_sub(1));
+    }
+    // No lane ran longer ago than the last step of the whole warp: usually nothing to scan.
+    if steps.saturating_sub(all_run) <= limit {
+        return (minpc, 0);
     }
     let mut starving = 0u32;
     for (l, &r) in last_run.iter().enumerate() {
@@ -27,6 +32,29 @@ pub(super) fn diverged_lanes / diverged_lanes_on(
         starving |= ((steps.saturating_sub(r) > limit) as u32) << l;
     }
     (minpc, starving & run)
+}
+}
+
+multiversion! {
+/// Moves the lanes of `mask` to their next instruction. Built like the scans that read the PCs, so
+/// that those reads find whole stores of the same width to forward from (a wide load over several
+/// narrower stores waits for them to reach the cache).
+pub(super) fn advance_lanes / advance_lanes_on(pc: &mut [u32; 32], mask: u32) -> () {
+    for (l, p) in pc.iter_mut().enumerate() {
+        *p += (mask >> l) & 1;
+    }
+}
+}
+
+multiversion! {
+/// A branch of the group `mask`: its lanes of `taken` go to `target`, the others to `fall`; lanes
+/// outside the group keep their PC.
+pub(super) fn branch_lanes / branch_lanes_on(pc: &mut [u32; 32], mask: u32, taken: u32, target: u32, fall: u32) -> () {
+    for (l, p) in pc.iter_mut().enumerate() {
+        let (inside, t) = ((mask >> l) & 1 != 0, (taken >> l) & 1 != 0);
+        let next = if t { target } else { fall };
+        *p = if inside { next } else { *p };
+    }
 }
 }
 
@@ -93,6 +121,22 @@ mod tests {
                     );
                 }
                 assert_eq!(lanes_at_on(wide, &pc, target), at, "case {case}");
+                let group = lanes_at_on(false, &pc, pc[0]);
+                let mut moved = pc;
+                advance_lanes_on(wide, &mut moved, group);
+                let mut branched = pc;
+                let taken = next() as u32;
+                branch_lanes_on(wide, &mut branched, run, taken, 7, 9);
+                for l in 0..32 {
+                    let inside = group >> l & 1 != 0;
+                    assert_eq!(moved[l], pc[l] + inside as u32, "case {case}");
+                    let want = match (run >> l & 1 != 0, taken >> l & 1 != 0) {
+                        (false, _) => pc[l],
+                        (true, true) => 7,
+                        (true, false) => 9,
+                    };
+                    assert_eq!(branched[l], want, "case {case}");
+                }
             }
         }
     }

@@ -285,33 +285,45 @@ impl L<'_> {
         self.gather(b, w, wi, &args[ai + 1], exec, &mut bvs);
         self.gather(b, w, wi, &args[ai + 2], exec, &mut cs);
         // Every lane computed branch-free, then the executing lanes written (PTX ISA, shfl.sync): the
-        // source lane j of the mode, in range when j is within the lane's segment bound.
+        // source lane j of the mode, in range when j is within the lane's segment bound. One loop per
+        // mode (the mode chosen once, not per lane).
         let (mut out, mut inrange) = ([0u64; 32], [0u64; 32]);
-        let mode = *mode;
-        for l in 0..32usize {
-            let bv = (bvs[l] & 0x1f) as i32;
-            let c = cs[l] as u32;
-            let cval = (c & 0x1f) as i32;
-            let segmask = ((c >> 8) & 0x1f) as i32;
-            let lane = l as i32;
-            let max_lane = (lane & segmask) | (cval & !segmask);
-            let min_lane = lane & segmask;
-            let (j, pval) = match mode {
-                ShflMode::Up => (lane - bv, lane - bv >= max_lane),
-                ShflMode::Down => (lane + bv, lane + bv <= max_lane),
-                ShflMode::Bfly => (lane ^ bv, (lane ^ bv) <= max_lane),
-                ShflMode::Idx => {
-                    let j = min_lane | (bv & !segmask);
-                    (j, j <= max_lane)
-                }
-            };
-            let src = if pval && (0..32).contains(&j) {
-                j as usize
-            } else {
-                l
-            };
-            out[l] = vals[src];
-            inrange[l] = pval as u64;
+        match *mode {
+            ShflMode::Up => shfl_lanes(
+                &vals,
+                &bvs,
+                &cs,
+                &mut out,
+                &mut inrange,
+                |lane, bv, _, max| (lane - bv, lane - bv >= max),
+            ),
+            ShflMode::Down => shfl_lanes(
+                &vals,
+                &bvs,
+                &cs,
+                &mut out,
+                &mut inrange,
+                |lane, bv, _, max| (lane + bv, lane + bv <= max),
+            ),
+            ShflMode::Bfly => shfl_lanes(
+                &vals,
+                &bvs,
+                &cs,
+                &mut out,
+                &mut inrange,
+                |lane, bv, _, max| (lane ^ bv, (lane ^ bv) <= max),
+            ),
+            ShflMode::Idx => shfl_lanes(
+                &vals,
+                &bvs,
+                &cs,
+                &mut out,
+                &mut inrange,
+                |lane, bv, seg, max| {
+                    let j = (lane & seg) | (bv & !seg);
+                    (j, j <= max)
+                },
+            ),
         }
         exec_fast::scatter(w, d, exec, &out);
         if let Some(p) = p {
@@ -516,5 +528,36 @@ impl L<'_> {
             }
         }
         true
+    }
+}
+
+/// The lanes of a `shfl.sync`: `out[l]` the value of lane `l`'s source lane and `inrange[l]` its
+/// predicate, where `src(lane, b, segmask, max_lane)` gives the source lane and whether it is in range
+/// (`b` the lane's source-lane operand, `c` its clamp and segment mask: PTX ISA, shfl.sync). An
+/// out-of-range or out-of-warp source reads the lane's own value.
+#[inline(always)]
+fn shfl_lanes(
+    vals: &[u64; 32],
+    bvs: &[u64; 32],
+    cs: &[u64; 32],
+    out: &mut [u64; 32],
+    inrange: &mut [u64; 32],
+    src: impl Fn(i32, i32, i32, i32) -> (i32, bool),
+) {
+    for l in 0..32usize {
+        let bv = (bvs[l] & 0x1f) as i32;
+        let c = cs[l] as u32;
+        let cval = (c & 0x1f) as i32;
+        let segmask = ((c >> 8) & 0x1f) as i32;
+        let lane = l as i32;
+        let max_lane = (lane & segmask) | (cval & !segmask);
+        let (j, pval) = src(lane, bv, segmask, max_lane);
+        let from = if pval && (0..32).contains(&j) {
+            j as usize
+        } else {
+            l
+        };
+        out[l] = vals[from];
+        inrange[l] = pval as u64;
     }
 }

@@ -21,11 +21,7 @@ impl L<'_> {
             self.pic[pc as usize].divergent_branches += 1;
         }
         // Branch-free over all 32 lanes: lanes outside the group keep their PC.
-        for (l, p) in w.pc.iter_mut().enumerate() {
-            let (inside, taken) = ((mask >> l) & 1 != 0, (exec >> l) & 1 != 0);
-            let next = if taken { target } else { pc + 1 };
-            *p = if inside { next } else { *p };
-        }
+        warp_scan::branch_lanes(&mut w.pc, mask, exec, target, pc + 1);
         Step::Continue
     }
 

@@ -123,9 +123,6 @@ impl L<'_> {
     }
 
     pub(super) fn advance(w: &mut Warp, mask: u32) {
-        // Branch-free over the lanes (a group's lanes are usually all or most of the warp).
-        for (l, pc) in w.pc.iter_mut().enumerate() {
-            *pc += (mask >> l) & 1;
-        }
+        warp_scan::advance_lanes(&mut w.pc, mask);
     }
 }
