@@ -58,15 +58,42 @@ pub(super) fn branch_lanes / branch_lanes_on(pc: &mut [u32; 32], mask: u32, take
 }
 }
 
-multiversion! {
-/// The lanes whose PC is `target`.
-pub(super) fn lanes_at / lanes_at_on(pc: &[u32; 32], target: u32) -> u32 {
+/// The lanes whose PC is `target`: four lanes per SSE2 compare (part of every x86-64), each 16-byte
+/// load inside one store of the PC writers (`advance_lanes`, `branch_lanes` and the fast paths store
+/// 16 or 32 bytes at a time from lane 0), so that it is forwarded from a store still in flight. (A
+/// compiler-vectorised loop peels lane 0 and then loads across two stores, and waits for both.)
+#[inline]
+pub(super) fn lanes_at(pc: &[u32; 32], target: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let mut mask = 0u32;
+        for (c, chunk) in pc.chunks_exact(4).enumerate() {
+            // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned load reads the 16 bytes of
+            // `chunk`, four `u32`s of `pc`.
+            let m = unsafe {
+                let v = _mm_loadu_si128(chunk.as_ptr() as *const __m128i);
+                let e = _mm_cmpeq_epi32(v, _mm_set1_epi32(target as i32));
+                _mm_movemask_ps(_mm_castsi128_ps(e)) as u32
+            };
+            mask |= m << (4 * c);
+        }
+        mask
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        lanes_at_scalar(pc, target)
+    }
+}
+
+/// `lanes_at` lane by lane (other targets; the tests' definition).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn lanes_at_scalar(pc: &[u32; 32], target: u32) -> u32 {
     let mut mask = 0u32;
     for (l, &p) in pc.iter().enumerate() {
         mask |= ((p == target) as u32) << l;
     }
     mask
-}
 }
 
 #[cfg(test)]
@@ -120,8 +147,9 @@ mod tests {
                         "case {case}"
                     );
                 }
-                assert_eq!(lanes_at_on(wide, &pc, target), at, "case {case}");
-                let group = lanes_at_on(false, &pc, pc[0]);
+                assert_eq!(lanes_at(&pc, target), at, "case {case}");
+                assert_eq!(lanes_at_scalar(&pc, target), at, "case {case}");
+                let group = lanes_at(&pc, pc[0]);
                 let mut moved = pc;
                 advance_lanes_on(wide, &mut moved, group);
                 let mut branched = pc;
