@@ -12,7 +12,7 @@
 use super::fast_lanes::{
     add_lanes, gather4, global_offsets, scatter4, shared_offsets, shared_offsets4, word_span,
 };
-use super::regs::copy_lanes;
+use super::regs::{copy_lanes, select_lanes};
 use super::*;
 
 /// All 32 lanes.
@@ -20,6 +20,9 @@ const ALL: u32 = u32::MAX;
 
 /// One value per lane.
 type Lanes = [u64; 32];
+
+/// Every lane zero (an absent operand).
+static ZERO_LANES: Lanes = [0; 32];
 
 /// Lanes of `m`, lowest first.
 #[inline]
@@ -224,7 +227,12 @@ impl L<'_> {
         {
             let x = self.src(b, w, wi, &args[1], exec, tx);
             let y = self.src(b, w, wi, arg(2), exec, ty_);
-            let z = self.src(b, w, wi, arg(3), exec, tz);
+            // (an absent third source reads as zero: one fill, not one per instruction)
+            let z = if n > 3 {
+                self.src(b, w, wi, &args[3], exec, tz)
+            } else {
+                &ZERO_LANES
+            };
             if !super::exec_alu::alu_lanes(op, ty, md, x, y, z, out) {
                 let u = self.src(b, w, wi, arg(4), exec, tu);
                 for l in each(exec) {
@@ -809,9 +817,7 @@ fn scatter_reg(w: &mut Warp, r: usize, lanes: u32, v: &Lanes) {
     if lanes == ALL {
         copy_lanes(d, v);
     } else {
-        for l in each(lanes) {
-            d[l] = v[l];
-        }
+        select_lanes(d, v, lanes);
     }
 }
 

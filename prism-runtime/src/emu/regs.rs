@@ -145,12 +145,9 @@ impl Regs {
             }
         } else {
             for l in 0..32 {
-                let v = f(data[ss + l]);
-                data[ds + l] = if (lanes >> l) & 1 != 0 {
-                    v
-                } else {
-                    data[ds + l]
-                };
+                // (a lane's bit tested against a constant, not shifted by the lane: vector code)
+                let keep = ((lanes & LANE_BIT[l] != 0) as u64).wrapping_neg();
+                data[ds + l] = (f(data[ss + l]) & keep) | (data[ds + l] & !keep);
             }
         }
     }
@@ -178,6 +175,27 @@ impl IndexMut<usize> for Regs {
     fn index_mut(&mut self, i: usize) -> &mut u64 {
         let s = self.slot(i);
         &mut self.data[s]
+    }
+}
+
+/// Lane `l`'s bit of a lane mask.
+pub(super) const LANE_BIT: [u32; 32] = {
+    let mut b = [0u32; 32];
+    let mut l = 0;
+    while l < 32 {
+        b[l] = 1 << l;
+        l += 1;
+    }
+    b
+};
+
+/// `d[l] = v[l]` for the lanes of `lanes`, branch-free (vector selects: the lanes of a diverged group
+/// are any pattern).
+#[inline(always)]
+pub(super) fn select_lanes(d: &mut [u64; 32], v: &[u64; 32], lanes: u32) {
+    for l in 0..32 {
+        let keep = ((lanes & LANE_BIT[l] != 0) as u64).wrapping_neg();
+        d[l] = (v[l] & keep) | (d[l] & !keep);
     }
 }
 

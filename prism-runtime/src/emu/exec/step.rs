@@ -164,7 +164,8 @@ impl L<'_> {
         } else {
             // (branch-free: the group's lanes are any pattern)
             for (l, r) in w.last_run.iter_mut().enumerate() {
-                *r = if (mask >> l) & 1 != 0 { steps } else { *r };
+                let keep = ((mask & regs::LANE_BIT[l] != 0) as u64).wrapping_neg();
+                *r = (steps & keep) | (*r & !keep);
             }
         }
         let m = self.m;
