@@ -108,6 +108,21 @@ impl L<'_> {
                     scatter(w, &args[0], exec, v);
                 }
             }
+            Kind::Cvta(to, space, ty) => {
+                // A register's address into or out of a space's window, as `exec_cvta` converts it.
+                let (Operand::Reg(d), Operand::Reg(r)) = (&args[0], &args[1]) else {
+                    return None;
+                };
+                let (to, win, mk) = (*to, super::regops::cvta_window(space), mask_bits(ty.bits()));
+                w.regs
+                    .map_lanes(*d as usize * 32, *r as usize * 32, exec, |a| {
+                        if to {
+                            a.wrapping_sub(win) & mk
+                        } else {
+                            a.wrapping_add(win) & mk
+                        }
+                    });
+            }
             Kind::Selp(_) => {
                 let [x, y, p, ..] = t;
                 self.gather(b, w, wi, &args[1], exec, x);

@@ -288,12 +288,7 @@ impl L<'_> {
         ty: &PtxType,
     ) -> Step {
         let args = &ins.args;
-        let win = match space {
-            Space::Shared => SHARED_WINDOW,
-            Space::Local => LOCAL_WINDOW,
-            Space::Param => PARAM_WINDOW,
-            _ => 0,
-        };
+        let win = cvta_window(space);
         let mk = mask_bits(ty.bits());
         lanes!(exec, l, {
             let a = match &args[1] {
@@ -324,5 +319,16 @@ impl L<'_> {
         });
         Self::advance(w, mask);
         Step::Continue
+    }
+}
+
+/// The generic-address window of a state space, which `cvta` adds (to generic) or subtracts (`.to`):
+/// global addresses are generic addresses as they are.
+pub(super) fn cvta_window(space: &Space) -> u64 {
+    match space {
+        Space::Shared => SHARED_WINDOW,
+        Space::Local => LOCAL_WINDOW,
+        Space::Param => PARAM_WINDOW,
+        _ => 0,
     }
 }
