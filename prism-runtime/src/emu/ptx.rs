@@ -528,6 +528,27 @@ pub(crate) enum Kind {
     Unsupported(String),
 }
 
+impl Kind {
+    /// Moves, arithmetic, compares, selects, conversions and loads: operand 0 is the register (for a
+    /// load, the vector of registers) each executing lane writes, and the group only moves on to the
+    /// next instruction. (Liveness takes them as the instructions that overwrite operand 0; the step
+    /// as ones that keep a whole group together.)
+    pub(crate) fn is_register_op(&self) -> bool {
+        matches!(
+            self,
+            Kind::Mov(_)
+                | Kind::Alu(..)
+                | Kind::Setp(..)
+                | Kind::Set(..)
+                | Kind::Selp(_)
+                | Kind::Slct(..)
+                | Kind::Cvt(..)
+                | Kind::Cvta(..)
+                | Kind::Ld(..)
+        )
+    }
+}
+
 /// A pre-decoded instruction.
 #[derive(Debug, Clone)]
 pub(crate) struct Instr {

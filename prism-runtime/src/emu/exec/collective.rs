@@ -544,6 +544,8 @@ fn shfl_lanes(
     inrange: &mut [u64; 32],
     src: impl Fn(i32, i32, i32, i32) -> (i32, bool),
 ) {
+    // The source lanes first (lane arithmetic only: vector code), then the reads.
+    let mut from = [0u32; 32];
     for l in 0..32usize {
         let bv = (bvs[l] & 0x1f) as i32;
         let c = cs[l] as u32;
@@ -552,12 +554,15 @@ fn shfl_lanes(
         let lane = l as i32;
         let max_lane = (lane & segmask) | (cval & !segmask);
         let (j, pval) = src(lane, bv, segmask, max_lane);
-        let from = if pval && (0..32).contains(&j) {
-            j as usize
+        from[l] = if pval && (0..32).contains(&j) {
+            j as u32
         } else {
-            l
+            l as u32
         };
-        out[l] = vals[from];
         inrange[l] = pval as u64;
+    }
+    for (o, &f) in out.iter_mut().zip(&from) {
+        // (`from` is a lane: the mask only spares the bounds check)
+        *o = vals[f as usize & 31];
     }
 }

@@ -355,16 +355,8 @@ impl L<'_> {
 /// the list does not name.
 fn uniform_next(ins: &Instr, pc: u32, mask: u32, exec: u32) -> Option<u32> {
     match &ins.kind {
-        Kind::Mov(_)
-        | Kind::Alu(..)
-        | Kind::Setp(..)
-        | Kind::Set(..)
-        | Kind::Selp(_)
-        | Kind::Slct(..)
-        | Kind::Cvt(..)
-        | Kind::Cvta(..)
-        | Kind::Ld(..)
-        | Kind::St(..)
+        k if k.is_register_op() => Some(pc + 1),
+        Kind::St(..)
         | Kind::Atom(..)
         | Kind::Nop
         | Kind::CpAsyncCommit

@@ -159,19 +159,7 @@ fn kills(ins: &Instr, f: &mut impl FnMut(u32)) {
     if ins.guard.is_some() {
         return;
     }
-    let dest_first = matches!(
-        ins.kind,
-        Kind::Mov(_)
-            | Kind::Alu(..)
-            | Kind::Setp(..)
-            | Kind::Set(..)
-            | Kind::Selp(_)
-            | Kind::Slct(..)
-            | Kind::Cvt(..)
-            | Kind::Cvta(..)
-            | Kind::Ld(..)
-    );
-    if !dest_first {
+    if !ins.kind.is_register_op() {
         return;
     }
     match ins.args.first() {
