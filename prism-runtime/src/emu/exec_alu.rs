@@ -150,6 +150,37 @@ fn int_lanes(
         AluOp::Or => map2(x, y, out, |a, b| (a | b) & mk),
         AluOp::Xor => map2(x, y, out, |a, b| (a ^ b) & mk),
         AluOp::Not => map1(x, out, |a| !a & mk),
+        // Integer division lane by lane in 64-bit hardware division (the per-lane `alu` divides in
+        // i128, a library call): the same results, division by zero included (`scalar.rs` `int_alu`:
+        // a zero divisor gives all ones for `div` and the dividend for `rem`; `div` by -1 negates).
+        // Signed 64-bit operands stay on the per-lane path (i64::MIN / -1).
+        AluOp::Div | AluOp::Rem if plain && (!signed || bits <= 32) => {
+            let div = op == AluOp::Div;
+            if signed {
+                map2(x, y, out, |a, b| {
+                    let (sx, sy) = (sext(a, bits), sext(b, bits));
+                    let r = match (sy, div) {
+                        (0, true) => mk as i64,
+                        (0, false) => sx,
+                        (-1, true) => sx.wrapping_neg(),
+                        (_, true) => sx / sy,
+                        (_, false) => sx % sy,
+                    };
+                    r as u64 & mk
+                })
+            } else {
+                map2(x, y, out, |a, b| {
+                    let (ux, uy) = (a & mk, b & mk);
+                    let r = match (uy, div) {
+                        (0, true) => mk,
+                        (0, false) => ux,
+                        (_, true) => ux / uy,
+                        (_, false) => ux % uy,
+                    };
+                    r & mk
+                })
+            }
+        }
         AluOp::Mul | AluOp::Mad if !m.hi && !m.wide && !m.sat => {
             if op == AluOp::Mul {
                 map2(x, y, out, |a, b| a.wrapping_mul(b) & mk)
@@ -410,8 +441,8 @@ mod tests {
     fn lanes_equal_per_lane_alu() {
         use AluOp::*;
         let ops = [
-            Add, Sub, Mul, Mad, Fma, Div, Neg, Abs, Rcp, Sqrt, Min, Max, And, Or, Xor, Not, Shl,
-            Shr,
+            Add, Sub, Mul, Mad, Fma, Div, Rem, Neg, Abs, Rcp, Sqrt, Min, Max, And, Or, Xor, Not,
+            Shl, Shr,
         ];
         let mods = [
             Mods::default(),
