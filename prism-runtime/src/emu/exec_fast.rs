@@ -659,12 +659,9 @@ impl L<'_> {
         let bits = ty.bits();
         let mem = self.region_bytes(b, region);
         for k in 0..vw {
-            let dst = match &ins.args[0] {
-                Operand::Vec(ds) => ds.get(k),
-                d => Some(d),
+            let Some(r) = load_dest(&ins.args[0], k) else {
+                continue;
             };
-            let Some(Operand::Reg(r)) = dst else { continue };
-            let r = *r as usize * 32;
             let d = w.regs.lanes_mut(r);
             let ko = k * es;
             match (es, signed) {
@@ -689,8 +686,7 @@ impl L<'_> {
                 }
                 _ => {
                     for l in each(exec) {
-                        let v = read_le(mem, offs[l] + ko, es);
-                        d[l] = if signed { sext(v, bits) as u64 } else { v };
+                        d[l] = load_value(mem, offs[l] + ko, es, signed, bits);
                     }
                 }
             }
@@ -726,18 +722,16 @@ impl L<'_> {
             return None;
         }
         for k in 0..vw {
-            let dst = match &ins.args[0] {
-                Operand::Vec(ds) => ds.get(k),
-                d => Some(d),
+            let Some(r) = load_dest(&ins.args[0], k) else {
+                continue;
             };
-            let Some(Operand::Reg(r)) = dst else { continue };
-            let v = read_le(&self.params, a as usize + k * es, es);
-            let v = if ty.is_signed() {
-                sext(v, ty.bits()) as u64
-            } else {
-                v
-            };
-            let r = *r as usize * 32;
+            let v = load_value(
+                &self.params,
+                a as usize + k * es,
+                es,
+                ty.is_signed(),
+                ty.bits(),
+            );
             let d = w.regs.lanes_mut(r);
             for l in each(exec) {
                 d[l] = v;
@@ -822,6 +816,31 @@ impl L<'_> {
 pub(super) fn scatter(w: &mut Warp, dst: &Operand, lanes: u32, v: &Lanes) {
     if let Operand::Reg(r) = dst {
         scatter_reg(w, *r as usize * 32, lanes, v);
+    }
+}
+
+/// Element `k` of a load's destination (the register itself, or the `k`-th of a vector): the start of
+/// its lanes, or `None` for an element that is not a register (a sink).
+#[inline]
+fn load_dest(dst: &Operand, k: usize) -> Option<usize> {
+    let d = match dst {
+        Operand::Vec(ds) => ds.get(k),
+        d => Some(d),
+    };
+    match d {
+        Some(Operand::Reg(r)) => Some(*r as usize * 32),
+        _ => None,
+    }
+}
+
+/// The `size`-byte element at `mem[o..]`, sign-extended from `bits` for a signed type.
+#[inline]
+fn load_value(mem: &[u8], o: usize, size: usize, signed: bool, bits: u32) -> u64 {
+    let v = read_le(mem, o, size);
+    if signed {
+        sext(v, bits) as u64
+    } else {
+        v
     }
 }
 
