@@ -279,8 +279,11 @@ impl L<'_> {
         // Operands as lane arrays (the source of every existing lane: a lane may read an inactive one).
         let (mut vals, mut bvs, mut cs) = ([0u64; 32], [0u64; 32], [0u64; 32]);
         self.gather(b, w, wi, &args[ai], w.exist, &mut vals);
-        for (l, v) in vals.iter_mut().enumerate() {
-            *v &= 0u64.wrapping_sub((w.exist >> l) as u64 & 1);
+        if w.exist != u32::MAX {
+            // (a partial warp's absent lanes read as zero)
+            for (l, v) in vals.iter_mut().enumerate() {
+                *v &= ((w.exist & regs::LANE_BIT[l] != 0) as u64).wrapping_neg();
+            }
         }
         self.gather(b, w, wi, &args[ai + 1], exec, &mut bvs);
         self.gather(b, w, wi, &args[ai + 2], exec, &mut cs);
