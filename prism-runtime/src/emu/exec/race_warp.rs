@@ -457,6 +457,38 @@ mod tests {
     }
 
     /// A random shadow cell over threads of the block at `base` (and of other blocks).
+    /// The per-lane checks of `race.rs` (`check_cells` at PC 3) of warp `wi`'s lanes `lanes`, in lane
+    /// order, each over its `n` cells at `offs`: the definition the warp-wide checks are held to. Returns
+    /// the first conflicting lane and its conflict.
+    #[allow(clippy::too_many_arguments)]
+    fn lane_checks(
+        want: &mut [Shadow],
+        (thr, insts): (&[Vec<u32>], &[Inst]),
+        (nt, base): (u32, u32),
+        wi: usize,
+        lanes: u32,
+        offs: &[usize; 32],
+        n: usize,
+        acc: Acc,
+    ) -> Option<(usize, Conflict)> {
+        let mut first = None;
+        for l in (0..32).filter(|l| lanes >> l & 1 == 1) {
+            let tl = wi as u32 * 32 + l as u32;
+            let (t, ep) = (base + tl, thr[tl as usize].len() as u32);
+            let sh = &mut want[offs[l] / 4..offs[l] / 4 + n];
+            let mut lo = LaneOrder {
+                ti: thr,
+                ins: insts,
+                ntb: (nt, base),
+                t,
+            };
+            if let Some(c) = check_cells(sh, t, ep, 3, acc, &mut lo) {
+                first = first.or(Some((l, c)));
+            }
+        }
+        first
+    }
+
     fn random_cell(s: &mut u64, nt: u32, base: u32) -> Shadow {
         let thread = |s: &mut u64| match rng(s) % 4 {
             0 => 0,
@@ -508,21 +540,16 @@ mod tests {
                 std::array::from_fn(|l| 4 * ((l / group) % spread as usize))
             };
             let pc = 3;
-            let mut first = None;
-            for l in (0..32).filter(|l| lanes >> l & 1 == 1) {
-                let tl = wi as u32 * 32 + l as u32;
-                let (t, ep) = (base + tl, thr[tl as usize].len() as u32);
-                let sh = &mut want[offs[l] / 4..offs[l] / 4 + n];
-                let mut lo = LaneOrder {
-                    ti: &thr,
-                    ins: &insts,
-                    ntb: (nt, base),
-                    t,
-                };
-                if let Some(c) = check_cells(sh, t, ep, pc, Acc::Read, &mut lo) {
-                    first = first.or(Some((l, c)));
-                }
-            }
+            let first = lane_checks(
+                &mut want,
+                (&thr, &insts),
+                (nt, base),
+                wi,
+                lanes,
+                &offs,
+                n,
+                Acc::Read,
+            );
             let mut memo = OrderMemo::new(nt, base, wi, lanes);
             let r = read_words(&mut got, &mut memo, &thr, &insts, &offs, lanes, n, pc);
             assert_eq!(r, first);
@@ -568,21 +595,16 @@ mod tests {
                 std::array::from_fn(|_| 4 * (rng(&mut s) % spread) as usize)
             };
             let pc = 3;
-            let mut first = None;
-            for l in (0..32).filter(|l| lanes >> l & 1 == 1) {
-                let tl = wi as u32 * 32 + l as u32;
-                let (t, ep) = (base + tl, thr[tl as usize].len() as u32);
-                let sh = &mut want[offs[l] / 4..offs[l] / 4 + n];
-                let mut lo = LaneOrder {
-                    ti: &thr,
-                    ins: &insts,
-                    ntb: (nt, base),
-                    t,
-                };
-                if let Some(c) = check_cells(sh, t, ep, pc, Acc::Write, &mut lo) {
-                    first = first.or(Some((l, c)));
-                }
-            }
+            let first = lane_checks(
+                &mut want,
+                (&thr, &insts),
+                (nt, base),
+                wi,
+                lanes,
+                &offs,
+                n,
+                Acc::Write,
+            );
             let mut memo = OrderMemo::new(nt, base, wi, lanes);
             let r = write_words(&mut got, &mut memo, &thr, &insts, &offs, lanes, n, pc);
             assert_eq!(r, first);
