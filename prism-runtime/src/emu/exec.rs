@@ -166,6 +166,10 @@ struct Warp {
     last_run: [u64; 32],
     /// The last step in which all 32 lanes ran (a full group writes this, not 32 lane entries).
     all_run: u64,
+    /// The last partial group and the step it ran in, not yet written to `last_run`: a group that runs
+    /// several steps in a row writes its lanes' entries once, when another partial group runs or when
+    /// `pick_group` reads them (`Warp::settle_last_run`).
+    part: (u32, u64),
     stack: Vec<Vec<Frame>>,
     steps: u64,
     exist: u32,
@@ -180,6 +184,19 @@ impl Warp {
     /// Every lane that exists has exited.
     fn all_exited(&self) -> bool {
         (0..32).all(|l| self.exist & (1 << l) == 0 || self.st[l] == Ls::Exit)
+    }
+
+    /// Writes the pending partial group's step into `last_run`.
+    #[inline]
+    fn settle_last_run(&mut self) {
+        let (mask, step) = self.part;
+        if mask != 0 {
+            for (l, r) in self.last_run.iter_mut().enumerate() {
+                let keep = ((mask & regs::LANE_BIT[l] != 0) as u64).wrapping_neg();
+                *r = (step & keep) | (*r & !keep);
+            }
+            self.part.0 = 0;
+        }
     }
 
     fn run_mask(&self) -> u32 {

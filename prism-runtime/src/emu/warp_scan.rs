@@ -86,6 +86,44 @@ pub(super) fn lanes_at(pc: &[u32; 32], target: u32) -> u32 {
     }
 }
 
+/// The lanes whose 64-bit value is not zero (a guard predicate's lanes): two lanes per SSE2 compare.
+/// (Compiled from a per-lane loop this builds the mask with a shift per lane.)
+#[inline]
+pub(super) fn nonzero_lanes(v: &[u64; 32]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let mut zero = 0u32;
+        for (c, pair) in v.chunks_exact(2).enumerate() {
+            // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned load reads the 16 bytes of
+            // `pair`, two `u64`s of `v`.
+            let m = unsafe {
+                let x = _mm_loadu_si128(pair.as_ptr() as *const __m128i);
+                let e = _mm_cmpeq_epi32(x, _mm_setzero_si128());
+                // (a 64-bit lane is zero when both its 32-bit halves are)
+                let e = _mm_and_si128(e, _mm_shuffle_epi32(e, 0b10_11_00_01));
+                _mm_movemask_pd(_mm_castsi128_pd(e)) as u32
+            };
+            zero |= m << (2 * c);
+        }
+        !zero
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        nonzero_lanes_scalar(v)
+    }
+}
+
+/// `nonzero_lanes` lane by lane (other targets; the tests' definition).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn nonzero_lanes_scalar(v: &[u64; 32]) -> u32 {
+    let mut mask = 0u32;
+    for (l, &x) in v.iter().enumerate() {
+        mask |= ((x != 0) as u32) << l;
+    }
+    mask
+}
+
 /// `lanes_at` lane by lane (other targets; the tests' definition).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn lanes_at_scalar(pc: &[u32; 32], target: u32) -> u32 {
@@ -149,6 +187,16 @@ mod tests {
                 }
                 assert_eq!(lanes_at(&pc, target), at, "case {case}");
                 assert_eq!(lanes_at_scalar(&pc, target), at, "case {case}");
+                // Predicate-like lanes: zero, one, or a value whose only set bits are in one half.
+                let vals: [u64; 32] = std::array::from_fn(|l| match (pc[l] + l as u32) % 4 {
+                    0 => 0,
+                    1 => 1,
+                    2 => 1 << 40,
+                    _ => next(),
+                });
+                let nz = (0..32).fold(0u32, |m, l| m | ((vals[l] != 0) as u32) << l);
+                assert_eq!(nonzero_lanes(&vals), nz, "case {case}");
+                assert_eq!(nonzero_lanes_scalar(&vals), nz, "case {case}");
                 let group = lanes_at(&pc, pc[0]);
                 let mut moved = pc;
                 advance_lanes_on(wide, &mut moved, group);

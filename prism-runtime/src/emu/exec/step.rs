@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// A runnable lane that has not run for more than this many steps of its warp goes first (independent
+/// mode).
+const STARVE_STEPS: u64 = 48;
+
 impl L<'_> {
     pub(super) fn diagnose_stall(&mut self, b: &Block) {
         // collective waits first
@@ -93,7 +97,7 @@ impl L<'_> {
 
     /// Chooses the lane group to run: (pc, mask), and whether the group holds every runnable lane of the
     /// warp.
-    fn pick_group(&mut self, w: &Warp) -> ((u32, u32), bool) {
+    fn pick_group(&mut self, w: &mut Warp) -> ((u32, u32), bool) {
         // A converged warp (every runnable lane at one PC) runs that PC with all of them: what the scan
         // below chooses too, since starvation and random choices apply only to diverged warps.
         let run = w.run_mask();
@@ -105,9 +109,13 @@ impl L<'_> {
             return ((pc0, run), true);
         }
         // Diverged (so several PCs): the lowest PC, and the lowest runnable lane that has not run for
-        // 48 steps of its warp goes first (independent mode).
+        // `STARVE_STEPS` steps of its warp goes first (independent mode).
+        if w.steps.saturating_sub(w.all_run) > STARVE_STEPS {
+            // (the lanes' entries are read only then)
+            w.settle_last_run();
+        }
         let (minpc, starving) =
-            warp_scan::diverged_lanes(run, &w.pc, &w.last_run, w.all_run, w.steps, 48);
+            warp_scan::diverged_lanes(run, &w.pc, &w.last_run, w.all_run, w.steps, STARVE_STEPS);
         let mut pc = minpc;
         if self.cfg.warp_mode == WarpMode::Independent {
             if starving != 0 {
@@ -162,11 +170,10 @@ impl L<'_> {
         if mask == u32::MAX {
             w.all_run = steps;
         } else {
-            // (branch-free: the group's lanes are any pattern)
-            for (l, r) in w.last_run.iter_mut().enumerate() {
-                let keep = ((mask & regs::LANE_BIT[l] != 0) as u64).wrapping_neg();
-                *r = (steps & keep) | (*r & !keep);
+            if w.part.0 != mask {
+                w.settle_last_run();
             }
+            w.part = (mask, steps);
         }
         let m = self.m;
         let ins = match m.code.get(pc as usize) {
@@ -186,12 +193,8 @@ impl L<'_> {
         let exec = match ins.guard {
             None => mask,
             Some((p, neg)) => {
-                let mut e = 0u32;
-                let base = p as usize * 32;
-                for (l, v) in w.regs.lanes(base).iter().enumerate() {
-                    e |= (((*v != 0) != neg) as u32) << l;
-                }
-                e & mask
+                let t = warp_scan::nonzero_lanes(w.regs.lanes(p as usize * 32));
+                (if neg { !t } else { t }) & mask
             }
         };
         {
