@@ -136,20 +136,30 @@ impl Regs {
     #[inline(always)]
     pub(super) fn map_lanes(&mut self, d: usize, s: usize, lanes: u32, f: impl Fn(u64) -> u64) {
         let (ds, ss) = (self.slot(d), self.slot(s));
-        let data = &mut self.data[..];
-        // (bounds checked once, as indexing the two registers would; the loops then need none)
-        let _ = (&data[ds..ds + 32], &data[ss..ss + 32]);
-        if lanes == u32::MAX {
+        if ds == ss {
+            let x = self.lanes_mut(d);
             for l in 0..32 {
-                data[ds + l] = f(data[ss + l]);
-            }
-        } else {
-            for l in 0..32 {
-                // (a lane's bit tested against a constant, not shifted by the lane: vector code)
                 let keep = ((lanes & LANE_BIT[l] != 0) as u64).wrapping_neg();
-                data[ds + l] = (f(data[ss + l]) & keep) | (data[ds + l] & !keep);
+                x[l] = (f(x[l]) & keep) | (x[l] & !keep);
             }
+            return;
         }
+        // Two registers: disjoint 32-lane runs, borrowed as fixed-size arrays so that the loops are
+        // straight vector code (a loop over one slice at two offsets gets an overlap test and a
+        // bounds-checked scalar tail).
+        let (dst, src): (&mut [u64], &[u64]) = if ds < ss {
+            let (lo, hi) = self.data.split_at_mut(ss);
+            (&mut lo[ds..ds + 32], &hi[..32])
+        } else {
+            let (lo, hi) = self.data.split_at_mut(ds);
+            (&mut hi[..32], &lo[ss..ss + 32])
+        };
+        map_disjoint(
+            dst.try_into().expect("32 lanes"),
+            src.try_into().expect("32 lanes"),
+            lanes,
+            f,
+        );
     }
 
     #[inline(always)]
@@ -175,6 +185,23 @@ impl IndexMut<usize> for Regs {
     fn index_mut(&mut self, i: usize) -> &mut u64 {
         let s = self.slot(i);
         &mut self.data[s]
+    }
+}
+
+/// `dst[l] = f(src[l])` for the lanes of `lanes`: two distinct registers, as arguments so that the
+/// compiler knows they do not overlap (and vectorises the loops).
+#[inline(always)]
+fn map_disjoint(dst: &mut [u64; 32], src: &[u64; 32], lanes: u32, f: impl Fn(u64) -> u64) {
+    if lanes == u32::MAX {
+        for l in 0..32 {
+            dst[l] = f(src[l]);
+        }
+    } else {
+        for l in 0..32 {
+            // (a lane's bit tested against a constant, not shifted by the lane: vector code)
+            let keep = ((lanes & LANE_BIT[l] != 0) as u64).wrapping_neg();
+            dst[l] = (f(src[l]) & keep) | (dst[l] & !keep);
+        }
     }
 }
 
