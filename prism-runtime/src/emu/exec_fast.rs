@@ -70,6 +70,7 @@ impl L<'_> {
     /// Executes `ins` for lane group `mask` (guard true for `exec`) if a fast path covers it; `None` when
     /// it declines (nothing has changed then).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(super) fn fast_step(
         &mut self,
         sc: &mut Scratch,
@@ -155,6 +156,11 @@ impl L<'_> {
                 }
                 scatter(w, &args[0], exec, a);
             }
+            Kind::Shfl(mode) => {
+                if !self.fast_shfl(t, b, wi, w, args, mask, exec, mode) {
+                    return None;
+                }
+            }
             // Strong accesses (`.relaxed/.acquire/.release`) order threads in the race detector
             // (`exec_misc.rs`): the general code handles them.
             Kind::Ld(..) | Kind::St(..) if ins.order != 0 => return None,
@@ -168,6 +174,35 @@ impl L<'_> {
         }
         advance(w, mask);
         Some(Step::Continue)
+    }
+
+    /// `shfl.sync` for a group that is exactly its immediate membermask (`shfl.sync .., -1` in a
+    /// converged warp): every member is here and none is guarded off, so `exec_collective` would have
+    /// nothing to wait for or report and would run it at once, as here. False (nothing done) otherwise.
+    /// (Not inlined: `fast_step` stays small enough to be inlined into the step.)
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn fast_shfl(
+        &mut self,
+        t: &mut [Lanes; 5],
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        args: &[Operand],
+        mask: u32,
+        exec: u32,
+        mode: &ShflMode,
+    ) -> bool {
+        let Some(Operand::Imm(mv)) = args.last() else {
+            return false;
+        };
+        let member = *mv as u32;
+        if exec != mask || member != exec || member & !w.exist != 0 {
+            return false;
+        }
+        self.collective_orders(b, wi, exec);
+        self.shfl(b, wi, w, args, exec, mode, t);
+        true
     }
 
     /// The values of a source operand for the lanes of `lanes` (other lanes: unspecified): a register's
@@ -248,7 +283,9 @@ impl L<'_> {
             } else {
                 &ZERO_LANES
             };
-            if !super::exec_alu::alu_lanes(op, ty, md, x, y, z, out) {
+            if !super::exec_alu::simple_int_lanes(op, ty, md, x, y, out)
+                && !super::exec_alu::alu_lanes(op, ty, md, x, y, z, out)
+            {
                 let u = self.src(b, w, wi, arg(4), exec, tu);
                 for l in each(exec) {
                     out[l] = alu(op, ty, md, x[l], y[l], z[l], u[l]);
@@ -286,8 +323,11 @@ impl L<'_> {
                 }
             }
         }
-        for l in 0..32 {
-            q[l] = r[l] ^ 1;
+        // (the complement only where a second destination takes it)
+        if dq.is_some() {
+            for l in 0..32 {
+                q[l] = r[l] ^ 1;
+            }
         }
         if let Some(bo) = bop {
             self.gather(b, w, wi, &args[ai + 2], exec, p);

@@ -218,7 +218,7 @@ impl L<'_> {
         }
         match &ins.kind {
             Kind::BarWarpSync => self.bar_warp_sync(b, wi, exec),
-            Kind::Shfl(mode) => self.shfl(b, wi, w, args, exec, mode),
+            Kind::Shfl(mode) => self.shfl(b, wi, w, args, exec, mode, &mut [[0; 32]; 5]),
             Kind::Vote(mode) => self.vote(b, wi, w, args, exec, mode),
             Kind::Redux(op, ty) => self.redux(b, wi, w, args, exec, op, ty),
             Kind::Match(all, ty) => self.match_sync(b, wi, w, args, exec, all, ty),
@@ -262,7 +262,9 @@ impl L<'_> {
     }
 
     /// `shfl.sync`: each lane reads the source lane of its mode (or its own value) and the in-range flag.
-    fn shfl(
+    /// `t` holds the lane arrays it works in (their old values are not read).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn shfl(
         &mut self,
         b: &Block,
         wi: usize,
@@ -270,6 +272,7 @@ impl L<'_> {
         args: &[Operand],
         exec: u32,
         mode: &ShflMode,
+        t: &mut [[u64; 32]; 5],
     ) {
         let (d, p, ai) = if args.len() >= 6 {
             (&args[0], Some(&args[1]), 2)
@@ -277,60 +280,34 @@ impl L<'_> {
             (&args[0], None, 1)
         };
         // Operands as lane arrays (the source of every existing lane: a lane may read an inactive one).
-        let (mut vals, mut bvs, mut cs) = ([0u64; 32], [0u64; 32], [0u64; 32]);
-        self.gather(b, w, wi, &args[ai], w.exist, &mut vals);
+        // The old values of `t` are never read: the source values are gathered for every existing lane
+        // and cleared for absent ones, and the other operands' lanes outside `exec` only decide
+        // results that are not written.
+        let [vals, bvs, cs, out, inrange] = t;
+        self.gather(b, w, wi, &args[ai], w.exist, vals);
         if w.exist != u32::MAX {
             // (a partial warp's absent lanes read as zero)
             for (l, v) in vals.iter_mut().enumerate() {
                 *v &= ((w.exist & regs::LANE_BIT[l] != 0) as u64).wrapping_neg();
             }
         }
-        self.gather(b, w, wi, &args[ai + 1], exec, &mut bvs);
-        self.gather(b, w, wi, &args[ai + 2], exec, &mut cs);
-        // Every lane computed branch-free, then the executing lanes written (PTX ISA, shfl.sync): the
-        // source lane j of the mode, in range when j is within the lane's segment bound. One loop per
-        // mode (the mode chosen once, not per lane).
-        let (mut out, mut inrange) = ([0u64; 32], [0u64; 32]);
-        match *mode {
-            ShflMode::Up => shfl_lanes(
-                &vals,
-                &bvs,
-                &cs,
-                &mut out,
-                &mut inrange,
-                |lane, bv, _, max| (lane - bv, lane - bv >= max),
-            ),
-            ShflMode::Down => shfl_lanes(
-                &vals,
-                &bvs,
-                &cs,
-                &mut out,
-                &mut inrange,
-                |lane, bv, _, max| (lane + bv, lane + bv <= max),
-            ),
-            ShflMode::Bfly => shfl_lanes(
-                &vals,
-                &bvs,
-                &cs,
-                &mut out,
-                &mut inrange,
-                |lane, bv, _, max| (lane ^ bv, (lane ^ bv) <= max),
-            ),
-            ShflMode::Idx => shfl_lanes(
-                &vals,
-                &bvs,
-                &cs,
-                &mut out,
-                &mut inrange,
-                |lane, bv, seg, max| {
-                    let j = (lane & seg) | (bv & !seg);
-                    (j, j <= max)
-                },
-            ),
+        // Every lane computed branch-free, then the executing lanes written (PTX ISA, shfl.sync). The
+        // usual immediate lane operand and clamp are constants of the loop (vector code over 32-bit
+        // lanes); register operands are read per lane.
+        match (&args[ai + 1], &args[ai + 2]) {
+            (Operand::Imm(bv), Operand::Imm(c)) => {
+                let (bv, c) = (*bv, *c);
+                shfl_mode(mode, vals, |_| bv, |_| c, out, inrange);
+            }
+            (bop, cop) => {
+                self.gather(b, w, wi, bop, exec, bvs);
+                self.gather(b, w, wi, cop, exec, cs);
+                shfl_mode(mode, vals, |l| bvs[l], |l| cs[l], out, inrange);
+            }
         }
-        exec_fast::scatter(w, d, exec, &out);
+        exec_fast::scatter(w, d, exec, out);
         if let Some(p) = p {
-            exec_fast::scatter(w, p, exec, &inrange);
+            exec_fast::scatter(w, p, exec, inrange);
         }
     }
 
@@ -534,15 +511,42 @@ impl L<'_> {
     }
 }
 
-/// The lanes of a `shfl.sync`: `out[l]` the value of lane `l`'s source lane and `inrange[l]` its
-/// predicate, where `src(lane, b, segmask, max_lane)` gives the source lane and whether it is in range
-/// (`b` the lane's source-lane operand, `c` its clamp and segment mask: PTX ISA, shfl.sync). An
-/// out-of-range or out-of-warp source reads the lane's own value.
+/// The source lane j of each lane for `mode` (PTX ISA, shfl.sync), in range when j is within the lane's
+/// segment bound: one loop per mode (the mode chosen once, not per lane).
+#[inline(always)]
+fn shfl_mode(
+    mode: &ShflMode,
+    vals: &[u64; 32],
+    bv: impl Fn(usize) -> u64,
+    c: impl Fn(usize) -> u64,
+    out: &mut [u64; 32],
+    inrange: &mut [u64; 32],
+) {
+    match *mode {
+        ShflMode::Up => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, _, max| {
+            (lane - bv, lane - bv >= max)
+        }),
+        ShflMode::Down => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, _, max| {
+            (lane + bv, lane + bv <= max)
+        }),
+        ShflMode::Bfly => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, _, max| {
+            (lane ^ bv, (lane ^ bv) <= max)
+        }),
+        ShflMode::Idx => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, seg, max| {
+            let j = (lane & seg) | (bv & !seg);
+            (j, j <= max)
+        }),
+    }
+}
+
+/// `out[l]` = the value of lane l's source lane (`src(lane, b, segmask, max_lane)` gives it and whether
+/// it is in range; `bv(l)` and `c(l)` are lane l's lane operand and clamp); an out-of-range or
+/// out-of-warp source reads the lane's own value.
 #[inline(always)]
 fn shfl_lanes(
     vals: &[u64; 32],
-    bvs: &[u64; 32],
-    cs: &[u64; 32],
+    bv: impl Fn(usize) -> u64,
+    c: impl Fn(usize) -> u64,
     out: &mut [u64; 32],
     inrange: &mut [u64; 32],
     src: impl Fn(i32, i32, i32, i32) -> (i32, bool),
@@ -550,13 +554,13 @@ fn shfl_lanes(
     // The source lanes first (lane arithmetic only: vector code), then the reads.
     let mut from = [0u32; 32];
     for l in 0..32usize {
-        let bv = (bvs[l] & 0x1f) as i32;
-        let c = cs[l] as u32;
+        let b = (bv(l) & 0x1f) as i32;
+        let c = c(l) as u32;
         let cval = (c & 0x1f) as i32;
         let segmask = ((c >> 8) & 0x1f) as i32;
         let lane = l as i32;
         let max_lane = (lane & segmask) | (cval & !segmask);
-        let (j, pval) = src(lane, bv, segmask, max_lane);
+        let (j, pval) = src(lane, b, segmask, max_lane);
         from[l] = if pval && (0..32).contains(&j) {
             j as u32
         } else {
