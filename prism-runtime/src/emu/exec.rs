@@ -364,6 +364,9 @@ struct L<'a> {
     spec: Option<parallel::Worker<'a>>,
     /// The registers each warp holds (`regs.rs`).
     regwin: RegWindow,
+    /// The module has a `wgmma` instruction (else no register is ever in flight: the step skips the
+    /// in-flight check).
+    has_wgmma: bool,
 }
 
 fn mask_bits(bits: u32) -> u64 {

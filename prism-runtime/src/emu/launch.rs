@@ -97,6 +97,7 @@ impl<'a> L<'a> {
             fast: None,
             spec: None,
             regwin: RegWindow::of_entry(m, fi),
+            has_wgmma: m.code.iter().any(|i| matches!(i.kind, Kind::Wgmma(_))),
         }
     }
 

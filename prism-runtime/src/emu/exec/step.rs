@@ -208,7 +208,7 @@ impl L<'_> {
             };
         }
         let args = &ins.args;
-        if !matches!(ins.kind, Kind::Wgmma(_)) && b.wg.warp_busy(wi) {
+        if self.has_wgmma && !matches!(ins.kind, Kind::Wgmma(_)) && b.wg.warp_busy(wi) {
             if let Some(r) = b.wg.touched(wi, args) {
                 let msg = format!(
                     "register {} is an operand of a wgmma that is still in flight: it may be read or written only after the wgmma.wait_group that retires it",
