@@ -170,22 +170,53 @@ fn words_inside(mem: &[u8], offs: &[u32; 32]) -> Option<u32> {
         .then_some(top)
 }
 
-/// `gather4` in four 8-lane gathers. Unsafe: the CPU must have AVX2.
+/// `gather4` in four 8-lane pieces. Unsafe: the CPU must have AVX2.
+///
+/// A piece whose lanes read consecutive words (a row of a tile) is one 32-byte load, one whose lanes
+/// all read one word (a broadcast) one 4-byte load; any other pattern is a gather instruction, which
+/// costs several times either (a third of the tiled matmul's shared loads' time went to gathers of
+/// such pieces).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn gather4_avx2(mem: &[u8], offs: &[u32; 32], out: &mut [u64; 32]) -> bool {
     use std::arch::x86_64::*;
+    // `offs` is read in 16-byte pieces, as its writers (`shared_offsets4`) store it: a 32-byte load
+    // over two 16-byte stores still in flight waits until they reach the cache.
+    // SAFETY (every call below): k < 8, so the load reads the four `u32`s 4k..4k + 4 of `offs`.
+    let quarter = |k: usize| _mm_loadu_si128(offs.as_ptr().add(4 * k).cast());
+    let mut top = quarter(0);
+    for k in 1..8 {
+        top = _mm_max_epu32(top, quarter(k));
+    }
+    top = _mm_max_epu32(top, _mm_shuffle_epi32::<0b01_00_11_10>(top));
+    top = _mm_max_epu32(top, _mm_shuffle_epi32::<0b10_11_00_01>(top));
+    let top = _mm_cvtsi128_si32(top) as u32;
     // The gather's indices are signed 32-bit byte offsets: every one below 2^31 as well.
-    if words_inside(mem, offs).is_none_or(|top| top > i32::MAX as u32) {
+    if top > i32::MAX as u32 || top as usize + 4 > mem.len() {
         return false;
     }
+    let steps = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     for c in 0..4 {
         // SAFETY: lanes c*8..c*8+8 of `offs` and `out` are in bounds (32 each); every index is
         // below 2^31 and has its 4 bytes inside `mem` (checked above), so each gathered word
-        // lies inside `mem`.
+        // lies inside `mem`; so do the 32 bytes from the first lane's word when the lanes' words
+        // are consecutive (the last lane's word ends there), and the one word all lanes read.
         unsafe {
-            let idx = _mm256_loadu_si256(offs.as_ptr().add(c * 8).cast());
-            let v = _mm256_i32gather_epi32::<1>(mem.as_ptr().cast(), idx);
+            let idx = _mm256_set_m128i(quarter(2 * c + 1), quarter(2 * c));
+            let first = _mm256_set1_epi32(offs[c * 8] as i32);
+            let in_a_row = _mm256_cmpeq_epi32(idx, _mm256_add_epi32(first, steps));
+            let v = if _mm256_movemask_epi8(in_a_row) == -1 {
+                _mm256_loadu_si256(mem.as_ptr().add(offs[c * 8] as usize).cast())
+            } else if _mm256_movemask_epi8(_mm256_cmpeq_epi32(idx, first)) == -1 {
+                let w = mem
+                    .as_ptr()
+                    .add(offs[c * 8] as usize)
+                    .cast::<u32>()
+                    .read_unaligned();
+                _mm256_set1_epi32(w as i32)
+            } else {
+                _mm256_i32gather_epi32::<1>(mem.as_ptr().cast(), idx)
+            };
             let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(v));
             let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(v));
             _mm256_storeu_si256(out.as_mut_ptr().add(c * 8).cast(), lo);
@@ -328,7 +359,9 @@ mod tests {
             let mut base = [0u64; 32];
             for (l, a) in base.iter_mut().enumerate() {
                 *a = match case % 4 {
-                    0 => (l as u64 % 16) * 4,
+                    // (rows of words and broadcasts, which `gather4_avx2` reads without a gather)
+                    0 if case % 8 == 0 => (l as u64 % 16) * 4,
+                    0 => (l as u64 / 8) * 64 + (l as u64 / 24) * 4,
                     1 => next() % 0x900,
                     2 => ((next() % 3) << 24) | ((next() % 512) * 4),
                     _ => next(),
