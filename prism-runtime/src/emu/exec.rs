@@ -221,6 +221,21 @@ impl Warp {
             self.run & !bit
         };
     }
+
+    /// Sets the state of the lanes of `lanes` (and the run mask with them).
+    #[inline]
+    fn set_st_lanes(&mut self, lanes: u32, s: Ls) {
+        for (l, st) in self.st.iter_mut().enumerate() {
+            if lanes & regs::LANE_BIT[l] != 0 {
+                *st = s;
+            }
+        }
+        self.run = if s == Ls::Run {
+            self.run | lanes
+        } else {
+            self.run & !lanes
+        };
+    }
 }
 
 #[derive(Default, Clone)]

@@ -207,8 +207,8 @@ impl L<'_> {
         let bar = &mut b.bars[id];
         bar.arrived += exec.count_ones();
         bar.waiters.reserve(exec.count_ones() as usize);
+        w.set_st_lanes(exec, Ls::Bar);
         lanes!(exec, l, {
-            w.set_st(l, Ls::Bar);
             bar.waiters.push((wi as u32, l as u32, None));
         });
     }
@@ -267,13 +267,16 @@ impl L<'_> {
             } else {
                 &mut b.warps[ww as usize]
             };
+            // (a lane waits at most once: its lanes are a mask, released and moved on together)
+            let mut lanes = 0u32;
             for &(_, ll, d) in &rest[..n] {
-                target.set_st(ll as usize, Ls::Run);
-                target.pc[ll as usize] += 1;
+                lanes |= 1 << ll;
                 if let Some(r) = d {
                     target.regs[r as usize * 32 + ll as usize] = result;
                 }
             }
+            target.set_st_lanes(lanes, Ls::Run);
+            warp_scan::advance_lanes(&mut target.pc, lanes);
             rest = &rest[n..];
         }
         bar.waiters.clear();
