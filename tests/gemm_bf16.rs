@@ -5,7 +5,7 @@
 
 mod e2e_util;
 
-use e2e_util::Rng;
+use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{gemm_bf16, gemm_bf16_tma_wgmma, GemmBf16Variant, GemmError};
 use prism::prism_kernel;
 use prism::runtime::half::bf16;
@@ -14,31 +14,15 @@ use prism::runtime::{LaunchDims, RuntimeError, TensorMap, TensorSwizzle};
 const ALPHA: f32 = 1.5;
 const BETA: f32 = -0.5;
 
-fn bf16s(rng: &mut Rng, n: usize) -> Vec<bf16> {
-    (0..n)
-        .map(|_| loop {
-            let v = bf16::from_f32(rng.f32());
-            if v.to_f32() != 0.0 {
-                break v;
-            }
-        })
-        .collect()
-}
-
 fn run(variant: GemmBf16Variant, m: usize, n: usize, k: usize, seed: u64) {
     let dev = e2e_util::device();
-    let mut rng = Rng::new(seed);
-    let a = bf16s(&mut rng, m * k);
-    let b = bf16s(&mut rng, n * k);
-    let c0 = rng.f32s(m * n);
-    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
-    let mut dc = dev.htod(&c0).unwrap();
+    let p = Problem::new((m, n, k), BLayout::NByK, seed);
+    let (da, db, mut dc) = p.upload(&dev);
     gemm_bf16(
         &dev, variant, m as u32, n as u32, k as u32, ALPHA, &da, &db, BETA, &mut dc,
     )
     .unwrap_or_else(|e| panic!("{} at {m}×{n}×{k}: {e}", variant.name()));
-    let c = dev.dtoh(&dc).unwrap();
-    let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+    let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap());
     assert!(
         bad.is_empty(),
         "{} at {m}×{n}×{k}: {} wrong elements, first {:?}",
@@ -174,13 +158,10 @@ pub fn tile_gemm(a: TensorMap<bf16, 2>, b: TensorMap<bf16, 2>, c: *mut f32, n: u
 fn the_guides_tile_gemm() {
     let dev = e2e_util::device();
     let (m, n, k) = (128usize, 192usize, 128usize);
-    let mut rng = Rng::new(77);
-    let a = bf16s(&mut rng, m * k);
-    let b = bf16s(&mut rng, n * k);
-    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let p = Problem::new((m, n, k), BLayout::NByK, 77);
+    let (da, db, _) = p.upload(&dev);
     let mut c = dev.alloc_zeros::<f32>(m * n).unwrap();
-    let ma = TensorMap::row_major_2d(&da, m as u64, k as u64, 64, 64, TensorSwizzle::B128).unwrap();
-    let mb = TensorMap::row_major_2d(&db, n as u64, k as u64, 64, 64, TensorSwizzle::B128).unwrap();
+    let (ma, mb) = p.maps(&da, &db, 64, 64);
     let blocks = ((m / 64) * (n / 64)) as u32;
     tile_gemm::launch(
         &dev,
@@ -192,23 +173,13 @@ fn the_guides_tile_gemm() {
         k as u32,
     )
     .unwrap();
-    let got = dev.dtoh(&c).unwrap();
-    for i in 0..m {
-        for j in 0..n {
-            let (mut want, mut mag) = (0f64, 0f64);
-            for x in 0..k {
-                let p = a[i * k + x].to_f32() as f64 * b[j * k + x].to_f32() as f64;
-                want += p;
-                mag += p.abs();
-            }
-            let err = (got[i * n + j] as f64 - want).abs();
-            assert!(
-                err <= 1e-5 * mag + 1e-6,
-                "({i}, {j}): {} vs {want}",
-                got[i * n + j]
-            );
-        }
-    }
+    // C = A·Bᵀ (alpha 1, beta 0).
+    let bad = p.wrong_f32(1.0, 0.0, &dev.dtoh(&c).unwrap());
+    assert!(
+        bad.is_empty(),
+        "wrong elements, first {:?}",
+        &bad[..bad.len().min(4)]
+    );
 }
 
 /// A TMA store through the typed launcher: `TensorMapMut` from `&mut DeviceBuffer`; a read-only map is
@@ -277,18 +248,11 @@ fn persistent_blocks_run_several_tiles() {
     use prism::kernels::gemm::gemm_bf16_persistent;
     let dev = e2e_util::device();
     let (m, n, k) = (300usize, 328usize, 136usize); // 3 × 3 tiles of 128 × 128
-    let mut rng = Rng::new(5);
-    let a = bf16s(&mut rng, m * k);
-    let b = bf16s(&mut rng, n * k);
-    let c0 = rng.f32s(m * n);
-    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
-    let mut dc = dev.htod(&c0).unwrap();
-    let ma =
-        TensorMap::row_major_2d(&da, m as u64, k as u64, 128, 64, TensorSwizzle::B128).unwrap();
-    let mb =
-        TensorMap::row_major_2d(&db, n as u64, k as u64, 128, 64, TensorSwizzle::B128).unwrap();
+    let p = Problem::new((m, n, k), BLayout::NByK, 5);
+    let (da, db, mut dc) = p.upload(&dev);
+    let (ma, mb) = p.maps(&da, &db, 128, 128);
     for blocks in [2u32, 4] {
-        dev.copy_htod(&c0, &mut dc).unwrap();
+        dev.copy_htod(&p.c, &mut dc).unwrap();
         gemm_bf16_persistent::<128, 4, 8>::launch(
             &dev,
             LaunchDims::new(blocks, 384),
@@ -302,8 +266,7 @@ fn persistent_blocks_run_several_tiles() {
             &mut dc,
         )
         .unwrap();
-        let c = dev.dtoh(&dc).unwrap();
-        let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+        let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap());
         assert!(
             bad.is_empty(),
             "{blocks} blocks: wrong elements {:?}",
@@ -318,35 +281,18 @@ fn b_given_k_by_n_row_major() {
     use prism::kernels::gemm::gemm_bf16_kn;
     let dev = e2e_util::device();
     for ((m, n, k), seed) in [((128usize, 192usize, 128usize), 8u64), ((200, 328, 136), 9)] {
-        let mut rng = Rng::new(seed);
-        let a = bf16s(&mut rng, m * k);
-        let b = bf16s(&mut rng, k * n);
-        let c0 = rng.f32s(m * n);
-        let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
-        let mut dc = dev.htod(&c0).unwrap();
+        let p = Problem::new((m, n, k), BLayout::KByN, seed);
+        let (da, db, mut dc) = p.upload(&dev);
         gemm_bf16_kn(
             &dev, m as u32, n as u32, k as u32, ALPHA, &da, &db, BETA, &mut dc,
         )
         .unwrap();
-        let c = dev.dtoh(&dc).unwrap();
-        for i in 0..m {
-            for j in 0..n {
-                let (s, mag) = e2e_util::dot_f64(
-                    k,
-                    |x| a[i * k + x].to_f32() as f64,
-                    |x| b[x * n + j].to_f32() as f64,
-                );
-                let c0ij = c0[i * n + j] as f64;
-                let want = ALPHA as f64 * s + BETA as f64 * c0ij;
-                let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
-                let err = (c[i * n + j] as f64 - want).abs();
-                assert!(
-                    err <= tol,
-                    "{m}x{n}x{k} ({i}, {j}): {} vs {want}",
-                    c[i * n + j]
-                );
-            }
-        }
+        let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap());
+        assert!(
+            bad.is_empty(),
+            "{m}x{n}x{k}: wrong elements {:?}",
+            &bad[..bad.len().min(4)]
+        );
     }
     let a = dev.alloc_zeros::<bf16>(64 * 64).unwrap();
     let b = dev.alloc_zeros::<bf16>(64 * 60).unwrap();
@@ -362,18 +308,11 @@ fn persistent_clusters_run_several_tiles() {
     use prism::kernels::gemm::gemm_bf16_cluster_persistent;
     let dev = e2e_util::device();
     let (m, n, k) = (600usize, 328usize, 136usize); // 3 × 2 tiles of 256 × 256 (ragged in m and n)
-    let mut rng = Rng::new(7);
-    let a = bf16s(&mut rng, m * k);
-    let b = bf16s(&mut rng, n * k);
-    let c0 = rng.f32s(m * n);
-    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
-    let mut dc = dev.htod(&c0).unwrap();
-    let ma =
-        TensorMap::row_major_2d(&da, m as u64, k as u64, 128, 64, TensorSwizzle::B128).unwrap();
-    let mb =
-        TensorMap::row_major_2d(&db, n as u64, k as u64, 256, 64, TensorSwizzle::B128).unwrap();
+    let p = Problem::new((m, n, k), BLayout::NByK, 7);
+    let (da, db, mut dc) = p.upload(&dev);
+    let (ma, mb) = p.maps(&da, &db, 128, 256);
     for blocks in [2u32, 4] {
-        dev.copy_htod(&c0, &mut dc).unwrap();
+        dev.copy_htod(&p.c, &mut dc).unwrap();
         gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
             &dev,
             LaunchDims::new(blocks, 384),
@@ -387,38 +326,9 @@ fn persistent_clusters_run_several_tiles() {
             &mut dc,
         )
         .unwrap();
-        let c = dev.dtoh(&dc).unwrap();
-        let bad = wrong_elements((m, n, k), &a, &b, &c0, &c).len();
+        let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap()).len();
         assert_eq!(bad, 0, "{blocks} blocks: {bad} wrong elements");
     }
-}
-
-/// The elements of `c` (after `C = ALPHA·A·Bᵀ + BETA·C0`) that are wrong, as (row, column).
-fn wrong_elements(
-    (m, n, k): (usize, usize, usize),
-    a: &[bf16],
-    b: &[bf16],
-    c0: &[f32],
-    c: &[f32],
-) -> Vec<(usize, usize)> {
-    let mut bad = Vec::new();
-    for i in 0..m {
-        for j in 0..n {
-            let (s, mag) = e2e_util::dot_f64(
-                k,
-                |x| a[i * k + x].to_f32() as f64,
-                |x| b[j * k + x].to_f32() as f64,
-            );
-            let c0ij = c0[i * n + j] as f64;
-            let want = ALPHA as f64 * s + BETA as f64 * c0ij;
-            let tol = 1e-5 * (ALPHA as f64 * mag + (BETA as f64 * c0ij).abs()) + 1e-6;
-            let err = (c[i * n + j] as f64 - want).abs();
-            if err.is_nan() || err > tol {
-                bad.push((i, j));
-            }
-        }
-    }
-    bad
 }
 
 /// Rung 5 in space-filling order through the typed launcher: 2 and 4 persistent blocks over 3 × 2 ragged
@@ -431,19 +341,12 @@ fn scheduled_blocks_follow_their_table() {
     use prism::kernels::gemm::{gemm_bf16_scheduled, hilbert_order, pack_order};
     let dev = e2e_util::device();
     let (m, n, k) = (300usize, 328usize, 72usize); // 3 × 2 tiles of 128 × 256
-    let mut rng = Rng::new(31);
-    let a = bf16s(&mut rng, m * k);
-    let b = bf16s(&mut rng, n * k);
-    let c0 = rng.f32s(m * n);
-    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
-    let mut dc = dev.htod(&c0).unwrap();
-    let ma =
-        TensorMap::row_major_2d(&da, m as u64, k as u64, 128, 64, TensorSwizzle::B128).unwrap();
-    let mb =
-        TensorMap::row_major_2d(&db, n as u64, k as u64, 256, 64, TensorSwizzle::B128).unwrap();
+    let p = Problem::new((m, n, k), BLayout::NByK, 31);
+    let (da, db, mut dc) = p.upload(&dev);
+    let (ma, mb) = p.maps(&da, &db, 128, 256);
     let mut launch = |blocks: u32, table: &[u32]| -> Result<Vec<f32>, RuntimeError> {
         let t = dev.htod(table).unwrap();
-        dev.copy_htod(&c0, &mut dc).unwrap();
+        dev.copy_htod(&p.c, &mut dc).unwrap();
         gemm_bf16_scheduled::<256, 4>::launch(
             &dev,
             LaunchDims::new(blocks, 384),
@@ -464,7 +367,7 @@ fn scheduled_blocks_follow_their_table() {
     for (name, table) in [("hilbert", &hilbert), ("reversed", &reversed)] {
         for blocks in [2u32, 4] {
             let c = launch(blocks, table).unwrap();
-            let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+            let bad = p.wrong_f32(ALPHA, BETA, &c);
             assert!(
                 bad.is_empty(),
                 "{name}, {blocks} blocks: {} wrong, first {:?}",
@@ -483,7 +386,7 @@ fn scheduled_blocks_follow_their_table() {
     let mut outside = hilbert.clone();
     outside[at] = 7 << 16 | 7;
     let c = launch(2, &outside).unwrap();
-    let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+    let bad = p.wrong_f32(ALPHA, BETA, &c);
     assert!(
         tile_2_1(&bad),
         "{} wrong, first {:?}",
@@ -500,7 +403,7 @@ fn scheduled_blocks_follow_their_table() {
             assert!(e.to_string().contains("data race"), "{e}");
         }
         Ok(c) => {
-            let bad = wrong_elements((m, n, k), &a, &b, &c0, &c);
+            let bad = p.wrong_f32(ALPHA, BETA, &c);
             let in_2_1 = bad.iter().filter(|&&(i, j)| i >= 256 && j >= 256).count();
             assert_eq!(in_2_1, (300 - 256) * (328 - 256));
             assert!(bad

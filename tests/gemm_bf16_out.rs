@@ -6,26 +6,15 @@
 
 mod e2e_util;
 
-use e2e_util::Rng;
+use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{
     gemm_bf16_cluster_tma_store, gemm_bf16_cluster_tma_store_scheduled, gemm_bf16_out_bf16,
     gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store,
     GemmBf16OutVariant, GemmError, TileSchedule,
 };
 use prism::runtime::half::bf16;
-use prism::runtime::{LaunchDims, TensorMap, TensorMapMut, TensorSwizzle};
+use prism::runtime::{LaunchDims, TensorMapMut, TensorSwizzle};
 use prism::{prism_device, prism_kernel};
-
-fn bf16s(rng: &mut Rng, n: usize) -> Vec<bf16> {
-    (0..n)
-        .map(|_| loop {
-            let v = bf16::from_f32(rng.f32());
-            if v.to_f32() != 0.0 {
-                break v;
-            }
-        })
-        .collect()
-}
 
 /// Runs `D = alpha·A·Bᵀ + beta·C` (with `C` when `beta ≠ 0`) on a `D` pre-filled with garbage and checks every
 /// element against the f64 product rounded once to bf16: within one bf16 step of the exact value.
@@ -55,15 +44,11 @@ fn run_variant(
     blocks: Option<u32>,
 ) {
     let dev = e2e_util::device();
-    let mut rng = Rng::new(seed);
-    let a = bf16s(&mut rng, m * k);
-    let b = bf16s(&mut rng, n * k);
-    let c = bf16s(&mut rng, m * n);
-    let (da, db, dc) = (
-        dev.htod(&a).unwrap(),
-        dev.htod(&b).unwrap(),
-        dev.htod(&c).unwrap(),
-    );
+    let p = Problem::new((m, n, k), BLayout::NByK, seed);
+    // A bf16 `C`: the problem's, rounded.
+    let c: Vec<bf16> = p.c.iter().map(|&x| bf16::from_f32(x)).collect();
+    let (da, db, _) = p.upload(&dev);
+    let dc = dev.htod(&c).unwrap();
     let garbage = vec![bf16::from_f32(1234.0); m * n];
     let mut dd = dev.htod(&garbage).unwrap();
     match blocks {
@@ -77,10 +62,7 @@ fn run_variant(
         Some(blocks) => {
             // Fewer persistent blocks than tiles: each block runs several tiles through one ring and
             // rewrites its epilogue boxes once their previous TMA stores have read them.
-            let ma = TensorMap::row_major_2d(&da, m as u64, k as u64, 128, 64, TensorSwizzle::B128)
-                .unwrap();
-            let mb = TensorMap::row_major_2d(&db, n as u64, k as u64, 256, 64, TensorSwizzle::B128)
-                .unwrap();
+            let (ma, mb) = p.maps(&da, &db, 128, 256);
             let mut md = TensorMapMut::tiled(
                 &mut dd,
                 [n as u64, m as u64],
@@ -126,16 +108,10 @@ fn run_variant(
     let mut bad = Vec::new();
     for i in 0..m {
         for j in 0..n {
-            let (s, mag) = e2e_util::dot_f64(
-                k,
-                |x| a[i * k + x].to_f32() as f64,
-                |x| b[j * k + x].to_f32() as f64,
-            );
-            let cij = c[i * n + j].to_f32() as f64;
-            let want = alpha as f64 * s + beta as f64 * cij;
+            let (want, f32_tol) = p.expected(i, j, alpha, beta, c[i * n + j].to_f32() as f64);
             // bf16 keeps 8 significant bits: the result is within one step (|want| / 128) of the exact
             // value, plus the f32 accumulation's rounding.
-            let tol = want.abs() / 128.0 + 1e-5 * (alpha.abs() as f64 * mag + cij.abs()) + 1e-6;
+            let tol = want.abs() / 128.0 + f32_tol;
             let got = d[i * n + j].to_f32() as f64;
             let err = (got - want).abs();
             if err.is_nan() || err > tol {
@@ -201,10 +177,8 @@ fn cluster_hilbert_bf16_output_every_element() {
 
     let dev = e2e_util::device();
     let (m, n, k) = (600u32, 264u32, 8u32); // 3 × 2 cluster tiles
-    let mut rng = Rng::new(36);
-    let a = bf16s(&mut rng, (m * k) as usize);
-    let b = bf16s(&mut rng, (n * k) as usize);
-    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let p = Problem::new((m as usize, n as usize, k as usize), BLayout::NByK, 36);
+    let (da, db, _) = p.upload(&dev);
     let mut dd = dev.alloc_zeros::<bf16>((m * n) as usize).unwrap();
     let wrong = TileSchedule::hilbert(&dev, 5, 2).unwrap();
     let e = gemm_bf16_out_bf16_with_schedule(
@@ -245,12 +219,7 @@ fn cluster_hilbert_bf16_output_every_element() {
         .unwrap();
         let d = dev.dtoh(&dd).unwrap();
         for (i, j) in (0..m as usize).flat_map(|i| (0..n as usize).map(move |j| (i, j))) {
-            let (s, _) = e2e_util::dot_f64(
-                k as usize,
-                |x| a[i * k as usize + x].to_f32() as f64,
-                |x| b[j * k as usize + x].to_f32() as f64,
-            );
-            let want = alpha as f64 * s;
+            let (want, _) = p.expected(i, j, alpha, 0.0, 0.0);
             let got = d[i * n as usize + j].to_f32() as f64;
             assert!(
                 (got - want).abs() <= want.abs() / 128.0 + 1e-5,
@@ -363,13 +332,10 @@ pub fn tile_gemm_bf16(
 fn the_guides_bf16_tile_gemm() {
     let dev = e2e_util::device();
     let (m, n, k) = (128usize, 192usize, 128usize);
-    let mut rng = Rng::new(78);
-    let a = bf16s(&mut rng, m * k);
-    let b = bf16s(&mut rng, n * k);
-    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let p = Problem::new((m, n, k), BLayout::NByK, 78);
+    let (da, db, _) = p.upload(&dev);
     let mut dd = dev.htod(&vec![bf16::from_f32(1234.0); m * n]).unwrap();
-    let ma = TensorMap::row_major_2d(&da, m as u64, k as u64, 64, 64, TensorSwizzle::B128).unwrap();
-    let mb = TensorMap::row_major_2d(&db, n as u64, k as u64, 64, 64, TensorSwizzle::B128).unwrap();
+    let (ma, mb) = p.maps(&da, &db, 64, 64);
     let mut md = TensorMapMut::tiled(
         &mut dd,
         [n as u64, m as u64],
@@ -392,14 +358,11 @@ fn the_guides_bf16_tile_gemm() {
     let d = dev.dtoh(&dd).unwrap();
     for i in 0..m {
         for j in 0..n {
-            let (s, mag) = e2e_util::dot_f64(
-                k,
-                |x| a[i * k + x].to_f32() as f64,
-                |x| b[j * k + x].to_f32() as f64,
-            );
+            // D = A·Bᵀ, within one bf16 step of the exact value.
+            let (s, f32_tol) = p.expected(i, j, 1.0, 0.0, 0.0);
             let got = d[i * n + j].to_f32() as f64;
             assert!(
-                (got - s).abs() <= s.abs() / 128.0 + 1e-5 * mag + 1e-6,
+                (got - s).abs() <= s.abs() / 128.0 + f32_tol,
                 "D[{i}][{j}] = {got}, want {s}"
             );
         }

@@ -3,6 +3,8 @@
 
 use prism::Device;
 
+pub mod gemm;
+
 /// splitmix64: seeded, reproducible, no dependency.
 pub struct Rng(u64);
 
