@@ -191,10 +191,7 @@ impl Warp {
     fn settle_last_run(&mut self) {
         let (mask, step) = self.part;
         if mask != 0 {
-            for (l, r) in self.last_run.iter_mut().enumerate() {
-                let keep = ((mask & regs::LANE_BIT[l] != 0) as u64).wrapping_neg();
-                *r = (step & keep) | (*r & !keep);
-            }
+            regs::select_lanes(&mut self.last_run, &[step; 32], mask);
             self.part.0 = 0;
         }
     }
