@@ -308,9 +308,9 @@ enum Mode {
     GpuRequired,
 }
 
-fn main() -> ExitCode {
-    // libtest-style arguments (`--test-threads=4`, `--nocapture`, ...) are accepted and ignored; a plain
-    // argument filters the cases by name.
+/// The case-name filter and the backend mode of this run. libtest-style arguments (`--test-threads=4`,
+/// `--nocapture`, ...) are accepted and ignored; a plain argument filters the cases by name.
+fn parse_args() -> (Option<String>, Mode) {
     let mut filter: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -320,7 +320,7 @@ fn main() -> ExitCode {
             filter = Some(a);
         }
     }
-    let mut mode = match std::env::var(prism_runtime::BACKEND_ENV)
+    let mode = match std::env::var(prism_runtime::BACKEND_ENV)
         .as_deref()
         .map(str::trim)
     {
@@ -328,6 +328,49 @@ fn main() -> ExitCode {
         Ok("gpu") => Mode::GpuRequired,
         _ => Mode::Auto,
     };
+    (filter, mode)
+}
+
+/// A case on the emulator, twice (the default schedule, then lockstep warps), checked on its own: no
+/// fault, some buffer changed, both warp modes agree. The first run's outcome, or the row's `vs` column
+/// and why the case fails.
+fn on_the_emulator(case: &Case) -> Result<Outcome, (&'static str, String)> {
+    let mut inv = case.inv.clone();
+    inv.backend = CliBackend::Emulator;
+    let emu = match cli::execute(case.src, &inv) {
+        Ok(o) if o.faults.is_empty() => o,
+        Ok(o) => {
+            let why = format!(
+                "the emulator reports {} fault(s): {}",
+                o.faults.len(),
+                o.faults[0]
+            );
+            return Err(("-", why));
+        }
+        Err(e) => return Err(("-", format!("emulator: {e}"))),
+    };
+    // A case whose launch changes no byte compares nothing: its arguments are wrong.
+    if !wrote_something(case.src, &inv, &emu) {
+        let why = "the kernel changed no buffer on the emulator: check the case's arguments";
+        return Err(("-", why.into()));
+    }
+    inv.lockstep = true;
+    let self_check = match &cli::execute(case.src, &inv) {
+        Ok(o) if o.faults.is_empty() => compare_outcomes(&emu, o, Tolerance::default()).1,
+        Ok(o) => Err(format!("lockstep run: {} fault(s)", o.faults.len())),
+        Err(e) => Err(format!("lockstep run: {e}")),
+    };
+    match self_check {
+        Ok(()) => Ok(emu),
+        Err(e) => Err((
+            "lockstep",
+            format!("the emulator's two warp modes disagree: {e}"),
+        )),
+    }
+}
+
+fn main() -> ExitCode {
+    let (filter, mut mode) = parse_args();
     let cases = match parse_cases(CASES) {
         Ok(c) => c,
         Err(e) => {
@@ -371,57 +414,15 @@ fn main() -> ExitCode {
         let fail = |why: String, failures: &mut Vec<String>| {
             failures.push(format!("{}: {}", case.name, why));
         };
-        // The emulator, twice: the default schedule, then lockstep warps.
-        let mut inv = case.inv.clone();
-        inv.backend = CliBackend::Emulator;
-        let emu = match cli::execute(case.src, &inv) {
-            Ok(o) if o.faults.is_empty() => o,
-            Ok(o) => {
-                row(0, 0.0, 0, "-", "FAIL");
-                fail(
-                    format!(
-                        "the emulator reports {} fault(s): {}",
-                        o.faults.len(),
-                        o.faults[0]
-                    ),
-                    &mut failures,
-                );
-                failed += 1;
-                continue;
-            }
-            Err(e) => {
-                row(0, 0.0, 0, "-", "FAIL");
-                fail(format!("emulator: {e}"), &mut failures);
+        let emu = match on_the_emulator(case) {
+            Ok(o) => o,
+            Err((vs, why)) => {
+                row(0, 0.0, 0, vs, "FAIL");
+                fail(why, &mut failures);
                 failed += 1;
                 continue;
             }
         };
-        // A case whose launch changes no byte compares nothing: its arguments are wrong.
-        if !wrote_something(case.src, &inv, &emu) {
-            row(0, 0.0, 0, "-", "FAIL");
-            fail(
-                "the kernel changed no buffer on the emulator: check the case's arguments".into(),
-                &mut failures,
-            );
-            failed += 1;
-            continue;
-        }
-        inv.lockstep = true;
-        let lockstep = cli::execute(case.src, &inv);
-        let self_check = match &lockstep {
-            Ok(o) if o.faults.is_empty() => compare_outcomes(&emu, o, Tolerance::default()).1,
-            Ok(o) => Err(format!("lockstep run: {} fault(s)", o.faults.len())),
-            Err(e) => Err(format!("lockstep run: {e}")),
-        };
-        if let Err(e) = self_check {
-            row(0, 0.0, 0, "lockstep", "FAIL");
-            fail(
-                format!("the emulator's two warp modes disagree: {e}"),
-                &mut failures,
-            );
-            failed += 1;
-            continue;
-        }
         if no_gpu_reason.is_some() {
             let bytes = emu.buffers.iter().map(|b| b.bytes.len()).sum();
             row(bytes, 0.0, 0, "lockstep", "pass (emulator only)");
