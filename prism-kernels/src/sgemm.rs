@@ -16,7 +16,7 @@
 //! have fewer than 2³² elements.
 
 use crate::mma_tf32_naive;
-use prism_macros::prism_kernel;
+use prism_macros::{prism_device, prism_kernel};
 use prism_runtime::{Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError};
 use std::fmt;
 
@@ -830,6 +830,101 @@ pub fn sgemm_vectorized<
 
 // ---- (6) warp tiling. ----
 
+/// `sgemm_warptile`'s epilogue for one thread: `C = alpha·results + beta·C` over the thread's pieces of
+/// its warp's tile (`c_th` starts at the thread's first element; `n` is the row stride of `C`), four
+/// columns at a time.
+#[prism_device(requires(thread[1]))]
+fn warptile_epilogue<
+    const WM: u32,
+    const WN: u32,
+    const WNITER: u32,
+    const TM: u32,
+    const TN: u32,
+>(
+    c_th: *mut f32,
+    results: &[f32; (WM * WN) / 32],
+    n: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let wmiter: u32 = (WM * WN) / (32 * TM * TN * WNITER);
+    let wsub_m: u32 = WM / wmiter;
+    let wsub_n: u32 = WN / WNITER;
+    for wm in 0..wmiter {
+        for wn in 0..WNITER {
+            for rm in 0..TM {
+                for rn in (0..TN).step_by(4) {
+                    let idx: u32 = (wm * wsub_m + rm) * n + wn * wsub_n + rn;
+                    let old = load4(c_th, idx);
+                    let mut out = [0.0f32; 4];
+                    for j in 0..4 {
+                        let ri = (wm * TM + rm) * (WNITER * TN) + wn * TN + rn + j;
+                        out[j] = alpha * results[ri] + beta * old[j];
+                    }
+                    store4(c_th, idx, out);
+                }
+            }
+        }
+    }
+}
+
+/// One `BK`-deep step of `sgemm_warptile`'s thread: for each `dot` of the shared tiles `a_s` (`BK × BM`,
+/// K-major) and `b_s` (`BK × BN`), the thread's `TM`-row and `TN`-column slices of every warp sub-tile
+/// into `reg_m` and `reg_n`, then their outer product added into `results`. `row0` and `col0` are the
+/// thread's first row and column within the block tile (its warp's tile plus its lane's place).
+#[prism_device(requires(thread[1]))]
+#[allow(clippy::too_many_arguments)]
+fn warptile_step<
+    const BM: u32,
+    const BN: u32,
+    const BK: u32,
+    const WM: u32,
+    const WN: u32,
+    const WNITER: u32,
+    const TM: u32,
+    const TN: u32,
+>(
+    a_s: Shared<[f32; BK * BM]>,
+    b_s: Shared<[f32; BK * BN]>,
+    results: &mut [f32; (WM * WN) / 32],
+    reg_m: &mut [f32; ((WM * WN) / (32 * TN * WNITER))],
+    reg_n: &mut [f32; WNITER * TN],
+    row0: u32,
+    col0: u32,
+) {
+    let wmiter: u32 = (WM * WN) / (32 * TM * TN * WNITER);
+    let wsub_m: u32 = WM / wmiter;
+    let wsub_n: u32 = WN / WNITER;
+    for dot in 0..BK {
+        for wm in 0..wmiter {
+            for i in 0..TM / 4 {
+                let v = load4(a_s, dot * BM + row0 + wm * wsub_m + i * 4);
+                for j in 0..4 {
+                    reg_m[wm * TM + i * 4 + j] = v[j];
+                }
+            }
+        }
+        for wn in 0..WNITER {
+            for i in 0..TN / 4 {
+                let v = load4(b_s, dot * BN + col0 + wn * wsub_n + i * 4);
+                for j in 0..4 {
+                    reg_n[wn * TN + i * 4 + j] = v[j];
+                }
+            }
+        }
+        for wm in 0..wmiter {
+            for wn in 0..WNITER {
+                for rm in 0..TM {
+                    for rn in 0..TN {
+                        let ri = (wm * TM + rm) * (WNITER * TN) + wn * TN + rn;
+                        results[ri] = reg_m[wm * TM + rm].fma(reg_n[wn * TN + rn], results[ri]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Variant 6, warp tiling (§6.1.1 (5), Boehm's kernel 10): variant 5 plus a level of tiling from the
 /// perspective of a warp. The block tile `BM × BN` is split into `WM × WN` warp tiles (one per warp:
 /// `(BM / WM) · (BN / WN)` warps); a warp walks its tile in `WMITER × WNITER` sub-tiles of
@@ -864,8 +959,6 @@ pub fn sgemm_warptile<
     c: *mut f32,
 ) {
     let num_threads: u32 = 32 * (BM / WM) * (BN / WN);
-    let wmiter: u32 = (WM * WN) / (32 * TM * TN * WNITER);
-    let wsub_m: u32 = WM / wmiter;
     let wsub_n: u32 = WN / WNITER;
     let stride_a: u32 = num_threads / (BK / 4);
     let stride_b: u32 = num_threads / (BN / 4);
@@ -952,50 +1045,15 @@ pub fn sgemm_warptile<
                         #[at(thread[1])]
                         let lane_col: u32 = lane % (wsub_n / TN);
                         group(thread[1], || {
-                            for dot in 0..BK {
-                                for wm in 0..wmiter {
-                                    for i in 0..TM / 4 {
-                                        let v = load4(
-                                            a_s,
-                                            dot * BM
-                                                + warp_row * WM
-                                                + wm * wsub_m
-                                                + lane_row * TM
-                                                + i * 4,
-                                        );
-                                        for j in 0..4 {
-                                            reg_m[wm * TM + i * 4 + j] = v[j];
-                                        }
-                                    }
-                                }
-                                for wn in 0..WNITER {
-                                    for i in 0..TN / 4 {
-                                        let v = load4(
-                                            b_s,
-                                            dot * BN
-                                                + warp_col * WN
-                                                + wn * wsub_n
-                                                + lane_col * TN
-                                                + i * 4,
-                                        );
-                                        for j in 0..4 {
-                                            reg_n[wn * TN + i * 4 + j] = v[j];
-                                        }
-                                    }
-                                }
-                                for wm in 0..wmiter {
-                                    for wn in 0..WNITER {
-                                        for rm in 0..TM {
-                                            for rn in 0..TN {
-                                                let ri =
-                                                    (wm * TM + rm) * (WNITER * TN) + wn * TN + rn;
-                                                results[ri] = reg_m[wm * TM + rm]
-                                                    .fma(reg_n[wn * TN + rn], results[ri]);
-                                            }
-                                        }
-                                    }
-                                }
-                            }
+                            warptile_step::<BM, BN, BK, WM, WN, WNITER, TM, TN>(
+                                a_s,
+                                b_s,
+                                &mut results,
+                                &mut reg_m,
+                                &mut reg_n,
+                                warp_row * WM + lane_row * TM,
+                                warp_col * WN + lane_col * TN,
+                            );
                         });
                     });
                 }
@@ -1018,29 +1076,9 @@ pub fn sgemm_warptile<
                                 |x| lane_row * TM * n + lane_col * TN + x,
                                 |c_th| {
                                     group(thread[1], || {
-                                        for wm in 0..wmiter {
-                                            for wn in 0..WNITER {
-                                                for rm in 0..TM {
-                                                    for rn in (0..TN).step_by(4) {
-                                                        let idx: u32 = (wm * wsub_m + rm) * n
-                                                            + wn * wsub_n
-                                                            + rn;
-                                                        let old = load4(c_th, idx);
-                                                        let mut out = [0.0f32; 4];
-                                                        for j in 0..4 {
-                                                            out[j] = alpha
-                                                                * results[(wm * TM + rm)
-                                                                    * (WNITER * TN)
-                                                                    + wn * TN
-                                                                    + rn
-                                                                    + j]
-                                                                + beta * old[j];
-                                                        }
-                                                        store4(c_th, idx, out);
-                                                    }
-                                                }
-                                            }
-                                        }
+                                        warptile_epilogue::<WM, WN, WNITER, TM, TN>(
+                                            c_th, &results, n, alpha, beta,
+                                        );
                                     });
                                 },
                             );
