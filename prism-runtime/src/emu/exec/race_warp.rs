@@ -456,7 +456,6 @@ mod tests {
         (thr, insts)
     }
 
-    /// A random shadow cell over threads of the block at `base` (and of other blocks).
     /// The per-lane checks of `race.rs` (`check_cells` at PC 3) of warp `wi`'s lanes `lanes`, in lane
     /// order, each over its `n` cells at `offs`: the definition the warp-wide checks are held to. Returns
     /// the first conflicting lane and its conflict.
@@ -489,6 +488,34 @@ mod tests {
         first
     }
 
+    /// The warp-wide check of `acc` (`read_words` or `write_words`) and `lane_checks`, each on its own
+    /// copy of `cells`: asserts that both find the same first conflict and leave the same shadow, and
+    /// returns that conflict.
+    #[allow(clippy::too_many_arguments)]
+    fn warp_equals_lanes(
+        cells: &[Shadow],
+        (thr, insts): (&[Vec<u32>], &[Inst]),
+        (nt, base): (u32, u32),
+        wi: usize,
+        lanes: u32,
+        offs: &[usize; 32],
+        n: usize,
+        acc: Acc,
+    ) -> Option<(usize, Conflict)> {
+        let (mut want, mut got) = (cells.to_vec(), cells.to_vec());
+        let first = lane_checks(&mut want, (thr, insts), (nt, base), wi, lanes, offs, n, acc);
+        let mut memo = OrderMemo::new(nt, base, wi, lanes);
+        let r = if acc == Acc::Read {
+            read_words(&mut got, &mut memo, thr, insts, offs, lanes, n, 3)
+        } else {
+            write_words(&mut got, &mut memo, thr, insts, offs, lanes, n, 3)
+        };
+        assert_eq!(r, first);
+        assert_eq!(got, want);
+        first
+    }
+
+    /// A random shadow cell over threads of the block at `base` (and of other blocks).
     fn random_cell(s: &mut u64, nt: u32, base: u32) -> Shadow {
         let thread = |s: &mut u64| match rng(s) % 4 {
             0 => 0,
@@ -518,13 +545,12 @@ mod tests {
             let base = nt * (rng(&mut s) % 2) as u32;
             let (thr, insts) = random_insts(&mut s, nt);
             let ncells = 4 + (rng(&mut s) % 60) as usize;
-            let mut want: Vec<Shadow> =
+            let mut cells: Vec<Shadow> =
                 (0..ncells).map(|_| random_cell(&mut s, nt, base)).collect();
             if rng(&mut s).is_multiple_of(2) {
                 // No earlier writes (read-only data): the reader updates alone.
-                want.iter_mut().for_each(|c| c.w = 0);
+                cells.iter_mut().for_each(|c| c.w = 0);
             }
-            let mut got = want.clone();
             let wi = (rng(&mut s) % (nt as u64 / 32)) as usize;
             let lanes = match rng(&mut s) % 3 {
                 0 => u32::MAX,
@@ -539,9 +565,8 @@ mod tests {
                 // Runs of lanes reading one word (broadcasts).
                 std::array::from_fn(|l| 4 * ((l / group) % spread as usize))
             };
-            let pc = 3;
-            let first = lane_checks(
-                &mut want,
+            let first = warp_equals_lanes(
+                &cells,
                 (&thr, &insts),
                 (nt, base),
                 wi,
@@ -550,10 +575,6 @@ mod tests {
                 n,
                 Acc::Read,
             );
-            let mut memo = OrderMemo::new(nt, base, wi, lanes);
-            let r = read_words(&mut got, &mut memo, &thr, &insts, &offs, lanes, n, pc);
-            assert_eq!(r, first);
-            assert_eq!(got, want);
             conflicts += first.is_some() as u32;
         }
         // Both outcomes were exercised.
@@ -571,16 +592,15 @@ mod tests {
             let base = nt * (rng(&mut s) % 2) as u32;
             let (thr, insts) = random_insts(&mut s, nt);
             let ncells = 4 + (rng(&mut s) % 200) as usize;
-            let mut want: Vec<Shadow> =
+            let mut cells: Vec<Shadow> =
                 (0..ncells).map(|_| random_cell(&mut s, nt, base)).collect();
             if rng(&mut s).is_multiple_of(2) {
                 // Fresh memory, or cells last accessed by this thread's warp only.
-                want.iter_mut().for_each(|c| {
+                cells.iter_mut().for_each(|c| {
                     c.w = 0;
                     c.r = 0;
                 });
             }
-            let mut got = want.clone();
             let wi = (rng(&mut s) % (nt as u64 / 32)) as usize;
             let lanes = match rng(&mut s) % 3 {
                 0 => u32::MAX,
@@ -594,9 +614,8 @@ mod tests {
             } else {
                 std::array::from_fn(|_| 4 * (rng(&mut s) % spread) as usize)
             };
-            let pc = 3;
-            let first = lane_checks(
-                &mut want,
+            let first = warp_equals_lanes(
+                &cells,
                 (&thr, &insts),
                 (nt, base),
                 wi,
@@ -605,10 +624,6 @@ mod tests {
                 n,
                 Acc::Write,
             );
-            let mut memo = OrderMemo::new(nt, base, wi, lanes);
-            let r = write_words(&mut got, &mut memo, &thr, &insts, &offs, lanes, n, pc);
-            assert_eq!(r, first);
-            assert_eq!(got, want);
             conflicts += first.is_some() as u32;
         }
         assert!(conflicts > 100 && conflicts < 1900, "{conflicts}");
