@@ -85,7 +85,13 @@ pub(super) fn simple_int_lanes(
     if !matches!(ty, U16 | S16 | B16 | U32 | S32 | B32 | U64 | S64 | B64) || m != Mods::default() {
         return false;
     }
-    let mk = mask_bits(ty.bits());
+    one_op_lanes(op, mask_bits(ty.bits()), x, y, out)
+}
+
+/// `add`, `sub`, `and`, `or`, `xor`, `not` of integer lanes kept to the bits of `mk`; false (`out`
+/// untouched) for any other operation.
+#[inline(always)]
+fn one_op_lanes(op: AluOp, mk: u64, x: &Lanes, y: &Lanes, out: &mut Lanes) -> bool {
     match op {
         AluOp::Add => map2(x, y, out, |a, b| a.wrapping_add(b) & mk),
         AluOp::Sub => map2(x, y, out, |a, b| a.wrapping_sub(b) & mk),
@@ -174,12 +180,8 @@ fn int_lanes(
     let signed = ty.is_signed();
     let plain = m == Mods::default();
     match op {
-        AluOp::Add if plain => map2(x, y, out, |a, b| a.wrapping_add(b) & mk),
-        AluOp::Sub if plain => map2(x, y, out, |a, b| a.wrapping_sub(b) & mk),
-        AluOp::And => map2(x, y, out, |a, b| a & b & mk),
-        AluOp::Or => map2(x, y, out, |a, b| (a | b) & mk),
-        AluOp::Xor => map2(x, y, out, |a, b| (a ^ b) & mk),
-        AluOp::Not => map1(x, out, |a| !a & mk),
+        AluOp::Add | AluOp::Sub if plain => return one_op_lanes(op, mk, x, y, out),
+        AluOp::And | AluOp::Or | AluOp::Xor | AluOp::Not => return one_op_lanes(op, mk, x, y, out),
         // Integer division lane by lane in 64-bit hardware division (the per-lane `alu` divides in
         // i128, a library call): the same results, division by zero included (`scalar.rs` `int_alu`:
         // a zero divisor gives all ones for `div` and the dividend for `rem`; `div` by -1 negates).
