@@ -181,6 +181,25 @@ struct Warp {
 }
 
 impl Warp {
+    /// A warp without lanes or registers: what a block's slot holds while its warp runs a quantum, and
+    /// the fields a new warp starts from.
+    fn empty() -> Warp {
+        Warp {
+            regs: Regs::default(),
+            pc: [0; 32],
+            st: [Ls::Absent; 32],
+            run: 0,
+            last_run: [0; 32],
+            all_run: 0,
+            part: (0, 0),
+            stack: Vec::new(),
+            steps: 0,
+            exist: 0,
+            coll_member: 0,
+            hint: None,
+        }
+    }
+
     /// Every lane that exists has exited.
     fn all_exited(&self) -> bool {
         (0..32).all(|l| self.exist & (1 << l) == 0 || self.st[l] == Ls::Exit)

@@ -115,14 +115,8 @@ impl L<'_> {
                 pc: [entry_pc; 32],
                 st,
                 run: exist,
-                last_run: [0; 32],
-                all_run: 0,
-                part: (0, 0),
-                stack: Vec::new(),
-                steps: 0,
                 exist,
-                coll_member: 0,
-                hint: None,
+                ..Warp::empty()
             });
         }
         Block {
@@ -203,23 +197,7 @@ impl L<'_> {
             };
             b.rr = wi + 1;
             let quantum = if random { 1 + self.rand() % 24 } else { 64 };
-            let mut warp = std::mem::replace(
-                &mut b.warps[wi],
-                Warp {
-                    regs: Regs::default(),
-                    pc: [0; 32],
-                    st: [Ls::Absent; 32],
-                    run: 0,
-                    last_run: [0; 32],
-                    all_run: 0,
-                    part: (0, 0),
-                    stack: Vec::new(),
-                    steps: 0,
-                    exist: 0,
-                    coll_member: 0,
-                    hint: None,
-                },
-            );
+            let mut warp = std::mem::replace(&mut b.warps[wi], Warp::empty());
             // Other warps may have changed this warp's lanes since its last quantum (a barrier completed).
             warp.hint = None;
             for _ in 0..quantum {
