@@ -9,7 +9,7 @@ use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{gemm_bf16, gemm_bf16_tma_wgmma, GemmBf16Variant, GemmError};
 use prism::prism_kernel;
 use prism::runtime::half::bf16;
-use prism::runtime::{LaunchDims, RuntimeError, TensorMap, TensorSwizzle};
+use prism::runtime::{DeviceBuffer, LaunchDims, RuntimeError, TensorMap, TensorSwizzle};
 
 const ALPHA: f32 = 1.5;
 const BETA: f32 = -0.5;
@@ -251,6 +251,8 @@ fn persistent_blocks_run_several_tiles() {
     let p = Problem::new((m, n, k), BLayout::NByK, 5);
     let (da, db, mut dc) = p.upload(&dev);
     let (ma, mb) = p.maps(&da, &db, 128, 128);
+    // The grouped instance computes its order: its table is empty (never read).
+    let no_table = dev.alloc_zeros::<u32>(0).unwrap();
     for blocks in [2u32, 4] {
         dev.copy_htod(&p.c, &mut dc).unwrap();
         gemm_bf16_persistent::<128, 4, 8>::launch(
@@ -264,6 +266,7 @@ fn persistent_blocks_run_several_tiles() {
             ALPHA,
             BETA,
             &mut dc,
+            &no_table,
         )
         .unwrap();
         let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap());
@@ -301,34 +304,59 @@ fn b_given_k_by_n_row_major() {
     assert!(e.to_string().contains("multiple of 8"), "{e}");
 }
 
-/// Rungs 5 + 6: persistent 2-block clusters each run several 256-row tiles in grouped order, with the B
-/// panel multicast; one cluster (all six tiles) and two clusters (three each), every element checked.
+/// Rungs 5 + 6: persistent 2-block clusters each run several 256-row tiles, in grouped order and in the
+/// order of a Hilbert table over the cluster tiles (both blocks of a cluster read the same entries), with
+/// the B panel multicast; one cluster (all six tiles) and two clusters (three each), every element checked.
 #[test]
 fn persistent_clusters_run_several_tiles() {
-    use prism::kernels::gemm::gemm_bf16_cluster_persistent;
+    use prism::kernels::gemm::{
+        gemm_bf16_cluster_persistent, hilbert_order, pack_order, TileSchedule,
+    };
     let dev = e2e_util::device();
     let (m, n, k) = (600usize, 328usize, 136usize); // 3 × 2 tiles of 256 × 256 (ragged in m and n)
     let p = Problem::new((m, n, k), BLayout::NByK, 7);
     let (da, db, mut dc) = p.upload(&dev);
     let (ma, mb) = p.maps(&da, &db, 128, 256);
-    for blocks in [2u32, 4] {
+    let no_table = dev.alloc_zeros::<u32>(0).unwrap();
+    let hilbert = TileSchedule::hilbert(&dev, 3, 2).unwrap();
+    // C reset to the problem's, then the grouped (`table` None) or the table-driven instance on `blocks`.
+    let mut run = |blocks: u32, table: Option<&DeviceBuffer<u32>>| -> Vec<f32> {
         dev.copy_htod(&p.c, &mut dc).unwrap();
-        gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
-            &dev,
-            LaunchDims::new(blocks, 384),
-            &ma,
-            &mb,
-            m as u32,
-            n as u32,
-            k as u32,
-            ALPHA,
-            BETA,
-            &mut dc,
-        )
+        let (dims, (mu, nu, ku)) = (LaunchDims::new(blocks, 384), (m as u32, n as u32, k as u32));
+        match table {
+            None => gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
+                &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &mut dc, &no_table,
+            ),
+            Some(t) => gemm_bf16_cluster_persistent::<256, 4, 0>::launch(
+                &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &mut dc, t,
+            ),
+        }
         .unwrap();
-        let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap()).len();
-        assert_eq!(bad, 0, "{blocks} blocks: {bad} wrong elements");
+        dev.dtoh(&dc).unwrap()
+    };
+    for (order, table) in [("grouped", None), ("hilbert", Some(hilbert.table()))] {
+        for blocks in [2u32, 4] {
+            let bad = p.wrong_f32(ALPHA, BETA, &run(blocks, table)).len();
+            assert_eq!(bad, 0, "{order}, {blocks} blocks: {bad} wrong elements");
+        }
     }
+    // The table-driven instance follows its table: with cluster tile (2, 1) (rows 512..600, columns
+    // 256..328) replaced by a tile outside the grid, exactly that tile of `C` is left as it was.
+    let mut table = pack_order(3, 2, &hilbert_order(3, 2)).unwrap();
+    let at = table.iter().position(|&e| e == 2 << 16 | 1).unwrap();
+    table[at] = 7 << 16 | 7;
+    let planted = dev.htod(&table).unwrap();
+    let c = run(2, Some(&planted));
+    let in_tile = |i: usize, j: usize| i >= 512 && j >= 256;
+    let bad = p.wrong_f32(ALPHA, BETA, &c);
+    assert!(
+        bad.iter().all(|&(i, j)| in_tile(i, j)),
+        "{:?}",
+        &bad[..bad.len().min(4)]
+    );
+    assert!((0..m * n)
+        .filter(|&e| in_tile(e / n, e % n))
+        .all(|e| c[e] == p.c[e]));
 }
 
 /// Rung 5 in space-filling order through the typed launcher: 2 and 4 persistent blocks over 3 × 2 ragged
@@ -338,7 +366,7 @@ fn persistent_clusters_run_several_tiles() {
 /// table.
 #[test]
 fn scheduled_blocks_follow_their_table() {
-    use prism::kernels::gemm::{gemm_bf16_scheduled, hilbert_order, pack_order};
+    use prism::kernels::gemm::{gemm_bf16_persistent, hilbert_order, pack_order};
     let dev = e2e_util::device();
     let (m, n, k) = (300usize, 328usize, 72usize); // 3 × 2 tiles of 128 × 256
     let p = Problem::new((m, n, k), BLayout::NByK, 31);
@@ -347,7 +375,7 @@ fn scheduled_blocks_follow_their_table() {
     let mut launch = |blocks: u32, table: &[u32]| -> Result<Vec<f32>, RuntimeError> {
         let t = dev.htod(table).unwrap();
         dev.copy_htod(&p.c, &mut dc).unwrap();
-        gemm_bf16_scheduled::<256, 4>::launch(
+        gemm_bf16_persistent::<256, 4, 0>::launch(
             &dev,
             LaunchDims::new(blocks, 384),
             &ma,
@@ -414,16 +442,20 @@ fn scheduled_blocks_follow_their_table() {
     }
 }
 
-/// The table-driven rung 5 needs the shared memory of the grouped one (its order is in global memory).
+/// The table-driven instances need the shared memory of the grouped ones (their order is in global memory).
 #[test]
 fn scheduled_kernel_needs_no_more_shared_memory() {
-    use prism::kernels::gemm::{gemm_bf16_persistent, gemm_bf16_scheduled};
-    let grouped = gemm_bf16_persistent::<256, 4, 8>::INFO
-        .contract()
-        .smem_bytes();
-    let scheduled = gemm_bf16_scheduled::<256, 4>::INFO.contract().smem_bytes();
-    println!("gemm_bf16_scheduled_256_4: {scheduled} bytes of shared memory");
-    assert_eq!(scheduled, grouped);
+    use prism::kernels::gemm::{gemm_bf16_cluster_persistent, gemm_bf16_persistent};
+    let grouped = gemm_bf16_persistent::<256, 4, 8>::INFO.contract();
+    let scheduled = gemm_bf16_persistent::<256, 4, 0>::INFO.contract();
+    println!(
+        "gemm_bf16_persistent_256_4_0: {} bytes of shared memory",
+        scheduled.smem_bytes()
+    );
+    assert_eq!(scheduled.smem_bytes(), grouped.smem_bytes());
+    let grouped = gemm_bf16_cluster_persistent::<256, 4, 8>::INFO.contract();
+    let scheduled = gemm_bf16_cluster_persistent::<256, 4, 0>::INFO.contract();
+    assert_eq!(scheduled.smem_bytes(), grouped.smem_bytes());
 }
 
 /// Tile schedules are checked before anything launches: a schedule for another grid, a schedule for a

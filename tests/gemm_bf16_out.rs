@@ -8,12 +8,14 @@ mod e2e_util;
 
 use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{
-    gemm_bf16_cluster_tma_store, gemm_bf16_cluster_tma_store_scheduled, gemm_bf16_out_bf16,
-    gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store,
-    GemmBf16OutVariant, GemmError, TileSchedule,
+    gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16, gemm_bf16_out_bf16_with,
+    gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store, GemmBf16OutVariant, GemmError,
+    TileSchedule,
 };
 use prism::runtime::half::bf16;
-use prism::runtime::{LaunchDims, TensorMapMut, TensorSwizzle};
+use prism::runtime::{
+    Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError, TensorMapMut, TensorSwizzle,
+};
 use prism::{prism_device, prism_kernel};
 
 /// Runs `D = alpha·A·Bᵀ + beta·C` (with `C` when `beta ≠ 0`) on a `D` pre-filled with garbage and checks every
@@ -61,64 +63,18 @@ fn run_variant(
         }
         Some(blocks) => {
             // Fewer persistent blocks than tiles: each block runs several tiles through one ring and
-            // rewrites its epilogue boxes once their previous TMA stores have read them.
-            let (ma, mb) = p.maps(&da, &db, 128, 256);
-            let mut md = TensorMapMut::tiled(
-                &mut dd,
-                [n as u64, m as u64],
-                &[n as u64 * 2],
-                [64, 64],
-                TensorSwizzle::B128,
-            )
-            .unwrap();
-            let dims = LaunchDims::new(blocks, 384);
-            let (mu, nu, ku) = (m as u32, n as u32, k as u32);
-            match v {
-                GemmBf16OutVariant::TmaStore256 => gemm_bf16_tma_store::<256, 4, 8>::launch(
-                    &dev, dims, &ma, &mb, mu, nu, ku, alpha, beta, &dc, &mut md,
-                ),
-                GemmBf16OutVariant::ClusterTmaStore256 => {
-                    gemm_bf16_cluster_tma_store::<256, 4, 8>::launch(
-                        &dev, dims, &ma, &mb, mu, nu, ku, alpha, beta, &dc, &mut md,
-                    )
-                }
-                GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
-                    let (tm, tn) = v.schedule_grid(mu, nu).unwrap();
-                    let sched = TileSchedule::hilbert(&dev, tm, tn).unwrap();
-                    gemm_bf16_cluster_tma_store_scheduled::<256, 4>::launch(
-                        &dev,
-                        dims,
-                        &ma,
-                        &mb,
-                        mu,
-                        nu,
-                        ku,
-                        alpha,
-                        beta,
-                        &dc,
-                        &mut md,
-                        sched.table(),
-                    )
-                }
-            }
-            .unwrap();
+            // rewrites its epilogue boxes once their previous TMA stores have read them. The table-driven
+            // instances read a Hilbert table; the grouped ones an empty one they ignore.
+            let hilbert = v
+                .schedule_grid(m as u32, n as u32)
+                .map(|(tm, tn)| TileSchedule::hilbert(&dev, tm, tn).unwrap());
+            let empty = dev.alloc_zeros::<u32>(0).unwrap();
+            let sched = hilbert.as_ref().map_or(&empty, |s| s.table());
+            let grid = (blocks, alpha, beta);
+            launch_typed(&dev, v, &p, (&da, &db, &dc), &mut dd, grid, sched).unwrap();
         }
     }
-    let d = dev.dtoh(&dd).unwrap();
-    let mut bad = Vec::new();
-    for i in 0..m {
-        for j in 0..n {
-            let (want, f32_tol) = p.expected(i, j, alpha, beta, c[i * n + j].to_f32() as f64);
-            // bf16 keeps 8 significant bits: the result is within one step (|want| / 128) of the exact
-            // value, plus the f32 accumulation's rounding.
-            let tol = want.abs() / 128.0 + f32_tol;
-            let got = d[i * n + j].to_f32() as f64;
-            let err = (got - want).abs();
-            if err.is_nan() || err > tol {
-                bad.push((i, j, got, want));
-            }
-        }
-    }
+    let bad = wrong_bf16(&p, &c, &dev.dtoh(&dd).unwrap(), alpha, beta);
     assert!(
         bad.is_empty(),
         "{m}×{n}×{k} (alpha {alpha}, beta {beta}): {} wrong elements of {}, first {:?}",
@@ -126,6 +82,117 @@ fn run_variant(
         m * n,
         &bad[..bad.len().min(4)]
     );
+}
+
+/// Launches variant `v` through its typed launcher: `(blocks, alpha, beta)`, the operands `(a, b, c)` of
+/// `p`, and the tile table `sched` (read by the table-driven instances only).
+fn launch_typed(
+    dev: &Device,
+    v: GemmBf16OutVariant,
+    p: &Problem,
+    (da, db, dc): (
+        &DeviceBuffer<bf16>,
+        &DeviceBuffer<bf16>,
+        &DeviceBuffer<bf16>,
+    ),
+    dd: &mut DeviceBuffer<bf16>,
+    (blocks, alpha, beta): (u32, f32, f32),
+    sched: &DeviceBuffer<u32>,
+) -> Result<LaunchReport, RuntimeError> {
+    let (m, n, k) = (p.m as u32, p.n as u32, p.k as u32);
+    let (ma, mb) = p.maps(da, db, 128, 256);
+    let mut md = TensorMapMut::tiled(
+        dd,
+        [n as u64, m as u64],
+        &[n as u64 * 2],
+        [64, 64],
+        TensorSwizzle::B128,
+    )?;
+    let (dims, d) = (LaunchDims::new(blocks, 384), &mut md);
+    match v {
+        GemmBf16OutVariant::TmaStore256 => gemm_bf16_tma_store::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+        ),
+        GemmBf16OutVariant::TmaStoreHilbert256 => gemm_bf16_tma_store::<256, 4, 0>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+        ),
+        GemmBf16OutVariant::ClusterTmaStore256 => gemm_bf16_cluster_tma_store::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+        ),
+        GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
+            gemm_bf16_cluster_tma_store::<256, 4, 0>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+            )
+        }
+    }
+}
+
+/// The elements `(i, j, got, want)` of `d` farther from the f64 reference than bf16 allows: one bf16 step
+/// (|want| / 128, 8 significant bits) plus the f32 accumulation's rounding.
+fn wrong_bf16(
+    p: &Problem,
+    c: &[bf16],
+    d: &[bf16],
+    alpha: f32,
+    beta: f32,
+) -> Vec<(usize, usize, f64, f64)> {
+    let mut bad = Vec::new();
+    for i in 0..p.m {
+        for j in 0..p.n {
+            let (want, f32_tol) = p.expected(i, j, alpha, beta, c[i * p.n + j].to_f32() as f64);
+            let tol = want.abs() / 128.0 + f32_tol;
+            let got = d[i * p.n + j].to_f32() as f64;
+            let err = (got - want).abs();
+            if err.is_nan() || err > tol {
+                bad.push((i, j, got, want));
+            }
+        }
+    }
+    bad
+}
+
+/// The table-driven bf16 instances follow their table: with one entry of a Hilbert table replaced by a
+/// tile outside the grid, exactly that tile of `D` keeps its garbage (TMA clips the outside boxes) and
+/// every other element is right; 128 × 256 tiles (2 blocks) and 256 × 256 cluster tiles (1 and 2 clusters).
+#[test]
+fn table_driven_bf16_kernels_follow_their_table() {
+    use prism::kernels::gemm::{hilbert_order, pack_order};
+    let dev = e2e_util::device();
+    for (v, m, rows, blocks) in [
+        (GemmBf16OutVariant::TmaStoreHilbert256, 300, 128, 2u32),
+        (GemmBf16OutVariant::ClusterTmaStoreHilbert256, 600, 256, 2),
+        (GemmBf16OutVariant::ClusterTmaStoreHilbert256, 600, 256, 4),
+    ] {
+        // 3 × 2 tiles, ragged in both dimensions; tile (2, 1) is rows 2·rows.., columns 256..264.
+        let (n, k) = (264, 72);
+        let p = Problem::new((m, n, k), BLayout::NByK, 51);
+        let c: Vec<bf16> = p.c.iter().map(|&x| bf16::from_f32(x)).collect();
+        let (da, db, _) = p.upload(&dev);
+        let dc = dev.htod(&c).unwrap();
+        let garbage = bf16::from_f32(1234.0);
+        let mut dd = dev.htod(&vec![garbage; m * n]).unwrap();
+        assert_eq!(v.schedule_grid(m as u32, n as u32), Some((3, 2)));
+        let mut table = pack_order(3, 2, &hilbert_order(3, 2)).unwrap();
+        let at = table.iter().position(|&e| e == 2 << 16 | 1).unwrap();
+        table[at] = 7 << 16 | 7;
+        let sched = dev.htod(&table).unwrap();
+        let args = (&da, &db, &dc);
+        launch_typed(&dev, v, &p, args, &mut dd, (blocks, 1.0, 0.5), &sched).unwrap();
+        let d = dev.dtoh(&dd).unwrap();
+        let in_tile = |i: usize, j: usize| i >= 2 * rows && j >= 256;
+        let bad = wrong_bf16(&p, &c, &d, 1.0, 0.5);
+        assert!(
+            bad.iter().all(|&(i, j, _, _)| in_tile(i, j)),
+            "{} ({blocks} blocks): wrong outside tile (2, 1): {:?}",
+            v.name(),
+            &bad[..bad.len().min(4)]
+        );
+        let untouched = (0..m * n)
+            .filter(|&e| in_tile(e / n, e % n))
+            .all(|e| d[e] == garbage);
+        assert!(untouched, "{}: tile (2, 1) was written", v.name());
+        assert_eq!(bad.len(), (m - 2 * rows) * (n - 256));
+    }
 }
 
 #[test]
@@ -148,6 +215,18 @@ fn bf16_output_at_ragged_sizes_with_c() {
 fn persistent_blocks_store_several_tiles() {
     // 3 × 2 ragged tiles over 2 blocks.
     run(300, 264, 72, 1.0, 0.5, 14, Some(2));
+}
+
+/// Rungs 5 + 7 in space-filling order (the 128 × 256 tiles from a Hilbert table): through the host API at a
+/// tile multiple and at ragged sizes with and without `C`, and with two persistent blocks running three
+/// tiles each.
+#[test]
+fn hilbert_bf16_output_every_element() {
+    let v = GemmBf16OutVariant::TmaStoreHilbert256;
+    run_variant(v, 384, 512, 192, 1.5, -0.5, 41, None);
+    run_variant(v, 200, 328, 136, 0.75, 0.0, 42, None);
+    run_variant(v, 72, 264, 40, -1.0, 2.0, 43, None);
+    run_variant(v, 300, 264, 72, 1.0, 0.5, 44, Some(2));
 }
 
 /// Rungs 5 + 6 + 7 (persistent 2-block clusters, B multicast, TMA-store epilogue): through the host API at
@@ -256,11 +335,13 @@ fn rung_7_fits_the_shared_memory_of_an_sm() {
     );
     // The 4-slot ring (4 · 48 KiB) and two 8 KiB epilogue boxes, under the 227 KiB an H100 block may use.
     assert!(c.smem_bytes() >= 4 * 48 * 1024 + 2 * 8192 && c.smem_bytes() <= 227 * 1024);
-    // The table-driven cluster kernel reads its tile order from global memory: no shared memory added.
+    // The table-driven instances read their tile order from global memory: no shared memory added.
+    let table = gemm_bf16_tma_store::<256, 4, 0>::INFO.contract();
     let cluster = gemm_bf16_cluster_tma_store::<256, 4, 8>::INFO.contract();
-    let scheduled = gemm_bf16_cluster_tma_store_scheduled::<256, 4>::INFO.contract();
-    assert_eq!(scheduled.smem_bytes(), cluster.smem_bytes());
-    assert_eq!(scheduled.smem_bytes(), c.smem_bytes());
+    let cluster_table = gemm_bf16_cluster_tma_store::<256, 4, 0>::INFO.contract();
+    for other in [table, cluster, cluster_table] {
+        assert_eq!(other.smem_bytes(), c.smem_bytes());
+    }
 }
 
 // docs/GUIDE.md §7 "Building blocks", verbatim: a k-step device function over shared tiles and a bf16

@@ -3,12 +3,13 @@
 //! the fastest published Hopper GEMMs (fast.cu's kernels 11–12: clusters, persistent blocks, an L2-aware
 //! tile order).
 
-// The kernel's device functions (`grouped_tile_m`, `wgmma_k_tile`, ..) are the crate's own, found by the
+// The kernel's device functions (`tile_at`, `wgmma_k_tile`, ..) are the crate's own, found by the
 // macro; its types are the language's.
 use prism_macros::prism_kernel;
 
-/// Rung 5 + 6: each cluster of two blocks takes 256 × `BN` tiles `c, c + clusters, ..` (`c` = block / 2) in
-/// grouped order (`GROUP_M` tile rows at a time); block rank 0 computes the tile's top 128 rows, rank 1 the
+/// Rung 5 + 6: each cluster of two blocks takes 256 × `BN` tiles `c, c + clusters, ..` (`c` = block / 2) of
+/// the order [`super::tile_at`]`::<GROUP_M>` on the grid of cluster tiles (grouped, `GROUP_M` tile rows at a
+/// time, or with `GROUP_M` = 0 the table `sched`, as for [`super::gemm_bf16_persistent`]); block rank 0 computes the tile's top 128 rows, rank 1 the
 /// bottom 128. Both blocks load their own rows of `A`; rank 0 multicasts the shared `B` panel into both
 /// blocks' ring slots, so `B` crosses L2 once per cluster. One ring runs across a block's tiles (its step
 /// counts k-tiles over all of them), consumers reset their accumulators on each tile's first k-step, and
@@ -19,7 +20,7 @@ use prism_macros::prism_kernel;
     requires(grid[1], block[2], block[1], warpgroup),
     threads = 384,
     cluster = 2,
-    instances = [(256, 4, 8)]
+    instances = [(256, 4, 8), (256, 4, 0)]
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
@@ -31,6 +32,7 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
     alpha: f32,
     beta: f32,
     c: *mut f32,
+    sched: *const u32,
 ) {
     let tiles_m: u32 = (m + 255) / 256;
     let tiles_n: u32 = (n + BN - 1) / BN;
@@ -63,9 +65,14 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
                             1 => {
                                 set_max_regs(40);
                                 for it in 0..iters {
-                                    let tile: u32 = cl + it * clusters;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        cl + it * clusters,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     for kt in 0..k_tiles {
                                         fill(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             match split(thread) {
@@ -95,9 +102,14 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = cl + it * clusters;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        cl + it * clusters,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     let row0: u32 = tm * 256 + rank * 128;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
@@ -126,9 +138,14 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = cl + it * clusters;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        cl + it * clusters,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     let row0: u32 = tm * 256 + rank * 128 + 64;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {

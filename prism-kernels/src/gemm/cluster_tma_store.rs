@@ -1,12 +1,12 @@
 //! The ladder's top: rung 7's bf16 epilogue (stmatrix into swizzled boxes, TMA stores) on rungs 5 + 6
-//! (persistent 2-block clusters in grouped tile order, B multicast): the structure of the fastest published
+//! (persistent 2-block clusters in grouped or table-driven tile order, B multicast): the structure of the fastest published
 //! Hopper GEMMs.
 
 // The kernel's device functions are the crate's own, found by the macro; its types are the language's.
 use prism_macros::prism_kernel;
 
 /// Rungs 5 + 6 + 7: [`super::gemm_bf16_cluster_persistent`]'s schedule (clusters of two blocks take 256 ×
-/// `BN` tiles in grouped order, rank 0 the top 128 rows and rank 1 the bottom 128, rank 0 multicasting the
+/// `BN` tiles in [`super::tile_at`]`::<GROUP_M>` order, grouped or from the table `sched`, rank 0 the top 128 rows and rank 1 the bottom 128, rank 0 multicasting the
 /// B panel into both blocks' ring slots) with [`super::gemm_bf16_tma_store`]'s epilogue (each consumer
 /// warpgroup scales its accumulators, writes them as bf16 into its own 64 × 64 box with `stmatrix_bf16`
 /// and stores the box with `tma_store`, which clips at `D`'s edges). Launch `2 · min(cluster tiles, SMs /
@@ -15,7 +15,7 @@ use prism_macros::prism_kernel;
     requires(grid[1], block[2], block[1], warpgroup),
     threads = 384,
     cluster = 2,
-    instances = [(256, 4, 8)]
+    instances = [(256, 4, 8), (256, 4, 0)]
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
@@ -28,6 +28,7 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
     beta: f32,
     c: *const bf16,
     d: TensorMapMut<bf16, 2>,
+    sched: *const u32,
 ) {
     let tiles_m: u32 = (m + 255) / 256;
     let tiles_n: u32 = (n + BN - 1) / BN;
@@ -62,9 +63,14 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                             1 => {
                                 set_max_regs(40);
                                 for it in 0..iters {
-                                    let tile: u32 = cl + it * clusters;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        cl + it * clusters,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     for kt in 0..k_tiles {
                                         fill(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             match split(thread) {
@@ -94,9 +100,14 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = cl + it * clusters;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        cl + it * clusters,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<0, { BN / 2 }>(
@@ -129,9 +140,14 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = cl + it * clusters;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        cl + it * clusters,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<1, { BN / 2 }>(

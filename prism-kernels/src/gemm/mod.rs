@@ -11,8 +11,9 @@
 //! | 4 | [`gemm_bf16_ws`]`<BN, STAGES, 1>` | rung 3 with `set_max_regs`: producer 40 registers, consumers 232, so a 128 × 256 tile's 128 accumulator registers per thread fit |
 //! | 6 | [`gemm_bf16_cluster`]`<256, 4, 1>` | rung 4 in 2-block clusters: the two blocks share the B tile, loaded once with a multicast TMA load |
 //! | 5 | [`gemm_bf16_persistent`]`<BN, STAGES, GROUP_M>` | rung 4 on a persistent grid (one block per SM), tiles in grouped order for L2 reuse, one ring across a block's tiles, `accumulate` false on each tile's first k-step |
-//! | 5 (space-filling) | [`gemm_bf16_scheduled`]`<BN, STAGES>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); [`gemm_bf16_cluster_tma_store_scheduled`] is the same for the bf16-output clusters |
-//! | 7 | [`gemm_bf16_tma_store`]`<256, 4, 8>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]) |
+//! | 5 (space-filling) | [`gemm_bf16_persistent`]`<BN, STAGES, 0>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); every persistent kernel takes its order from [`tile_at`], so each has a table-driven instance |
+//! | 5 + 6 | [`gemm_bf16_cluster_persistent`]`<BN, STAGES, GROUP_M>` | rung 5 run by 2-block clusters multicasting B |
+//! | 7 | [`gemm_bf16_tma_store`]`<256, 4, GROUP_M>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]); [`gemm_bf16_cluster_tma_store`] is the same on rung 5 + 6 |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
@@ -69,6 +70,23 @@ pub fn grouped_tile_n<const GROUP_M: u32>(tile: u32, tiles_m: u32, tiles_n: u32)
     let first_m: u32 = (tile / width) * GROUP_M;
     let rows: u32 = (tiles_m - first_m).min(GROUP_M);
     (tile % width) / rows
+}
+
+/// The persistent kernels' tile order: the `(tile row << 16) | tile column` of the `i`-th tile a persistent
+/// grid visits in a `tiles_m × tiles_n` grid of tiles. With `GROUP_M` = 0 the order is the host's table
+/// `sched` (a [`TileSchedule`], e.g. a space-filling curve: a cached load per tile); otherwise it is
+/// [`grouped_tile_m`]'s, computed here, and `sched` is not read (it may be an empty buffer). The constant
+/// condition folds: each instance holds one of the two.
+#[prism_device(requires(thread[128]))]
+pub fn tile_at<const GROUP_M: u32>(i: u32, tiles_m: u32, tiles_n: u32, sched: *const u32) -> u32 {
+    let mut t: u32 = 0;
+    if GROUP_M == 0 {
+        t = sched[i];
+    } else {
+        t = (grouped_tile_m::<GROUP_M>(i, tiles_m, tiles_n) << 16)
+            | grouped_tile_n::<GROUP_M>(i, tiles_m, tiles_n);
+    }
+    t
 }
 
 /// The `m64nNk16` accumulator fragment of a warpgroup (PTX ISA, wgmma D layout: register `i` of thread `t`
@@ -152,13 +170,11 @@ mod cluster_persistent;
 mod cluster_tma_store;
 mod hilbert;
 mod schedule;
-mod scheduled;
 mod tma_store;
 pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
 pub use hilbert::{hilbert_order, wave_footprint};
 pub use schedule::{pack_order, TileSchedule};
-pub use scheduled::{gemm_bf16_cluster_tma_store_scheduled, gemm_bf16_scheduled};
 pub use tma_store::{
     gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,
     gemm_bf16_tma_store, GemmBf16OutVariant,
@@ -537,15 +553,23 @@ pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
     );
 }
 
-/// Rung 5: rung 4 on a persistent grid. Each block takes tiles `blk, blk + grid, ..` in grouped order
-/// (`GROUP_M` tile rows at a time, so concurrently running blocks share A and B panels in L2) and keeps one
-/// ring running across its tiles: the ring's step counts k-tiles over all of them. The first k-step of each
-/// tile overwrites the accumulators (`accumulate` false). Launch `min(tiles, SMs)` blocks of 384 threads.
+/// Rung 5: rung 4 on a persistent grid. Each block takes tiles `blk, blk + grid, ..` of the tile order
+/// [`tile_at`]`::<GROUP_M>` and keeps one ring running across its tiles: the ring's step counts k-tiles over
+/// all of them, and the first k-step of each tile overwrites the accumulators (`accumulate` false). The
+/// order is grouped (`GROUP_M` tile rows at a time, so concurrently running blocks share A and B panels in
+/// L2), or with `GROUP_M` = 0 the table `sched`, whose entry `t` is tile `t`'s `(tile row << 16) | tile
+/// column` in the `ceil(m / 128) × ceil(n / BN)` grid (a [`TileSchedule`], by default a generalized Hilbert
+/// curve, as published Hopper GEMMs use: a curve is awkward to compute per tile on the device, a table
+/// costs one cached load per tile). A table must hold every tile exactly once (the host API checks; an entry
+/// outside the grid computes nothing: its loads are TMA's zero fill and its stores are guarded off); the
+/// grouped instances never read `sched`, which may then be empty. Launch `min(tiles, SMs)` blocks of 384
+/// threads; `a` maps `A` with box 64 × 128, `b` maps `B` with box 64 × `BN`, both with 128-byte swizzle.
 #[prism_kernel(
     requires(grid[1], block[1], warpgroup),
     threads = 384,
-    instances = [(128, 4, 8), (256, 4, 8)]
+    instances = [(128, 4, 8), (256, 4, 8), (256, 4, 0)]
 )]
+#[allow(clippy::too_many_arguments)]
 pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
     a: TensorMap<bf16, 2>,
     b: TensorMap<bf16, 2>,
@@ -555,6 +579,7 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
     alpha: f32,
     beta: f32,
     c: *mut f32,
+    sched: *const u32,
 ) {
     let tiles_m: u32 = (m + 127) / 128;
     let tiles_n: u32 = (n + BN - 1) / BN;
@@ -565,8 +590,8 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
     let blk: u32 = id();
     #[at(block[1])]
     let iters: u32 = (tiles + nblk - 1 - blk) / nblk; // 0 when blk >= tiles (blk < nblk)
-                                                      // Every block may write any tile of C: which ones is decided at run time by the schedule above, whose
-                                                      // tiles are disjoint (block `blk` takes the tiles ≡ blk mod grid).
+                                                      // Every block may write any tile of C: which ones is decided at run time by the tile order, whose
+                                                      // tiles are disjoint (block `blk` takes the tiles `blk, blk + grid, ..` of the order).
     partition(
         c,
         block[1],
@@ -584,15 +609,20 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                             1 => {
                                 set_max_regs(40);
                                 for it in 0..iters {
-                                    let tile: u32 = blk + it * nblk;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        blk + it * nblk,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let row0: u32 = (tile >> 16) * 128;
+                                    let col0: u32 = (tile & 65535) * BN;
                                     for kt in 0..k_tiles {
                                         fill(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             match split(thread) {
                                                 1 => {
-                                                    tma_load(sa_s, a, kt * 64, tm * 128);
-                                                    tma_load(sb_s, b, kt * 64, tn * BN);
+                                                    tma_load(sa_s, a, kt * 64, row0);
+                                                    tma_load(sb_s, b, kt * 64, col0);
                                                 }
                                             }
                                         });
@@ -604,9 +634,14 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = blk + it * nblk;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        blk + it * nblk,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let row0: u32 = (tile >> 16) * 128;
+                                    let col0: u32 = (tile & 65535) * BN;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<0, { BN / 2 }>(
@@ -620,9 +655,9 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                     wgmma_tile_to_f32::<{ BN / 2 }>(
                                         &acc,
                                         c_wg,
-                                        (tm * 128) * n + tn * BN,
-                                        m.max(tm * 128) - tm * 128,
-                                        n.max(tn * BN) - (tn * BN),
+                                        row0 * n + col0,
+                                        m.max(row0) - row0,
+                                        n.max(col0) - col0,
                                         n,
                                         alpha,
                                         beta,
@@ -634,9 +669,14 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = blk + it * nblk;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        blk + it * nblk,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let row0: u32 = (tile >> 16) * 128 + 64;
+                                    let col0: u32 = (tile & 65535) * BN;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<1, { BN / 2 }>(
@@ -650,9 +690,9 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                     wgmma_tile_to_f32::<{ BN / 2 }>(
                                         &acc,
                                         c_wg,
-                                        (tm * 128 + 64) * n + tn * BN,
-                                        m.max(tm * 128 + 64) - (tm * 128 + 64),
-                                        n.max(tn * BN) - (tn * BN),
+                                        row0 * n + col0,
+                                        m.max(row0) - row0,
+                                        n.max(col0) - col0,
                                         n,
                                         alpha,
                                         beta,
@@ -691,14 +731,17 @@ pub enum GemmBf16Variant {
     /// Rungs 5 + 6, [`gemm_bf16_cluster_persistent`]`<256, 4, 8>`: persistent 2-block clusters in grouped
     /// tile order, multicasting B, 128 × 256 tiles per block.
     ClusterPersistent256,
-    /// Rung 5 in space-filling order, [`gemm_bf16_scheduled`]`<256, 4>`: persistent, 128 × 256 tiles taken
-    /// from a [`TileSchedule`] (a generalized Hilbert curve unless one is given).
+    /// Rung 5 in space-filling order, [`gemm_bf16_persistent`]`<256, 4, 0>`: persistent, 128 × 256 tiles
+    /// taken from a [`TileSchedule`] (a generalized Hilbert curve unless one is given).
     PersistentHilbert256,
+    /// Rungs 5 + 6 in space-filling order, [`gemm_bf16_cluster_persistent`]`<256, 4, 0>`: as
+    /// `ClusterPersistent256` with the 256 × 256 cluster tiles taken from a [`TileSchedule`].
+    ClusterPersistentHilbert256,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 10] = [
+    pub const ALL: [GemmBf16Variant; 11] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -709,6 +752,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::Cluster256,
         GemmBf16Variant::ClusterPersistent256,
         GemmBf16Variant::PersistentHilbert256,
+        GemmBf16Variant::ClusterPersistentHilbert256,
     ];
     /// The variant [`gemm_bf16`] picks by default. No rung has been timed on a GPU yet (docs/KERNELS.md):
     /// this is the highest rung, the one whose structure matches the fastest published Hopper kernels.
@@ -727,6 +771,9 @@ impl GemmBf16Variant {
             GemmBf16Variant::Cluster256 => "6 cluster2 multicast 128x256 x4",
             GemmBf16Variant::ClusterPersistent256 => "5+6 persistent cluster2 128x256 x4",
             GemmBf16Variant::PersistentHilbert256 => "5 persistent hilbert 128x256 x4",
+            GemmBf16Variant::ClusterPersistentHilbert256 => {
+                "5+6 persistent cluster2 hilbert 128x256 x4"
+            }
         }
     }
 
@@ -744,7 +791,10 @@ impl GemmBf16Variant {
             GemmBf16Variant::ClusterPersistent256 => {
                 &gemm_bf16_cluster_persistent::<256, 4, 8>::INFO
             }
-            GemmBf16Variant::PersistentHilbert256 => &gemm_bf16_scheduled::<256, 4>::INFO,
+            GemmBf16Variant::PersistentHilbert256 => &gemm_bf16_persistent::<256, 4, 0>::INFO,
+            GemmBf16Variant::ClusterPersistentHilbert256 => {
+                &gemm_bf16_cluster_persistent::<256, 4, 0>::INFO
+            }
         }
     }
 
@@ -759,7 +809,8 @@ impl GemmBf16Variant {
             | GemmBf16Variant::Persistent256
             | GemmBf16Variant::Cluster256
             | GemmBf16Variant::ClusterPersistent256
-            | GemmBf16Variant::PersistentHilbert256 => (128, 256),
+            | GemmBf16Variant::PersistentHilbert256
+            | GemmBf16Variant::ClusterPersistentHilbert256 => (128, 256),
         }
     }
 
@@ -776,6 +827,10 @@ impl GemmBf16Variant {
     pub fn schedule_grid(self, m: u32, n: u32) -> Option<(u32, u32)> {
         match self {
             GemmBf16Variant::PersistentHilbert256 => Some((m.div_ceil(128), n.div_ceil(256))),
+            // Clusters take 256 × 256 tiles (two 128-row blocks).
+            GemmBf16Variant::ClusterPersistentHilbert256 => {
+                Some((m.div_ceil(256), n.div_ceil(256)))
+            }
             _ => None,
         }
     }
@@ -943,7 +998,7 @@ pub fn gemm_bf16_with_schedule(
         // Clusters of two along M: pairs of 128-row tiles.
         GemmBf16Variant::Cluster256 => 2 * m.div_ceil(256) as u64 * n.div_ceil(tn) as u64,
         // Persistent clusters: one block per SM, in pairs.
-        GemmBf16Variant::ClusterPersistent256 => {
+        GemmBf16Variant::ClusterPersistent256 | GemmBf16Variant::ClusterPersistentHilbert256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(tn) as u64;
             let sms = dev.properties().multiprocessors.unwrap_or(132).max(2) as u64;
             2 * pairs.min(sms / 2)
@@ -967,24 +1022,26 @@ pub fn gemm_bf16_with_schedule(
         GemmBf16Variant::SetMaxNReg256x4 => {
             gemm_bf16_ws::<256, 4, 1>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
         }
-        GemmBf16Variant::Persistent128 => {
-            gemm_bf16_persistent::<128, 4, 8>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
-        }
-        GemmBf16Variant::Persistent256 => {
-            gemm_bf16_persistent::<256, 4, 8>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
-        }
+        GemmBf16Variant::Persistent128 => gemm_bf16_persistent::<128, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+        ),
+        GemmBf16Variant::Persistent256 => gemm_bf16_persistent::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+        ),
         GemmBf16Variant::Cluster256 => {
             gemm_bf16_cluster::<256, 4, 1>::launch(dev, dims, &ma, &mb, m, n, k, alpha, beta, c)
         }
         GemmBf16Variant::ClusterPersistent256 => gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
-            dev, dims, &ma, &mb, m, n, k, alpha, beta, c,
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
         ),
-        GemmBf16Variant::PersistentHilbert256 => match table {
-            Some(t) => gemm_bf16_scheduled::<256, 4>::launch(
-                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, t,
-            ),
-            None => return Err(schedule::missing(variant.name())),
-        },
+        GemmBf16Variant::PersistentHilbert256 => gemm_bf16_persistent::<256, 4, 0>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+        ),
+        GemmBf16Variant::ClusterPersistentHilbert256 => {
+            gemm_bf16_cluster_persistent::<256, 4, 0>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+            )
+        }
     }?;
     Ok(r)
 }

@@ -1,5 +1,5 @@
-//! Tile schedules for the table-driven persistent kernels ([`super::gemm_bf16_scheduled`],
-//! [`super::gemm_bf16_cluster_tma_store_scheduled`]): the order in which a persistent grid visits the tiles
+//! Tile schedules for the table-driven instances of the persistent kernels (`GROUP_M` = 0 in
+//! [`super::tile_at`]): the order in which a persistent grid visits the tiles
 //! of `C`, as a device table of `(tile row << 16) | tile column` entries that the host builds once per shape
 //! and checks before any kernel reads it.
 
@@ -125,35 +125,29 @@ pub fn pack_order(tiles_m: u32, tiles_n: u32, order: &[(u32, u32)]) -> Result<Ve
     Ok(table)
 }
 
-/// The schedule a table-driven kernel on `grid` reads: `given` after checking that it covers `grid`, else a
-/// Hilbert schedule built into `owned`; `None` when the kernel reads none (`grid` is `None`), where a given
-/// schedule is an error rather than silently unused.
+/// The table a persistent kernel on `grid` reads: `given` after checking that it covers `grid`, else a
+/// Hilbert schedule built into `owned`. A kernel that computes its order (`grid` is `None`, the grouped
+/// instances) is passed an empty table, which it never reads; a schedule given to it is an error rather
+/// than silently unused.
 pub(crate) fn resolve<'a>(
     dev: &Device,
     name: &str,
     grid: Option<(u32, u32)>,
     given: Option<&'a TileSchedule>,
-    owned: &'a mut Option<TileSchedule>,
-) -> Result<Option<&'a DeviceBuffer<u32>>, GemmError> {
+    owned: &'a mut Option<DeviceBuffer<u32>>,
+) -> Result<&'a DeviceBuffer<u32>, GemmError> {
     match (grid, given) {
-        (None, None) => Ok(None),
+        // An empty buffer is a null pointer on the GPU: no allocation, nothing copied.
+        (None, None) => Ok(owned.insert(dev.alloc_zeros(0)?)),
         (None, Some(_)) => Err(GemmError::Schedule(format!(
             "`{name}` takes no tile schedule (its order is computed in the kernel)"
         ))),
         (Some(grid), Some(s)) => {
             s.check_for(grid)?;
-            Ok(Some(s.table()))
+            Ok(s.table())
         }
-        (Some((tm, tn)), None) => Ok(Some(
-            owned.insert(TileSchedule::hilbert(dev, tm, tn)?).table(),
-        )),
+        (Some((tm, tn)), None) => Ok(owned.insert(TileSchedule::hilbert(dev, tm, tn)?.table)),
     }
-}
-
-/// The error for a table-driven kernel reached without a table ([`resolve`] always gives one: a broken
-/// invariant of the host API, reported rather than a panic).
-pub(crate) fn missing(name: &str) -> GemmError {
-    GemmError::Schedule(format!("`{name}` needs a tile schedule and none was built"))
 }
 
 #[cfg(test)]

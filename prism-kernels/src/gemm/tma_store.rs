@@ -9,19 +9,19 @@ use prism_runtime::{
     Device, DeviceBuffer, LaunchDims, LaunchReport, TensorMap, TensorMapMut, TensorSwizzle,
 };
 
-/// Rung 7: rung 5 (persistent grid, grouped tile order, one ring across a block's tiles, setmaxnreg) with a
-/// bf16 result. Each consumer warpgroup converts its 64 × `BN` accumulator tile to bf16, 64 columns at a
-/// time, into its own 64 × 64 shared box in the 128-byte swizzle (the layout TMA reads) with `stmatrix_bf16`,
-/// and one of its threads stores the box with `tma_store`: TMA clips the box at `D`'s edges, so ragged sizes need no guards
-/// on the store. `beta ≠ 0`
-/// reads the old values from `c` (guarded loads; `c` may be any buffer of `m × n` bf16, `d`'s own included
-/// only through a separate handle on the host). Launch `min(tiles, SMs)` blocks of 384 threads; `a` maps `A`
-/// with box 64 × 128, `b` maps `B` with box 64 × `BN`, `d` maps `D` with box 64 × 64, all with 128-byte
-/// swizzle.
+/// Rung 7: rung 5 ([`super::gemm_bf16_persistent`]: persistent grid, one ring across a block's tiles,
+/// setmaxnreg; tiles in [`super::tile_at`]`::<GROUP_M>` order, grouped or with `GROUP_M` = 0 from the table
+/// `sched`) with a bf16 result. Each consumer warpgroup converts its 64 × `BN` accumulator tile to bf16, 64
+/// columns at a time, into its own 64 × 64 shared box in the 128-byte swizzle (the layout TMA reads) with
+/// `stmatrix_bf16`, and one of its threads stores the box with `tma_store`: TMA clips the box at `D`'s
+/// edges, so ragged sizes need no guards on the store. `beta ≠ 0` reads the old values from `c` (guarded
+/// loads; `c` may be any buffer of `m × n` bf16, `d`'s own included only through a separate handle on the
+/// host). Launch `min(tiles, SMs)` blocks of 384 threads; `a` maps `A` with box 64 × 128, `b` maps `B` with
+/// box 64 × `BN`, `d` maps `D` with box 64 × 64, all with 128-byte swizzle.
 #[prism_kernel(
     requires(grid[1], block[1], warpgroup),
     threads = 384,
-    instances = [(256, 4, 8)]
+    instances = [(256, 4, 8), (256, 4, 0)]
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
@@ -34,6 +34,7 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
     beta: f32,
     c: *const bf16,
     d: TensorMapMut<bf16, 2>,
+    sched: *const u32,
 ) {
     let tiles_m: u32 = (m + 127) / 128;
     let tiles_n: u32 = (n + BN - 1) / BN;
@@ -64,9 +65,14 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                             1 => {
                                 set_max_regs(40);
                                 for it in 0..iters {
-                                    let tile: u32 = blk + it * nblk;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        blk + it * nblk,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     for kt in 0..k_tiles {
                                         fill(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             match split(thread) {
@@ -84,9 +90,14 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = blk + it * nblk;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        blk + it * nblk,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<0, { BN / 2 }>(
@@ -119,9 +130,14 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
                                 for it in 0..iters {
-                                    let tile: u32 = blk + it * nblk;
-                                    let tm: u32 = grouped_tile_m::<GROUP_M>(tile, tiles_m, tiles_n);
-                                    let tn: u32 = grouped_tile_n::<GROUP_M>(tile, tiles_m, tiles_n);
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        blk + it * nblk,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    let tm: u32 = tile >> 16;
+                                    let tn: u32 = tile & 65535;
                                     for kt in 0..k_tiles {
                                         drain(r, it * k_tiles + kt, |sa_s, sb_s| {
                                             wgmma_k_tile::<1, { BN / 2 }>(
@@ -214,16 +230,20 @@ pub enum GemmBf16OutVariant {
     /// Rungs 5 + 6 + 7, [`super::gemm_bf16_cluster_tma_store`]`<256, 4, 8>`: persistent 2-block clusters
     /// multicasting B, 128 × 256 tiles per block, TMA-store epilogue.
     ClusterTmaStore256,
-    /// Rungs 5 + 6 + 7 in space-filling order, [`super::gemm_bf16_cluster_tma_store_scheduled`]`<256, 4>`:
-    /// as `ClusterTmaStore256` with the 256 × 256 cluster tiles taken from a [`TileSchedule`] (a
-    /// generalized Hilbert curve unless one is given).
+    /// Rungs 5 + 6 + 7 in space-filling order, [`super::gemm_bf16_cluster_tma_store`]`<256, 4, 0>`: as
+    /// `ClusterTmaStore256` with the 256 × 256 cluster tiles taken from a [`TileSchedule`] (a generalized
+    /// Hilbert curve unless one is given).
     ClusterTmaStoreHilbert256,
+    /// Rungs 5 + 7 in space-filling order, [`gemm_bf16_tma_store`]`<256, 4, 0>`: as `TmaStore256` with the
+    /// 128 × 256 tiles taken from a [`TileSchedule`].
+    TmaStoreHilbert256,
 }
 
 impl GemmBf16OutVariant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16OutVariant; 3] = [
+    pub const ALL: [GemmBf16OutVariant; 4] = [
         GemmBf16OutVariant::TmaStore256,
+        GemmBf16OutVariant::TmaStoreHilbert256,
         GemmBf16OutVariant::ClusterTmaStore256,
         GemmBf16OutVariant::ClusterTmaStoreHilbert256,
     ];
@@ -240,6 +260,7 @@ impl GemmBf16OutVariant {
             GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
                 "5+6+7 persistent cluster2 hilbert tma-store 128x256 x4"
             }
+            GemmBf16OutVariant::TmaStoreHilbert256 => "5+7 persistent hilbert tma-store 128x256 x4",
         }
     }
 
@@ -251,15 +272,17 @@ impl GemmBf16OutVariant {
                 &super::gemm_bf16_cluster_tma_store::<256, 4, 8>::INFO
             }
             GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
-                &super::gemm_bf16_cluster_tma_store_scheduled::<256, 4>::INFO
+                &super::gemm_bf16_cluster_tma_store::<256, 4, 0>::INFO
             }
+            GemmBf16OutVariant::TmaStoreHilbert256 => &gemm_bf16_tma_store::<256, 4, 0>::INFO,
         }
     }
 
-    /// The grid of tiles whose [`TileSchedule`] this variant reads for an `m × n` result (256 × 256 cluster
-    /// tiles), or `None` for the variants that compute their order in the kernel.
+    /// The grid of tiles whose [`TileSchedule`] this variant reads for an `m × n` result (128 × 256 block
+    /// tiles, 256 × 256 cluster tiles), or `None` for the variants that compute their order in the kernel.
     pub fn schedule_grid(self, m: u32, n: u32) -> Option<(u32, u32)> {
         match self {
+            GemmBf16OutVariant::TmaStoreHilbert256 => Some((m.div_ceil(128), n.div_ceil(256))),
             GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
                 Some((m.div_ceil(256), n.div_ceil(256)))
             }
@@ -365,28 +388,29 @@ pub fn gemm_bf16_out_bf16_with_schedule(
     )?;
     // Persistent: one block per SM (the emulator reports none: 132, an H100's count), in pairs for clusters.
     let sms = dev.properties().multiprocessors.unwrap_or(132).max(2) as u64;
-    Ok(match variant {
-        GemmBf16OutVariant::TmaStore256 => {
-            let dims = LaunchDims::new(tiles.min(sms) as u32, 384);
-            gemm_bf16_tma_store::<256, 4, 8>::launch(
-                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md,
-            )
-        }
-        GemmBf16OutVariant::ClusterTmaStore256 => {
+    let grid = match variant {
+        GemmBf16OutVariant::TmaStore256 | GemmBf16OutVariant::TmaStoreHilbert256 => tiles.min(sms),
+        GemmBf16OutVariant::ClusterTmaStore256 | GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
-            let dims = LaunchDims::new(2 * pairs.min(sms / 2) as u32, 384);
+            2 * pairs.min(sms / 2)
+        }
+    };
+    let dims = LaunchDims::new(grid as u32, 384);
+    Ok(match variant {
+        GemmBf16OutVariant::TmaStore256 => gemm_bf16_tma_store::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
+        ),
+        GemmBf16OutVariant::TmaStoreHilbert256 => gemm_bf16_tma_store::<256, 4, 0>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
+        ),
+        GemmBf16OutVariant::ClusterTmaStore256 => {
             super::gemm_bf16_cluster_tma_store::<256, 4, 8>::launch(
-                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md,
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
             )
         }
         GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
-            let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
-            let dims = LaunchDims::new(2 * pairs.min(sms / 2) as u32, 384);
-            let Some(t) = table else {
-                return Err(schedule::missing(variant.name()));
-            };
-            super::gemm_bf16_cluster_tma_store_scheduled::<256, 4>::launch(
-                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, t,
+            super::gemm_bf16_cluster_tma_store::<256, 4, 0>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
             )
         }
     }?)
