@@ -326,6 +326,52 @@ fn bad_bf16_output_arguments_are_errors() {
     assert!(matches!(e, GemmError::Length { operand: "c", .. }), "{e}");
 }
 
+/// The store map reaches `tma_store` through a device function's `TensorMapMut` parameter
+/// (`store_fragment_bf16`): the box it stores is still recorded on the kernel's parameter, and the typed
+/// launcher refuses a map with another box before anything runs.
+#[test]
+fn a_store_map_with_another_box_is_refused() {
+    let dev = e2e_util::device();
+    let (m, n, k) = (128usize, 256usize, 64usize);
+    let p = Problem::new((m, n, k), BLayout::NByK, 61);
+    let (da, db, _) = p.upload(&dev);
+    let dc = dev.alloc_zeros::<bf16>(m * n).unwrap();
+    let mut dd = dev.htod(&vec![bf16::from_f32(1234.0); m * n]).unwrap();
+    let (ma, mb) = p.maps(&da, &db, 128, 256);
+    let mut md = TensorMapMut::tiled(
+        &mut dd,
+        [n as u64, m as u64],
+        &[n as u64 * 2],
+        [64, 32],
+        TensorSwizzle::B128,
+    )
+    .unwrap();
+    let no_table = dev.alloc_zeros::<u32>(0).unwrap();
+    let r = gemm_bf16_tma_store::<256, 4, 8>::launch(
+        &dev,
+        LaunchDims::new(1, 384),
+        &ma,
+        &mb,
+        m as u32,
+        n as u32,
+        k as u32,
+        1.0,
+        0.0,
+        &dc,
+        &mut md,
+        &no_table,
+    );
+    match r {
+        Err(RuntimeError::BadArgs(w)) => assert!(w.contains("box [64, 64]"), "{w}"),
+        other => panic!("expected BadArgs, got {other:?}"),
+    }
+    assert!(dev
+        .dtoh(&dd)
+        .unwrap()
+        .iter()
+        .all(|&x| x == bf16::from_f32(1234.0)));
+}
+
 #[test]
 fn rung_7_fits_the_shared_memory_of_an_sm() {
     let c = gemm_bf16_tma_store::<256, 4, 8>::INFO.contract();
@@ -345,7 +391,7 @@ fn rung_7_fits_the_shared_memory_of_an_sm() {
 }
 
 // docs/GUIDE.md §7 "Building blocks", verbatim: a k-step device function over shared tiles and a bf16
-// epilogue through `stmatrix_bf16` and `tma_store`.
+// epilogue device function through `stmatrix_bf16` and `tma_store` (a `SharedMut` tile and a `TensorMapMut`).
 
 /// One 64-wide k-tile: four wgmmas over two shared tiles.
 #[prism_device(requires(thread[128]))]
@@ -356,6 +402,24 @@ pub fn k_tile(
 ) {
     for kk in 0..4 {
         wgmma_bf16(acc, a, kk * 16, b, kk * 16);
+    }
+}
+
+/// The epilogue: a warpgroup's fragment (columns 0..64) as bf16 into its tile `e`, then one thread stores
+/// the tile to `D` at (`row0`, `col0`).
+#[prism_device(requires(thread[128]))]
+pub fn store_tile(
+    acc: &[f32; 32],
+    e: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    d: TensorMapMut<bf16, 2>,
+    row0: u32,
+    col0: u32,
+) {
+    stmatrix_bf16(e, &acc, 0);
+    match split(thread) {
+        1 => {
+            tma_store(d, e, col0, row0);
+        }
     }
 }
 
@@ -397,12 +461,7 @@ pub fn tile_gemm_bf16(
             |x| x,
             |e_w| {
                 group(thread[128], || {
-                    stmatrix_bf16(e_w, &acc, 0); // columns 0..64 of the fragment, as bf16
-                    match split(thread) {
-                        1 => {
-                            tma_store(d, e_w, col0, row0); // one thread writes the tile to D
-                        }
-                    }
+                    store_tile(&acc, e_w, d, row0, col0);
                 });
             },
         );

@@ -180,11 +180,14 @@ pub enum Type {
         mutable: bool,
     },
     /// `Shared<[T; N]>` or `Shared<[T; N], Swizzle128>`: a static shared-memory allocation (only at
-    /// `block[1]`), with the layout TMA writes and wgmma reads it in.
+    /// `block[1]`), with the layout TMA writes and wgmma reads it in. As a device-function parameter, a
+    /// caller's shared memory with that layout: read-only, or writable when spelled `SharedMut<..>`
+    /// (`mutable`; a parameter type only).
     Shared {
         elem: ScalarType,
         len: Box<Expr>,
         layout: SmemLayout,
+        mutable: bool,
     },
     /// `TensorMap<T, RANK>` / `TensorMapMut<T, RANK>` (kernel parameters): a CUDA tensor map, passed by
     /// value (128 bytes, 64-byte aligned), read by `tma_load`; a `TensorMapMut` (`mutable`) also by

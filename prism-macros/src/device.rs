@@ -28,7 +28,12 @@ fn type_text(t: &Type) -> String {
             mutable: false,
             ..
         } => format!("&[{elem}; _]"),
-        Type::Shared { elem, .. } => format!("Shared<[{elem}; _]>"),
+        Type::Shared {
+            elem,
+            mutable: false,
+            ..
+        } => format!("Shared<[{elem}; _]>"),
+        Type::Shared { elem, .. } => format!("SharedMut<[{elem}; _]>"),
         Type::TensorMap {
             elem,
             rank,

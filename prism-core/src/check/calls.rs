@@ -268,7 +268,68 @@ impl<'a> Cx<'a> {
             Type::ArrayRef { .. } => {
                 self.array_ref_param_arg(fname, a, p, pat, callee_consts, code)
             }
-            Type::Array { .. } | Type::TensorMap { .. } => {}
+            Type::TensorMap {
+                elem,
+                rank,
+                mutable,
+            } => self.tensor_map_param_arg(fname, a, p, (*elem, *rank, *mutable)),
+            Type::Array { .. } => {}
+        }
+    }
+
+    /// [CALL-ARG] a tensor-map argument: a map (a kernel's parameter, or a device function's forwarding
+    /// it) of the parameter's element type and rank, writable (`TensorMapMut`) when the parameter is.
+    fn tensor_map_param_arg(
+        &mut self,
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        (elem, rank, mutable): (ScalarType, u32, bool),
+    ) {
+        let want = Ty::TensorMap {
+            elem,
+            rank,
+            mutable,
+        };
+        let ExprKind::Var(id) = &a.kind else {
+            self.errors.push(err(
+                "CALL-ARG",
+                a.span,
+                format!(
+                    "parameter `{}` of `{}` is a {want}: pass a tensor-map parameter by name",
+                    p.name, fname.name
+                ),
+            ));
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        let fits = match v.ty {
+            Ty::TensorMap {
+                elem: e,
+                rank: r,
+                mutable: m,
+            } => e == elem && r == rank && (m || !mutable),
+            Ty::Err => true,
+            _ => false,
+        };
+        if !fits {
+            let mut d = err(
+                "CALL-ARG",
+                id.span,
+                format!(
+                    "parameter `{}` of `{}` is a {want}, but `{}` is {}",
+                    p.name, fname.name, v.name, v.ty
+                ),
+            )
+            .note(v.span, format!("`{}` declared here", v.name));
+            if mutable && matches!(v.ty, Ty::TensorMap { mutable: false, .. }) {
+                d = d.help(format!(
+                    "`{}` stores through its map: declare `{}: TensorMapMut<{elem}, {rank}>`",
+                    fname.name, v.name
+                ));
+            }
+            self.errors.push(d);
         }
     }
 
@@ -394,11 +455,17 @@ impl<'a> Cx<'a> {
         pat: Perspective,
         code: Perspective,
     ) {
-        // A `Shared<[T; N], L>` parameter is a read-only pointer into the caller's shared memory.
+        // A `Shared<[T; N], L>` parameter is a read-only pointer into the caller's shared memory; a
+        // `SharedMut<..>` one a writable pointer, held to the rules of `*mut`.
         let (elem, mutable, shared) = match &p.ty {
             Type::Ptr { elem, mutable } => (elem, mutable, false),
-            Type::Shared { elem, .. } => (elem, &false, true),
+            Type::Shared { elem, mutable, .. } => (elem, mutable, true),
             _ => return,
+        };
+        let (mut_ty, const_ty) = if shared {
+            ("SharedMut", "read-only")
+        } else {
+            ("*mut", "`*const`")
         };
         let ExprKind::Var(id) = &a.kind else {
             self.errors.push(err(
@@ -447,21 +514,27 @@ impl<'a> Cx<'a> {
         }
         if *mutable {
             if !vm {
-                self.errors.push(err(
+                let d = err(
                     "CONST",
                     id.span,
                     format!(
-                        "`{}` is `*const` but parameter `{}` of `{}` is `*mut`",
+                        "`{}` is {const_ty} but parameter `{}` of `{}` is `{mut_ty}`",
                         v.name, p.name, fname.name
                     ),
-                ));
+                )
+                .note(v.span, format!("`{}` declared here", v.name));
+                self.errors.push(if shared {
+                    d.help(format!("`{}` writes it: pass a shared allocation or a `SharedMut` parameter, narrowed to {pat}", fname.name))
+                } else {
+                    d
+                });
             }
             if v.at != pat {
                 self.errors.push(
                         err(
                             "CALL-ARG",
                             id.span,
-                            format!("`{}` is at {} but parameter `{}` of `{}` is a `*mut` pointer at {pat}: mutable pointers must match exactly", v.name, v.at, p.name, fname.name),
+                            format!("`{}` is at {} but parameter `{}` of `{}` is a `{mut_ty}` pointer at {pat}: mutable pointers must match exactly", v.name, v.at, p.name, fname.name),
                         )
                         .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
                         .help(format!("narrow it to {pat} with `partition`/`claim` first")),

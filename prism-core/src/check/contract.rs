@@ -243,12 +243,8 @@ impl<'a> Cx<'a> {
                 rank,
                 mutable,
             } => {
-                if f.kind != FnKind::Kernel {
-                    self.errors.push(
-                        err("TYPE", p.span, "tensor maps are kernel parameters")
-                            .help("take the `TensorMap` in the kernel and call `tma_load` there"),
-                    );
-                }
+                // A device function's map is its caller's (the argument names a map parameter): the box it
+                // moves is recorded on the kernel's parameter at each call.
                 (
                     Ty::TensorMap {
                         elem: *elem,
@@ -258,12 +254,13 @@ impl<'a> Cx<'a> {
                     false,
                 )
             }
-            // A caller's shared memory, read-only (wgmma operands, loads); its layout and length are checked
-            // at each call (the emitter sees the caller's allocation).
-            Type::Shared { elem, .. } if f.kind == FnKind::Device => (
+            // A caller's shared memory, read-only (wgmma operands, loads) or, as `SharedMut`, writable
+            // (`stmatrix_bf16` targets, stores); its layout and length are checked at each call (the emitter
+            // sees the caller's allocation).
+            Type::Shared { elem, mutable, .. } if f.kind == FnKind::Device => (
                 Ty::Ptr {
                     elem: *elem,
-                    mutable: false,
+                    mutable: *mutable,
                     space: Space::Shared,
                 },
                 false,
@@ -415,7 +412,9 @@ pub(super) fn fn_smem(
     let mut callee = 0u64;
     walk_block(&f.body, &mut |s| {
         if let StmtKind::Let {
-            ty: Some(Type::Shared { elem, len, layout }),
+            ty: Some(Type::Shared {
+                elem, len, layout, ..
+            }),
             ..
         } = &s.kind
         {

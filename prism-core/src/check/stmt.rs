@@ -189,7 +189,10 @@ impl<'a> Cx<'a> {
         code: Perspective,
     ) {
         // Shared allocations: T-ALLOC-SHARED.
-        if let Some(Type::Shared { elem, len, layout }) = ty {
+        if let Some(Type::Shared {
+            elem, len, layout, ..
+        }) = ty
+        {
             self.t_alloc_shared(s, name, (*elem, *layout), len, at, init, code);
             return;
         }

@@ -53,7 +53,13 @@ impl Em {
         for (p, a) in f.params.iter().zip(args) {
             let persp = p.at.map(|x| x.perspective).unwrap_or(top);
             let b = self.arg_binding(p, a, persp)?;
-            if let (Type::Shared { elem, len, layout }, Binding::Mem { view, .. }) = (&p.ty, &b) {
+            if let (
+                Type::Shared {
+                    elem, len, layout, ..
+                },
+                Binding::Mem { view, .. },
+            ) = (&p.ty, &b)
+            {
                 let konst = |n: &str| match scope.get(n) {
                     Some(Binding::Scalar {
                         val: Val::Imm(Imm::Int(v), _),
@@ -132,9 +138,15 @@ impl Em {
                 view: self.mem_arg(a)?,
                 persp,
             },
-            Type::TensorMap { .. } => {
-                return Err(bug("TYPE", a.span, "tensor maps are kernel parameters"))
-            }
+            // The caller's map (a kernel parameter, possibly forwarded): boxes moved through it are recorded
+            // on that parameter.
+            Type::TensorMap { .. } => match &a.kind {
+                ExprKind::Var(id) => match self.lookup(id)? {
+                    b @ Binding::TensorMap { .. } => b,
+                    _ => return Err(bug("CALL-ARG", a.span, "expected a tensor map")),
+                },
+                _ => return Err(bug("CALL-ARG", a.span, "expected a tensor map by name")),
+            },
             Type::ArrayRef { elem, .. } => match self.expr(a)? {
                 // `&mut a` aliases the caller's registers.
                 Value::Arr(vals, _) => {

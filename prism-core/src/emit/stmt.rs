@@ -252,7 +252,10 @@ impl Em {
         span: Span,
     ) -> R<()> {
         let persp = at.map(|a| a.perspective).unwrap_or(self.ctx.persp);
-        if let Some(Type::Shared { elem, len, layout }) = ty {
+        if let Some(Type::Shared {
+            elem, len, layout, ..
+        }) = ty
+        {
             let n = self.const_u32(len)?;
             let bytes = n
                 .checked_mul(elem.size())

@@ -103,7 +103,10 @@ impl Em {
         fn walk(em: &Em, b: &Block, acc: &mut u32) -> R<()> {
             for s in &b.stmts {
                 if let StmtKind::Let {
-                    ty: Some(Type::Shared { elem, len, layout }),
+                    ty:
+                        Some(Type::Shared {
+                            elem, len, layout, ..
+                        }),
                     ..
                 } = &s.kind
                 {

@@ -19,7 +19,8 @@ pub(super) fn scalar_from_name(s: &str) -> Option<ScalarType> {
 
 pub(super) const TYPES_HELP: &str =
     "supported types: u32 i32 u64 i64 f32 f64 bool f16 bf16, *const T, *mut T, [T; N], \
-                          &[T; N], &mut [T; N], Shared<[T; N]>, Shared<[T; N], Swizzle128>, TensorMap<T, RANK>";
+                          &[T; N], &mut [T; N], Shared<[T; N]>, Shared<[T; N], Swizzle128>, SharedMut<[T; N], L>, \
+                          TensorMap<T, RANK>, TensorMapMut<T, RANK>";
 
 /// The layout argument of `Shared<[T; N], L>`.
 pub(super) fn smem_layout(g: &syn::GenericArgument) -> PResult<SmemLayout> {
@@ -148,12 +149,17 @@ impl Cx {
                 let last = p.path.segments.last();
                 if p.path.segments.len() == 1 {
                     if let Some(seg) = last {
-                        if seg.ident == "Shared" {
+                        if seg.ident == "Shared" || seg.ident == "SharedMut" {
                             // In `let` an allocation; as a (device-function) parameter a caller's shared
-                            // memory with that layout.
+                            // memory with that layout, which `SharedMut` may also write.
+                            let mutable = seg.ident == "SharedMut";
                             if cx == TyCtx::Return {
                                 return Err(syntax(t.span(), "`Shared<..>` is only allowed in `let` and as a parameter")
                                     .help("declare shared memory with `let s: Shared<[T; N]>;` at block[1]"));
+                            }
+                            if mutable && cx != TyCtx::Param {
+                                return Err(syntax(t.span(), "`SharedMut<..>` is a device-function parameter type: a caller's shared memory the function writes")
+                                    .help("allocate shared memory with `let s: Shared<[T; N]>;` at block[1] (an allocation is writable)"));
                             }
                             if let syn::PathArguments::AngleBracketed(ab) = &seg.arguments {
                                 let mut it = ab.args.iter();
@@ -165,12 +171,17 @@ impl Cx {
                                         None => SmemLayout::Linear,
                                         Some(g) => smem_layout(g)?,
                                     };
-                                    return Ok(Type::Shared { elem, len, layout });
+                                    return Ok(Type::Shared {
+                                        elem,
+                                        len,
+                                        layout,
+                                        mutable,
+                                    });
                                 }
                             }
                             return Err(syntax(
                                 t.span(),
-                                "expected `Shared<[T; N]>` or `Shared<[T; N], Swizzle128>`",
+                                "expected `Shared<[T; N]>` or `Shared<[T; N], Swizzle128>` (`SharedMut<..>` alike)",
                             ));
                         }
                         if seg.ident == "TensorMap" || seg.ident == "TensorMapMut" {

@@ -165,6 +165,38 @@ pub fn scale_fragment_box<const N: u32>(
     });
 }
 
+/// Rung 7's epilogue of one consumer warpgroup: its 64 × `2N` accumulator fragment → `D = alpha · acc +
+/// beta · C` in bf16 for the 64 × `2N` tile of `D` whose top-left element is row `row0`, column `col0`, 64
+/// columns at a time: [`scale_fragment_box`] scales a box of the fragment in place, `stmatrix_bf16` writes it
+/// into the warpgroup's own tile `e` (the 128-byte swizzle TMA reads) and one thread stores the tile through
+/// `d` with `tma_store`, which clips it at `D`'s edges (no guards for ragged sizes). `c` (`m × n` bf16) is read
+/// only when `beta ≠ 0`. The compiler orders the tile's writes before each store, and each store before the
+/// tile is written again (here or at the next call). `acc` is left scaled.
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn store_fragment_bf16<const N: u32>(
+    acc: &mut [f32; N],
+    e: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    d: TensorMapMut<bf16, 2>,
+    row0: u32,
+    col0: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const bf16,
+) {
+    for j in 0..N / 32 {
+        scale_fragment_box::<N>(acc, j, row0, col0, m, n, alpha, beta, c);
+        stmatrix_bf16(e, &acc, j);
+        match split(thread) {
+            1 => {
+                tma_store(d, e, col0 + 64 * j, row0);
+            }
+        }
+    }
+}
+
 // Rung 7 calls the device functions above (macro scope: declared after them).
 mod cluster_persistent;
 mod cluster_tma_store;

@@ -110,19 +110,9 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                     }
                                     let row0: u32 = tm * 128;
                                     let col0: u32 = tn * BN;
-                                    for j in 0..BN / 64 {
-                                        // Columns 64j..64j + 64 of the fragment, scaled in place.
-                                        scale_fragment_box::<{ BN / 2 }>(
-                                            &mut acc, j, row0, col0, m, n, alpha, beta, c,
-                                        );
-                                        // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
-                                        stmatrix_bf16(e1_w, &acc, j);
-                                        match split(thread) {
-                                            1 => {
-                                                tma_store(d, e1_w, col0 + 64 * j, row0);
-                                            }
-                                        }
-                                    }
+                                    store_fragment_bf16::<{ BN / 2 }>(
+                                        &mut acc, e1_w, d, row0, col0, m, n, alpha, beta, c,
+                                    );
                                 }
                             }
                             1 => {
@@ -150,19 +140,9 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                                     }
                                     let row0: u32 = tm * 128 + 64;
                                     let col0: u32 = tn * BN;
-                                    for j in 0..BN / 64 {
-                                        // Columns 64j..64j + 64 of the fragment, scaled in place.
-                                        scale_fragment_box::<{ BN / 2 }>(
-                                            &mut acc, j, row0, col0, m, n, alpha, beta, c,
-                                        );
-                                        // Into the warpgroup's box in the 128-byte swizzle (stmatrix), then to D.
-                                        stmatrix_bf16(e2_w, &acc, j);
-                                        match split(thread) {
-                                            1 => {
-                                                tma_store(d, e2_w, col0 + 64 * j, row0);
-                                            }
-                                        }
-                                    }
+                                    store_fragment_bf16::<{ BN / 2 }>(
+                                        &mut acc, e2_w, d, row0, col0, m, n, alpha, beta, c,
+                                    );
                                 }
                             }
                         });
