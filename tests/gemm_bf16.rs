@@ -511,3 +511,121 @@ fn bad_schedules_are_errors_before_launch() {
     gemm_bf16_with_schedule(&dev, v, Some(&right), m, n, k, 1.0, &a, &b, 0.0, &mut c).unwrap();
     assert!(dev.dtoh(&c).unwrap().iter().all(|&x| x == 0.0));
 }
+
+// A warp-specialized tile GEMM whose producer and consumer are device functions taking the ring: the
+// producer's `fill` and the consumer's `drain`s (`prism_kernels::gemm::drain_k_tiles`) run inside callees
+// and count among the ring's sites where they are called.
+
+/// One k-step of the producer: fills slot `step` of `r` with the A and B tiles at k-offset `64 · step`.
+#[prism::prism_device(requires(thread[128]))]
+pub fn load_k_tile(
+    r: Ring<(bf16, bf16)>,
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    step: u32,
+    row0: u32,
+    col0: u32,
+) {
+    fill(r, step, |sa_s, sb_s| match split(thread) {
+        1 => {
+            tma_load(sa_s, a, step * 64, row0);
+            tma_load(sb_s, b, step * 64, col0);
+        }
+    });
+}
+
+/// `C = alpha · A · Bᵀ + beta · C`, a 64 × 64 tile per block: warpgroup 0 fills a 2-slot ring, warpgroup 1
+/// drains it.
+#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 256)]
+#[allow(clippy::too_many_arguments)]
+pub fn ws_tile_gemm(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let tiles_n: u32 = (n + 63) / 64;
+    let k_tiles: u32 = (k + 63) / 64;
+    #[at(block[1])]
+    let row0: u32 = (id() / tiles_n) * 64;
+    #[at(block[1])]
+    let col0: u32 = (id() % tiles_n) * 64;
+    partition(
+        c,
+        block[1],
+        |x| row0 * n + col0 + x,
+        |c_blk| {
+            group(block[1], || {
+                let sa: Shared<[bf16; 2 * 64 * 64], Swizzle128>;
+                let sb: Shared<[bf16; 2 * 64 * 64], Swizzle128>;
+                partition(
+                    c_blk,
+                    thread[128],
+                    |x| x,
+                    |c_wg| {
+                        ring(2, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                for kt in 0..k_tiles {
+                                    load_k_tile(r, a, b, kt, row0, col0);
+                                }
+                            }
+                            1 => {
+                                #[at(thread[1])]
+                                let mut acc = [0.0f32; 32];
+                                prism_kernels::gemm::drain_k_tiles::<0, 32>(
+                                    r, &mut acc, 0, k_tiles,
+                                );
+                                prism_kernels::gemm::wgmma_tile_to_f32::<32>(
+                                    &acc,
+                                    c_wg,
+                                    0,
+                                    m.max(row0) - row0,
+                                    n.max(col0) - col0,
+                                    n,
+                                    alpha,
+                                    beta,
+                                );
+                            }
+                        });
+                    },
+                );
+            });
+        },
+    );
+}
+
+/// The ring's device functions on the emulator: 3 × 3 ragged tiles, 5 k-steps through 2 slots (each slot
+/// refilled), every element against the f64 reference.
+#[test]
+fn ring_device_functions_fill_and_drain() {
+    let dev = e2e_util::device();
+    let (m, n, k) = (150usize, 136usize, 320usize);
+    let p = Problem::new((m, n, k), BLayout::NByK, 91);
+    let (da, db, mut dc) = p.upload(&dev);
+    let (ma, mb) = p.maps(&da, &db, 64, 64);
+    let blocks = (m.div_ceil(64) * n.div_ceil(64)) as u32;
+    ws_tile_gemm::launch(
+        &dev,
+        LaunchDims::new(blocks, 256),
+        &ma,
+        &mb,
+        &mut dc,
+        m as u32,
+        n as u32,
+        k as u32,
+        ALPHA,
+        BETA,
+    )
+    .unwrap();
+    let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap());
+    assert!(
+        bad.is_empty(),
+        "{} wrong, first {:?}",
+        bad.len(),
+        &bad[..bad.len().min(4)]
+    );
+}

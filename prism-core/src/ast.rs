@@ -189,6 +189,11 @@ pub enum Type {
         layout: SmemLayout,
         mutable: bool,
     },
+    /// `Ring<T>` / `Ring<(T, U, ..)>` (device-function parameters only): a caller's `ring` of memories with
+    /// those element types, used only by `fill` / `drain` (its slots, counts and phases stay the caller's).
+    Ring {
+        elems: Vec<ScalarType>,
+    },
     /// `TensorMap<T, RANK>` / `TensorMapMut<T, RANK>` (kernel parameters): a CUDA tensor map, passed by
     /// value (128 bytes, 64-byte aligned), read by `tma_load`; a `TensorMapMut` (`mutable`) also by
     /// `tma_store`.

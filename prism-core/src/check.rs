@@ -226,7 +226,11 @@ impl std::fmt::Display for Ty {
                 mutable: false,
             } => write!(f, "TensorMap<{elem}, {rank}>"),
             Ty::TensorMap { elem, rank, .. } => write!(f, "TensorMapMut<{elem}, {rank}>"),
-            Ty::Ring(_) => f.write_str("a ring"),
+            Ty::Ring(e) if e.len() == 1 => write!(f, "Ring<{}>", e[0]),
+            Ty::Ring(e) => {
+                let e: Vec<String> = e.iter().map(|t| t.to_string()).collect();
+                write!(f, "Ring<({})>", e.join(", "))
+            }
             Ty::Unit => f.write_str("()"),
             Ty::Err => f.write_str("{error}"),
         }

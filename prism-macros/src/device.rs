@@ -40,6 +40,15 @@ fn type_text(t: &Type) -> String {
             mutable: false,
         } => format!("TensorMap<{elem}, {rank}>"),
         Type::TensorMap { elem, rank, .. } => format!("TensorMapMut<{elem}, {rank}>"),
+        Type::Ring { elems } if elems.len() == 1 => format!("Ring<{}>", elems[0]),
+        Type::Ring { elems } => format!(
+            "Ring<({})>",
+            elems
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

@@ -273,7 +273,41 @@ impl<'a> Cx<'a> {
                 rank,
                 mutable,
             } => self.tensor_map_param_arg(fname, a, p, (*elem, *rank, *mutable)),
+            Type::Ring { elems } => self.ring_param_arg(fname, a, p, elems),
             Type::Array { .. } => {}
+        }
+    }
+
+    /// [RING] a ring argument: a ring (a `ring`'s name, or a device function's forwarding its ring
+    /// parameter) whose memories have the parameter's element types, in order. The callee's `fill`s and
+    /// `drain`s count among the ring's sites where it is called.
+    fn ring_param_arg(&mut self, fname: &Ident, a: &Expr, p: &Param, elems: &[ScalarType]) {
+        let want = Ty::Ring(elems.to_vec());
+        let ExprKind::Var(id) = &a.kind else {
+            self.errors.push(err(
+                "RING",
+                a.span,
+                format!(
+                    "parameter `{}` of `{}` is a ring: pass a ring by name",
+                    p.name, fname.name
+                ),
+            ));
+            return;
+        };
+        let Some(vi) = self.use_var(id) else { return };
+        let v = self.vars[vi].clone();
+        if v.ty != want && v.ty != Ty::Err {
+            self.errors.push(
+                err(
+                    "RING",
+                    id.span,
+                    format!(
+                        "parameter `{}` of `{}` is a {want}, but `{}` is {}",
+                        p.name, fname.name, v.name, v.ty
+                    ),
+                )
+                .note(v.span, format!("`{}` declared here", v.name)),
+            );
         }
     }
 

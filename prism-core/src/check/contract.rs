@@ -273,6 +273,15 @@ impl<'a> Cx<'a> {
                 );
                 (Ty::Err, false)
             }
+            // A caller's ring: only `fill` / `drain` use it (RING).
+            Type::Ring { elems } if f.kind == FnKind::Device => (Ty::Ring(elems.clone()), false),
+            Type::Ring { .. } => {
+                self.errors.push(
+                    err("RING", p.span, "a kernel cannot take a ring: rings are the block's own")
+                        .help("declare it in the kernel with `ring(STAGES, (sa, sb), |r| ..)` and pass `r` to device functions"),
+                );
+                (Ty::Err, false)
+            }
             Type::Array { .. } => (Ty::Err, false),
         };
         self.declare(&p.name, at, ty, mutable);

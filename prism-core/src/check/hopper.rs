@@ -368,6 +368,14 @@ impl Cx<'_> {
         let t = self.expr(index, &sink, code);
         self.expect_int(&t, index.span, "a step");
         let mark = self.vars.len();
+        // The slot names are block memory. A fill's are async targets, at block[1] (ASYNC-BULK: their copies
+        // complete on the slot's mbarrier); a drain's are reads, and in a device function that takes the ring
+        // and knows no perspective as broad as block[1] they are at its broadest one.
+        let at = if fill || self.le(code, Perspective::block(1)) {
+            Perspective::block(1)
+        } else {
+            self.facts.top
+        };
         if let Some(elems) = &elems {
             if elems.len() != names.len() {
                 self.errors.push(err(
@@ -386,7 +394,7 @@ impl Cx<'_> {
                     mutable: fill,
                     space: Space::Shared,
                 };
-                let vi = self.declare(n, Perspective::block(1), ty, fill);
+                let vi = self.declare(n, at, ty, fill);
                 self.vars[vi].is_async = fill;
             }
         }

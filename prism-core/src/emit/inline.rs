@@ -138,6 +138,14 @@ impl Em {
                 view: self.mem_arg(a)?,
                 persp,
             },
+            // The caller's ring: the callee's fills and drains use its slots and count among its sites.
+            Type::Ring { .. } => match &a.kind {
+                ExprKind::Var(id) => match self.lookup(id)? {
+                    b @ Binding::Ring { .. } => b,
+                    _ => return Err(bug("CALL-ARG", a.span, "expected a ring")),
+                },
+                _ => return Err(bug("CALL-ARG", a.span, "expected a ring by name")),
+            },
             // The caller's map (a kernel parameter, possibly forwarded): boxes moved through it are recorded
             // on that parameter.
             Type::TensorMap { .. } => match &a.kind {

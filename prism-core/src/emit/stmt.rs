@@ -291,7 +291,10 @@ impl Em {
             Some(Type::Scalar(t)) => Some((*t, None)),
             Some(Type::Array { elem, len }) => Some((*elem, Some(self.const_u32(len)?))),
             Some(Type::ArrayRef { .. }) | Some(Type::Ptr { .. }) => None,
-            Some(Type::Shared { .. }) | Some(Type::TensorMap { .. }) | None => None,
+            Some(Type::Shared { .. }) | Some(Type::TensorMap { .. }) | Some(Type::Ring { .. }) => {
+                None
+            }
+            None => None,
         };
         let value = match init {
             Some(e) => Some(self.with_target(persp, |s| s.expr(e))?),

@@ -20,7 +20,7 @@ pub(super) fn scalar_from_name(s: &str) -> Option<ScalarType> {
 pub(super) const TYPES_HELP: &str =
     "supported types: u32 i32 u64 i64 f32 f64 bool f16 bf16, *const T, *mut T, [T; N], \
                           &[T; N], &mut [T; N], Shared<[T; N]>, Shared<[T; N], Swizzle128>, SharedMut<[T; N], L>, \
-                          TensorMap<T, RANK>, TensorMapMut<T, RANK>";
+                          TensorMap<T, RANK>, TensorMapMut<T, RANK>, Ring<(T, U)>";
 
 /// The layout argument of `Shared<[T; N], L>`.
 pub(super) fn smem_layout(g: &syn::GenericArgument) -> PResult<SmemLayout> {
@@ -191,6 +191,13 @@ impl Cx {
                             }
                             return self.tensor_map(seg);
                         }
+                        if seg.ident == "Ring" {
+                            if cx != TyCtx::Param {
+                                return Err(syntax(t.span(), "`Ring<..>` is a device-function parameter type: a caller's ring")
+                                    .help("declare a ring with `ring(STAGES, (sa, sb), |r| ..)` at block[1]"));
+                            }
+                            return self.ring_type(seg);
+                        }
                     }
                 }
                 Ok(Type::Scalar(
@@ -199,6 +206,33 @@ impl Cx {
             }
             _ => Err(syntax(t.span(), "unsupported type").help(TYPES_HELP)),
         }
+    }
+}
+
+impl Cx {
+    /// `Ring<T>` or `Ring<(T, U, ..)>`: the element types of a ring's memories, in order.
+    fn ring_type(&mut self, seg: &syn::PathSegment) -> PResult<Type> {
+        let bad = || {
+            syntax(seg.span(), "expected `Ring<T>` or `Ring<(T, U, ..)>`")
+                .help("one element type per memory of the ring, in the order of `ring(S, (a, b), ..)`: `Ring<(bf16, bf16)>`")
+        };
+        let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
+            return Err(bad());
+        };
+        let mut it = ab.args.iter();
+        let (Some(syn::GenericArgument::Type(inner)), None) = (it.next(), it.next()) else {
+            return Err(bad());
+        };
+        let elems = match inner {
+            syn::Type::Tuple(tup) if !tup.elems.is_empty() => tup
+                .elems
+                .iter()
+                .map(|e| self.scalar(e))
+                .collect::<PResult<Vec<_>>>()?,
+            syn::Type::Paren(p) => vec![self.scalar(&p.elem)?],
+            other => vec![self.scalar(other)?],
+        };
+        Ok(Type::Ring { elems })
     }
 }
 

@@ -111,16 +111,12 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
                                     let tm: u32 = tile >> 16;
                                     let tn: u32 = tile & 65535;
                                     let row0: u32 = tm * 256 + rank * 128;
-                                    for kt in 0..k_tiles {
-                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            wgmma_k_tile::<0, { BN / 2 }>(
-                                                &mut acc,
-                                                sa_s,
-                                                sb_s,
-                                                kt == 0,
-                                            );
-                                        });
-                                    }
+                                    drain_k_tiles::<0, { BN / 2 }>(
+                                        r,
+                                        &mut acc,
+                                        it * k_tiles,
+                                        k_tiles,
+                                    );
                                     wgmma_tile_to_f32::<{ BN / 2 }>(
                                         &acc,
                                         c_wg,
@@ -147,16 +143,12 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
                                     let tm: u32 = tile >> 16;
                                     let tn: u32 = tile & 65535;
                                     let row0: u32 = tm * 256 + rank * 128 + 64;
-                                    for kt in 0..k_tiles {
-                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            wgmma_k_tile::<1, { BN / 2 }>(
-                                                &mut acc,
-                                                sa_s,
-                                                sb_s,
-                                                kt == 0,
-                                            );
-                                        });
-                                    }
+                                    drain_k_tiles::<1, { BN / 2 }>(
+                                        r,
+                                        &mut acc,
+                                        it * k_tiles,
+                                        k_tiles,
+                                    );
                                     wgmma_tile_to_f32::<{ BN / 2 }>(
                                         &acc,
                                         c_wg,

@@ -108,16 +108,12 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                     );
                                     let tm: u32 = tile >> 16;
                                     let tn: u32 = tile & 65535;
-                                    for kt in 0..k_tiles {
-                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            wgmma_k_tile::<0, { BN / 2 }>(
-                                                &mut acc,
-                                                sa_s,
-                                                sb_s,
-                                                kt == 0,
-                                            );
-                                        });
-                                    }
+                                    drain_k_tiles::<0, { BN / 2 }>(
+                                        r,
+                                        &mut acc,
+                                        it * k_tiles,
+                                        k_tiles,
+                                    );
                                     let row0: u32 = tm * 256 + rank * 128;
                                     let col0: u32 = tn * BN;
                                     store_fragment_bf16::<{ BN / 2 }>(
@@ -138,16 +134,12 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                                     );
                                     let tm: u32 = tile >> 16;
                                     let tn: u32 = tile & 65535;
-                                    for kt in 0..k_tiles {
-                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            wgmma_k_tile::<1, { BN / 2 }>(
-                                                &mut acc,
-                                                sa_s,
-                                                sb_s,
-                                                kt == 0,
-                                            );
-                                        });
-                                    }
+                                    drain_k_tiles::<1, { BN / 2 }>(
+                                        r,
+                                        &mut acc,
+                                        it * k_tiles,
+                                        k_tiles,
+                                    );
                                     let row0: u32 = tm * 256 + rank * 128 + 64;
                                     let col0: u32 = tn * BN;
                                     store_fragment_bf16::<{ BN / 2 }>(

@@ -52,6 +52,25 @@ pub fn wgmma_k_tile<const HALF: u32, const ACC: u32>(
     }
 }
 
+/// A consumer warpgroup's main loop over one tile: `k_tiles` drains of the ring `r` (an A and a B memory),
+/// steps `step0 ..`, each a [`wgmma_k_tile`]`::<HALF, ACC>` over its rows of the A slot and the whole B
+/// slot into `acc`; the tile's first k-step overwrites `acc`. Written once for every consumer arm of the
+/// ladder: the drains count among the ring's sites where it is called, and the last k-tile's wgmmas are
+/// still in flight when it returns (the compiler retires them before `acc` is next read).
+#[prism_device(requires(thread[128]))]
+pub fn drain_k_tiles<const HALF: u32, const ACC: u32>(
+    r: Ring<(bf16, bf16)>,
+    acc: &mut [f32; ACC],
+    step0: u32,
+    k_tiles: u32,
+) {
+    for kt in 0..k_tiles {
+        drain(r, step0 + kt, |sa_s, sb_s| {
+            wgmma_k_tile::<HALF, ACC>(acc, sa_s, sb_s, kt == 0);
+        });
+    }
+}
+
 /// Rung 5's tile order: tiles are taken `GROUP_M` tile rows at a time (consecutive tiles share B panels
 /// and the group's A panels stay in L2; the last group may be shorter). The tile row of tile `tile` of a
 /// `tiles_m × tiles_n` grid of tiles.
@@ -418,11 +437,7 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 }
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                for kt in 0..k_tiles {
-                                    drain(r, kt, |sa_s, sb_s| {
-                                        wgmma_k_tile::<0, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
-                                    });
-                                }
+                                drain_k_tiles::<0, { BN / 2 }>(r, &mut acc, 0, k_tiles);
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
                                     &acc,
                                     c_wg,
@@ -440,11 +455,7 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 }
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                for kt in 0..k_tiles {
-                                    drain(r, kt, |sa_s, sb_s| {
-                                        wgmma_k_tile::<1, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
-                                    });
-                                }
+                                drain_k_tiles::<1, { BN / 2 }>(r, &mut acc, 0, k_tiles);
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
                                     &acc,
                                     c_wg,
@@ -539,11 +550,7 @@ pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 }
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                for kt in 0..k_tiles {
-                                    drain(r, kt, |sa_s, sb_s| {
-                                        wgmma_k_tile::<0, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
-                                    });
-                                }
+                                drain_k_tiles::<0, { BN / 2 }>(r, &mut acc, 0, k_tiles);
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
                                     &acc,
                                     c_wg,
@@ -561,11 +568,7 @@ pub fn gemm_bf16_cluster<const BN: u32, const STAGES: u32, const REGS: u32>(
                                 }
                                 #[at(thread[1])]
                                 let mut acc = [0.0f32; BN / 2];
-                                for kt in 0..k_tiles {
-                                    drain(r, kt, |sa_s, sb_s| {
-                                        wgmma_k_tile::<1, { BN / 2 }>(&mut acc, sa_s, sb_s, false);
-                                    });
-                                }
+                                drain_k_tiles::<1, { BN / 2 }>(r, &mut acc, 0, k_tiles);
                                 wgmma_tile_to_f32::<{ BN / 2 }>(
                                     &acc,
                                     c_wg,
@@ -674,16 +677,12 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                     );
                                     let row0: u32 = (tile >> 16) * 128;
                                     let col0: u32 = (tile & 65535) * BN;
-                                    for kt in 0..k_tiles {
-                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            wgmma_k_tile::<0, { BN / 2 }>(
-                                                &mut acc,
-                                                sa_s,
-                                                sb_s,
-                                                kt == 0,
-                                            );
-                                        });
-                                    }
+                                    drain_k_tiles::<0, { BN / 2 }>(
+                                        r,
+                                        &mut acc,
+                                        it * k_tiles,
+                                        k_tiles,
+                                    );
                                     wgmma_tile_to_f32::<{ BN / 2 }>(
                                         &acc,
                                         c_wg,
@@ -709,16 +708,12 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                                     );
                                     let row0: u32 = (tile >> 16) * 128 + 64;
                                     let col0: u32 = (tile & 65535) * BN;
-                                    for kt in 0..k_tiles {
-                                        drain(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            wgmma_k_tile::<1, { BN / 2 }>(
-                                                &mut acc,
-                                                sa_s,
-                                                sb_s,
-                                                kt == 0,
-                                            );
-                                        });
-                                    }
+                                    drain_k_tiles::<1, { BN / 2 }>(
+                                        r,
+                                        &mut acc,
+                                        it * k_tiles,
+                                        k_tiles,
+                                    );
                                     wgmma_tile_to_f32::<{ BN / 2 }>(
                                         &acc,
                                         c_wg,
