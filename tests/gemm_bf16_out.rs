@@ -327,7 +327,7 @@ fn bad_bf16_output_arguments_are_errors() {
 }
 
 /// The store map reaches `tma_store` through a device function's `TensorMapMut` parameter
-/// (`store_fragment_bf16`): the box it stores is still recorded on the kernel's parameter, and the typed
+/// (`consume_tiles_bf16`): the box it stores is still recorded on the kernel's parameter, and the typed
 /// launcher refuses a map with another box before anything runs.
 #[test]
 fn a_store_map_with_another_box_is_refused() {

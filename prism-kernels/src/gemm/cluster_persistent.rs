@@ -99,67 +99,43 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        cl + it * clusters,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    let row0: u32 = tm * 256 + rank * 128;
-                                    drain_k_tiles::<0, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    wgmma_tile_to_f32::<{ BN / 2 }>(
-                                        &acc,
-                                        c_wg,
-                                        row0 * n + tn * BN,
-                                        m.max(row0) - row0,
-                                        n.max(tn * BN) - (tn * BN),
-                                        n,
-                                        alpha,
-                                        beta,
-                                    );
-                                }
+                                consume_tiles_f32::<0, { BN / 2 }, GROUP_M>(
+                                    r,
+                                    c_wg,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        cl + it * clusters,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    let row0: u32 = tm * 256 + rank * 128 + 64;
-                                    drain_k_tiles::<1, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    wgmma_tile_to_f32::<{ BN / 2 }>(
-                                        &acc,
-                                        c_wg,
-                                        row0 * n + tn * BN,
-                                        m.max(row0) - row0,
-                                        n.max(tn * BN) - (tn * BN),
-                                        n,
-                                        alpha,
-                                        beta,
-                                    );
-                                }
+                                consume_tiles_f32::<1, { BN / 2 }, GROUP_M>(
+                                    r,
+                                    c_wg,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
+                                );
                             }
                         });
                     },

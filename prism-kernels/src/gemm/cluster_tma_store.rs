@@ -97,55 +97,47 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        cl + it * clusters,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    drain_k_tiles::<0, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    let row0: u32 = tm * 256 + rank * 128;
-                                    let col0: u32 = tn * BN;
-                                    store_fragment_bf16::<{ BN / 2 }>(
-                                        &mut acc, e1_w, d, row0, col0, m, n, alpha, beta, c,
-                                    );
-                                }
+                                consume_tiles_bf16::<0, { BN / 2 }, GROUP_M>(
+                                    r,
+                                    e1_w,
+                                    d,
+                                    c,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        cl + it * clusters,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    drain_k_tiles::<1, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    let row0: u32 = tm * 256 + rank * 128 + 64;
-                                    let col0: u32 = tn * BN;
-                                    store_fragment_bf16::<{ BN / 2 }>(
-                                        &mut acc, e2_w, d, row0, col0, m, n, alpha, beta, c,
-                                    );
-                                }
+                                consume_tiles_bf16::<1, { BN / 2 }, GROUP_M>(
+                                    r,
+                                    e2_w,
+                                    d,
+                                    c,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
+                                );
                             }
                         });
                     },

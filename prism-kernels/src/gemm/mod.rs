@@ -184,33 +184,91 @@ pub fn scale_fragment_box<const N: u32>(
     });
 }
 
-/// Rung 7's epilogue of one consumer warpgroup: its 64 × `2N` accumulator fragment → `D = alpha · acc +
-/// beta · C` in bf16 for the 64 × `2N` tile of `D` whose top-left element is row `row0`, column `col0`, 64
-/// columns at a time: [`scale_fragment_box`] scales a box of the fragment in place, `stmatrix_bf16` writes it
-/// into the warpgroup's own tile `e` (the 128-byte swizzle TMA reads) and one thread stores the tile through
-/// `d` with `tma_store`, which clips it at `D`'s edges (no guards for ragged sizes). `c` (`m × n` bf16) is read
-/// only when `beta ≠ 0`. The compiler orders the tile's writes before each store, and each store before the
-/// tile is written again (here or at the next call). `acc` is left scaled.
+/// A consumer warpgroup of the persistent f32-output kernels, written once: for each of its block's `iters`
+/// tiles (`first, first + stride, ..` of the [`tile_at`]`::<GROUP_M>` order over `tiles_m × tiles_n` tiles of
+/// `tile_rows × 2N`), [`drain_k_tiles`]`::<HALF, N>` (ring steps `it · k_tiles ..`) and
+/// [`wgmma_tile_to_f32`] into its 64 rows, `tile_rows · tile row + row_off + 64 · HALF ..`, of `C` (`c`: the
+/// warpgroup's view of all of `C`, `m × n` row-major). `row_off` places a block inside a cluster tile.
 #[prism_device(requires(thread[128]))]
 #[allow(clippy::too_many_arguments)]
-pub fn store_fragment_bf16<const N: u32>(
-    acc: &mut [f32; N],
-    e: SharedMut<[bf16; 64 * 64], Swizzle128>,
-    d: TensorMapMut<bf16, 2>,
-    row0: u32,
-    col0: u32,
+pub fn consume_tiles_f32<const HALF: u32, const N: u32, const GROUP_M: u32>(
+    r: Ring<(bf16, bf16)>,
+    c: *mut f32,
+    sched: *const u32,
+    first: u32,
+    stride: u32,
+    iters: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+    tile_rows: u32,
+    row_off: u32,
     m: u32,
     n: u32,
     alpha: f32,
     beta: f32,
-    c: *const bf16,
 ) {
-    for j in 0..N / 32 {
-        scale_fragment_box::<N>(acc, j, row0, col0, m, n, alpha, beta, c);
-        stmatrix_bf16(e, &acc, j);
-        match split(thread) {
-            1 => {
-                tma_store(d, e, col0 + 64 * j, row0);
+    #[at(thread[1])]
+    let mut acc = [0.0f32; N];
+    for it in 0..iters {
+        let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
+        drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
+        let row0: u32 = (tile >> 16) * tile_rows + row_off + 64 * HALF;
+        let col0: u32 = (tile & 65535) * (2 * N);
+        wgmma_tile_to_f32::<N>(
+            &acc,
+            c,
+            row0 * n + col0,
+            m.max(row0) - row0,
+            n.max(col0) - col0,
+            n,
+            alpha,
+            beta,
+        );
+    }
+}
+
+/// [`consume_tiles_f32`] for the bf16-output kernels (rung 7's epilogue): each tile's fragment becomes
+/// `D = alpha · acc + beta · C` in bf16, 64 columns at a time: [`scale_fragment_box`] scales a box of the
+/// fragment in place, `stmatrix_bf16` writes it into the warpgroup's own box `e` (the 128-byte swizzle TMA
+/// reads) and one thread stores the box through `D`'s map `d` with `tma_store`, which clips it at `D`'s edges
+/// (no guards for ragged sizes). `c` (`m × n` bf16) is read only when `beta ≠ 0`. The compiler orders the
+/// box's writes before each store, and each store before the box is written again.
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn consume_tiles_bf16<const HALF: u32, const N: u32, const GROUP_M: u32>(
+    r: Ring<(bf16, bf16)>,
+    e: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    d: TensorMapMut<bf16, 2>,
+    c: *const bf16,
+    sched: *const u32,
+    first: u32,
+    stride: u32,
+    iters: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+    tile_rows: u32,
+    row_off: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    #[at(thread[1])]
+    let mut acc = [0.0f32; N];
+    for it in 0..iters {
+        let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
+        drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
+        let row0: u32 = (tile >> 16) * tile_rows + row_off + 64 * HALF;
+        let col0: u32 = (tile & 65535) * (2 * N);
+        for j in 0..N / 32 {
+            scale_fragment_box::<N>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
+            stmatrix_bf16(e, &acc, j);
+            match split(thread) {
+                1 => {
+                    tma_store(d, e, col0 + 64 * j, row0);
+                }
             }
         }
     }
@@ -666,65 +724,17 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        blk + it * nblk,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let row0: u32 = (tile >> 16) * 128;
-                                    let col0: u32 = (tile & 65535) * BN;
-                                    drain_k_tiles::<0, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    wgmma_tile_to_f32::<{ BN / 2 }>(
-                                        &acc,
-                                        c_wg,
-                                        row0 * n + col0,
-                                        m.max(row0) - row0,
-                                        n.max(col0) - col0,
-                                        n,
-                                        alpha,
-                                        beta,
-                                    );
-                                }
+                                consume_tiles_f32::<0, { BN / 2 }, GROUP_M>(
+                                    r, c_wg, sched, blk, nblk, iters, tiles_m, tiles_n, k_tiles,
+                                    128, 0, m, n, alpha, beta,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        blk + it * nblk,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let row0: u32 = (tile >> 16) * 128 + 64;
-                                    let col0: u32 = (tile & 65535) * BN;
-                                    drain_k_tiles::<1, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    wgmma_tile_to_f32::<{ BN / 2 }>(
-                                        &acc,
-                                        c_wg,
-                                        row0 * n + col0,
-                                        m.max(row0) - row0,
-                                        n.max(col0) - col0,
-                                        n,
-                                        alpha,
-                                        beta,
-                                    );
-                                }
+                                consume_tiles_f32::<1, { BN / 2 }, GROUP_M>(
+                                    r, c_wg, sched, blk, nblk, iters, tiles_m, tiles_n, k_tiles,
+                                    128, 0, m, n, alpha, beta,
+                                );
                             }
                         });
                     },

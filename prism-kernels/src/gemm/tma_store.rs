@@ -87,55 +87,17 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        blk + it * nblk,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    drain_k_tiles::<0, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    let row0: u32 = tm * 128;
-                                    let col0: u32 = tn * BN;
-                                    store_fragment_bf16::<{ BN / 2 }>(
-                                        &mut acc, e1_w, d, row0, col0, m, n, alpha, beta, c,
-                                    );
-                                }
+                                consume_tiles_bf16::<0, { BN / 2 }, GROUP_M>(
+                                    r, e1_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
+                                    k_tiles, 128, 0, m, n, alpha, beta,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);
-                                #[at(thread[1])]
-                                let mut acc = [0.0f32; BN / 2];
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        blk + it * nblk,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    drain_k_tiles::<1, { BN / 2 }>(
-                                        r,
-                                        &mut acc,
-                                        it * k_tiles,
-                                        k_tiles,
-                                    );
-                                    let row0: u32 = tm * 128 + 64;
-                                    let col0: u32 = tn * BN;
-                                    store_fragment_bf16::<{ BN / 2 }>(
-                                        &mut acc, e2_w, d, row0, col0, m, n, alpha, beta, c,
-                                    );
-                                }
+                                consume_tiles_bf16::<1, { BN / 2 }, GROUP_M>(
+                                    r, e2_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
+                                    k_tiles, 128, 0, m, n, alpha, beta,
+                                );
                             }
                         });
                     },
