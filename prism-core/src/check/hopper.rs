@@ -371,7 +371,8 @@ impl Cx<'_> {
         // The slot names are block memory. A fill's are async targets, at block[1] (ASYNC-BULK: their copies
         // complete on the slot's mbarrier); a drain's are reads, and in a device function that takes the ring
         // and knows no perspective as broad as block[1] they are at its broadest one.
-        let at = if fill || self.le(code, Perspective::block(1)) {
+        let device = self.f.kind == crate::ast::FnKind::Device;
+        let at = if fill || !device || self.le(code, Perspective::block(1)) {
             Perspective::block(1)
         } else {
             self.facts.top
