@@ -283,31 +283,9 @@ impl<'a> Cx<'a> {
     /// `drain`s count among the ring's sites where it is called.
     fn ring_param_arg(&mut self, fname: &Ident, a: &Expr, p: &Param, elems: &[ScalarType]) {
         let want = Ty::Ring(elems.to_vec());
-        let ExprKind::Var(id) = &a.kind else {
-            self.errors.push(err(
-                "RING",
-                a.span,
-                format!(
-                    "parameter `{}` of `{}` is a ring: pass a ring by name",
-                    p.name, fname.name
-                ),
-            ));
-            return;
-        };
-        let Some(vi) = self.use_var(id) else { return };
-        let v = self.vars[vi].clone();
-        if v.ty != want && v.ty != Ty::Err {
-            self.errors.push(
-                err(
-                    "RING",
-                    id.span,
-                    format!(
-                        "parameter `{}` of `{}` is a {want}, but `{}` is {}",
-                        p.name, fname.name, v.name, v.ty
-                    ),
-                )
-                .note(v.span, format!("`{}` declared here", v.name)),
-            );
+        let fits = |t: &Ty| *t == want;
+        if let Some(d) = self.by_name_arg(("RING", "a ring"), fname, a, p, &want, fits) {
+            self.errors.push(d);
         }
     }
 
@@ -325,46 +303,67 @@ impl<'a> Cx<'a> {
             rank,
             mutable,
         };
+        let fits = |t: &Ty| {
+            matches!(*t, Ty::TensorMap { elem: e, rank: r, mutable: m }
+                if e == elem && r == rank && (m || !mutable))
+        };
+        let what = ("CALL-ARG", "a tensor-map parameter");
+        let Some(mut d) = self.by_name_arg(what, fname, a, p, &want, fits) else {
+            return;
+        };
+        // A read-only map where the callee stores: say how to make it writable.
+        if let (true, ExprKind::Var(id)) = (mutable, &a.kind) {
+            let read_only = self
+                .lookup(&id.name)
+                .is_some_and(|i| matches!(self.vars[i].ty, Ty::TensorMap { mutable: false, .. }));
+            if read_only {
+                d = d.help(format!(
+                    "`{}` stores through its map: declare `{}: TensorMapMut<{elem}, {rank}>`",
+                    fname.name, id.name
+                ));
+            }
+        }
+        self.errors.push(d);
+    }
+
+    /// An argument passed by name (a ring or a tensor map, which are not values): `None` when `a` names a
+    /// variable whose type `fits` (or one already in error), else the diagnostic under `rule`, for the
+    /// caller to push (it may add help). `what` says what to pass when `a` is not a name at all.
+    fn by_name_arg(
+        &mut self,
+        (rule, what): (&'static str, &str),
+        fname: &Ident,
+        a: &Expr,
+        p: &Param,
+        want: &Ty,
+        fits: impl Fn(&Ty) -> bool,
+    ) -> Option<Diagnostic> {
         let ExprKind::Var(id) = &a.kind else {
-            self.errors.push(err(
-                "CALL-ARG",
+            return Some(err(
+                rule,
                 a.span,
                 format!(
-                    "parameter `{}` of `{}` is a {want}: pass a tensor-map parameter by name",
+                    "parameter `{}` of `{}` is a {want}: pass {what} by name",
                     p.name, fname.name
                 ),
             ));
-            return;
         };
-        let Some(vi) = self.use_var(id) else { return };
+        let vi = self.use_var(id)?;
         let v = self.vars[vi].clone();
-        let fits = match v.ty {
-            Ty::TensorMap {
-                elem: e,
-                rank: r,
-                mutable: m,
-            } => e == elem && r == rank && (m || !mutable),
-            Ty::Err => true,
-            _ => false,
-        };
-        if !fits {
-            let mut d = err(
-                "CALL-ARG",
+        if v.ty == Ty::Err || fits(&v.ty) {
+            return None;
+        }
+        Some(
+            err(
+                rule,
                 id.span,
                 format!(
                     "parameter `{}` of `{}` is a {want}, but `{}` is {}",
                     p.name, fname.name, v.name, v.ty
                 ),
             )
-            .note(v.span, format!("`{}` declared here", v.name));
-            if mutable && matches!(v.ty, Ty::TensorMap { mutable: false, .. }) {
-                d = d.help(format!(
-                    "`{}` stores through its map: declare `{}: TensorMapMut<{elem}, {rank}>`",
-                    fname.name, v.name
-                ));
-            }
-            self.errors.push(d);
-        }
+            .note(v.span, format!("`{}` declared here", v.name)),
+        )
     }
 
     /// An array-reference argument: `&a` / `&mut a` of a thread-local array of the parameter's type (or a
