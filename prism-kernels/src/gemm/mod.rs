@@ -184,6 +184,40 @@ pub fn scale_fragment_box<const N: u32>(
     });
 }
 
+/// The producer warpgroup of the persistent kernels without clusters, written once: for each of its
+/// block's `iters` tiles (`first, first + stride, ..` of the [`tile_at`]`::<GROUP_M>` order over `tiles_m ×
+/// tiles_n` tiles of 128 × `BN`), `k_tiles` fills of the ring `r` (steps `it · k_tiles ..`), in each of
+/// which one thread loads the tile's 128 × 64 A box and `BN` × 64 B box with TMA. (The cluster kernels keep
+/// their producer inline: `tma_load_multicast` needs the kernel's `cluster = N`.)
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn fill_tiles<const BN: u32, const GROUP_M: u32>(
+    r: Ring<(bf16, bf16)>,
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    sched: *const u32,
+    first: u32,
+    stride: u32,
+    iters: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+) {
+    for it in 0..iters {
+        let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
+        let row0: u32 = (tile >> 16) * 128;
+        let col0: u32 = (tile & 65535) * BN;
+        for kt in 0..k_tiles {
+            fill(r, it * k_tiles + kt, |sa_s, sb_s| match split(thread) {
+                1 => {
+                    tma_load(sa_s, a, kt * 64, row0);
+                    tma_load(sb_s, b, kt * 64, col0);
+                }
+            });
+        }
+    }
+}
+
 /// A consumer warpgroup of the persistent f32-output kernels, written once: for each of its block's `iters`
 /// tiles (`first, first + stride, ..` of the [`tile_at`]`::<GROUP_M>` order over `tiles_m × tiles_n` tiles of
 /// `tile_rows × 2N`), [`drain_k_tiles`]`::<HALF, N>` (ring steps `it · k_tiles ..`) and
@@ -701,26 +735,9 @@ pub fn gemm_bf16_persistent<const BN: u32, const STAGES: u32, const GROUP_M: u32
                         ring(STAGES, (sa, sb), |r| match split(warpgroup) {
                             1 => {
                                 set_max_regs(40);
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        blk + it * nblk,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let row0: u32 = (tile >> 16) * 128;
-                                    let col0: u32 = (tile & 65535) * BN;
-                                    for kt in 0..k_tiles {
-                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            match split(thread) {
-                                                1 => {
-                                                    tma_load(sa_s, a, kt * 64, row0);
-                                                    tma_load(sb_s, b, kt * 64, col0);
-                                                }
-                                            }
-                                        });
-                                    }
-                                }
+                                fill_tiles::<BN, GROUP_M>(
+                                    r, a, b, sched, blk, nblk, iters, tiles_m, tiles_n, k_tiles,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);

@@ -64,26 +64,9 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
                         ring(STAGES, (sa, sb), |r| match split(warpgroup) {
                             1 => {
                                 set_max_regs(40);
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        blk + it * nblk,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    for kt in 0..k_tiles {
-                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            match split(thread) {
-                                                1 => {
-                                                    tma_load(sa_s, a, kt * 64, tm * 128);
-                                                    tma_load(sb_s, b, kt * 64, tn * BN);
-                                                }
-                                            }
-                                        });
-                                    }
-                                }
+                                fill_tiles::<BN, GROUP_M>(
+                                    r, a, b, sched, blk, nblk, iters, tiles_m, tiles_n, k_tiles,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);
