@@ -7,6 +7,9 @@
 #   bash gpu-pack/run.sh                    # the copy inside the pack finds the pack beside it
 #   bash scripts/gpu/run.sh --emulator      # the correctness tests on the PTX emulator (no GPU needed)
 #   options: --tests-only  --benches-only  --filter SUBSTRING (entries whose name contains it)
+#            --skip SUBSTRING (leaves out the entries whose name contains it; repeatable)
+#            --quick (benches: only their own same-run timing table, median of event-timed calls; criterion's
+#            sampling is skipped with its --ignored flag, which takes a bench from minutes to seconds)
 #            --results DIR (default: $OUT when set, else gpu-results/<date>)  --pack DIR
 #
 # The GPU backend is forced (PRISM_BACKEND=gpu): a test never falls back to the emulator. cuBLAS is looked
@@ -16,7 +19,7 @@
 # unusable; 3 no GPU is present (nothing ran on a GPU; every entry says so); 2 bad usage.
 set -uo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 
 MODE=gpu
 RUN_TESTS=1
@@ -24,11 +27,15 @@ RUN_BENCHES=1
 FILTER=""
 RESULTS=""
 PACK=""
+QUICK=""
+SKIPS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --emulator) MODE=emulator ;;
     --tests-only) RUN_BENCHES=0 ;;
     --benches-only) RUN_TESTS=0 ;;
+    --quick) QUICK=--ignored ;;
+    --skip) SKIPS+=("${2:?--skip needs a value}"); shift ;;
     --filter) FILTER=${2:?--filter needs a value}; shift ;;
     --results) RESULTS=${2:?--results needs a folder}; shift ;;
     --pack) PACK=${2:?--pack needs a folder}; shift ;;
@@ -122,7 +129,11 @@ else
   echo "== backend: the PTX emulator (--emulator): correctness tests only"
 fi
 
-selected() { [ -z "$FILTER" ] || [[ "$1" == *"$FILTER"* ]]; }
+selected() {
+  local s
+  for s in ${SKIPS[@]+"${SKIPS[@]}"}; do [[ "$1" == *"$s"* ]] && return 1; done
+  [ -z "$FILTER" ] || [[ "$1" == *"$FILTER"* ]]
+}
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$SUMMARY"; }
 TIMEOUT=${PRISM_GPU_TIMEOUT:-1800}
 run_logged() { # log command...
@@ -176,7 +187,7 @@ if [ "$RUN_BENCHES" = 1 ]; then
     log=$RESULTS/logs/bench-$name.log
     echo "== bench $name: $runs"
     rm -f "$RESULTS/bench/$name.tsv"
-    run_logged "$log" "$WORK/$file" --bench
+    run_logged "$log" "$WORK/$file" --bench $QUICK
     rc=$?
     if [ -n "$NO_GPU" ]; then
       # The bench itself says it found no GPU; show that line.
