@@ -76,6 +76,9 @@ pub(crate) struct GpuBackend {
     stream: Arc<CudaStream>,
     name: String,
     smem_optin: u32,
+    /// Queried once when the GPU is opened: some queries (`cuMemGetInfo` for the memory size) take about a
+    /// millisecond, and the host APIs read the multiprocessor count on every call (persistent grids).
+    props: DeviceProperties,
     /// Loaded modules keyed by the PTX text's address and length (kernel PTX is `&'static str`).
     modules: Mutex<HashMap<(usize, usize), Arc<CudaModule>>>,
     functions: Mutex<HashMap<FunctionKey, Arc<GpuFunction>>>,
@@ -116,11 +119,14 @@ impl GpuBackend {
                 )
                 .map(|v| v.max(0) as u32)
                 .unwrap_or(DEFAULT_DYN_SMEM);
+            let name = format!("{} (GPU {})", dev_name, ordinal);
+            let props = Self::query_properties(&ctx, &name, smem_optin);
             Ok(GpuBackend {
                 ctx,
                 stream,
-                name: format!("{} (GPU {})", dev_name, ordinal),
+                name,
                 smem_optin,
+                props,
                 modules: Mutex::new(HashMap::new()),
                 functions: Mutex::new(HashMap::new()),
             })
@@ -131,12 +137,17 @@ impl GpuBackend {
         self.name.clone()
     }
 
-    /// The driver's answers about this GPU; a query that fails leaves its field `None`.
+    /// The driver's answers about this GPU (asked when it was opened).
     pub(crate) fn properties(&self) -> DeviceProperties {
+        self.props.clone()
+    }
+
+    /// Asks the driver about the GPU of `ctx`; a query that fails leaves its field `None`.
+    fn query_properties(ctx: &CudaContext, name: &str, smem_optin: u32) -> DeviceProperties {
         use sys::CUdevice_attribute as A;
         let attr = |a: A| -> Option<u32> {
             guard("device attribute", || {
-                self.ctx.attribute(a).map_err(Self::driver("attribute"))
+                ctx.attribute(a).map_err(Self::driver("attribute"))
             })
             .ok()
             .and_then(|v| u32::try_from(v).ok())
@@ -157,12 +168,12 @@ impl GpuBackend {
         .and_then(|v| u32::try_from(v).ok())
         .map(|v| (v / 1000, (v % 1000) / 10));
         let memory_bytes = guard("total memory", || {
-            self.ctx.total_mem().map_err(Self::driver("total_mem"))
+            ctx.total_mem().map_err(Self::driver("total_mem"))
         })
         .ok()
         .map(|b| b as u64);
         DeviceProperties {
-            name: self.name(),
+            name: name.to_string(),
             backend: Backend::Gpu,
             compute_capability: (major, minor),
             multiprocessors: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
@@ -171,7 +182,7 @@ impl GpuBackend {
             memory_clock_mhz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).map(|khz| khz / 1000),
             memory_bytes,
             l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
-            max_smem_per_block: self.smem_optin,
+            max_smem_per_block: smem_optin,
         }
     }
 

@@ -23,6 +23,9 @@ const TMA_PTX: &str = r#"
 .target sm_90a
 .address_size 64
 
+// Dynamic shared memory is declared at module scope: ptxas rejects `.extern .shared` inside an entry.
+.extern .shared .align 1024 .b8 dsmem[];
+
 .visible .entry tma_box_2d(
     .param .align 64 .b8 tmap[128],
     .param .u64 out,
@@ -35,7 +38,6 @@ const TMA_PTX: &str = r#"
     .reg .pred %p<4>;
     .reg .b32 %r<16>;
     .reg .b64 %rd<8>;
-    .extern .shared .align 1024 .b8 dsmem[];
 
     ld.param.u64 %rd1, [out];
     cvta.to.global.u64 %rd1, %rd1;
