@@ -272,8 +272,8 @@ struct Em {
     wgmma_inflight: bool,
     /// Accumulators and operand allocations of the wgmmas in flight (by name).
     wgmma_names: Vec<String>,
-    /// Inside a ring: the predicate "a drain's slot waits to be handed back" and that slot's empty mbarrier.
-    drain_deferred: Option<(String, String)>,
+    /// Inside a ring: the drain whose slot waits to be handed back (`ring::Deferred`).
+    drain_deferred: Option<ring::Deferred>,
     /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
     sm90a: bool,
     /// The box and layout each `TensorMap` parameter is loaded with.

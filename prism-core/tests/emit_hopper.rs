@@ -1083,7 +1083,8 @@ fn independent_statements_run_before_the_wait() {
 }
 
 /// A ring stepped by a loop the compiler unrolls (constant trip count, found by the Hopper property test):
-/// each `fill`/`drain` site counts its threads once, not once per unrolled copy, or the phases never complete.
+/// each `fill`/`drain` site counts its arrivals once, not once per unrolled copy, or the phases never complete.
+/// Both arms are whole warpgroups, so lane 0 of each warp arrives for it: 4 arrivals per phase.
 const UNROLLED_RING: &str = r#"
 #[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 256, smem = 140000)]
 fn generated(a: *const f32, c: *mut f32, n: u32) {
@@ -1116,8 +1117,8 @@ fn unrolled_ring_steps_count_each_site_once() {
     let ks = compile_src(UNROLLED_RING);
     assemble_all(&ks);
     let k = &ks[0];
-    assert!(k.ptx.contains("[__prism_ring0_full+0], 128;"), "{}", k.ptx);
-    assert!(k.ptx.contains("[__prism_ring0_empty+0], 128;"), "{}", k.ptx);
+    assert!(k.ptx.contains("[__prism_ring0_full+0], 4;"), "{}", k.ptx);
+    assert!(k.ptx.contains("[__prism_ring0_empty+0], 4;"), "{}", k.ptx);
     let mut emu = Emulator::new(EmuConfig::default());
     let a = emu.alloc(4096);
     let c = emu.alloc(4096);

@@ -41,11 +41,9 @@ impl Em {
         self.wgmma_inflight = false;
         self.wgmma_names.clear();
         self.raw_line("wgmma.wait_group.sync.aligned 0;");
-        if let Some((pending, prev)) = self.drain_deferred.clone() {
-            self.raw_line(&format!(
-                "@{pending} mbarrier.arrive.shared::cta.b64 _, [{prev}];"
-            ));
-            self.raw_line(&format!("mov.pred {pending}, 0;"));
+        if let Some(d) = self.drain_deferred.clone() {
+            self.ring_arrive(&d.prev, Some(&d.pending), d.release);
+            self.raw_line(&format!("mov.pred {}, 0;", d.pending));
         }
     }
 

@@ -7,17 +7,39 @@ use super::{bug, err, ring_sites, Binding, Em, Space, Val, View, R};
 use crate::ast::{Block, Expr, ExprKind, Ident, Level, ScalarType};
 use proc_macro2::Span;
 
-/// A `ring`: its slots and the arrivals that complete a phase of its full / empty mbarriers (the distinct
-/// threads of its `fill` / `drain` sites, `ring_sites`: each thread arrives once per step).
+/// A `ring`: its slots and the arrivals that complete a phase of its full / empty mbarriers (one per step
+/// from each warp or thread of its `fill` / `drain` sites, `ring_sites::Arrivals`).
 pub(super) struct RingInfo {
     pub stages: u32,
     pub full_count: u32,
     pub empty_count: u32,
-    /// The threads of its `fill` and `drain` sites (`ring_sites`).
-    fills: Vec<(u32, u32)>,
-    drains: Vec<(u32, u32)>,
+    /// The threads of its `fill` and `drain` sites, by how they arrive.
+    fills: ring_sites::Arrivals,
+    drains: ring_sites::Arrivals,
     /// Its fills multicast into every block of the cluster: drains release the slot in every block.
     pub cluster: bool,
+}
+
+/// How one `fill` / `drain` site arrives on a slot's mbarrier.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Release {
+    /// Whole warps run the site: after `bar.warp.sync` (which orders every lane's accesses of the slot before
+    /// it) lane 0 arrives for its warp. A phase then needs 4 arrivals per warpgroup instead of 128 (256 remote
+    /// ones per warpgroup in a 2-block cluster, each a release at cluster scope, measured at half the
+    /// throughput of the kernel without the cluster on an H200).
+    pub per_warp: bool,
+    /// Blocks whose barrier it arrives on (remote arrives through `mapa`): the cluster size for the drains of
+    /// a multicast ring, else 1.
+    pub cluster: u32,
+}
+
+/// A drain whose wgmmas are still in flight: the predicate "its slot waits to be handed back", that slot's
+/// empty mbarrier, and how the drain arrives on it.
+#[derive(Clone)]
+pub(super) struct Deferred {
+    pub pending: String,
+    pub prev: String,
+    pub release: Release,
 }
 
 impl Em {
@@ -75,15 +97,22 @@ impl Em {
             stages: n,
             full_count: 0,
             empty_count: 0,
-            fills: Vec::new(),
-            drains: Vec::new(),
+            fills: Default::default(),
+            drains: Default::default(),
             cluster,
         });
         let pending = self.fresh(ScalarType::Bool);
         let prev = self.fresh(ScalarType::U32);
         self.line(format!("mov.pred {pending}, 0;"));
         self.line(format!("mov.u32 {prev}, 0;"));
-        let outer = self.drain_deferred.replace((pending, prev));
+        let outer = self.drain_deferred.replace(Deferred {
+            pending,
+            prev,
+            release: Release {
+                per_warp: false,
+                cluster: 1,
+            },
+        });
         self.env.push(Default::default());
         self.bind(&name.name, Binding::Ring { id, views });
         let r = self.block_inner(body);
@@ -92,11 +121,18 @@ impl Em {
         self.drain_deferred = outer;
         r?;
         let ring = &mut self.rings[id];
-        ring.full_count = ring_sites::distinct(&ring.fills);
+        let (Some(full), Some(empty)) = (ring.fills.count(), ring.drains.count()) else {
+            return Err(err(
+                "RING",
+                span,
+                "some threads of this ring fill (or drain) it both as whole warps and alone: the compiler cannot count its arrivals",
+            )
+            .help("fill (drain) it from whole warps everywhere, or from the same threads everywhere"));
+        };
+        ring.full_count = full;
         // In a cluster ring every block's consumers release the slot in every block (a multicast refills it
         // in all of them).
-        ring.empty_count =
-            ring_sites::distinct(&ring.drains) * if cluster { self.cluster } else { 1 };
+        ring.empty_count = empty * if cluster { self.cluster } else { 1 };
         if ring.full_count == 0 || ring.empty_count == 0 {
             return Err(err(
                 "RING",
@@ -153,13 +189,17 @@ impl Em {
             1
         };
         let units = self.ctx.units.clone();
+        let release = Release {
+            per_warp: ring_sites::whole_warps(&units),
+            cluster: if fill { 1 } else { cluster },
+        };
         let ring_info = &mut self.rings[id];
         if fill {
             &mut ring_info.fills
         } else {
             &mut ring_info.drains
         }
-        .extend(units);
+        .add(&units, release.per_warp);
         let step = self.scalar(index)?;
         let step = self.coerce(step, ScalarType::U32, index.span)?;
         let slot = self.u32_bin("rem", &step, &Val::imm_u32(stages));
@@ -228,31 +268,47 @@ impl Em {
         self.fill_slots.truncate(marks);
         self.env.pop();
         r?;
-        if !fill && cluster > 1 {
-            self.wgmma_retire();
-            self.ring_release_cluster(&arrive_addr, cluster);
-            return Ok(());
-        }
         if !fill && self.wgmma_open && self.drain_deferred.is_some() && stages >= 2 {
             // The body ends in issued wgmmas: keep them in flight across the next step. The slot goes back
             // one step late, so this needs a second slot: with one, the next fill would wait for it forever.
-            self.drain_defer(&arrive_addr);
+            self.drain_defer(&arrive_addr, release);
             return Ok(());
         }
-        // The body's wgmmas retire before the slot is handed back (`mbarrier` lines end a wgmma run).
-        self.line(format!(
-            "mbarrier.arrive.shared::cta.b64 _, [{arrive_addr}];"
-        ));
+        // The body's wgmmas retire before the slot is handed back.
+        if self.wgmma_open {
+            self.wgmma_retire();
+        }
+        self.ring_arrive(&arrive_addr, None, release);
         Ok(())
     }
 
-    /// A drain of a cluster ring hands the slot back in every block of the cluster (remote arrives).
-    fn ring_release_cluster(&mut self, addr: &str, cluster: u32) {
-        for r in 0..cluster {
+    /// One arrival on the ring mbarrier at `addr` (under `guard` when given), as `release` says: by lane 0
+    /// of each warp after `bar.warp.sync`, or by every thread; on this block's barrier, or through `mapa`
+    /// on the same barrier of every block of the cluster (a multicast refills the slot in all of them).
+    /// Never ends a wgmma run: callers retire the run first, or keep its group in flight on purpose.
+    pub(super) fn ring_arrive(&mut self, addr: &str, guard: Option<&str>, release: Release) {
+        let mut guard = guard.map(str::to_string);
+        if release.per_warp {
+            self.raw_line("bar.warp.sync -1;");
+            let lane = self.fresh(ScalarType::U32);
+            let first = self.fresh(ScalarType::Bool);
+            self.raw_line(&format!("mov.u32 {lane}, %laneid;"));
+            self.raw_line(&format!("setp.eq.u32 {first}, {lane}, 0;"));
+            if let Some(g) = guard {
+                self.raw_line(&format!("and.pred {first}, {first}, {g};"));
+            }
+            guard = Some(first);
+        }
+        let at = guard.map(|g| format!("@{g} ")).unwrap_or_default();
+        if release.cluster <= 1 {
+            self.raw_line(&format!("{at}mbarrier.arrive.shared::cta.b64 _, [{addr}];"));
+            return;
+        }
+        for r in 0..release.cluster {
             let remote = self.fresh(ScalarType::U32);
-            self.line(format!("mapa.shared::cluster.u32 {remote}, {addr}, {r};"));
-            self.line(format!(
-                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}];"
+            self.raw_line(&format!("mapa.shared::cluster.u32 {remote}, {addr}, {r};"));
+            self.raw_line(&format!(
+                "{at}mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}];"
             ));
         }
     }
@@ -364,17 +420,20 @@ impl Em {
     /// step's are issued (`wait_group 1`, PTX ISA §9.7.15.7.3): the previous drain's group is then retired, so
     /// its slot goes back to the producer now; this one's goes back at the next drain or when the run is
     /// retired (`drain_deferred`: a predicate, false until a drain defers, and the slot's empty mbarrier).
-    fn drain_defer(&mut self, arrive_addr: &str) {
-        let Some((pending, prev)) = self.drain_deferred.clone() else {
+    fn drain_defer(&mut self, arrive_addr: &str, release: Release) {
+        let Some(d) = self.drain_deferred.clone() else {
             return;
         };
         self.raw_line("wgmma.commit_group.sync.aligned;");
         self.raw_line("wgmma.wait_group.sync.aligned 1;");
-        self.raw_line(&format!(
-            "@{pending} mbarrier.arrive.shared::cta.b64 _, [{prev}];"
-        ));
-        self.raw_line(&format!("mov.u32 {prev}, {arrive_addr};"));
-        self.raw_line(&format!("mov.pred {pending}, 1;"));
+        // The slot waiting is this site's from the previous step (at run time: a loop around this drain) or
+        // one of the same threads' (a drain before it in the same arm): either way it arrives as this one.
+        self.ring_arrive(&d.prev, Some(&d.pending), release);
+        self.raw_line(&format!("mov.u32 {}, {arrive_addr};", d.prev));
+        self.raw_line(&format!("mov.pred {}, 1;", d.pending));
+        if let Some(d) = &mut self.drain_deferred {
+            d.release = release;
+        }
         self.wgmma_open = false;
         self.wgmma_inflight = true;
     }

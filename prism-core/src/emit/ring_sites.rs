@@ -55,6 +55,46 @@ pub(super) fn distinct(units: &[(u32, u32)]) -> u32 {
     total
 }
 
+/// Whether every interval is whole warps (starts and ends on a multiple of 32 threads).
+pub(super) fn whole_warps(units: &[(u32, u32)]) -> bool {
+    !units.is_empty()
+        && units
+            .iter()
+            .all(|&(s, l)| s % 32 == 0 && l % 32 == 0 && l > 0)
+}
+
+/// The `fill` (or `drain`) sites of a ring: the threads of the sites where every thread arrives, and those
+/// of the sites where lane 0 arrives for its warp.
+#[derive(Default)]
+pub(super) struct Arrivals {
+    threads: Units,
+    warps: Units,
+}
+
+impl Arrivals {
+    pub(super) fn add(&mut self, units: &[(u32, u32)], per_warp: bool) {
+        if per_warp {
+            &mut self.warps
+        } else {
+            &mut self.threads
+        }
+        .extend_from_slice(units);
+    }
+
+    /// Arrivals per phase: the distinct threads of the thread sites plus the distinct warps of the warp
+    /// sites; `None` when a thread is in both (it would arrive twice, or its warp would count for it).
+    pub(super) fn count(&self) -> Option<u32> {
+        if self
+            .threads
+            .iter()
+            .any(|&(s, l)| meets(&self.warps, s, s + l))
+        {
+            return None;
+        }
+        Some(distinct(&self.threads) + distinct(&self.warps) / 32)
+    }
+}
+
 /// Whether some interval meets threads `lo..hi`.
 pub(super) fn meets(units: &[(u32, u32)], lo: u32, hi: u32) -> bool {
     units
@@ -85,5 +125,24 @@ mod tests {
         assert_eq!(split_arm(&block, 128, 256), vec![(128, 256)]);
         assert!(meets(&[(128, 256)], 256, 384) && !meets(&[(128, 256)], 0, 128));
         assert_eq!(distinct(&group(&block, 32)), 384);
+    }
+
+    #[test]
+    fn arrivals_count_warps_or_threads() {
+        let wgs = group(&whole_block(Some(384)), 128);
+        assert!(whole_warps(&wgs[1..]) && !whole_warps(&split_arm(&wgs, 0, 1)));
+        assert!(!whole_warps(&[(16, 32)]) && !whole_warps(&[]));
+        let mut a = Arrivals::default();
+        // Two consumer warpgroups (sites in two arms) and a second site of the first one.
+        a.add(&wgs[1..2], true);
+        a.add(&wgs[2..3], true);
+        a.add(&wgs[1..2], true);
+        assert_eq!(a.count(), Some(8));
+        // The producer's one thread arrives alone.
+        a.add(&[(0, 1)], false);
+        assert_eq!(a.count(), Some(9));
+        // A thread of a warp site cannot also arrive alone.
+        a.add(&[(130, 1)], false);
+        assert_eq!(a.count(), None);
     }
 }
