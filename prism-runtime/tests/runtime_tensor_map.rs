@@ -891,3 +891,23 @@ fn cluster_size_reaches_the_emulator() {
         other => panic!("expected a fault without clusters, got {other:?}"),
     }
 }
+
+/// The driver's JIT refused this file's TMA kernel on an H200 while it declared its dynamic shared memory
+/// inside the entry (ptxas: "Parsing error near '.shared'"); the emulator refuses it too, saying where to
+/// declare it.
+#[test]
+fn extern_shared_inside_an_entry_is_refused_as_ptxas_refuses_it() {
+    let decl = "// Dynamic shared memory is declared at module scope: ptxas rejects `.extern .shared` inside an entry.\n.extern .shared .align 1024 .b8 dsmem[];\n";
+    assert!(TMA_PTX.contains(decl));
+    let inside = TMA_PTX.replace(decl, "").replacen(
+        "    .reg .b64 %rd<8>;\n",
+        "    .reg .b64 %rd<8>;\n    .extern .shared .align 1024 .b8 dsmem[];\n",
+        1,
+    );
+    let err = emu::Module::parse(&inside).expect_err("`.extern .shared` inside an entry");
+    assert!(
+        err.message.contains("module scope") && err.message.contains("dsmem"),
+        "{err}"
+    );
+    emu::Module::parse(TMA_PTX).expect("the module-scope declaration parses");
+}

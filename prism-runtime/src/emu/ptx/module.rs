@@ -211,7 +211,16 @@ impl Parser {
 
     fn body_var(&mut self, v: &model::VarDecl) -> Result<(), PtxError> {
         match v.space {
-            model::Space::Shared => self.shared_var(v, v.linkage.iter().any(|l| l == ".extern")),
+            // ptxas: "Parsing error near '.shared'" (the driver's JIT fails the same way, as a GPU run
+            // showed): dynamic shared memory is declared at module scope.
+            model::Space::Shared if v.linkage.iter().any(|l| l == ".extern") => perr(
+                v.pos.0 as usize,
+                format!(
+                    "`.extern .shared {}` inside a function: ptxas rejects it; declare dynamic shared memory at module scope",
+                    v.name
+                ),
+            ),
+            model::Space::Shared => self.shared_var(v, false),
             model::Space::Global | model::Space::Const => self.global_var(v),
             // `.local` and `.param` (a call's argument buffers): per-thread local memory.
             _ => {
