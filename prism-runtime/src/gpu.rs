@@ -78,7 +78,7 @@ pub(crate) struct GpuBackend {
     smem_optin: u32,
     /// Queried once when the GPU is opened: some queries (`cuMemGetInfo` for the memory size) take about a
     /// millisecond, and the host APIs read the multiprocessor count on every call (persistent grids).
-    props: DeviceProperties,
+    props: Box<DeviceProperties>,
     /// Loaded modules keyed by the PTX text's address and length (kernel PTX is `&'static str`).
     modules: Mutex<HashMap<(usize, usize), Arc<CudaModule>>>,
     functions: Mutex<HashMap<FunctionKey, Arc<GpuFunction>>>,
@@ -120,7 +120,7 @@ impl GpuBackend {
                 .map(|v| v.max(0) as u32)
                 .unwrap_or(DEFAULT_DYN_SMEM);
             let name = format!("{} (GPU {})", dev_name, ordinal);
-            let props = Self::query_properties(&ctx, &name, smem_optin);
+            let props = Box::new(Self::query_properties(&ctx, &name, smem_optin));
             Ok(GpuBackend {
                 ctx,
                 stream,
@@ -139,7 +139,7 @@ impl GpuBackend {
 
     /// The driver's answers about this GPU (asked when it was opened).
     pub(crate) fn properties(&self) -> DeviceProperties {
-        self.props.clone()
+        (*self.props).clone()
     }
 
     /// Asks the driver about the GPU of `ctx`; a query that fails leaves its field `None`.
