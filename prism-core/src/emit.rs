@@ -264,6 +264,10 @@ struct Em {
     mbars: u32,
     /// A non-bulk `cp_async` was emitted: block-wide async waits also need `cp.async.wait_all`.
     uses_cp_async: bool,
+    /// Kernel parameters (tensor maps) that a `tma_load` reads through, and whether a `tma_store` was
+    /// emitted: `Piece::BulkStoreWait` and the full bulk wait before `ret` depend on them.
+    tma_loaded: std::collections::HashSet<usize>,
+    bulk_stores: bool,
     /// wgmmas have been issued since the last `wgmma.wait_group` (see `hopper`).
     wgmma_open: bool,
     /// A `wgmma.fence` precedes the next wgmma on every path to it.
@@ -337,6 +341,8 @@ impl Em {
             async_scopes: Vec::new(),
             mbars: 0,
             uses_cp_async: false,
+            tma_loaded: Default::default(),
+            bulk_stores: false,
             wgmma_open: false,
             wgmma_fenced: false,
             wgmma_inflight: false,

@@ -145,6 +145,7 @@ pub const TABLE: &[Intrinsic] = &[
     },
     i("set_max_regs", 1, WARPGROUP, &[]),
     i("stmatrix_bf16", 3, WARPGROUP, &[(0, MemEffect::Write)]),
+    i("store_fragment_f32", 3, WARPGROUP, &[(0, MemEffect::Write)]),
     i("sync_cluster", 0, Need::Cluster, &[]),
 ];
 
@@ -158,6 +159,7 @@ pub const HOPPER: &[&str] = &[
     "wgmma_f16",
     "set_max_regs",
     "stmatrix_bf16",
+    "store_fragment_f32",
     "sync_cluster",
 ];
 

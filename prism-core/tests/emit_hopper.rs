@@ -729,6 +729,17 @@ fn tma_store_from_shared_memory() {
             k.ptx
         );
         assert!(k.ptx.contains("fence.proxy.async.shared::cta"), "{}", k.ptx);
+        // The issuing thread waits until the box is read; the global write finishes before it returns.
+        let (body, tail) = k
+            .ptx
+            .rsplit_once("cp.async.bulk.wait_group 0;")
+            .expect("a full wait");
+        assert!(
+            body.contains("cp.async.bulk.wait_group.read 0;"),
+            "{}",
+            k.ptx
+        );
+        assert!(tail.trim_start().starts_with("ret;"), "{}", k.ptx);
     }
     // Rank 1: 1000 floats, 4 blocks of 256 (the last box is 24 elements past the end).
     let k = &ks[0];
@@ -1128,4 +1139,122 @@ fn unrolled_ring_steps_count_each_site_once() {
         2,
         &[ParamValue::Ptr(a), ParamValue::Ptr(c), ParamValue::U32(8)],
     );
+}
+
+/// A kernel that loads back through the map it stored through waits for each store's global write, not
+/// only for its box to be read: the load must see the write.
+const STORE_THEN_LOAD: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]
+pub fn store_then_load(m: TensorMapMut<f32, 1>, out: *mut f32) {
+    partition(out, block[1], |x| x, |out_b| {
+    group(block[1], || {
+        let tile: Shared<[f32; 128]>;
+        let back: Shared<[f32; 128]>;
+        #[at(thread[1])]
+        let t: u32 = id();
+        partition(tile, thread[1], |x| t + x, |tile_t| {
+            group(thread[1], || {
+                tile_t[0] = (3 * t + 1) as f32;
+            });
+        });
+        match split(thread) {
+            1 => {
+                tma_store(m, tile, 0);
+            }
+        }
+        async_(back, |back_async| {
+            match split(thread) {
+                1 => {
+                    tma_load(back_async, m, 0);
+                }
+            }
+        });
+        partition(out_b, thread[1], |x| t + x, |out_t| {
+            partition(back, thread[1], |x| t + x, |back_t| {
+                group(thread[1], || {
+                    out_t[0] = back_t[0] + 0.5;
+                });
+            });
+        });
+    });
+    });
+}
+"#;
+
+#[test]
+fn a_map_loaded_back_waits_for_the_store_write() {
+    let ks = compile_src(STORE_THEN_LOAD);
+    assemble_all(&ks);
+    let k = &ks[0];
+    assert!(!k.ptx.contains("wait_group.read"), "{}", k.ptx);
+    assert_eq!(
+        k.ptx.matches("cp.async.bulk.wait_group 0;").count(),
+        2,
+        "{}",
+        k.ptx
+    );
+    let mut emu = Emulator::new(EmuConfig::default());
+    let mem = buf(&mut emu, &f32::NAN.to_le_bytes().repeat(128));
+    let out = buf(&mut emu, &f32::NAN.to_le_bytes().repeat(128));
+    let map = TensorMap::tiled(
+        TensorDataType::F32,
+        mem,
+        &[128],
+        &[],
+        &[128],
+        TensorSwizzle::None,
+    )
+    .expect("map");
+    let module = Module::parse(&k.ptx).expect("parse");
+    emu.launch(
+        &module,
+        &k.entry,
+        [1, 1, 1],
+        [128, 1, 1],
+        k.contract.smem_bytes,
+        &[
+            ParamValue::Bytes(map.encode().to_vec()),
+            ParamValue::Ptr(out),
+        ],
+    )
+    .expect("launch");
+    let got = emu.read(out, 128 * 4).expect("read");
+    for (i, w) in got.chunks_exact(4).enumerate() {
+        let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        assert_eq!(v, (3 * i + 1) as f32 + 0.5, "element {i}");
+    }
+}
+
+/// TMA moves boxes at 128-byte aligned shared addresses. A kernel that uses TMA starts its shared memory
+/// on 128 bytes, and a linear box that a smaller allocation before it pushes off that alignment is a
+/// compile error at the box, naming the offset (the checker does not track which allocation a name views,
+/// so the emitter refuses it; the emulator would fault at run time, the GPU would not say).
+#[test]
+fn a_misaligned_tma_box_is_a_compile_error() {
+    let src = "#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+fn k(m: TensorMapMut<f32, 1>) {
+    group(block[1], || {
+        let first: Shared<[f32; 4]>;
+        let s: Shared<[f32; 64]>;
+        match split(thread) {
+            1 => {
+                tma_store(m, s, 0u32);
+            }
+        }
+    });
+}";
+    let d = emit_errors(src);
+    assert!(
+        d.iter()
+            .any(|d| d.rule == "TMA" && d.message.contains("byte 16") && d.message.contains("128")),
+        "{}",
+        texts(&d)
+    );
+    // Declared first, the same box is aligned.
+    let ok = src.replace(
+        "let first: Shared<[f32; 4]>;\n        let s: Shared<[f32; 64]>;",
+        "let s: Shared<[f32; 64]>;\n        let first: Shared<[f32; 4]>;",
+    );
+    assert_ne!(ok, src);
+    assert!(emit_errors(&ok).is_empty(), "{}", texts(&emit_errors(&ok)));
 }

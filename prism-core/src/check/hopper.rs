@@ -147,22 +147,30 @@ impl Cx<'_> {
                 }
                 Some(Ty::Unit)
             }
-            "stmatrix_bf16" => Some(self.stmatrix_call(name, args, code)),
+            "stmatrix_bf16" => Some(self.stmatrix_call(name, args, code, ScalarType::BF16)),
+            "store_fragment_f32" => Some(self.stmatrix_call(name, args, code, ScalarType::F32)),
             "set_max_regs" => Some(self.set_max_regs_call(name, args, code)),
             _ => None,
         }
     }
 
-    /// `stmatrix_bf16(tile, &acc, j)`: the warpgroup stores box `j` of its accumulator fragment into its own
-    /// 64 × 64 tile, a collective write (the tile is the warpgroup's: `partition(e, thread[128], |x| x, ..)`).
-    fn stmatrix_call(&mut self, name: &Ident, args: &[Expr], code: Perspective) -> Ty {
+    /// `stmatrix_bf16(tile, &acc, j)` / `store_fragment_f32(tile, &acc, j)`: the warpgroup stores box `j` of
+    /// its accumulator fragment into its own tile of `elem` (64 × 64 bf16, 64 × 32 f32), a collective write
+    /// (the tile is the warpgroup's: `partition(e, thread[128], |x| x, ..)`).
+    fn stmatrix_call(
+        &mut self,
+        name: &Ident,
+        args: &[Expr],
+        code: Perspective,
+        elem: ScalarType,
+    ) -> Ty {
         let wg = Perspective::thread(128);
         self.need_perspective(name, wg, code);
         if args.len() != 3 {
             self.arity_error(name, "3", args.len());
             return Ty::Err;
         }
-        self.stmatrix_tile_arg(name, &args[0], wg);
+        self.stmatrix_tile_arg(name, &args[0], wg, elem);
         // `&acc` of a wgmma accumulator (`[f32; N / 2]`); the box `j` is a constant (checked against the
         // fragment's width by the emitter, after unrolling).
         if !matches!(&args[1].kind, ExprKind::Ref { mutable: false, .. }) {
@@ -210,14 +218,14 @@ impl Cx<'_> {
         Ty::Unit
     }
 
-    /// [STMATRIX] the tile a warpgroup stores into is a writable shared bf16 view at exactly its
+    /// [STMATRIX] the tile a warpgroup stores into is a writable shared view of `elem` at exactly its
     /// perspective (each warpgroup writes its own tile, whole).
-    fn stmatrix_tile_arg(&mut self, name: &Ident, a: &Expr, wg: Perspective) {
+    fn stmatrix_tile_arg(&mut self, name: &Ident, a: &Expr, wg: Perspective, elem: ScalarType) {
         let ExprKind::Var(id) = &a.kind else {
             self.errors.push(err(
                 "STMATRIX",
                 a.span,
-                "`stmatrix_bf16` stores into a shared tile variable",
+                format!("`{}` stores into a shared tile variable", name.name),
             ));
             return;
         };
@@ -226,10 +234,10 @@ impl Cx<'_> {
         let ok = matches!(
             v.ty,
             Ty::Ptr {
-                elem: ScalarType::BF16,
+                elem: e,
                 mutable: true,
                 space: Space::Shared
-            }
+            } if e == elem
         );
         if !ok || v.at != wg {
             self.errors.push(
@@ -237,7 +245,7 @@ impl Cx<'_> {
                     "STMATRIX",
                     id.span,
                     format!(
-                        "`{}` stores a warpgroup's tile: `{}` must be writable shared bf16 memory at {wg}, not {} at {}",
+                        "`{}` stores a warpgroup's tile: `{}` must be writable shared {elem} memory at {wg}, not {} at {}",
                         name.name, v.name, v.ty, v.at
                     ),
                 )

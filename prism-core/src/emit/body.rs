@@ -14,6 +14,10 @@ pub(super) enum Piece {
     /// A block-wide wait for asynchronous copies: `cp.async.wait_all` and a phase of every bulk-copy
     /// mbarrier, which exist only once the whole body is lowered (`expand_async_waits`).
     AsyncWait,
+    /// The wait after a `tma_store` through kernel parameter `.0`: until the box is read
+    /// (`cp.async.bulk.wait_group.read 0`), or until the global write is done where the kernel also loads
+    /// through that map (`expand_async_waits` knows once the whole body is lowered).
+    BulkStoreWait(usize),
 }
 
 /// A register or symbol operand.
@@ -138,7 +142,7 @@ impl Em {
     fn branches_to(&self, l: &str) -> bool {
         self.body.iter().any(|p| match p {
             Piece::Stmt(s) => s.instructions().any(|i| i.mentions(l)),
-            Piece::AsyncWait => false,
+            Piece::AsyncWait | Piece::BulkStoreWait(_) => false,
         })
     }
 

@@ -105,6 +105,7 @@ impl Em {
             "wgmma_f16" => self.wgmma(args, ScalarType::F16, span),
             "set_max_regs" => self.set_max_regs(args, span),
             "stmatrix_bf16" => self.stmatrix_bf16(args),
+            "store_fragment_f32" => self.store_fragment_f32(args),
             "sync_cluster" => {
                 // Arrive (release) and wait (acquire): every thread of the cluster, shared memory of every
                 // block of it ordered (PTX ISA §9.7.13.3.2).
@@ -132,7 +133,9 @@ impl Em {
             None => format!("__prism_mbar_{}", self.bulk_mbarrier(&args[0])?),
         };
         let dst = self.mem_arg(&args[0])?;
+        self.tma_smem_aligned(&dst, "the box's destination", args[0].span)?;
         let (param, map, elem, rank) = self.tensor_map(&args[1])?;
+        self.tma_loaded.insert(param);
         if args.len() != 2 + rank as usize {
             return Err(bug(
                 "TYPE",
@@ -221,8 +224,11 @@ impl Em {
     /// `tma_store(map, src, c0, ..)`: the whole shared allocation `src` (the box) to the tensor at the
     /// coordinates; parts of the box outside the tensor are not written. The issuing thread fences its own
     /// generic writes into the async proxy (the other writers did before the barrier the inference placed),
-    /// and waits for the store to complete, so `src` may be rewritten after the next barrier and the global
-    /// memory is written when the thread goes on.
+    /// and waits until the store has read the box (`wait_group.read`), so `src` may be rewritten after the
+    /// next barrier while the global write completes in the background; every thread waits for its stores'
+    /// writes before the kernel returns. A kernel that also `tma_load`s through the same map waits for the
+    /// write itself instead (`Piece::BulkStoreWait`), so its loads see it. Waiting for the write after every
+    /// box cost rung 7 about 1 µs per 64 × 64 box.
     fn tma_store(&mut self, args: &[Expr], span: Span) -> R<()> {
         let (param, map, elem, rank) = self.tensor_map(&args[0])?;
         if args.len() != 2 + rank as usize {
@@ -233,6 +239,7 @@ impl Em {
             ));
         }
         let src = self.mem_arg(&args[1])?;
+        self.tma_smem_aligned(&src, "the stored box", args[1].span)?;
         if src.space != Space::Shared || !whole_allocation(&src) || src.elem != elem {
             return Err(err(
                 "TMA",
@@ -255,7 +262,11 @@ impl Em {
             coords.join(", ")
         ));
         self.line("cp.async.bulk.commit_group;".into());
-        self.line("cp.async.bulk.wait_group 0;".into());
+        if self.wgmma_open {
+            self.wgmma_retire();
+        }
+        self.body.push(super::body::Piece::BulkStoreWait(param));
+        self.bulk_stores = true;
         self.sm90a = true;
         Ok(())
     }
@@ -508,6 +519,89 @@ impl Em {
         Ok(())
     }
 
+    /// `store_fragment_f32(tile, &acc, j)`: columns `32j .. 32j + 32` of the warpgroup's m64nN accumulator
+    /// fragment (registers `16j .. 16j + 16` of each thread) into its 64 × 32 f32 tile in the 128-byte
+    /// swizzle (128-byte rows: the layout `tma_store` reads), unrounded. Thread `t` (warp `w`, lane `l`) holds
+    /// rows `16w + l / 4` (registers `4q`, `4q + 1`) and `+ 8` (`4q + 2`, `4q + 3`), columns `8q + 2·(l % 4)`
+    /// and the next: one `st.shared.v2.f32` each, at 16-byte chunk `(2q + (l % 4) / 2) ^ (row % 8)` of the
+    /// row (`row % 8` is `l / 4` for both rows), byte `8·(l % 2)` of the chunk.
+    fn store_fragment_f32(&mut self, args: &[Expr]) -> R<()> {
+        let tile = self.mem_arg(&args[0])?;
+        if tile.space != Space::Shared
+            || !whole_allocation(&tile)
+            || tile.elem != ScalarType::F32
+            || tile.layout != SmemLayout::Swizzle128
+            || tile.len != 64 * 32
+        {
+            return Err(err(
+                "STMATRIX",
+                args[0].span,
+                format!(
+                    "`store_fragment_f32` stores into a whole `Shared<[f32; 64 * 32], Swizzle128>` (this is {} {} in {})",
+                    tile.len, tile.elem, tile.layout
+                ),
+            ));
+        }
+        let frag = match self.expr(&args[1])? {
+            Value::Arr(v, ScalarType::F32) => v,
+            _ => {
+                return Err(err(
+                    "STMATRIX",
+                    args[1].span,
+                    "the fragment is `&acc` with `acc: [f32; N / 2]`",
+                ))
+            }
+        };
+        let j = self.const_u32(&args[2])? as usize;
+        if frag.len() % 16 != 0 || 16 * (j + 1) > frag.len() {
+            return Err(err(
+                "STMATRIX",
+                args[2].span,
+                format!(
+                    "box {j} of a {}-register fragment: an f32 box is 16 registers (32 columns), the fragment has {}",
+                    frag.len(),
+                    frag.len() / 16
+                ),
+            ));
+        }
+        let vals = &frag[16 * j..16 * (j + 1)];
+        let t = self.ctx.thr.clone();
+        let t = self.u32_bin("rem", &t, &Val::imm_u32(128));
+        let w = self.u32_bin("div", &t, &Val::imm_u32(32));
+        let l = self.u32_bin("rem", &t, &Val::imm_u32(32));
+        let r = self.u32_bin("div", &l, &Val::imm_u32(4));
+        let w16 = self.u32_bin("mul", &w, &Val::imm_u32(16));
+        let row = self.u32_bin("add", &w16, &r);
+        let row_bytes = self.u32_bin("mul", &row, &Val::imm_u32(128));
+        let base = self.address(&tile, vec![Val::imm_u32(0)], args[0].span)?;
+        let line = self.u32_bin("add", &Val::Reg(base, ScalarType::U32), &row_bytes);
+        let quad = self.u32_bin("rem", &l, &Val::imm_u32(4));
+        let pair = self.u32_bin("div", &quad, &Val::imm_u32(2));
+        let odd = self.u32_bin("rem", &l, &Val::imm_u32(2));
+        let within = self.u32_bin("mul", &odd, &Val::imm_u32(8));
+        for q in 0..4u32 {
+            let cb = self.u32_bin("add", &pair, &Val::imm_u32(2 * q));
+            let chunk = self.fresh(ScalarType::U32);
+            let (cbr, rr) = (self.op(&cb, ScalarType::U32), self.op(&r, ScalarType::U32));
+            self.line(format!("xor.b32 {chunk}, {cbr}, {rr};"));
+            let off = self.u32_bin("mul", &Val::Reg(chunk, ScalarType::U32), &Val::imm_u32(16));
+            let off = self.u32_bin("add", &off, &within);
+            let top = self.u32_bin("add", &line, &off);
+            // Rows 8 further down: 8 · 128 bytes, the same chunk (row % 8 is unchanged).
+            let bottom = self.u32_bin("add", &top, &Val::imm_u32(8 * 128));
+            for (h, addr) in [(0usize, top), (2, bottom)] {
+                let i = 4 * q as usize + h;
+                let (lo, hi) = (
+                    self.op(&vals[i], ScalarType::F32),
+                    self.op(&vals[i + 1], ScalarType::F32),
+                );
+                let a = self.op(&addr, ScalarType::U32);
+                self.line(format!("st.shared.v2.f32 [{a}], {{{lo}, {hi}}};"));
+            }
+        }
+        Ok(())
+    }
+
     /// `setmaxnreg` sets the executing warpgroup's count *relative to the count it has* (`.inc` needs
     /// current ≤ n, `.dec` current ≥ n, PTX ISA §9.7.19.5), so each warpgroup gets one count: every call that a
     /// warpgroup may run sets the same value, and the direction is taken against the entry count. Then the
@@ -643,6 +737,27 @@ pub(super) fn shared_param(
 
 /// The view is a whole shared allocation: no partition, or only `|x| x` ones (which hand the whole
 /// allocation to a group of threads, e.g. a consumer warpgroup's own epilogue tile).
+impl Em {
+    /// TMA moves boxes to and from shared memory at 128-byte aligned addresses (PTX ISA,
+    /// `cp.async.bulk.tensor`): the dynamic shared memory starts on 128 bytes in a kernel that uses TMA, and
+    /// an allocation at a known offset that is not a multiple of 128 is refused here (swizzled layouts are
+    /// aligned further; a linear one is aligned only to 16 bytes after another allocation).
+    pub(super) fn tma_smem_aligned(&mut self, view: &View, what: &str, span: Span) -> R<()> {
+        self.smem_align = self.smem_align.max(128);
+        if let Val::Imm(super::Imm::Int(off), _) = &view.base {
+            if off % 128 != 0 {
+                return Err(err(
+                    "TMA",
+                    span,
+                    format!("{what} starts at byte {off} of shared memory; TMA needs a multiple of 128"),
+                )
+                .help("declare it before the kernel's other shared allocations, or give it a swizzled layout (aligned to 256 bytes or more)"));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn whole_allocation(view: &View) -> bool {
     view.maps
         .iter()

@@ -120,6 +120,11 @@ pub(super) fn emit_instance(
         em.line("barrier.cluster.arrive.release;".to_string());
         em.line("barrier.cluster.wait.acquire;".to_string());
     }
+    if em.bulk_stores {
+        // TMA stores waited only until their boxes were read: their global writes finish before the
+        // thread returns (a no-op for threads that issued none).
+        em.line("cp.async.bulk.wait_group 0;".to_string());
+    }
     em.line("ret;".to_string());
     for (i, p) in params.iter_mut().enumerate() {
         if let (
@@ -529,6 +534,15 @@ impl Em {
         for piece in pieces {
             match piece {
                 body::Piece::Stmt(s) => out.push(s),
+                body::Piece::BulkStoreWait(param) => {
+                    let full = self.tma_loaded.contains(&param);
+                    let op = if full {
+                        "cp.async.bulk.wait_group"
+                    } else {
+                        "cp.async.bulk.wait_group.read"
+                    };
+                    out.push(ins(op, vec![imm(0)]));
+                }
                 body::Piece::AsyncWait => {
                     if self.uses_cp_async || self.mbars == 0 {
                         out.push(ins("cp.async.wait_all", vec![]));

@@ -334,7 +334,9 @@ impl Em {
             ));
         };
         let dst = self.mem_arg(&args[0])?;
+        self.tma_smem_aligned(&dst, "the box's destination", args[0].span)?;
         let (param, map, elem, rank) = self.tensor_map(&args[1])?;
+        self.tma_loaded.insert(param);
         if args.len() != 2 + rank as usize || dst.elem != elem {
             return Err(err(
                 "EMIT-CALL",

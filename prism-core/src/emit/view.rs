@@ -97,7 +97,7 @@ impl Em {
         r.map(|_| ())
     }
 
-    /// Bytes of the shared allocations written in `b` itself (callees excluded), each 16-byte aligned, in
+    /// Bytes of the shared allocations written in `b` itself (callees excluded), each aligned for its layout, in
     /// order: the same layout `let_stmt` produces.
     pub(super) fn own_smem(&self, b: &Block) -> R<u32> {
         fn walk(em: &Em, b: &Block, acc: &mut u32) -> R<()> {
