@@ -629,3 +629,74 @@ fn ring_device_functions_fill_and_drain() {
         &bad[..bad.len().min(4)]
     );
 }
+
+/// Rung 7 with an f32 `D` (`TmaStore256`): TMA clips the stored boxes at `D`'s edges in both directions
+/// (sizes one past and short of the 128 × 256 tile and of the 32-column box), `beta = 0` never reads `C`
+/// (pre-filled with NaN here, which any read would spread), and `n` not a multiple of 4 (rows TMA cannot
+/// store) takes the same tiles through the register epilogue.
+#[test]
+fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
+    let dev = e2e_util::device();
+    let v = GemmBf16Variant::TmaStore256;
+    for (m, n, k, seed) in [
+        (129, 260, 64, 21),
+        (127, 36, 72, 22),
+        (64, 290, 8, 23),
+        (65, 30, 16, 24),
+    ] {
+        let mut p = Problem::new((m, n, k), BLayout::NByK, seed);
+        p.c = vec![f32::NAN; m * n];
+        let (da, db, mut dc) = p.upload(&dev);
+        gemm_bf16(
+            &dev, v, m as u32, n as u32, k as u32, ALPHA, &da, &db, 0.0, &mut dc,
+        )
+        .unwrap_or_else(|e| panic!("{m}×{n}×{k}: {e}"));
+        let d = dev.dtoh(&dc).unwrap();
+        let mut wrong = 0;
+        for i in 0..m {
+            for j in 0..n {
+                let (want, tol) = p.expected(i, j, ALPHA, 0.0, 0.0);
+                let err = (d[i * n + j] as f64 - want).abs();
+                if err.is_nan() || err > tol {
+                    wrong += 1;
+                }
+            }
+        }
+        assert_eq!(wrong, 0, "{m}×{n}×{k}: {wrong} wrong elements");
+        // And with beta ≠ 0 the same sizes read `C` (from a copy) where it lies.
+        let p = Problem::new((m, n, k), BLayout::NByK, seed + 100);
+        let (da, db, mut dc) = p.upload(&dev);
+        gemm_bf16(
+            &dev, v, m as u32, n as u32, k as u32, ALPHA, &da, &db, BETA, &mut dc,
+        )
+        .unwrap();
+        let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap());
+        assert!(bad.is_empty(), "{m}×{n}×{k}: {} wrong", bad.len());
+    }
+}
+
+/// BLAS semantics for every f32 rung: with `beta = 0`, `C` is not read (here it holds NaN, which a read
+/// would spread into `D`).
+#[test]
+fn beta_zero_never_reads_c() {
+    let dev = e2e_util::device();
+    let (m, n, k) = (130, 264, 64);
+    for v in GemmBf16Variant::ALL {
+        let mut p = Problem::new((m, n, k), BLayout::NByK, 31);
+        p.c = vec![f32::NAN; m * n];
+        let (da, db, mut dc) = p.upload(&dev);
+        gemm_bf16(
+            &dev, v, m as u32, n as u32, k as u32, ALPHA, &da, &db, 0.0, &mut dc,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", v.name()));
+        let d = dev.dtoh(&dc).unwrap();
+        let wrong = (0..m * n)
+            .filter(|&at| {
+                let (want, tol) = p.expected(at / n, at % n, ALPHA, 0.0, 0.0);
+                let err = (d[at] as f64 - want).abs();
+                err.is_nan() || err > tol
+            })
+            .count();
+        assert_eq!(wrong, 0, "{}: {wrong} wrong elements", v.name());
+    }
+}

@@ -280,6 +280,41 @@ impl Device {
         }
     }
 
+    /// A new buffer holding a copy of `src`, copied on the device (after the work queued before it; the
+    /// host never sees the data).
+    ///
+    /// ```
+    /// # use prism_runtime::Device;
+    /// let dev = Device::emulator();
+    /// let a = dev.htod(&[1u32, 2, 3])?;
+    /// let b = dev.clone_dtod(&a)?;
+    /// assert_eq!(dev.dtoh(&b)?, vec![1, 2, 3]);
+    /// # Ok::<(), prism_runtime::RuntimeError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`RuntimeError::WrongDevice`] when `src` belongs to another device; allocation errors.
+    pub fn clone_dtod<T: DeviceCopy>(
+        &self,
+        src: &DeviceBuffer<T>,
+    ) -> Result<DeviceBuffer<T>, RuntimeError> {
+        if src.device.id() != self.id() {
+            return Err(RuntimeError::WrongDevice);
+        }
+        match (&self.inner.kind, &src.store) {
+            (Kind::Gpu(g), Store::Gpu(s)) => Ok(DeviceBuffer {
+                device: self.clone(),
+                len: src.len,
+                store: Store::Gpu(g.clone_dtod(s)?),
+            }),
+            (Kind::Emu(_), Store::Emu { .. }) => {
+                let data = self.dtoh(src)?;
+                self.htod(&data)
+            }
+            _ => Err(RuntimeError::WrongDevice),
+        }
+    }
+
     /// Waits for all work on the device (the emulator runs launches synchronously: a no-op there).
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
         match &self.inner.kind {

@@ -245,6 +245,20 @@ impl GpuBackend {
         })
     }
 
+    pub(crate) fn clone_dtod<T: DeviceCopy>(
+        &self,
+        s: &CudaSlice<T>,
+    ) -> Result<CudaSlice<T>, RuntimeError> {
+        guard("clone_dtod", || {
+            if s.is_empty() {
+                return self.stream.null::<T>().map_err(Self::driver("clone_dtod"));
+            }
+            self.stream
+                .clone_dtod(s)
+                .map_err(Self::driver("clone_dtod"))
+        })
+    }
+
     pub(crate) fn synchronize(&self) -> Result<(), RuntimeError> {
         guard("synchronize", || {
             self.stream

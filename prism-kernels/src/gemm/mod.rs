@@ -24,7 +24,8 @@
 use prism_macros::{prism_device, prism_kernel};
 use prism_runtime::half::bf16;
 use prism_runtime::{
-    Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError, TensorMap, TensorSwizzle,
+    Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError, TensorMap, TensorMapMut,
+    TensorSwizzle,
 };
 use std::fmt;
 
@@ -112,6 +113,7 @@ pub fn tile_at<const GROUP_M: u32>(i: u32, tiles_m: u32, tiles_n: u32, sched: *c
 /// holds row `16·(t / 32) + (t % 32) / 4 + 8·((i / 2) % 2)`, column `8·(i / 4) + 2·(t % 4) + i % 2`) →
 /// `C = alpha · acc + beta · C` for the 64 × `2N` tile whose top-left element is `c[base]` (`ld`
 /// elements per row of `C`); only its first `rows` rows and `cols` columns are inside `C` (ragged edges).
+/// With `beta = 0`, `C` is not read.
 /// Every consumer warpgroup of the ladder ends with this.
 #[prism_device(requires(thread[128]))]
 #[allow(clippy::too_many_arguments)]
@@ -141,7 +143,12 @@ pub fn wgmma_tile_to_f32<const N: u32>(
                     let dr: u32 = 8 * ((i / 2) % 2);
                     let dc: u32 = 8 * (i / 4) + i % 2;
                     if r0 + dr < rows && c0 + dc < cols {
-                        c_t[(dr, dc)] = alpha * acc[i] + beta * c_t[(dr, dc)];
+                        // BLAS semantics: with beta = 0, C is not read (it may hold NaN).
+                        let mut v: f32 = alpha * acc[i];
+                        if beta != 0.0 {
+                            v = v + beta * c_t[(dr, dc)];
+                        }
+                        c_t[(dr, dc)] = v;
                     }
                 }
             });
@@ -314,6 +321,7 @@ mod cluster_tma_store;
 mod hilbert;
 mod schedule;
 mod tma_store;
+mod tma_store_f32;
 pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
 pub use hilbert::{hilbert_order, wave_footprint};
@@ -322,6 +330,7 @@ pub use tma_store::{
     gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,
     gemm_bf16_tma_store, GemmBf16OutVariant,
 };
+pub use tma_store_f32::gemm_bf16_tma_store_f32;
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
 /// swizzle span of bf16). Launch `ceil(m / 64) · ceil(n / BN)` blocks of 128 threads; `a` maps `A` with box
@@ -791,11 +800,16 @@ pub enum GemmBf16Variant {
     /// Rungs 5 + 6 in space-filling order, [`gemm_bf16_cluster_persistent`]`<256, 4, 0>`: as
     /// `ClusterPersistent256` with the 256 × 256 cluster tiles taken from a [`TileSchedule`].
     ClusterPersistentHilbert256,
+    /// Rung 7 with an f32 `D`, [`gemm_bf16_tma_store_f32`]`<256, 4, 8>`: rung 5's persistent grouped
+    /// 128 × 256 tiles, `D` written through shared memory and TMA stores. TMA needs `D`'s rows to be a
+    /// multiple of 16 bytes: for `n` not a multiple of 4 the same tiles run `Persistent256`'s epilogue.
+    /// With `beta ≠ 0` it reads `C` from a copy made on the device first (`D` is `C`'s buffer).
+    TmaStore256,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 11] = [
+    pub const ALL: [GemmBf16Variant; 12] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -807,6 +821,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::ClusterPersistent256,
         GemmBf16Variant::PersistentHilbert256,
         GemmBf16Variant::ClusterPersistentHilbert256,
+        GemmBf16Variant::TmaStore256,
     ];
     /// The variant [`gemm_bf16`] picks by default: with the space-filling variant the fastest f32-output
     /// rung at 4096³ and larger on an H200 (2026-11-27: 0.66× cuBLAS at 4096³, 0.75× at 8192³; the f32
@@ -829,6 +844,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::ClusterPersistentHilbert256 => {
                 "5+6 persistent cluster2 hilbert 128x256 x4"
             }
+            GemmBf16Variant::TmaStore256 => "7 persistent tma-store f32 128x256 x4",
         }
     }
 
@@ -850,6 +866,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::ClusterPersistentHilbert256 => {
                 &gemm_bf16_cluster_persistent::<256, 4, 0>::INFO
             }
+            GemmBf16Variant::TmaStore256 => &gemm_bf16_tma_store_f32::<256, 4, 8>::INFO,
         }
     }
 
@@ -865,7 +882,8 @@ impl GemmBf16Variant {
             | GemmBf16Variant::Cluster256
             | GemmBf16Variant::ClusterPersistent256
             | GemmBf16Variant::PersistentHilbert256
-            | GemmBf16Variant::ClusterPersistentHilbert256 => (128, 256),
+            | GemmBf16Variant::ClusterPersistentHilbert256
+            | GemmBf16Variant::TmaStore256 => (128, 256),
         }
     }
 
@@ -1047,7 +1065,8 @@ pub fn gemm_bf16_with_schedule(
         // Persistent: one block per SM (the emulator reports none: 132, an H100's count).
         GemmBf16Variant::Persistent128
         | GemmBf16Variant::Persistent256
-        | GemmBf16Variant::PersistentHilbert256 => {
+        | GemmBf16Variant::PersistentHilbert256
+        | GemmBf16Variant::TmaStore256 => {
             blocks.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
         }
         // Clusters of two along M: pairs of 128-row tiles.
@@ -1095,6 +1114,31 @@ pub fn gemm_bf16_with_schedule(
         GemmBf16Variant::ClusterPersistentHilbert256 => {
             gemm_bf16_cluster_persistent::<256, 4, 0>::launch(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+            )
+        }
+        // TMA stores need rows of a multiple of 16 bytes: otherwise the same tiles, stored from registers.
+        GemmBf16Variant::TmaStore256 if !n.is_multiple_of(4) => {
+            gemm_bf16_persistent::<256, 4, 8>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+            )
+        }
+        GemmBf16Variant::TmaStore256 => {
+            // `D` is `C`'s buffer, written through a map that borrows it: `C` is read from a copy (none is
+            // read with beta = 0, and an empty buffer stands in).
+            let c_old = if beta != 0.0 {
+                dev.clone_dtod(c)?
+            } else {
+                dev.alloc_zeros::<f32>(0)?
+            };
+            let mut md = TensorMapMut::tiled(
+                c,
+                [n as u64, m as u64],
+                &[n as u64 * 4],
+                [32, 64],
+                TensorSwizzle::B128,
+            )?;
+            gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
             )
         }
     }?;

@@ -1,0 +1,163 @@
+//! Rung 7 with an **f32** `D`: the persistent, warp-specialized mainloop of rung 5 with rung 7's epilogue
+//! (shared memory and TMA stores) in 32-column f32 boxes. On an H200 the f32-output rungs that store from
+//! registers reach 0.76× cuBLAS at 8192³ while the bf16 TMA-store rung reaches 1.0×: the epilogue, during
+//! which a block's tensor cores idle, is the difference (docs/BENCHMARKS.md).
+
+use prism_macros::{prism_device, prism_kernel};
+
+/// Box `j` of a warpgroup's `m64nNk16` accumulator fragment for an f32 `D`: columns `32j .. 32j + 32`
+/// (registers `16j .. 16j + 16`, the layout of [`super::wgmma_tile_to_f32`]) become `alpha · acc + beta · C`
+/// in place, for the 64-row tile whose top-left element is `(row0, col0)` of the `m × n` f32 `C` (read only
+/// when `beta ≠ 0`, and only inside `C`: ragged edges).
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn scale_fragment_box_f32<const N: u32>(
+    acc: &mut [f32; N],
+    j: u32,
+    row0: u32,
+    col0: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const f32,
+) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    #[at(thread[1])]
+    let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
+    #[at(thread[1])]
+    let c0: u32 = 2 * (t % 4);
+    group(thread[1], || {
+        for q in 0..16 {
+            let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
+            let col: u32 = col0 + 32 * j + c0 + 8 * (q / 4) + q % 2;
+            acc[16 * j + q] = alpha * acc[16 * j + q];
+            if beta != 0.0 && row < m && col < n {
+                acc[16 * j + q] = acc[16 * j + q] + beta * c[row * n + col];
+            }
+        }
+    });
+}
+
+/// A consumer warpgroup of [`gemm_bf16_tma_store_f32`]: for each of its block's `iters` tiles (as in
+/// [`super::consume_tiles_f32`]), [`super::drain_k_tiles`]`::<HALF, N>`, then 32 columns at a time
+/// [`scale_fragment_box_f32`], `store_fragment_f32` into the warpgroup's own 64 × 32 box `e` (the 128-byte
+/// swizzle TMA reads) and one thread's `tma_store` through `D`'s map `d`, which clips the box at `D`'s
+/// edges. `c` (`m × n` f32) is read only when `beta ≠ 0`. The compiler orders the box's writes before each
+/// store, and each store's reads before the box is written again.
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn consume_tiles_f32_tma<const HALF: u32, const N: u32, const GROUP_M: u32>(
+    r: Ring<(bf16, bf16)>,
+    e: SharedMut<[f32; 64 * 32], Swizzle128>,
+    d: TensorMapMut<f32, 2>,
+    c: *const f32,
+    sched: *const u32,
+    first: u32,
+    stride: u32,
+    iters: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    #[at(thread[1])]
+    let mut acc = [0.0f32; N];
+    for it in 0..iters {
+        let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
+        drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
+        let row0: u32 = (tile >> 16) * 128 + 64 * HALF;
+        let col0: u32 = (tile & 65535) * (2 * N);
+        for j in 0..N / 16 {
+            scale_fragment_box_f32::<N>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
+            store_fragment_f32(e, &acc, j);
+            match split(thread) {
+                1 => {
+                    tma_store(d, e, col0 + 32 * j, row0);
+                }
+            }
+        }
+    }
+}
+
+/// Rung 7 with an f32 result: rung 5 ([`super::gemm_bf16_persistent`]: persistent grid, one ring across a
+/// block's tiles, setmaxnreg; tiles in [`super::tile_at`]`::<GROUP_M>` order) whose consumer warpgroups
+/// write `D = alpha · A · Bᵀ + beta · C` through shared memory and TMA stores
+/// ([`consume_tiles_f32_tma`]). `c` is read only when `beta ≠ 0` and must not be `D`'s buffer (the host API
+/// passes a copy). Launch `min(tiles, SMs)` blocks of 384 threads; `a` maps `A` with box 64 × 128, `b` maps
+/// `B` with box 64 × `BN`, `d` maps `D` (f32) with box 32 × 64, all with 128-byte swizzle.
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 384,
+    instances = [(256, 4, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_tma_store_f32<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const f32,
+    d: TensorMapMut<f32, 2>,
+    sched: *const u32,
+) {
+    let tiles_m: u32 = (m + 127) / 128;
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let nblk: u32 = grid_dim();
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let iters: u32 = (tiles + nblk - 1 - blk) / nblk; // 0 when blk >= tiles (blk < nblk)
+    group(block[1], || {
+        let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+        // Each consumer warpgroup's epilogue box (handed to it whole: `|x| x`).
+        let e1: Shared<[f32; 64 * 32], Swizzle128>;
+        let e2: Shared<[f32; 64 * 32], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    e2,
+                    thread[128],
+                    |x| x,
+                    |e2_w| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                fill_tiles::<BN, GROUP_M>(
+                                    r, a, b, sched, blk, nblk, iters, tiles_m, tiles_n, k_tiles,
+                                );
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_tiles_f32_tma::<0, { BN / 2 }, GROUP_M>(
+                                    r, e1_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
+                                    k_tiles, m, n, alpha, beta,
+                                );
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_tiles_f32_tma::<1, { BN / 2 }, GROUP_M>(
+                                    r, e2_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
+                                    k_tiles, m, n, alpha, beta,
+                                );
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    });
+}
