@@ -9,8 +9,8 @@ mod e2e_util;
 use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{
     gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16, gemm_bf16_out_bf16_with,
-    gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store, GemmBf16OutVariant, GemmError,
-    TileSchedule,
+    gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store, gemm_bf16_tma_store_wide,
+    GemmBf16OutVariant, GemmError, TileSchedule,
 };
 use prism::runtime::half::bf16;
 use prism::runtime::{
@@ -124,6 +124,9 @@ fn launch_typed(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
             )
         }
+        GemmBf16OutVariant::TmaStoreWide256 => gemm_bf16_tma_store_wide::<3, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+        ),
     }
 }
 
@@ -227,6 +230,18 @@ fn hilbert_bf16_output_every_element() {
     run_variant(v, 200, 328, 136, 0.75, 0.0, 42, None);
     run_variant(v, 72, 264, 40, -1.0, 2.0, 43, None);
     run_variant(v, 300, 264, 72, 1.0, 0.5, 44, Some(2));
+}
+
+/// Rung 7 with the whole tile staged at once (four boxes per consumer, one barrier, four stores): through
+/// the host API at a tile multiple and at ragged sizes with and without `C`, and with two persistent blocks
+/// running three tiles each (each tile's epilogue rewrites the boxes the previous tile's stores read).
+#[test]
+fn wide_bf16_output_every_element() {
+    let v = GemmBf16OutVariant::TmaStoreWide256;
+    run_variant(v, 384, 512, 192, 1.5, -0.5, 51, None);
+    run_variant(v, 200, 328, 136, 0.75, 0.0, 52, None);
+    run_variant(v, 72, 264, 40, -1.0, 2.0, 53, None);
+    run_variant(v, 300, 264, 72, 1.0, 0.5, 54, Some(2));
 }
 
 /// Rungs 5 + 6 + 7 (persistent 2-block clusters, B multicast, TMA-store epilogue): through the host API at

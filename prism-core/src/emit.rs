@@ -268,6 +268,11 @@ struct Em {
     /// emitted: `Piece::BulkStoreWait` and the full bulk wait before `ret` depend on them.
     tma_loaded: std::collections::HashSet<usize>,
     bulk_stores: bool,
+    /// `tma_store`s whose wait is still to be placed (their maps' parameters) and the body position of the
+    /// first of them (`Em::bulk_waits_before`); where each label was placed.
+    bulk_pending: Vec<usize>,
+    bulk_pending_since: Option<usize>,
+    labels: HashMap<String, usize>,
     /// wgmmas have been issued since the last `wgmma.wait_group` (see `hopper`).
     wgmma_open: bool,
     /// A `wgmma.fence` precedes the next wgmma on every path to it.
@@ -343,6 +348,9 @@ impl Em {
             uses_cp_async: false,
             tma_loaded: Default::default(),
             bulk_stores: false,
+            bulk_pending: Vec::new(),
+            bulk_pending_since: None,
+            labels: HashMap::new(),
             wgmma_open: false,
             wgmma_fenced: false,
             wgmma_inflight: false,

@@ -156,3 +156,36 @@ fn dropping_the_barrier_before_the_tma_store_is_reported() {
         "the emulator must report the unordered stmatrix writes and TMA read: {r:?}"
     );
 }
+
+/// The storing thread waits for each box to be read only before the barrier after which the box is written
+/// again (`cp.async.bulk.wait_group.read`, placed lazily): without those waits the next box's `stmatrix`
+/// overwrites shared memory the TMA engine may still be reading, and the emulator says so.
+#[test]
+fn dropping_the_lazy_read_waits_is_reported() {
+    let ks = compile_src(SRC);
+    let k = &ks[0];
+    let waits = k.ptx.matches("cp.async.bulk.wait_group.read 0;").count();
+    assert!(waits > 0, "no read wait in\n{}", k.ptx);
+    // Each sits right before a barrier, after the code that does not touch the box.
+    let lines: Vec<&str> = k.ptx.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("wait_group.read 0;") {
+            assert!(
+                lines[i + 1].trim_start().starts_with("bar.sync"),
+                "{}",
+                k.ptx
+            );
+        }
+    }
+    let broken: String = lines
+        .iter()
+        .filter(|l| !l.contains("wait_group.read 0;"))
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
+    let r = run(&broken, &k.entry, k.contract.smem_bytes);
+    assert!(
+        matches!(r, Err(EmuError::Faulted { .. })),
+        "the emulator must report a box rewritten while its store may read it: {r:?}"
+    );
+}

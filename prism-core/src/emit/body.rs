@@ -18,6 +18,9 @@ pub(super) enum Piece {
     /// (`cp.async.bulk.wait_group.read 0`), or until the global write is done where the kernel also loads
     /// through that map (`expand_async_waits` knows once the whole body is lowered).
     BulkStoreWait(usize),
+    /// A statement of the emitter's own bookkeeping (`raw_line`: ring arrives, wgmma commits and waits),
+    /// never a point where a pending TMA store must have read its box.
+    Own(Stmt),
 }
 
 /// A register or symbol operand.
@@ -92,6 +95,9 @@ impl Em {
                 if self.wgmma_open && stmts.first().is_some_and(ends_wgmma_run) {
                     self.wgmma_retire();
                 }
+                for s in &stmts {
+                    self.bulk_waits_before(s);
+                }
                 self.body.extend(stmts.into_iter().map(Piece::Stmt));
             }
             Err(e) => self.internal(format!("the emitter wrote `{l}`, which is not PTX: {e}")),
@@ -101,7 +107,7 @@ impl Em {
     /// Appends statements that never end a wgmma run (the run's own bookkeeping).
     pub(super) fn raw_line(&mut self, l: &str) {
         match ptx::parse_stmts(l) {
-            Ok(stmts) => self.body.extend(stmts.into_iter().map(Piece::Stmt)),
+            Ok(stmts) => self.body.extend(stmts.into_iter().map(Piece::Own)),
             Err(e) => self.internal(format!("the emitter wrote `{l}`, which is not PTX: {e}")),
         }
     }
@@ -112,6 +118,7 @@ impl Em {
             if self.wgmma_open && ends_wgmma_run(&s) {
                 self.wgmma_retire();
             }
+            self.bulk_waits_before(&s);
             self.body.push(Piece::Stmt(s));
         }
     }
@@ -129,19 +136,93 @@ impl Em {
         self.body.push(Piece::AsyncWait);
     }
 
+    /// `tma_store`s wait for their boxes to be read lazily: before every later barrier (one of them orders
+    /// the rewrite of a box; the inference places it) and `ret`/`exit`, and, in a loop around the store,
+    /// before those of the loop body above it, which the next iteration meets first. Statements the
+    /// emitter writes for itself (`raw_line`, `Piece::Own`: ring arrives, wgmma bookkeeping) are never such
+    /// points. So a warpgroup that stores several boxes issues them back to back and goes on to the next
+    /// tile's loads and wgmmas; a wait with nothing outstanding costs next to nothing.
+    pub(super) fn bulk_waits_before(&mut self, s: &Stmt) {
+        if let Stmt::Label(l) = s {
+            self.labels.insert(l.name.clone(), self.body.len());
+        }
+        let Some(at) = self.bulk_pending_since else {
+            return;
+        };
+        let Stmt::Instr(i) = s else { return };
+        let op = i.op();
+        let back_to = match op {
+            "bra" => i.operands.first().and_then(|o| match o {
+                Operand::Name(l) => self.labels.get(l.as_str()).copied(),
+                _ => None,
+            }),
+            _ => None,
+        };
+        if let Some(head) = back_to.filter(|&h| h < at) {
+            // A loop around the stores: the next iteration reaches the loop's own barriers (and exits)
+            // before this point, so they wait too (a wait with nothing pending costs nothing); the stores
+            // stay pending for the code after the loop.
+            self.bulk_waits_in_loop(head, at);
+            return;
+        }
+        if matches!(op, "ret" | "exit") || op.starts_with("bar") || op.starts_with("barrier") {
+            // The stores stay pending: this barrier may sit on one path only (an `if`), and a wait with
+            // nothing left to wait for costs next to nothing before the later ones.
+            for &p in &self.bulk_pending {
+                self.body.push(Piece::BulkStoreWait(p));
+            }
+        }
+    }
+
+    /// Puts the pending stores' waits before every wait point of the loop body `head .. at` (barriers,
+    /// returns, branches back above `head`), where the next iteration meets them first.
+    fn bulk_waits_in_loop(&mut self, head: usize, at: usize) {
+        let labels = &self.labels;
+        let points: Vec<usize> = (head..at.min(self.body.len()))
+            .filter(|&k| match &self.body[k] {
+                Piece::Stmt(Stmt::Instr(i)) => {
+                    let op = i.op();
+                    matches!(op, "ret" | "exit")
+                        || op.starts_with("bar")
+                        || op.starts_with("barrier")
+                        || (op == "bra"
+                            && i.operands.first().is_some_and(|o| match o {
+                                Operand::Name(l) => {
+                                    labels.get(l.as_str()).is_some_and(|&p| p < head)
+                                }
+                                _ => false,
+                            }))
+                }
+                _ => false,
+            })
+            .collect();
+        let pending = self.bulk_pending.clone();
+        for &k in points.iter().rev() {
+            for &p in pending.iter().rev() {
+                self.body.insert(k, Piece::BulkStoreWait(p));
+            }
+        }
+        let shift = |pos: usize| pos + pending.len() * points.iter().filter(|&&k| k <= pos).count();
+        for pos in self.labels.values_mut() {
+            *pos = shift(*pos);
+        }
+        self.bulk_pending_since = self.bulk_pending_since.map(shift);
+    }
+
     pub(super) fn put_label(&mut self, l: &str) {
         // A join point of a forward branch: that path retired its wgmmas before branching, but may have
         // touched the accumulators since, so the next wgmma fences again.
         if self.wgmma_open && self.branches_to(l) {
             self.wgmma_fenced = false;
         }
+        self.labels.insert(l.to_string(), self.body.len());
         self.body.push(Piece::Stmt(label_stmt(l)));
     }
 
     /// Whether an instruction emitted so far names label `l`.
     fn branches_to(&self, l: &str) -> bool {
         self.body.iter().any(|p| match p {
-            Piece::Stmt(s) => s.instructions().any(|i| i.mentions(l)),
+            Piece::Stmt(s) | Piece::Own(s) => s.instructions().any(|i| i.mentions(l)),
             Piece::AsyncWait | Piece::BulkStoreWait(_) => false,
         })
     }

@@ -265,7 +265,11 @@ impl Em {
         if self.wgmma_open {
             self.wgmma_retire();
         }
-        self.body.push(super::body::Piece::BulkStoreWait(param));
+        // Its wait for the box to be read is placed lazily (`bulk_waits_before`).
+        self.bulk_pending_since.get_or_insert(self.body.len());
+        if !self.bulk_pending.contains(&param) {
+            self.bulk_pending.push(param);
+        }
         self.bulk_stores = true;
         self.sm90a = true;
         Ok(())

@@ -121,8 +121,10 @@ pub(super) fn emit_instance(
         em.line("barrier.cluster.wait.acquire;".to_string());
     }
     if em.bulk_stores {
-        // TMA stores waited only until their boxes were read: their global writes finish before the
-        // thread returns (a no-op for threads that issued none).
+        // TMA stores waited only until their boxes were read, if at all yet: their global writes finish
+        // before the thread returns (a no-op for threads that issued none; it subsumes a pending wait).
+        em.bulk_pending.clear();
+        em.bulk_pending_since = None;
         em.line("cp.async.bulk.wait_group 0;".to_string());
     }
     em.line("ret;".to_string());
@@ -533,7 +535,7 @@ impl Em {
         let mut out = Vec::with_capacity(pieces.len());
         for piece in pieces {
             match piece {
-                body::Piece::Stmt(s) => out.push(s),
+                body::Piece::Stmt(s) | body::Piece::Own(s) => out.push(s),
                 body::Piece::BulkStoreWait(param) => {
                     let full = self.tma_loaded.contains(&param);
                     let op = if full {

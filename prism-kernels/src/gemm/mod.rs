@@ -322,6 +322,7 @@ mod hilbert;
 mod schedule;
 mod tma_store;
 mod tma_store_f32;
+mod tma_store_wide;
 pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
 pub use hilbert::{hilbert_order, wave_footprint};
@@ -331,6 +332,7 @@ pub use tma_store::{
     gemm_bf16_tma_store, GemmBf16OutVariant,
 };
 pub use tma_store_f32::gemm_bf16_tma_store_f32;
+pub use tma_store_wide::gemm_bf16_tma_store_wide;
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
 /// swizzle span of bf16). Launch `ceil(m / 64) · ceil(n / BN)` blocks of 128 threads; `a` maps `A` with box
@@ -823,10 +825,10 @@ impl GemmBf16Variant {
         GemmBf16Variant::ClusterPersistentHilbert256,
         GemmBf16Variant::TmaStore256,
     ];
-    /// The variant [`gemm_bf16`] picks by default: with the space-filling variant the fastest f32-output
-    /// rung at 4096³ and larger on an H200 (2026-11-27: 0.66× cuBLAS at 4096³, 0.75× at 8192³; the f32
-    /// epilogue stores from registers, docs/BENCHMARKS.md); it needs no schedule table.
-    pub const BEST: GemmBf16Variant = GemmBf16Variant::Persistent256;
+    /// The variant [`gemm_bf16`] picks by default: the fastest f32-output rung at every benchmarked shape on
+    /// an H200 (2026-11-27: 0.95× cuBLAS at 4096³, 0.99× at 8192³, docs/BENCHMARKS.md); for `n` not a
+    /// multiple of 4 it runs `Persistent256`'s epilogue, and `beta ≠ 0` costs a device copy of `C`.
+    pub const BEST: GemmBf16Variant = GemmBf16Variant::TmaStore256;
 
     /// Short name for tables.
     pub fn name(self) -> &'static str {

@@ -154,13 +154,17 @@ pub enum GemmBf16OutVariant {
     /// Rungs 5 + 7 in space-filling order, [`gemm_bf16_tma_store`]`<256, 4, 0>`: as `TmaStore256` with the
     /// 128 × 256 tiles taken from a [`TileSchedule`].
     TmaStoreHilbert256,
+    /// Rung 7 with the whole tile staged at once, [`super::gemm_bf16_tma_store_wide`]`<3, 8>`: each
+    /// consumer's four 64 × 64 boxes written together and stored behind one barrier, a 3-slot ring.
+    TmaStoreWide256,
 }
 
 impl GemmBf16OutVariant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16OutVariant; 4] = [
+    pub const ALL: [GemmBf16OutVariant; 5] = [
         GemmBf16OutVariant::TmaStore256,
         GemmBf16OutVariant::TmaStoreHilbert256,
+        GemmBf16OutVariant::TmaStoreWide256,
         GemmBf16OutVariant::ClusterTmaStore256,
         GemmBf16OutVariant::ClusterTmaStoreHilbert256,
     ];
@@ -180,6 +184,7 @@ impl GemmBf16OutVariant {
                 "5+6+7 persistent cluster2 hilbert tma-store 128x256 x4"
             }
             GemmBf16OutVariant::TmaStoreHilbert256 => "5+7 persistent hilbert tma-store 128x256 x4",
+            GemmBf16OutVariant::TmaStoreWide256 => "7 persistent tma-store 4 boxes 128x256 x3",
         }
     }
 
@@ -194,6 +199,7 @@ impl GemmBf16OutVariant {
                 &super::gemm_bf16_cluster_tma_store::<256, 4, 0>::INFO
             }
             GemmBf16OutVariant::TmaStoreHilbert256 => &gemm_bf16_tma_store::<256, 4, 0>::INFO,
+            GemmBf16OutVariant::TmaStoreWide256 => &super::gemm_bf16_tma_store_wide::<3, 8>::INFO,
         }
     }
 
@@ -308,7 +314,9 @@ pub fn gemm_bf16_out_bf16_with_schedule(
     // Persistent: one block per SM (the emulator reports none: 132, an H100's count), in pairs for clusters.
     let sms = dev.properties().multiprocessors.unwrap_or(132).max(2) as u64;
     let grid = match variant {
-        GemmBf16OutVariant::TmaStore256 | GemmBf16OutVariant::TmaStoreHilbert256 => tiles.min(sms),
+        GemmBf16OutVariant::TmaStore256
+        | GemmBf16OutVariant::TmaStoreHilbert256
+        | GemmBf16OutVariant::TmaStoreWide256 => tiles.min(sms),
         GemmBf16OutVariant::ClusterTmaStore256 | GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
             2 * pairs.min(sms / 2)
@@ -320,6 +328,9 @@ pub fn gemm_bf16_out_bf16_with_schedule(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
         ),
         GemmBf16OutVariant::TmaStoreHilbert256 => gemm_bf16_tma_store::<256, 4, 0>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
+        ),
+        GemmBf16OutVariant::TmaStoreWide256 => super::gemm_bf16_tma_store_wide::<3, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
         ),
         GemmBf16OutVariant::ClusterTmaStore256 => {
