@@ -430,25 +430,29 @@ impl Em {
         Ok((desc, view.layout.mn_major() as u32))
     }
 
-    /// `stmatrix_bf16(tile, &acc, j)`: columns `64j .. 64j + 64` of the warpgroup's m64nN accumulator fragment
-    /// (the wgmma D layout: registers `32j .. 32j + 32` of each thread) rounded to bf16 into its 64 × 64 tile
-    /// in the 128-byte swizzle, with four `stmatrix.m8n8.x4` per warp (PTX ISA §9.7.14.5.15; the layout TMA
-    /// stores from). Box registers `8q .. 8q + 8` are columns `16q .. 16q + 16` of the warp's 16 rows: four
-    /// 8 × 8 matrices (rows 0–7 and 8–15 of column blocks `2q`, `2q + 1`), lane `l` giving the address of
-    /// row `l % 8` of matrix `l / 8`.
-    fn stmatrix_bf16(&mut self, args: &[Expr]) -> R<()> {
+    /// The arguments of `stmatrix_bf16` / `store_fragment_f32` (`tile, &acc, j`): the warpgroup's whole
+    /// `Shared<[elem; 64 * cols], Swizzle128>` tile and registers `regs·j .. regs·(j + 1)` of the accumulator
+    /// fragment (box `j`, `cols` columns).
+    fn fragment_box(
+        &mut self,
+        args: &[Expr],
+        name: &str,
+        elem: ScalarType,
+        cols: u32,
+        regs: usize,
+    ) -> R<(View, Vec<Val>)> {
         let tile = self.mem_arg(&args[0])?;
         if tile.space != Space::Shared
             || !whole_allocation(&tile)
-            || tile.elem != ScalarType::BF16
+            || tile.elem != elem
             || tile.layout != SmemLayout::Swizzle128
-            || tile.len != 64 * 64
+            || tile.len != 64 * cols
         {
             return Err(err(
                 "STMATRIX",
                 args[0].span,
                 format!(
-                    "`stmatrix_bf16` stores into a whole `Shared<[bf16; 64 * 64], Swizzle128>` (this is {} {} in {})",
+                    "`{name}` stores into a whole `Shared<[{elem}; 64 * {cols}], Swizzle128>` (this is {} {} in {})",
                     tile.len, tile.elem, tile.layout
                 ),
             ));
@@ -464,18 +468,29 @@ impl Em {
             }
         };
         let j = self.const_u32(&args[2])? as usize;
-        if frag.len() % 32 != 0 || 32 * (j + 1) > frag.len() {
+        if frag.len() % regs != 0 || regs * (j + 1) > frag.len() {
             return Err(err(
                 "STMATRIX",
                 args[2].span,
                 format!(
-                    "box {j} of a {}-register fragment: a box is 32 registers (64 columns), the fragment has {}",
+                    "box {j} of a {}-register fragment: a box is {regs} registers ({cols} columns), the fragment has {}",
                     frag.len(),
-                    frag.len() / 32
+                    frag.len() / regs
                 ),
             ));
         }
-        let vals = &frag[32 * j..32 * (j + 1)];
+        Ok((tile, frag[regs * j..regs * (j + 1)].to_vec()))
+    }
+
+    /// `stmatrix_bf16(tile, &acc, j)`: columns `64j .. 64j + 64` of the warpgroup's m64nN accumulator fragment
+    /// (the wgmma D layout: registers `32j .. 32j + 32` of each thread) rounded to bf16 into its 64 × 64 tile
+    /// in the 128-byte swizzle, with four `stmatrix.m8n8.x4` per warp (PTX ISA §9.7.14.5.15; the layout TMA
+    /// stores from). Box registers `8q .. 8q + 8` are columns `16q .. 16q + 16` of the warp's 16 rows: four
+    /// 8 × 8 matrices (rows 0–7 and 8–15 of column blocks `2q`, `2q + 1`), lane `l` giving the address of
+    /// row `l % 8` of matrix `l / 8`.
+    fn stmatrix_bf16(&mut self, args: &[Expr]) -> R<()> {
+        let (tile, vals) = self.fragment_box(args, "stmatrix_bf16", ScalarType::BF16, 64, 32)?;
+        let vals = &vals[..];
         // Within the warpgroup: warp w, lane l; this lane addresses row 16w + 8·((l / 8) % 2) + l % 8 and
         // column block 2q + l / 16.
         let t = self.ctx.thr.clone();
@@ -530,45 +545,9 @@ impl Em {
     /// and the next: one `st.shared.v2.f32` each, at 16-byte chunk `(2q + (l % 4) / 2) ^ (row % 8)` of the
     /// row (`row % 8` is `l / 4` for both rows), byte `8·(l % 2)` of the chunk.
     fn store_fragment_f32(&mut self, args: &[Expr]) -> R<()> {
-        let tile = self.mem_arg(&args[0])?;
-        if tile.space != Space::Shared
-            || !whole_allocation(&tile)
-            || tile.elem != ScalarType::F32
-            || tile.layout != SmemLayout::Swizzle128
-            || tile.len != 64 * 32
-        {
-            return Err(err(
-                "STMATRIX",
-                args[0].span,
-                format!(
-                    "`store_fragment_f32` stores into a whole `Shared<[f32; 64 * 32], Swizzle128>` (this is {} {} in {})",
-                    tile.len, tile.elem, tile.layout
-                ),
-            ));
-        }
-        let frag = match self.expr(&args[1])? {
-            Value::Arr(v, ScalarType::F32) => v,
-            _ => {
-                return Err(err(
-                    "STMATRIX",
-                    args[1].span,
-                    "the fragment is `&acc` with `acc: [f32; N / 2]`",
-                ))
-            }
-        };
-        let j = self.const_u32(&args[2])? as usize;
-        if frag.len() % 16 != 0 || 16 * (j + 1) > frag.len() {
-            return Err(err(
-                "STMATRIX",
-                args[2].span,
-                format!(
-                    "box {j} of a {}-register fragment: an f32 box is 16 registers (32 columns), the fragment has {}",
-                    frag.len(),
-                    frag.len() / 16
-                ),
-            ));
-        }
-        let vals = &frag[16 * j..16 * (j + 1)];
+        let (tile, vals) =
+            self.fragment_box(args, "store_fragment_f32", ScalarType::F32, 32, 16)?;
+        let vals = &vals[..];
         let t = self.ctx.thr.clone();
         let t = self.u32_bin("rem", &t, &Val::imm_u32(128));
         let w = self.u32_bin("div", &t, &Val::imm_u32(32));
