@@ -308,3 +308,39 @@ fn staged_variants_under_random_schedules() {
         run_and_check(&dev, SgemmVariant::Vectorized64, (64, 64, 24), 50 + seed);
     }
 }
+
+/// BLAS semantics for every variant: with `beta = 0`, `C` is not read (here it holds NaN, which a read would
+/// spread into the result): `C` becomes `alpha·A·B` exactly as the f64 reference says.
+#[test]
+fn beta_zero_never_reads_c() {
+    let dev = Device::emulator();
+    let mut rng = Rng::new(41);
+    for v in SgemmVariant::ALL {
+        let (m, n, k) = v.required_multiple().unwrap_or((33, 17, 9));
+        let (m, n, k) = (m as usize, n as usize, k as usize);
+        let ha = rng.f32s(m * k);
+        let hb = rng.f32s(k * n);
+        let a = dev.htod(&ha).unwrap();
+        let b = dev.htod(&hb).unwrap();
+        let mut c = dev.htod(&vec![f32::NAN; m * n]).unwrap();
+        sgemm(
+            &dev, v, m as u32, n as u32, k as u32, ALPHA, &a, &b, 0.0, &mut c,
+        )
+        .unwrap_or_else(|e| panic!("{v}: {e}"));
+        let got = dev.dtoh(&c).unwrap();
+        let rel = 1e-5;
+        for i in 0..m {
+            for j in 0..n {
+                let (s, mag) =
+                    e2e_util::dot_f64(k, |l| ha[i * k + l] as f64, |l| hb[l * n + j] as f64);
+                let want = ALPHA as f64 * s;
+                let err = (got[i * n + j] as f64 - want).abs();
+                assert!(
+                    err <= rel * ALPHA.abs() as f64 * mag + 1e-6,
+                    "{v} ({i}, {j}): {} vs {want}",
+                    got[i * n + j]
+                );
+            }
+        }
+    }
+}

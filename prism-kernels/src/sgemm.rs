@@ -226,7 +226,8 @@ fn check_sizes(m: u32, n: u32, k: u32, a: usize, b: usize, c: usize) -> Result<(
 }
 
 /// `C = alpha · A · B + beta · C` on `dev` with the given variant: `A` is `m × k`, `B` is `k × n`, `C` is
-/// `m × n`, all row-major `f32` device buffers. Picks grid and block from the variant's instance.
+/// `m × n`, all row-major `f32` device buffers. Picks grid and block from the variant's instance. With
+/// `beta = 0`, `C` is not read (BLAS semantics: it may hold anything, NaN included).
 ///
 /// Nothing is launched (and `c` is untouched) when the sizes are refused: buffer lengths other than `m·k`,
 /// `k·n`, `m·n` ([`SgemmError::BufferLength`]), sizes a tiled variant cannot handle
@@ -376,7 +377,12 @@ pub fn sgemm_naive(
                     for i in 0..k {
                         acc = a[row * k + i].fma(b[i * n + col], acc);
                     }
-                    c_th[0] = alpha * acc + beta * c_th[0];
+                    // BLAS semantics: with beta = 0, C is not read (it may hold NaN).
+                    let mut v: f32 = alpha * acc;
+                    if beta != 0.0 {
+                        v = v + beta * c_th[0];
+                    }
+                    c_th[0] = v;
                 }
             });
         },
@@ -434,7 +440,12 @@ pub fn sgemm_coalesced<const BS: u32>(
                                 for i in 0..k {
                                     acc = a[row * k + i].fma(b[i * n + col], acc);
                                 }
-                                c_th[0] = alpha * acc + beta * c_th[0];
+                                // BLAS semantics: with beta = 0, C is not read (it may hold NaN).
+                                let mut v: f32 = alpha * acc;
+                                if beta != 0.0 {
+                                    v = v + beta * c_th[0];
+                                }
+                                c_th[0] = v;
                             }
                         });
                     },
@@ -533,7 +544,12 @@ pub fn sgemm_smem<const BS: u32>(
                     |c_th| {
                         group(thread[1], || {
                             if tile_row + tr < m && tile_col + tc < n {
-                                c_th[0] = alpha * acc + beta * c_th[0];
+                                // BLAS semantics: with beta = 0, C is not read (it may hold NaN).
+                                let mut v: f32 = alpha * acc;
+                                if beta != 0.0 {
+                                    v = v + beta * c_th[0];
+                                }
+                                c_th[0] = v;
                             }
                         });
                     },
@@ -663,8 +679,11 @@ pub fn sgemm_blocktile_2d<
                         group(thread[1], || {
                             for rm in 0..TM {
                                 for rn in 0..TN {
-                                    c_th[(rm, rn)] =
-                                        alpha * results[rm * TN + rn] + beta * c_th[(rm, rn)];
+                                    let mut v: f32 = alpha * results[rm * TN + rn];
+                                    if beta != 0.0 {
+                                        v = v + beta * c_th[(rm, rn)];
+                                    }
+                                    c_th[(rm, rn)] = v;
                                 }
                             }
                         });
@@ -812,7 +831,11 @@ pub fn sgemm_vectorized<
                         group(thread[1], || {
                             for rm in 0..TM {
                                 for rn in (0..TN).step_by(4) {
-                                    let old = load4(c_th, rm * n + rn);
+                                    // BLAS semantics: with beta = 0, C is not read (it may hold NaN).
+                                    let mut old = [0.0f32; 4];
+                                    if beta != 0.0 {
+                                        old = load4(c_th, rm * n + rn);
+                                    }
                                     let mut out = [0.0f32; 4];
                                     for j in 0..4 {
                                         out[j] = alpha * results[rm * TN + rn + j] + beta * old[j];
@@ -855,7 +878,11 @@ fn warptile_epilogue<
             for rm in 0..TM {
                 for rn in (0..TN).step_by(4) {
                     let idx: u32 = (wm * wsub_m + rm) * n + wn * wsub_n + rn;
-                    let old = load4(c_th, idx);
+                    // BLAS semantics: with beta = 0, C is not read (it may hold NaN).
+                    let mut old = [0.0f32; 4];
+                    if beta != 0.0 {
+                        old = load4(c_th, idx);
+                    }
                     let mut out = [0.0f32; 4];
                     for j in 0..4 {
                         let ri = (wm * TM + rm) * (WNITER * TN) + wn * TN + rn + j;

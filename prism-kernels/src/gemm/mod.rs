@@ -973,6 +973,7 @@ impl From<RuntimeError> for GemmError {
 /// `C = alpha · A · Bᵀ + beta · C` on the GPU or the emulator: `a` is `m × k` row-major bf16, `b` is `n × k`
 /// row-major bf16 (each row of `b` is a column of the product's right operand), `c` is `m × n` row-major f32.
 /// Any `m`, `n` ≥ 1 and `k` a positive multiple of 8; sizes and lengths are checked before anything runs.
+/// With `beta = 0`, `C` is not read (BLAS semantics: it may hold anything, NaN included).
 ///
 /// ```
 /// use prism_kernels::gemm::{gemm_bf16, GemmBf16Variant};
