@@ -169,7 +169,7 @@ impl GemmBf16OutVariant {
         GemmBf16OutVariant::ClusterTmaStoreHilbert256,
     ];
     /// The variant [`gemm_bf16_out_bf16`] runs: the fastest or within 2 % of it at every shape of
-    /// `benches/gemm_bf16.rs` on an H200 (2026-11-27: 0.99–1.02× cuBLAS bf16 at 4096³ and 8192³;
+    /// `benches/gemm_bf16.rs` on an H200 (2026-11-27: 0.95–1.02× cuBLAS bf16 at 4096³, 0.98–1.01× at 8192³;
     /// docs/BENCHMARKS.md).
     pub const BEST: GemmBf16OutVariant = GemmBf16OutVariant::TmaStore256;
 
