@@ -156,13 +156,14 @@ pub fn wgmma_tile_to_f32<const N: u32>(
     );
 }
 
-/// Rung 7's epilogue, box `j`: columns `64j .. 64j + 64` of a warpgroup's `m64nNk16` accumulator fragment
-/// (registers `32j .. 32j + 32`, the layout of [`wgmma_tile_to_f32`]) become `alpha · acc + beta · C` in
-/// place, for the 64-row tile whose top-left element is `(row0, col0)` of the `m × n` bf16 `C` (read only
-/// when `beta ≠ 0`, and only inside `C`: ragged edges).
+/// Rung 7's epilogue, box `j` of `W` columns: columns `Wj .. Wj + W` of a warpgroup's `m64nNk16`
+/// accumulator fragment (registers `(W/2)j .. (W/2)(j + 1)`, the layout of [`wgmma_tile_to_f32`]) become
+/// `alpha · acc + beta · C` in place, for the 64-row tile whose top-left element is `(row0, col0)` of the
+/// `m × n` `C` of `T` (read only when `beta ≠ 0`, and only inside `C`: ragged edges). `W` is 64 for a bf16
+/// box (128 bytes a row), 32 for an f32 one.
 #[prism_device(requires(thread[128]))]
 #[allow(clippy::too_many_arguments)]
-pub fn scale_fragment_box<const N: u32>(
+pub fn scale_fragment_box<T: Scalar, const N: u32, const W: u32>(
     acc: &mut [f32; N],
     j: u32,
     row0: u32,
@@ -171,7 +172,7 @@ pub fn scale_fragment_box<const N: u32>(
     n: u32,
     alpha: f32,
     beta: f32,
-    c: *const bf16,
+    c: *const T,
 ) {
     #[at(thread[1])]
     let t: u32 = id();
@@ -180,12 +181,12 @@ pub fn scale_fragment_box<const N: u32>(
     #[at(thread[1])]
     let c0: u32 = 2 * (t % 4);
     group(thread[1], || {
-        for q in 0..32 {
+        for q in 0..W / 2 {
             let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
-            let col: u32 = col0 + 64 * j + c0 + 8 * (q / 4) + q % 2;
-            acc[32 * j + q] = alpha * acc[32 * j + q];
+            let col: u32 = col0 + W * j + c0 + 8 * (q / 4) + q % 2;
+            acc[(W / 2) * j + q] = alpha * acc[(W / 2) * j + q];
             if beta != 0.0 && row < m && col < n {
-                acc[32 * j + q] = acc[32 * j + q] + beta * (c[row * n + col] as f32);
+                acc[(W / 2) * j + q] = acc[(W / 2) * j + q] + beta * (c[row * n + col] as f32);
             }
         }
     });
@@ -304,7 +305,7 @@ pub fn consume_tiles_bf16<const HALF: u32, const N: u32, const GROUP_M: u32>(
         let row0: u32 = (tile >> 16) * tile_rows + row_off + 64 * HALF;
         let col0: u32 = (tile & 65535) * (2 * N);
         for j in 0..N / 32 {
-            scale_fragment_box::<N>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
+            scale_fragment_box::<bf16, N, 64>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
             stmatrix_bf16(e, &acc, j);
             match split(thread) {
                 1 => {

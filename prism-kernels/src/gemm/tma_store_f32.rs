@@ -1,50 +1,15 @@
 //! Rung 7 with an **f32** `D`: the persistent, warp-specialized mainloop of rung 5 with rung 7's epilogue
-//! (shared memory and TMA stores) in 32-column f32 boxes. On an H200 the f32-output rungs that store from
-//! registers reach 0.76× cuBLAS at 8192³ while the bf16 TMA-store rung reaches 1.0×: the epilogue, during
-//! which a block's tensor cores idle, is the difference (docs/BENCHMARKS.md).
+//! (shared memory and TMA stores) in 32-column f32 boxes. On an H200 (2026-11-27) it runs at 0.97× / 0.99×
+//! cuBLAS at 4096³ / 8192³ where rung 5, which stores from registers, runs at 0.85× / 0.90×
+//! (docs/BENCHMARKS.md).
 
 use prism_macros::{prism_device, prism_kernel};
 
-/// Box `j` of a warpgroup's `m64nNk16` accumulator fragment for an f32 `D`: columns `32j .. 32j + 32`
-/// (registers `16j .. 16j + 16`, the layout of [`super::wgmma_tile_to_f32`]) become `alpha · acc + beta · C`
-/// in place, for the 64-row tile whose top-left element is `(row0, col0)` of the `m × n` f32 `C` (read only
-/// when `beta ≠ 0`, and only inside `C`: ragged edges).
-#[prism_device(requires(thread[128]))]
-#[allow(clippy::too_many_arguments)]
-pub fn scale_fragment_box_f32<const N: u32>(
-    acc: &mut [f32; N],
-    j: u32,
-    row0: u32,
-    col0: u32,
-    m: u32,
-    n: u32,
-    alpha: f32,
-    beta: f32,
-    c: *const f32,
-) {
-    #[at(thread[1])]
-    let t: u32 = id();
-    #[at(thread[1])]
-    let r0: u32 = 16 * (t / 32) + (t % 32) / 4;
-    #[at(thread[1])]
-    let c0: u32 = 2 * (t % 4);
-    group(thread[1], || {
-        for q in 0..16 {
-            let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
-            let col: u32 = col0 + 32 * j + c0 + 8 * (q / 4) + q % 2;
-            acc[16 * j + q] = alpha * acc[16 * j + q];
-            if beta != 0.0 && row < m && col < n {
-                acc[16 * j + q] = acc[16 * j + q] + beta * c[row * n + col];
-            }
-        }
-    });
-}
-
 /// A consumer warpgroup of [`gemm_bf16_tma_store_f32`]: for each of its block's `iters` tiles (as in
 /// [`super::consume_tiles_f32`]), [`super::drain_k_tiles`]`::<HALF, N>`, then 32 columns at a time
-/// [`scale_fragment_box_f32`], `store_fragment_f32` into the warpgroup's own 64 × 32 box `e` (the 128-byte
-/// swizzle TMA reads) and one thread's `tma_store` through `D`'s map `d`, which clips the box at `D`'s
-/// edges. `c` (`m × n` f32) is read only when `beta ≠ 0`. The compiler orders the box's writes before each
+/// [`super::scale_fragment_box`], `store_fragment_f32` into the warpgroup's own 64 × 32 box `e` (the
+/// 128-byte swizzle TMA reads) and one thread's `tma_store` through `D`'s map `d`, which clips the box at
+/// `D`'s edges. `c` (`m × n` f32) is read only when `beta ≠ 0`. The compiler orders the box's writes before each
 /// store, and each store's reads before the box is written again.
 #[prism_device(requires(thread[128]))]
 #[allow(clippy::too_many_arguments)]
@@ -73,7 +38,7 @@ pub fn consume_tiles_f32_tma<const HALF: u32, const N: u32, const GROUP_M: u32>(
         let row0: u32 = (tile >> 16) * 128 + 64 * HALF;
         let col0: u32 = (tile & 65535) * (2 * N);
         for j in 0..N / 16 {
-            scale_fragment_box_f32::<N>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
+            scale_fragment_box::<f32, N, 32>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
             store_fragment_f32(e, &acc, j);
             match split(thread) {
                 1 => {

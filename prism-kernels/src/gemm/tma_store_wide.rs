@@ -40,7 +40,7 @@ pub fn consume_tiles_bf16_wide<const HALF: u32, const GROUP_M: u32>(
         let row0: u32 = (tile >> 16) * 128 + 64 * HALF;
         let col0: u32 = (tile & 65535) * 256;
         for j in 0..4 {
-            scale_fragment_box::<128>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
+            scale_fragment_box::<bf16, 128, 64>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
         }
         stmatrix_bf16(e0, &acc, 0);
         stmatrix_bf16(e1, &acc, 1);
