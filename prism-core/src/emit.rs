@@ -264,12 +264,12 @@ struct Em {
     mbars: u32,
     /// A non-bulk `cp_async` was emitted: block-wide async waits also need `cp.async.wait_all`.
     uses_cp_async: bool,
-    /// Kernel parameters (tensor maps) that a `tma_load` reads through, and whether a `tma_store` was
-    /// emitted: `Piece::BulkStoreWait` and the full bulk wait before `ret` depend on them.
+    /// Kernel parameters (tensor maps) that a `tma_load` reads through: `Piece::BulkStoreWait` waits for the
+    /// global writes of stores through them.
     tma_loaded: std::collections::HashSet<usize>,
-    bulk_stores: bool,
-    /// `tma_store`s whose wait is still to be placed (their maps' parameters) and the body position of the
-    /// first of them (`Em::bulk_waits_before`); where each label was placed.
+    /// The maps' parameters of the `tma_store`s emitted so far (their waits are placed lazily, and a full
+    /// wait before `ret`) and the body position of the first of them (`Em::bulk_waits_before`); where each
+    /// label was placed.
     bulk_pending: Vec<usize>,
     bulk_pending_since: Option<usize>,
     labels: HashMap<String, usize>,
@@ -347,7 +347,6 @@ impl Em {
             mbars: 0,
             uses_cp_async: false,
             tma_loaded: Default::default(),
-            bulk_stores: false,
             bulk_pending: Vec::new(),
             bulk_pending_since: None,
             labels: HashMap::new(),

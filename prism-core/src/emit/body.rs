@@ -83,6 +83,11 @@ pub(super) fn ends_wgmma_run(s: &Stmt) -> bool {
     }
 }
 
+/// Barriers (one of them orders the rewrite of a stored box) and returns: where pending TMA stores wait.
+fn waits_for_stores(op: &str) -> bool {
+    matches!(op, "ret" | "exit") || op.starts_with("bar")
+}
+
 impl Em {
     /// Appends the statements of `l`, PTX text written by a lowering. Text the model cannot read is a bug
     /// of the emitter, reported as an internal error when the kernel is finished.
@@ -165,7 +170,7 @@ impl Em {
             self.bulk_waits_in_loop(head, at);
             return;
         }
-        if matches!(op, "ret" | "exit") || op.starts_with("bar") || op.starts_with("barrier") {
+        if waits_for_stores(op) {
             // The stores stay pending: this barrier may sit on one path only (an `if`), and a wait with
             // nothing left to wait for costs next to nothing before the later ones.
             for &p in &self.bulk_pending {
@@ -182,9 +187,7 @@ impl Em {
             .filter(|&k| match &self.body[k] {
                 Piece::Stmt(Stmt::Instr(i)) => {
                     let op = i.op();
-                    matches!(op, "ret" | "exit")
-                        || op.starts_with("bar")
-                        || op.starts_with("barrier")
+                    waits_for_stores(op)
                         || (op == "bra"
                             && i.operands.first().is_some_and(|o| match o {
                                 Operand::Name(l) => {

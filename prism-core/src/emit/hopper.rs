@@ -262,15 +262,11 @@ impl Em {
             coords.join(", ")
         ));
         self.line("cp.async.bulk.commit_group;".into());
-        if self.wgmma_open {
-            self.wgmma_retire();
-        }
         // Its wait for the box to be read is placed lazily (`bulk_waits_before`).
         self.bulk_pending_since.get_or_insert(self.body.len());
         if !self.bulk_pending.contains(&param) {
             self.bulk_pending.push(param);
         }
-        self.bulk_stores = true;
         self.sm90a = true;
         Ok(())
     }
@@ -718,8 +714,6 @@ pub(super) fn shared_param(
     ))
 }
 
-/// The view is a whole shared allocation: no partition, or only `|x| x` ones (which hand the whole
-/// allocation to a group of threads, e.g. a consumer warpgroup's own epilogue tile).
 impl Em {
     /// TMA moves boxes to and from shared memory at 128-byte aligned addresses (PTX ISA,
     /// `cp.async.bulk.tensor`): the dynamic shared memory starts on 128 bytes in a kernel that uses TMA, and
@@ -741,6 +735,8 @@ impl Em {
     }
 }
 
+/// The view is a whole shared allocation: no partition, or only `|x| x` ones (which hand the whole
+/// allocation to a group of threads, e.g. a consumer warpgroup's own epilogue tile).
 fn whole_allocation(view: &View) -> bool {
     view.maps
         .iter()

@@ -120,7 +120,7 @@ pub(super) fn emit_instance(
         em.line("barrier.cluster.arrive.release;".to_string());
         em.line("barrier.cluster.wait.acquire;".to_string());
     }
-    if em.bulk_stores {
+    if !em.bulk_pending.is_empty() {
         // TMA stores waited only until their boxes were read, if at all yet: their global writes finish
         // before the thread returns (a no-op for threads that issued none; it subsumes a pending wait).
         em.bulk_pending.clear();

@@ -24,9 +24,8 @@ pub(super) struct RingInfo {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Release {
     /// Whole warps run the site: after `bar.warp.sync` (which orders every lane's accesses of the slot before
-    /// it) lane 0 arrives for its warp. A phase then needs 4 arrivals per warpgroup instead of 128 (256 remote
-    /// ones per warpgroup in a 2-block cluster, each a release at cluster scope, measured at half the
-    /// throughput of the kernel without the cluster on an H200).
+    /// it) lane 0 arrives for its warp. A phase then needs 4 arrivals per warpgroup instead of 128 (and a
+    /// drain of a 2-block cluster ring 8 remote arrivals, each a release at cluster scope, instead of 256).
     pub per_warp: bool,
     /// Blocks whose barrier it arrives on (remote arrives through `mapa`): the cluster size for the drains of
     /// a multicast ring, else 1.
