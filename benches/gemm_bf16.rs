@@ -277,11 +277,18 @@ fn main() {
         return;
     };
     let mut c = Criterion::default().configure_from_args();
+    // The cluster rungs' persistent grid: how many of their 2-block clusters the driver can keep resident.
+    let resident = match dev.max_active_clusters(GemmBf16Variant::ClusterPersistent256.info(), 384)
+    {
+        Ok(Some(n)) => format!("{n} resident 2-block clusters"),
+        Ok(None) => "resident clusters unknown".to_string(),
+        Err(e) => format!("resident clusters not counted: {e}"),
+    };
     let mut report = Report::new(
         "gemm_bf16",
         "TFLOP/s",
         &dev.name(),
-        &format!("median of {REPS} after {WARMUP} warm-up runs, CUDA events; every result checked against cuBLAS first"),
+        &format!("median of {REPS} after {WARMUP} warm-up runs, CUDA events; every result checked against cuBLAS first; {resident}"),
     );
     match cublas(&dev) {
         Ok(blas) => {

@@ -359,6 +359,36 @@ fn persistent_clusters_run_several_tiles() {
         .all(|e| c[e] == p.c[e]));
 }
 
+/// The persistent cluster rungs size their grid by the clusters that fit at once: on a GPU the driver's
+/// count is between 1 and half the SMs for 2-block clusters of 384 threads (and cached: a second call gives
+/// the same); on the emulator there is none. A block size the kernel's contract refuses is an error value.
+#[test]
+fn resident_clusters_come_from_the_driver() {
+    use prism::kernels::gemm::gemm_bf16_cluster_persistent;
+    use prism::runtime::Backend;
+    let dev = e2e_util::device();
+    let info = &gemm_bf16_cluster_persistent::<256, 4, 8>::INFO;
+    let n = dev.max_active_clusters(info, 384).unwrap();
+    match dev.backend() {
+        Backend::Gpu => {
+            let sms = dev.properties().multiprocessors.unwrap();
+            let n = n.expect("a GPU counts its resident clusters");
+            println!(
+                "{}: {n} resident clusters of 2 blocks on {sms} SMs",
+                dev.name()
+            );
+            assert!((1..=sms / 2).contains(&n), "{n} clusters on {sms} SMs");
+            assert_eq!(dev.max_active_clusters(info, 384).unwrap(), Some(n));
+        }
+        Backend::Emulator => {
+            println!("emulator: no multiprocessors, so no count of resident clusters (None)");
+            assert_eq!(n, None);
+        }
+    }
+    let err = dev.max_active_clusters(info, 256).unwrap_err();
+    assert!(matches!(err, RuntimeError::BadLaunch(_)), "{err}");
+}
+
 /// Rung 5 in space-filling order through the typed launcher: 2 and 4 persistent blocks over 3 × 2 ragged
 /// tiles of 128 × 256, each block stepping through its entries of a Hilbert table and of a reversed
 /// row-major table (any order the host gives), every element checked. Then a planted wrong entry (tile

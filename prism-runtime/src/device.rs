@@ -177,6 +177,36 @@ impl Device {
         }
     }
 
+    /// How many clusters of `kernel` in blocks of `block` threads can be resident at once: the driver's
+    /// `cuOccupancyMaxActiveClusters`, with the kernel's cluster size (1 block per cluster without clusters,
+    /// which makes it the count of co-resident blocks) and its dynamic shared memory. A persistent grid of
+    /// more clusters than this runs the extra ones only after others have finished all their work, so
+    /// persistent cluster kernels size their grid by it. The emulator has no multiprocessors: `None`.
+    ///
+    /// `block` is checked as a launch would check it ([`validate_launch`] with one cluster's blocks):
+    /// [`RuntimeError::BadLaunch`] when the kernel's contract refuses it.
+    ///
+    /// ```no_run
+    /// # fn demo(dev: &prism_runtime::Device, kernel: &prism_runtime::KernelInfo) -> Result<(), prism_runtime::RuntimeError> {
+    /// let sms = dev.properties().multiprocessors.unwrap_or(132);
+    /// let clusters = dev.max_active_clusters(kernel, 384)?.unwrap_or(sms / 2);
+    /// # let _ = clusters; Ok(()) }
+    /// ```
+    pub fn max_active_clusters(
+        &self,
+        kernel: &KernelInfo,
+        block: u32,
+    ) -> Result<Option<u32>, RuntimeError> {
+        validate_launch(
+            kernel,
+            LaunchDims::new(kernel.contract.cluster_blocks().max(1), block),
+        )?;
+        match &self.inner.kind {
+            Kind::Gpu(g) => g.max_active_clusters(kernel, block).map(Some),
+            Kind::Emu(_) => Ok(None),
+        }
+    }
+
     /// The largest dynamic shared memory per block this device allows (GPU: the opt-in maximum reported by
     /// the driver; emulator: 232448 bytes).
     pub fn max_smem_bytes(&self) -> u32 {

@@ -65,6 +65,8 @@ struct GpuFunction {
     dyn_smem_limit: AtomicU32,
     /// The entry's `.param`s as the emulator's parser reads them, checked against each launch's `KernelInfo`.
     ptx_params: Option<Vec<emu::ParamDecl>>,
+    /// `cuOccupancyMaxActiveClusters` answers by block size: persistent host APIs ask on every call.
+    active_clusters: Mutex<HashMap<u32, u32>>,
 }
 
 /// PTX address, PTX length, entry name.
@@ -322,9 +324,36 @@ impl GpuBackend {
             static_smem,
             dyn_smem_limit: AtomicU32::new(DEFAULT_DYN_SMEM),
             ptx_params,
+            active_clusters: Mutex::new(HashMap::new()),
         });
         lock(&self.functions).insert(fkey, gf.clone());
         Ok(gf)
+    }
+
+    /// Checks `kernel`'s shared memory (static + dynamic) against the device's limit and opts its function
+    /// in to that much dynamic shared memory (over 48 KiB needs an explicit opt-in per function).
+    fn opt_in_smem(&self, func: &GpuFunction, kernel: &KernelInfo) -> Result<(), RuntimeError> {
+        let smem = kernel.contract.smem_bytes();
+        let total = func.static_smem as u64 + smem as u64;
+        if total > self.smem_optin as u64 {
+            return Err(RuntimeError::BadLaunch(format!(
+                "kernel `{}`: {} bytes of shared memory ({} static + smem = {} dynamic) exceed the device's \
+                 limit of {} bytes per block ({})",
+                kernel.name, total, func.static_smem, smem, self.smem_optin, self.name
+            )));
+        }
+        if smem > func.dyn_smem_limit.load(Ordering::Relaxed) {
+            func.f
+                .set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem as i32,
+                )
+                .map_err(Self::driver(
+                    "setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+                ))?;
+            func.dyn_smem_limit.fetch_max(smem, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Launches an already validated kernel on the default stream (asynchronously).
@@ -339,27 +368,7 @@ impl GpuBackend {
             if let Some(decls) = &func.ptx_params {
                 check_ptx_params(kernel, decls)?;
             }
-            let smem = kernel.contract.smem_bytes();
-            let total = func.static_smem as u64 + smem as u64;
-            if total > self.smem_optin as u64 {
-                return Err(RuntimeError::BadLaunch(format!(
-                    "kernel `{}`: {} bytes of shared memory ({} static + smem = {} dynamic) exceed the device's \
-                     limit of {} bytes per block ({})",
-                    kernel.name, total, func.static_smem, smem, self.smem_optin, self.name
-                )));
-            }
-            if smem > func.dyn_smem_limit.load(Ordering::Relaxed) {
-                // Over 48 KiB of dynamic shared memory needs an explicit opt-in per function.
-                func.f
-                    .set_attribute(
-                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        smem as i32,
-                    )
-                    .map_err(Self::driver(
-                        "setting CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
-                    ))?;
-                func.dyn_smem_limit.fetch_max(smem, Ordering::Relaxed);
-            }
+            self.opt_in_smem(&func, kernel)?;
             // Clusters need cuLaunchKernelEx; tensor maps are passed by value from 64-byte-aligned copies.
             if kernel.contract.cluster_blocks() > 1
                 || args
@@ -402,7 +411,7 @@ impl GpuBackend {
             let cfg = LaunchConfig {
                 grid_dim: (dims.grid, 1, 1),
                 block_dim: (dims.block, 1, 1),
-                shared_mem_bytes: smem,
+                shared_mem_bytes: kernel.contract.smem_bytes(),
             };
             // SAFETY: the arguments were checked against the kernel's parameter list (count, scalar types,
             // pointer element types and mutability, owning device) by `check_args`, and the launch against its

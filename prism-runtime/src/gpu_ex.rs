@@ -1,6 +1,7 @@
 //! The GPU side of tensor maps and cluster launches: `cuTensorMapEncodeTiled` for [`crate::TensorMap`], and
 //! launches through `cuLaunchKernelEx` (with a `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` attribute when the
-//! contract has clusters), used for every launch with a cluster or a tensor-map argument.
+//! contract has clusters), used for every launch with a cluster or a tensor-map argument; the driver's count
+//! of co-resident clusters (`cuOccupancyMaxActiveClusters`).
 
 use std::ffi::c_void;
 
@@ -84,6 +85,61 @@ impl GpuBackend {
                 b[8 * i..8 * i + 8].copy_from_slice(&q.to_le_bytes());
             }
             Ok(b)
+        })
+    }
+
+    /// `cuOccupancyMaxActiveClusters` for `kernel` in blocks of `block` threads, clusters of its contract's
+    /// size (1 without clusters) and its dynamic shared memory (opted in first, as a launch would); answers
+    /// are cached per function and block size.
+    pub(crate) fn max_active_clusters(
+        &self,
+        kernel: &KernelInfo,
+        block: u32,
+    ) -> Result<u32, RuntimeError> {
+        super::guard("cuOccupancyMaxActiveClusters", || {
+            let func = self.function(kernel)?;
+            if let Some(n) = super::lock(&func.active_clusters).get(&block) {
+                return Ok(*n);
+            }
+            self.opt_in_smem(&func, kernel)?;
+            let cl = kernel.contract.cluster_blocks().max(1);
+            // SAFETY: all-zero bytes are a valid CUlaunchAttribute (a plain C struct with a union).
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attr.value.clusterDim.x = cl;
+            attr.value.clusterDim.y = 1;
+            attr.value.clusterDim.z = 1;
+            let cfg = sys::CUlaunchConfig {
+                gridDimX: cl,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: block,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: kernel.contract.smem_bytes(),
+                hStream: self.stream.cu_stream(),
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            self.ctx
+                .bind_to_thread()
+                .map_err(Self::driver("binding the context"))?;
+            let mut n: std::os::raw::c_int = 0;
+            // SAFETY: `n` is a writable int; `cfg` and the attribute it points to live across the call; the
+            // function is a loaded entry of this context.
+            let r =
+                unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, func.f.cu_function(), &cfg) };
+            if r != sys::CUresult::CUDA_SUCCESS {
+                return Err(RuntimeError::Driver(format!(
+                    "cuOccupancyMaxActiveClusters for `{}` (clusters of {cl} blocks of {block} threads, {} \
+                     bytes of dynamic shared memory): {r:?}",
+                    kernel.name,
+                    kernel.contract.smem_bytes()
+                )));
+            }
+            let n = n.max(0) as u32;
+            super::lock(&func.active_clusters).insert(block, n);
+            Ok(n)
         })
     }
 

@@ -24,8 +24,8 @@
 use prism_macros::{prism_device, prism_kernel};
 use prism_runtime::half::bf16;
 use prism_runtime::{
-    Device, DeviceBuffer, LaunchDims, LaunchReport, RuntimeError, TensorMap, TensorMapMut,
-    TensorSwizzle,
+    Device, DeviceBuffer, KernelInfo, LaunchDims, LaunchReport, RuntimeError, TensorMap,
+    TensorMapMut, TensorSwizzle,
 };
 use std::fmt;
 
@@ -579,6 +579,19 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
     );
 }
 
+/// The clusters of `kernel` (384 threads a block) that can be resident at once, the grid of a persistent
+/// cluster kernel: the driver's count ([`Device::max_active_clusters`]); the emulator has none, and there
+/// half an H100's 132 SMs stand in. A grid of more clusters than fit would run its last ones in a second
+/// wave, each after a resident cluster had finished all its tiles.
+fn resident_clusters(dev: &Device, kernel: &KernelInfo) -> Result<u64, GemmError> {
+    let cl = kernel.contract().cluster_blocks().max(1);
+    let fallback = dev.properties().multiprocessors.unwrap_or(132) / cl;
+    Ok(dev
+        .max_active_clusters(kernel, 384)?
+        .unwrap_or(fallback)
+        .max(1) as u64)
+}
+
 /// Rung 6: rung 4 in clusters of two blocks that share the B tile: a cluster computes two 128-row tiles over
 /// the same `BN` columns, block rank 0 loads B once for both with a multicast TMA load into the same slot of
 /// both blocks, each block loads its own A; each block's consumers release a slot in both blocks. Launch
@@ -1075,11 +1088,10 @@ pub fn gemm_bf16_with_schedule(
         }
         // Clusters of two along M: pairs of 128-row tiles.
         GemmBf16Variant::Cluster256 => 2 * m.div_ceil(256) as u64 * n.div_ceil(tn) as u64,
-        // Persistent clusters: one block per SM, in pairs.
+        // Persistent clusters: as many pairs as can be resident at once.
         GemmBf16Variant::ClusterPersistent256 | GemmBf16Variant::ClusterPersistentHilbert256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(tn) as u64;
-            let sms = dev.properties().multiprocessors.unwrap_or(132).max(2) as u64;
-            2 * pairs.min(sms / 2)
+            2 * pairs.min(resident_clusters(dev, variant.info())?)
         }
         _ => blocks,
     };

@@ -311,15 +311,17 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         [64, 64],
         TensorSwizzle::B128,
     )?;
-    // Persistent: one block per SM (the emulator reports none: 132, an H100's count), in pairs for clusters.
-    let sms = dev.properties().multiprocessors.unwrap_or(132).max(2) as u64;
+    // Persistent: one block per SM (the emulator reports none: 132, an H100's count); clusters: as many
+    // pairs as can be resident at once.
     let grid = match variant {
         GemmBf16OutVariant::TmaStore256
         | GemmBf16OutVariant::TmaStoreHilbert256
-        | GemmBf16OutVariant::TmaStoreWide256 => tiles.min(sms),
+        | GemmBf16OutVariant::TmaStoreWide256 => {
+            tiles.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
+        }
         GemmBf16OutVariant::ClusterTmaStore256 | GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
-            2 * pairs.min(sms / 2)
+            2 * pairs.min(super::resident_clusters(dev, variant.info())?)
         }
     };
     let dims = LaunchDims::new(grid as u32, 384);
