@@ -24,6 +24,7 @@ mod inline;
 mod instance;
 mod intrinsics;
 mod loops;
+mod proxy_fences;
 mod ring;
 mod ring_sites;
 mod split;

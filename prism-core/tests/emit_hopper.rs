@@ -837,12 +837,14 @@ fn cluster_multicast_ring_gemm() {
     assemble_all(&ks);
     let k = &ks[0];
     assert!(k.ptx.contains(".multicast::cluster"), "{}", k.ptx);
+    // Remote arrivals with the default `.release.cta` semantics: a `.release.cluster` one assembles to a
+    // full fence (MEMBAR.ALL.GPU) before every arrival.
     assert!(
-        k.ptx
-            .contains("mbarrier.arrive.release.cluster.shared::cluster"),
+        k.ptx.contains("mbarrier.arrive.shared::cluster.b64 _, ["),
         "{}",
         k.ptx
     );
+    assert!(!k.ptx.contains(".release.cluster.shared::cluster"));
     assert!(k.ptx.contains(".reqnctapercluster 2, 1, 1"));
     for ((m, n, kk), seed) in [((512u32, 256u32, 256u32), 1u64), ((200, 200, 136), 2)] {
         let (ab, av) = matrix(m as usize, kk as usize, seed);

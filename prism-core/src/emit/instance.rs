@@ -427,6 +427,7 @@ impl Em {
         let (prologue, rest) = self.expand_async_waits();
         body.extend(prologue);
         body.extend(rest);
+        super::proxy_fences::elide_redundant(&mut body);
         // Declarations last: the passes above allocate registers too.
         let mut decls: Vec<ptx::Stmt> = REG_CLASSES
             .iter()

@@ -25,7 +25,7 @@ pub(super) struct RingInfo {
 pub(super) struct Release {
     /// Whole warps run the site: after `bar.warp.sync` (which orders every lane's accesses of the slot before
     /// it) lane 0 arrives for its warp. A phase then needs 4 arrivals per warpgroup instead of 128 (and a
-    /// drain of a 2-block cluster ring 8 remote arrivals, each a release at cluster scope, instead of 256).
+    /// drain of a 2-block cluster ring 8 remote arrivals instead of 256).
     pub per_warp: bool,
     /// Blocks whose barrier it arrives on (remote arrives through `mapa`): the cluster size for the drains of
     /// a multicast ring, else 1.
@@ -303,11 +303,15 @@ impl Em {
             self.raw_line(&format!("{at}mbarrier.arrive.shared::cta.b64 _, [{addr}];"));
             return;
         }
+        // The default semantics (`.release` at `.cta` scope), as CUTLASS's cluster barriers arrive: what the
+        // arrival must order is this block's reads of its own slot before the refill lands in it. A release
+        // at `.cluster` scope assembles to MEMBAR.ALL.CTA + MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before each
+        // arrival (ptxas 12.9, sm_90a): a full fence twice per consumer warp and k-step.
         for r in 0..release.cluster {
             let remote = self.fresh(ScalarType::U32);
             self.raw_line(&format!("mapa.shared::cluster.u32 {remote}, {addr}, {r};"));
             self.raw_line(&format!(
-                "{at}mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}];"
+                "{at}mbarrier.arrive.shared::cluster.b64 _, [{remote}];"
             ));
         }
     }
