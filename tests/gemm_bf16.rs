@@ -660,27 +660,31 @@ fn ring_device_functions_fill_and_drain() {
     );
 }
 
-/// Rung 7 with an f32 `D` (`TmaStore256`): TMA clips the stored boxes at `D`'s edges in both directions
-/// (sizes one past and short of the 128 × 256 tile and of the 32-column box), `beta = 0` never reads `C`
-/// (pre-filled with NaN here, which any read would spread), and `n` not a multiple of 4 (rows TMA cannot
-/// store) takes the same tiles through the register epilogue.
+/// Rung 7 with an f32 `D`, alone (`TmaStore256`) and on 2-block clusters (`ClusterTmaStore256`): TMA clips
+/// the stored boxes at `D`'s edges in both directions (sizes one past and short of the 128 × 256 tile, the
+/// 256-row cluster tile and the 32-column box), `beta = 0` never reads `C` (pre-filled with NaN here, which
+/// any read would spread), and `n` not a multiple of 4 (rows TMA cannot store) takes the same tiles through
+/// the register epilogue.
 #[test]
 fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
     let dev = e2e_util::device();
-    let v = GemmBf16Variant::TmaStore256;
-    for (m, n, k, seed) in [
-        (129, 260, 64, 21),
-        (127, 36, 72, 22),
-        (64, 290, 8, 23),
-        (65, 30, 16, 24),
-    ] {
+    let cases = [
+        (GemmBf16Variant::TmaStore256, 129, 260, 64, 21),
+        (GemmBf16Variant::TmaStore256, 127, 36, 72, 22),
+        (GemmBf16Variant::TmaStore256, 64, 290, 8, 23),
+        (GemmBf16Variant::TmaStore256, 65, 30, 16, 24),
+        (GemmBf16Variant::ClusterTmaStore256, 257, 36, 64, 25),
+        (GemmBf16Variant::ClusterTmaStore256, 255, 260, 16, 26),
+        (GemmBf16Variant::ClusterTmaStore256, 130, 30, 8, 27),
+    ];
+    for (v, m, n, k, seed) in cases {
         let mut p = Problem::new((m, n, k), BLayout::NByK, seed);
         p.c = vec![f32::NAN; m * n];
         let (da, db, mut dc) = p.upload(&dev);
         gemm_bf16(
             &dev, v, m as u32, n as u32, k as u32, ALPHA, &da, &db, 0.0, &mut dc,
         )
-        .unwrap_or_else(|e| panic!("{m}×{n}×{k}: {e}"));
+        .unwrap_or_else(|e| panic!("{} at {m}×{n}×{k}: {e}", v.name()));
         let d = dev.dtoh(&dc).unwrap();
         let mut wrong = 0;
         for i in 0..m {
@@ -692,7 +696,12 @@ fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
                 }
             }
         }
-        assert_eq!(wrong, 0, "{m}×{n}×{k}: {wrong} wrong elements");
+        assert_eq!(
+            wrong,
+            0,
+            "{} at {m}×{n}×{k}: {wrong} wrong elements",
+            v.name()
+        );
         // And with beta ≠ 0 the same sizes read `C` (from a copy) where it lies.
         let p = Problem::new((m, n, k), BLayout::NByK, seed + 100);
         let (da, db, mut dc) = p.upload(&dev);
@@ -701,7 +710,12 @@ fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
         )
         .unwrap();
         let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dc).unwrap());
-        assert!(bad.is_empty(), "{m}×{n}×{k}: {} wrong", bad.len());
+        assert!(
+            bad.is_empty(),
+            "{} at {m}×{n}×{k}: {} wrong",
+            v.name(),
+            bad.len()
+        );
     }
 }
 

@@ -14,11 +14,12 @@
 //! | 5 (space-filling) | [`gemm_bf16_persistent`]`<BN, STAGES, 0>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); every persistent kernel takes its order from [`tile_at`], so each has a table-driven instance |
 //! | 5 + 6 | [`gemm_bf16_cluster_persistent`]`<BN, STAGES, GROUP_M>` | rung 5 run by 2-block clusters multicasting B |
 //! | 7 | [`gemm_bf16_tma_store`]`<256, 4, GROUP_M>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]); [`gemm_bf16_cluster_tma_store`] is the same on rung 5 + 6 |
+//! | 7 (f32) | [`gemm_bf16_tma_store_f32`]`<256, 4, 8>` | rung 7 with an f32 `D` (32-column boxes, `store_fragment_f32`), [`GemmBf16Variant::BEST`]; [`gemm_bf16_cluster_tma_store_f32`] is the same on rung 5 + 6 |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
-//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. Rung 7's bf16 output
-//! goes through shared memory and TMA stores; the f32 rungs store their fragments directly
+//! Rung 2 (two consumer warpgroups without a producer) is skipped: rung 3 has both. Rung 7 goes through
+//! shared memory and TMA stores; the other f32 rungs store their fragments directly
 //! ([`wgmma_tile_to_f32`]): see docs/KERNELS.md.
 
 use prism_macros::{prism_device, prism_kernel};
@@ -332,7 +333,7 @@ pub use tma_store::{
     gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,
     gemm_bf16_tma_store, GemmBf16OutVariant,
 };
-pub use tma_store_f32::gemm_bf16_tma_store_f32;
+pub use tma_store_f32::{gemm_bf16_cluster_tma_store_f32, gemm_bf16_tma_store_f32};
 pub use tma_store_wide::gemm_bf16_tma_store_wide;
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
@@ -821,11 +822,16 @@ pub enum GemmBf16Variant {
     /// multiple of 16 bytes: for `n` not a multiple of 4 the same tiles run `Persistent256`'s epilogue.
     /// With `beta ≠ 0` it reads `C` from a copy made on the device first (`D` is `C`'s buffer).
     TmaStore256,
+    /// Rungs 5 + 6 + 7 with an f32 `D`, [`gemm_bf16_cluster_tma_store_f32`]`<256, 4, 8>`: `TmaStore256`'s
+    /// epilogue on `ClusterPersistent256`'s persistent 2-block clusters (256 × 256 tiles per cluster in
+    /// grouped order, B multicast). For `n` not a multiple of 4 the same tiles run `ClusterPersistent256`'s
+    /// epilogue; `beta ≠ 0` reads `C` from a device copy.
+    ClusterTmaStore256,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 12] = [
+    pub const ALL: [GemmBf16Variant; 13] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -838,6 +844,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::PersistentHilbert256,
         GemmBf16Variant::ClusterPersistentHilbert256,
         GemmBf16Variant::TmaStore256,
+        GemmBf16Variant::ClusterTmaStore256,
     ];
     /// The variant [`gemm_bf16`] picks by default: the fastest f32-output rung at every benchmarked shape on
     /// an H200 (2026-11-27: 0.95× cuBLAS at 4096³, 0.99× at 8192³, docs/BENCHMARKS.md); for `n` not a
@@ -861,6 +868,9 @@ impl GemmBf16Variant {
                 "5+6 persistent cluster2 hilbert 128x256 x4"
             }
             GemmBf16Variant::TmaStore256 => "7 persistent tma-store f32 128x256 x4",
+            GemmBf16Variant::ClusterTmaStore256 => {
+                "5+6+7 persistent cluster2 tma-store f32 128x256 x4"
+            }
         }
     }
 
@@ -883,6 +893,9 @@ impl GemmBf16Variant {
                 &gemm_bf16_cluster_persistent::<256, 4, 0>::INFO
             }
             GemmBf16Variant::TmaStore256 => &gemm_bf16_tma_store_f32::<256, 4, 8>::INFO,
+            GemmBf16Variant::ClusterTmaStore256 => {
+                &gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::INFO
+            }
         }
     }
 
@@ -899,7 +912,8 @@ impl GemmBf16Variant {
             | GemmBf16Variant::ClusterPersistent256
             | GemmBf16Variant::PersistentHilbert256
             | GemmBf16Variant::ClusterPersistentHilbert256
-            | GemmBf16Variant::TmaStore256 => (128, 256),
+            | GemmBf16Variant::TmaStore256
+            | GemmBf16Variant::ClusterTmaStore256 => (128, 256),
         }
     }
 
@@ -1089,7 +1103,9 @@ pub fn gemm_bf16_with_schedule(
         // Clusters of two along M: pairs of 128-row tiles.
         GemmBf16Variant::Cluster256 => 2 * m.div_ceil(256) as u64 * n.div_ceil(tn) as u64,
         // Persistent clusters: as many pairs as can be resident at once.
-        GemmBf16Variant::ClusterPersistent256 | GemmBf16Variant::ClusterPersistentHilbert256 => {
+        GemmBf16Variant::ClusterPersistent256
+        | GemmBf16Variant::ClusterPersistentHilbert256
+        | GemmBf16Variant::ClusterTmaStore256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(tn) as u64;
             2 * pairs.min(resident_clusters(dev, variant.info())?)
         }
@@ -1138,7 +1154,12 @@ pub fn gemm_bf16_with_schedule(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
             )
         }
-        GemmBf16Variant::TmaStore256 => {
+        GemmBf16Variant::ClusterTmaStore256 if !n.is_multiple_of(4) => {
+            gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+            )
+        }
+        GemmBf16Variant::TmaStore256 | GemmBf16Variant::ClusterTmaStore256 => {
             // `D` is `C`'s buffer, written through a map that borrows it: `C` is read from a copy (none is
             // read with beta = 0, and an empty buffer stands in).
             let c_old = if beta != 0.0 {
@@ -1153,9 +1174,15 @@ pub fn gemm_bf16_with_schedule(
                 [32, 64],
                 TensorSwizzle::B128,
             )?;
-            gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
-                dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
-            )
+            if variant == GemmBf16Variant::TmaStore256 {
+                gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
+                    dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
+                )
+            } else {
+                gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(
+                    dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
+                )
+            }
         }
     }?;
     Ok(r)

@@ -1,12 +1,14 @@
 //! Rung 7 with an **f32** `D`: the persistent, warp-specialized mainloop of rung 5 with rung 7's epilogue
 //! (shared memory and TMA stores) in 32-column f32 boxes. On an H200 (2026-11-27) it runs at 0.97× / 0.99×
 //! cuBLAS at 4096³ / 8192³ where rung 5, which stores from registers, runs at 0.85× / 0.90×
-//! (docs/BENCHMARKS.md).
+//! (docs/BENCHMARKS.md). [`gemm_bf16_cluster_tma_store_f32`] is the same epilogue on rungs 5 + 6 (2-block
+//! clusters multicasting B).
 
 use prism_macros::{prism_device, prism_kernel};
 
-/// A consumer warpgroup of [`gemm_bf16_tma_store_f32`]: for each of its block's `iters` tiles (as in
-/// [`super::consume_tiles_f32`]), [`super::drain_k_tiles`]`::<HALF, N>`, then 32 columns at a time
+/// A consumer warpgroup of [`gemm_bf16_tma_store_f32`] and [`gemm_bf16_cluster_tma_store_f32`]: for each of
+/// its block's `iters` tiles (as in [`super::consume_tiles_f32`]: tile `t` starts at row `(t >> 16) ·
+/// tile_rows + row_off`), [`super::drain_k_tiles`]`::<HALF, N>`, then 32 columns at a time
 /// [`super::scale_fragment_box`], `store_fragment_f32` into the warpgroup's own 64 × 32 box `e` (the
 /// 128-byte swizzle TMA reads) and one thread's `tma_store` through `D`'s map `d`, which clips the box at
 /// `D`'s edges. `c` (`m × n` f32) is read only when `beta ≠ 0`. The compiler orders the box's writes before each
@@ -25,6 +27,8 @@ pub fn consume_tiles_f32_tma<const HALF: u32, const N: u32, const GROUP_M: u32>(
     tiles_m: u32,
     tiles_n: u32,
     k_tiles: u32,
+    tile_rows: u32,
+    row_off: u32,
     m: u32,
     n: u32,
     alpha: f32,
@@ -35,7 +39,7 @@ pub fn consume_tiles_f32_tma<const HALF: u32, const N: u32, const GROUP_M: u32>(
     for it in 0..iters {
         let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
         drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
-        let row0: u32 = (tile >> 16) * 128 + 64 * HALF;
+        let row0: u32 = (tile >> 16) * tile_rows + row_off + 64 * HALF;
         let col0: u32 = (tile & 65535) * (2 * N);
         for j in 0..N / 16 {
             scale_fragment_box::<f32, N, 32>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
@@ -109,14 +113,147 @@ pub fn gemm_bf16_tma_store_f32<const BN: u32, const STAGES: u32, const GROUP_M: 
                                 set_max_regs(232);
                                 consume_tiles_f32_tma::<0, { BN / 2 }, GROUP_M>(
                                     r, e1_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
-                                    k_tiles, m, n, alpha, beta,
+                                    k_tiles, 128, 0, m, n, alpha, beta,
                                 );
                             }
                             1 => {
                                 set_max_regs(232);
                                 consume_tiles_f32_tma::<1, { BN / 2 }, GROUP_M>(
                                     r, e2_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
-                                    k_tiles, m, n, alpha, beta,
+                                    k_tiles, 128, 0, m, n, alpha, beta,
+                                );
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    });
+}
+
+/// Rungs 5 + 6 + 7 with an f32 result: [`super::gemm_bf16_cluster_persistent`]'s schedule (clusters of two
+/// blocks take 256 × `BN` tiles in [`super::tile_at`]`::<GROUP_M>` order, rank 0 the top 128 rows and rank 1
+/// the bottom 128, rank 0 multicasting the B panel into both blocks' ring slots) with
+/// [`gemm_bf16_tma_store_f32`]'s epilogue ([`consume_tiles_f32_tma`]). `c` is read only when `beta ≠ 0` and
+/// must not be `D`'s buffer. Launch `2 · min(cluster tiles, resident clusters)` blocks of 384 threads
+/// ([`prism_runtime::Device::max_active_clusters`]); maps as for [`gemm_bf16_tma_store_f32`].
+#[prism_kernel(
+    requires(grid[1], block[2], block[1], warpgroup),
+    threads = 384,
+    cluster = 2,
+    instances = [(256, 4, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_cluster_tma_store_f32<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const f32,
+    d: TensorMapMut<f32, 2>,
+    sched: *const u32,
+) {
+    let tiles_m: u32 = (m + 255) / 256;
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let clusters: u32 = grid_dim() / 2;
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let rank: u32 = blk % 2;
+    #[at(block[1])]
+    let cl: u32 = blk / 2;
+    #[at(block[1])]
+    let iters: u32 = (tiles + clusters - 1 - cl) / clusters; // 0 when cl >= tiles (cl < clusters)
+    group(block[1], || {
+        let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+        let e1: Shared<[f32; 64 * 32], Swizzle128>;
+        let e2: Shared<[f32; 64 * 32], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    e2,
+                    thread[128],
+                    |x| x,
+                    |e2_w| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                // The cluster producer stays inline: `tma_load_multicast` needs the
+                                // kernel's `cluster = N`.
+                                for it in 0..iters {
+                                    let tile: u32 = tile_at::<GROUP_M>(
+                                        cl + it * clusters,
+                                        tiles_m,
+                                        tiles_n,
+                                        sched,
+                                    );
+                                    for kt in 0..k_tiles {
+                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
+                                            match split(thread) {
+                                                1 => {
+                                                    let row: u32 = (tile >> 16) * 256 + rank * 128;
+                                                    tma_load(sa_s, a, kt * 64, row);
+                                                    if rank == 0 {
+                                                        let col: u32 = (tile & 65535) * BN;
+                                                        tma_load_multicast(sb_s, b, kt * 64, col);
+                                                    }
+                                                }
+                                            }
+                                        });
+                                    }
+                                }
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_tiles_f32_tma::<0, { BN / 2 }, GROUP_M>(
+                                    r,
+                                    e1_w,
+                                    d,
+                                    c,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
+                                );
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_tiles_f32_tma::<1, { BN / 2 }, GROUP_M>(
+                                    r,
+                                    e2_w,
+                                    d,
+                                    c,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
                                 );
                             }
                         });
