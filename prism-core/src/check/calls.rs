@@ -179,6 +179,36 @@ impl<'a> Cx<'a> {
                 .position(|c| c.name.name == n)
                 .and_then(|i| gvals.get(i).copied().flatten())
         };
+        // [CLUSTER] A device function declared `cluster = N` (it multicasts into, or reads, every block of a
+        // cluster) runs only where the blocks form clusters of N: in a kernel, or a device function, with the
+        // same `cluster = N`.
+        if let Some(ce) = &callee.cluster {
+            let want = crate::consteval::eval_const(ce, &callee_consts).ok();
+            let have = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
+            if want.is_some() && want != have {
+                let here = match have {
+                    Some(c) => format!("`cluster = {c}`"),
+                    None => "no `cluster`".to_string(),
+                };
+                self.errors.push(
+                    err(
+                        "CLUSTER",
+                        name.span,
+                        format!(
+                            "`{}` declares `cluster = {}` but is called from `{}`, which declares {here}",
+                            name.name,
+                            want.unwrap_or(0),
+                            self.f.name.name
+                        ),
+                    )
+                    .note(ce.span, "declared here")
+                    .help(format!(
+                        "call it from a kernel attributed `cluster = {}`",
+                        want.unwrap_or(0)
+                    )),
+                );
+            }
+        }
         // Shared memory of the callee (T-Function-Call: m' ≤ m).
         if let Some(bytes) = fn_smem(callee, &callee_consts, self.deps, 0) {
             self.callee_smem = self.callee_smem.max(bytes);

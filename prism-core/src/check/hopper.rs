@@ -38,8 +38,8 @@ impl Cx<'_> {
                     let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
                     if !matches!(c, Some(2..=8)) {
                         self.errors.push(
-                            err("CLUSTER", name.span, "`tma_load_multicast` writes the slot of every block of a cluster: it needs a kernel declared with `cluster = N`, N in 2..=8")
-                                .help("add `cluster = 2` to the kernel attribute"),
+                            err("CLUSTER", name.span, "`tma_load_multicast` writes the slot of every block of a cluster: it needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
+                                .help("add `cluster = 2` to the kernel's attribute (a device function's `cluster = 2` makes it callable only from such kernels)"),
                         );
                     }
                 }
@@ -138,7 +138,7 @@ impl Cx<'_> {
                 match c {
                     Some(c @ 2..=8) => self.need_perspective(name, Perspective::block(c as u32), code),
                     _ => self.errors.push(
-                        err("CLUSTER", name.span, "`sync_cluster()` needs a kernel declared with `cluster = N`, N in 2..=8")
+                        err("CLUSTER", name.span, "`sync_cluster()` needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
                             .help("add `cluster = 2` to the kernel attribute, and `block[2]` to `requires`"),
                     ),
                 }
@@ -255,15 +255,12 @@ impl Cx<'_> {
         }
     }
 
-    /// [CLUSTER] `cluster = N`: a kernel's blocks form clusters of 1..=8 (the portable maximum).
+    /// [CLUSTER] `cluster = N`: a kernel's blocks form clusters of 1..=8 (the portable maximum); a device
+    /// function's `cluster = N` says it runs only in such kernels (checked at its calls), and lets it use the
+    /// cluster's collectives (`tma_load_multicast`, `peer`, `sync_cluster`).
     pub(super) fn cluster_rule(&mut self) {
         let Some(e) = &self.f.cluster else { return };
         let span = e.span;
-        if self.f.kind != crate::ast::FnKind::Kernel {
-            self.errors
-                .push(err("CLUSTER", span, "`cluster = N` is a kernel attribute"));
-            return;
-        }
         match self.eval(e) {
             Ok(1..=8) => {}
             Ok(v) => self.errors.push(
@@ -431,7 +428,7 @@ impl Cx<'_> {
                     .help(format!("wrap it in `group(block[{c}], || {{ .. }})`")),
             ),
             _ => self.errors.push(
-                err("CLUSTER", span, "`peer` reads another block's shared memory: it needs a kernel declared with `cluster = N`, N in 2..=8")
+                err("CLUSTER", span, "`peer` reads another block's shared memory: it needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
                     .help("add `cluster = 2` to the kernel attribute and `block[2]` to `requires`"),
             ),
         }

@@ -86,11 +86,7 @@ impl Em {
             views.push(view);
         }
         let id = self.rings.len();
-        let mut multicast = false;
-        crate::check::walk_calls(body, &mut |name, _| {
-            multicast |= name == "tma_load_multicast"
-        });
-        let cluster = multicast && self.cluster > 1;
+        let cluster = self.multicasts(body, 0) && self.cluster > 1;
         self.cluster_rings |= cluster;
         self.rings.push(RingInfo {
             stages: n,
@@ -279,6 +275,22 @@ impl Em {
         }
         self.ring_arrive(&arrive_addr, None, release);
         Ok(())
+    }
+
+    /// Whether `body`, or a device function it calls (a producer written as a function with `cluster = N`),
+    /// fills with `tma_load_multicast`.
+    fn multicasts(&self, body: &Block, depth: u32) -> bool {
+        let mut found = false;
+        crate::check::walk_calls(body, &mut |name, _| {
+            found = found
+                || name == "tma_load_multicast"
+                || (depth < super::MAX_INLINE_DEPTH
+                    && self
+                        .synced
+                        .get(name)
+                        .is_some_and(|f| self.multicasts(&f.body, depth + 1)));
+        });
+        found
     }
 
     /// One arrival on the ring mbarrier at `addr` (under `guard` when given), as `release` says: by lane 0

@@ -14,7 +14,8 @@ use prism_macros::prism_kernel;
 /// blocks' ring slots, so `B` crosses L2 once per cluster. One ring runs across a block's tiles (its step
 /// counts k-tiles over all of them), consumers reset their accumulators on each tile's first k-step, and
 /// both blocks of a cluster run the same number of steps (the schedule is per cluster), as multicast needs.
-/// Launch `2 · min(cluster tiles, SMs / 2)` blocks of 384 threads; `a` maps `A` with box 64 × 128, `b`
+/// The producer is [`super::fill_cluster_tiles`]. Launch `2 · min(cluster tiles, resident clusters)` blocks
+/// of 384 threads ([`prism_runtime::Device::max_active_clusters`]); `a` maps `A` with box 64 × 128, `b`
 /// maps `B` with box 64 × `BN`, both with 128-byte swizzle.
 #[prism_kernel(
     requires(grid[1], block[2], block[1], warpgroup),
@@ -64,38 +65,10 @@ pub fn gemm_bf16_cluster_persistent<const BN: u32, const STAGES: u32, const GROU
                         ring(STAGES, (sa, sb), |r| match split(warpgroup) {
                             1 => {
                                 set_max_regs(40);
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        cl + it * clusters,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    for kt in 0..k_tiles {
-                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            match split(thread) {
-                                                1 => {
-                                                    tma_load(
-                                                        sa_s,
-                                                        a,
-                                                        kt * 64,
-                                                        tm * 256 + rank * 128,
-                                                    );
-                                                    if rank == 0 {
-                                                        tma_load_multicast(
-                                                            sb_s,
-                                                            b,
-                                                            kt * 64,
-                                                            tn * BN,
-                                                        );
-                                                    }
-                                                }
-                                            }
-                                        });
-                                    }
-                                }
+                                fill_cluster_tiles::<BN, GROUP_M>(
+                                    r, a, b, sched, cl, clusters, iters, tiles_m, tiles_n, k_tiles,
+                                    rank,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);

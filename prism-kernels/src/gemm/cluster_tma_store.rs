@@ -7,10 +7,11 @@ use prism_macros::prism_kernel;
 
 /// Rungs 5 + 6 + 7: [`super::gemm_bf16_cluster_persistent`]'s schedule (clusters of two blocks take 256 ×
 /// `BN` tiles in [`super::tile_at`]`::<GROUP_M>` order, grouped or from the table `sched`, rank 0 the top 128 rows and rank 1 the bottom 128, rank 0 multicasting the
-/// B panel into both blocks' ring slots) with [`super::gemm_bf16_tma_store`]'s epilogue (each consumer
-/// warpgroup scales its accumulators, writes them as bf16 into its own 64 × 64 box with `stmatrix_bf16`
-/// and stores the box with `tma_store`, which clips at `D`'s edges). Launch `2 · min(cluster tiles, SMs /
-/// 2)` blocks of 384 threads; maps as for [`super::gemm_bf16_tma_store`].
+/// B panel into both blocks' ring slots: [`super::fill_cluster_tiles`]) with [`super::gemm_bf16_tma_store`]'s
+/// epilogue (each consumer warpgroup scales its accumulators, writes them as bf16 into its own 64 × 64 box
+/// with `stmatrix_bf16` and stores the box with `tma_store`, which clips at `D`'s edges). Launch `2 ·
+/// min(cluster tiles, resident clusters)` blocks of 384 threads
+/// ([`prism_runtime::Device::max_active_clusters`]); maps as for [`super::gemm_bf16_tma_store`].
 #[prism_kernel(
     requires(grid[1], block[2], block[1], warpgroup),
     threads = 384,
@@ -62,38 +63,10 @@ pub fn gemm_bf16_cluster_tma_store<const BN: u32, const STAGES: u32, const GROUP
                         ring(STAGES, (sa, sb), |r| match split(warpgroup) {
                             1 => {
                                 set_max_regs(40);
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        cl + it * clusters,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    let tm: u32 = tile >> 16;
-                                    let tn: u32 = tile & 65535;
-                                    for kt in 0..k_tiles {
-                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            match split(thread) {
-                                                1 => {
-                                                    tma_load(
-                                                        sa_s,
-                                                        a,
-                                                        kt * 64,
-                                                        tm * 256 + rank * 128,
-                                                    );
-                                                    if rank == 0 {
-                                                        tma_load_multicast(
-                                                            sb_s,
-                                                            b,
-                                                            kt * 64,
-                                                            tn * BN,
-                                                        );
-                                                    }
-                                                }
-                                            }
-                                        });
-                                    }
-                                }
+                                fill_cluster_tiles::<BN, GROUP_M>(
+                                    r, a, b, sched, cl, clusters, iters, tiles_m, tiles_n, k_tiles,
+                                    rank,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);

@@ -196,8 +196,8 @@ pub fn scale_fragment_box<T: Scalar, const N: u32, const W: u32>(
 /// The producer warpgroup of the persistent kernels without clusters, written once: for each of its
 /// block's `iters` tiles (`first, first + stride, ..` of the [`tile_at`]`::<GROUP_M>` order over `tiles_m ×
 /// tiles_n` tiles of 128 × `BN`), `k_tiles` fills of the ring `r` (steps `it · k_tiles ..`), in each of
-/// which one thread loads the tile's 128 × 64 A box and `BN` × 64 B box with TMA. (The cluster kernels keep
-/// their producer inline: `tma_load_multicast` needs the kernel's `cluster = N`.)
+/// which one thread loads the tile's 128 × 64 A box and `BN` × 64 B box with TMA. The cluster kernels'
+/// producer is [`fill_cluster_tiles`].
 #[prism_device(requires(thread[128]))]
 #[allow(clippy::too_many_arguments)]
 pub fn fill_tiles<const BN: u32, const GROUP_M: u32>(
@@ -221,6 +221,44 @@ pub fn fill_tiles<const BN: u32, const GROUP_M: u32>(
                 1 => {
                     tma_load(sa_s, a, kt * 64, row0);
                     tma_load(sb_s, b, kt * 64, col0);
+                }
+            });
+        }
+    }
+}
+
+/// The producer warpgroup of the persistent 2-block cluster kernels, written once: for each of its cluster's
+/// `iters` tiles (`first, first + stride, ..` of the [`tile_at`]`::<GROUP_M>` order over `tiles_m × tiles_n`
+/// cluster tiles of 256 × `BN`), `k_tiles` fills of the ring `r`, in each of which one thread loads the
+/// block's 128 × 64 A box (rows `rank · 128 ..` of the cluster tile) and, in block rank 0, the `BN` × 64 B box
+/// with a multicast into the same slot of both blocks. `cluster = 2`: only kernels of 2-block clusters call
+/// it (rule CLUSTER), and their drains release each slot in both blocks.
+#[prism_device(requires(thread[128]), cluster = 2)]
+#[allow(clippy::too_many_arguments)]
+pub fn fill_cluster_tiles<const BN: u32, const GROUP_M: u32>(
+    r: Ring<(bf16, bf16)>,
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    sched: *const u32,
+    first: u32,
+    stride: u32,
+    iters: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+    rank: u32,
+) {
+    for it in 0..iters {
+        let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
+        let row0: u32 = (tile >> 16) * 256 + rank * 128;
+        let col0: u32 = (tile & 65535) * BN;
+        for kt in 0..k_tiles {
+            fill(r, it * k_tiles + kt, |sa_s, sb_s| match split(thread) {
+                1 => {
+                    tma_load(sa_s, a, kt * 64, row0);
+                    if rank == 0 {
+                        tma_load_multicast(sb_s, b, kt * 64, col0);
+                    }
                 }
             });
         }
@@ -581,16 +619,15 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
 }
 
 /// The clusters of `kernel` (384 threads a block) that can be resident at once, the grid of a persistent
-/// cluster kernel: the driver's count ([`Device::max_active_clusters`]); the emulator has none, and there
-/// half an H100's 132 SMs stand in. A grid of more clusters than fit would run its last ones in a second
-/// wave, each after a resident cluster had finished all its tiles.
-fn resident_clusters(dev: &Device, kernel: &KernelInfo) -> Result<u64, GemmError> {
+/// cluster kernel: the driver's count ([`Device::max_active_clusters`]). A grid of more clusters than fit
+/// would run its last ones in a second wave, each after a resident cluster had finished all its tiles.
+/// Where there is no count (the emulator) or the query fails (the launch then reports what is wrong), the
+/// SMs divided by the cluster size stand in (132, an H100's count, on the emulator).
+fn resident_clusters(dev: &Device, kernel: &KernelInfo) -> u64 {
     let cl = kernel.contract().cluster_blocks().max(1);
     let fallback = dev.properties().multiprocessors.unwrap_or(132) / cl;
-    Ok(dev
-        .max_active_clusters(kernel, 384)?
-        .unwrap_or(fallback)
-        .max(1) as u64)
+    let counted = dev.max_active_clusters(kernel, 384).ok().flatten();
+    counted.unwrap_or(fallback).max(1) as u64
 }
 
 /// Rung 6: rung 4 in clusters of two blocks that share the B tile: a cluster computes two 128-row tiles over
@@ -1107,7 +1144,7 @@ pub fn gemm_bf16_with_schedule(
         | GemmBf16Variant::ClusterPersistentHilbert256
         | GemmBf16Variant::ClusterTmaStore256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(tn) as u64;
-            2 * pairs.min(resident_clusters(dev, variant.info())?)
+            2 * pairs.min(resident_clusters(dev, variant.info()))
         }
         _ => blocks,
     };

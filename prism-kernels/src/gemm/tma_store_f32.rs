@@ -187,30 +187,10 @@ pub fn gemm_bf16_cluster_tma_store_f32<const BN: u32, const STAGES: u32, const G
                         ring(STAGES, (sa, sb), |r| match split(warpgroup) {
                             1 => {
                                 set_max_regs(40);
-                                // The cluster producer stays inline: `tma_load_multicast` needs the
-                                // kernel's `cluster = N`.
-                                for it in 0..iters {
-                                    let tile: u32 = tile_at::<GROUP_M>(
-                                        cl + it * clusters,
-                                        tiles_m,
-                                        tiles_n,
-                                        sched,
-                                    );
-                                    for kt in 0..k_tiles {
-                                        fill(r, it * k_tiles + kt, |sa_s, sb_s| {
-                                            match split(thread) {
-                                                1 => {
-                                                    let row: u32 = (tile >> 16) * 256 + rank * 128;
-                                                    tma_load(sa_s, a, kt * 64, row);
-                                                    if rank == 0 {
-                                                        let col: u32 = (tile & 65535) * BN;
-                                                        tma_load_multicast(sb_s, b, kt * 64, col);
-                                                    }
-                                                }
-                                            }
-                                        });
-                                    }
-                                }
+                                fill_cluster_tiles::<BN, GROUP_M>(
+                                    r, a, b, sched, cl, clusters, iters, tiles_m, tiles_n, k_tiles,
+                                    rank,
+                                );
                             }
                             1 => {
                                 set_max_regs(232);
