@@ -183,8 +183,9 @@ impl Device {
     /// more clusters than this runs the extra ones only after others have finished all their work, so
     /// persistent cluster kernels size their grid by it. The emulator has no multiprocessors: `None`.
     ///
-    /// `block` is checked as a launch would check it ([`validate_launch`] with one cluster's blocks):
-    /// [`RuntimeError::BadLaunch`] when the kernel's contract refuses it.
+    /// `block` is checked as a launch would check it ([`validate_launch`], on the smallest grid the contract
+    /// allows: its exact block count, else the least common multiple of the cluster size and its block
+    /// multiple): [`RuntimeError::BadLaunch`] when the kernel's contract refuses it.
     ///
     /// ```no_run
     /// # fn demo(dev: &prism_runtime::Device, kernel: &prism_runtime::KernelInfo) -> Result<(), prism_runtime::RuntimeError> {
@@ -197,12 +198,17 @@ impl Device {
         kernel: &KernelInfo,
         block: u32,
     ) -> Result<Option<u32>, RuntimeError> {
-        validate_launch(
-            kernel,
-            LaunchDims::new(kernel.contract.cluster_blocks().max(1), block),
-        )?;
+        let c = &kernel.contract;
+        let cl = c.cluster_blocks().max(1);
+        let (mut a, mut b) = (cl, c.blocks_multiple_of().max(1));
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        let lcm = (cl / a).saturating_mul(c.blocks_multiple_of().max(1));
+        let grid = c.blocks_exact().unwrap_or(lcm);
+        validate_launch(kernel, LaunchDims::new(grid, block))?;
         match &self.inner.kind {
-            Kind::Gpu(g) => g.max_active_clusters(kernel, block).map(Some),
+            Kind::Gpu(g) => g.max_active_clusters(kernel, grid, block).map(Some),
             Kind::Emu(_) => Ok(None),
         }
     }

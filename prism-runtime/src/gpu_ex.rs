@@ -88,12 +88,13 @@ impl GpuBackend {
         })
     }
 
-    /// `cuOccupancyMaxActiveClusters` for `kernel` in blocks of `block` threads, clusters of its contract's
-    /// size (1 without clusters) and its dynamic shared memory (opted in first, as a launch would); answers
-    /// are cached per function and block size.
+    /// `cuOccupancyMaxActiveClusters` for `kernel` on a `grid` its contract allows, in blocks of `block`
+    /// threads, clusters of its contract's size (1 without clusters) and its dynamic shared memory (opted in
+    /// first, as a launch would); answers are cached per function and block size.
     pub(crate) fn max_active_clusters(
         &self,
         kernel: &KernelInfo,
+        grid: u32,
         block: u32,
     ) -> Result<u32, RuntimeError> {
         super::guard("cuOccupancyMaxActiveClusters", || {
@@ -110,7 +111,7 @@ impl GpuBackend {
             attr.value.clusterDim.y = 1;
             attr.value.clusterDim.z = 1;
             let cfg = sys::CUlaunchConfig {
-                gridDimX: cl,
+                gridDimX: grid,
                 gridDimY: 1,
                 gridDimZ: 1,
                 blockDimX: block,

@@ -938,3 +938,40 @@ fn devices_and_buffers_are_send_and_sync() {
     check::<DeviceBuffer<f32>>();
     check::<RuntimeError>();
 }
+
+/// `max_active_clusters` asks about a grid the kernel's contract allows (its exact block count, or a
+/// multiple of its block requirement), so kernels with either are answered, not refused; a block size the
+/// contract refuses is `BadLaunch`. The emulator has no multiprocessors (`None`); a GPU counts at least one
+/// resident block of this small kernel per SM.
+#[test]
+fn resident_clusters_are_asked_on_a_grid_the_contract_allows() {
+    let d = device();
+    let c = VADD_INFO.contract;
+    let exact = vadd_with(C {
+        blocks_exact: Some(3),
+        ..c
+    });
+    let multiple = vadd_with(C {
+        blocks_multiple_of: 4,
+        ..c
+    });
+    for k in [&VADD, &exact, &multiple] {
+        let n = d
+            .max_active_clusters(k, 64)
+            .expect("a block size the contract allows");
+        match d.backend() {
+            Backend::Emulator => assert_eq!(n, None),
+            Backend::Gpu => {
+                let sms = d.properties().multiprocessors.unwrap_or(1);
+                assert!(
+                    n.is_some_and(|n| n >= sms),
+                    "{n:?} resident blocks on {sms} SMs"
+                );
+            }
+        }
+    }
+    match d.max_active_clusters(&VADD, 48) {
+        Err(RuntimeError::BadLaunch(m)) => assert!(m.contains("48"), "{m}"),
+        other => panic!("block of 48 threads accepted: {other:?}"),
+    }
+}
