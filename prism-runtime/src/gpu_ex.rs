@@ -10,7 +10,7 @@ use cudarc::driver::{sys, SyncOnDrop};
 use super::{GpuBackend, GpuFunction};
 use crate::arg::TensorMapBytes;
 use crate::arg::{HandleInner, KernelArg};
-use crate::emu::{self, TensorDataType, TensorSwizzle};
+use crate::emu::{self, TensorDataType, TensorL2Promotion, TensorSwizzle};
 use crate::error::RuntimeError;
 use crate::types::{KernelInfo, LaunchDims};
 
@@ -43,9 +43,19 @@ fn cu_swizzle(s: TensorSwizzle) -> sys::CUtensorMapSwizzle {
     }
 }
 
+fn cu_l2_promotion(p: TensorL2Promotion) -> sys::CUtensorMapL2promotion {
+    use sys::CUtensorMapL2promotion as P;
+    match p {
+        TensorL2Promotion::None => P::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        TensorL2Promotion::B64 => P::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+        TensorL2Promotion::B128 => P::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        TensorL2Promotion::B256 => P::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    }
+}
+
 impl GpuBackend {
     /// `cuTensorMapEncodeTiled` of a map already validated by [`emu::TensorMap::validate`] (interleave none,
-    /// no L2 promotion, zero or NaN out-of-bounds fill as the map says).
+    /// the map's L2 promotion, zero or NaN out-of-bounds fill as the map says).
     pub(crate) fn encode_tensor_map(&self, m: &emu::TensorMap) -> Result<[u8; 128], RuntimeError> {
         super::guard("cuTensorMapEncodeTiled", || {
             let rank = m.rank();
@@ -71,7 +81,7 @@ impl GpuBackend {
                     elem_strides.as_ptr(),
                     sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
                     cu_swizzle(m.swizzle),
-                    sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                    cu_l2_promotion(m.l2_promotion),
                     oob,
                 )
             };
@@ -257,6 +267,14 @@ mod tests {
             TensorSwizzle::B128,
         ] {
             assert_eq!(cu_swizzle(s) as u32, s as u32, "{s:?}");
+        }
+        for p in [
+            TensorL2Promotion::None,
+            TensorL2Promotion::B64,
+            TensorL2Promotion::B128,
+            TensorL2Promotion::B256,
+        ] {
+            assert_eq!(cu_l2_promotion(p) as u32, p as u32, "{p:?}");
         }
         assert_eq!(
             sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION as u32,

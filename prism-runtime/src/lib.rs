@@ -34,7 +34,7 @@ mod validate;
 
 pub use arg::{BufHandle, DeviceCopy, KernelArg, TensorMapHandle};
 pub use device::{Device, DeviceBuffer, LaunchReport, BACKEND_ENV};
-pub use emu::{TensorDataType, TensorSwizzle};
+pub use emu::{TensorDataType, TensorL2Promotion, TensorSwizzle};
 pub use error::RuntimeError;
 pub use tensor_map::{TensorMap, TensorMapMut};
 pub use types::{

@@ -12,7 +12,7 @@ use std::fmt;
 
 use crate::arg::{data_type, DeviceCopy, KernelArg, TensorMapBytes, TensorMapHandle};
 use crate::device::DeviceBuffer;
-use crate::emu::{self, TensorSwizzle};
+use crate::emu::{self, TensorL2Promotion, TensorSwizzle};
 use crate::error::RuntimeError;
 
 /// A tiled TMA tensor map over a [`DeviceBuffer<T>`]: a `RANK`-dimensional tensor (dimension 0 innermost
@@ -83,6 +83,33 @@ impl<'a, T: DeviceCopy, const RANK: usize> TensorMap<'a, T, RANK> {
     /// The shared-memory swizzle.
     pub fn swizzle(&self) -> TensorSwizzle {
         self.desc.swizzle
+    }
+
+    /// The same map asking L2 to fetch `promotion` bytes at once for its copies' misses (the default is
+    /// none): encoded again for the buffer's device. A hint to the GPU's L2; the emulator keeps it and
+    /// ignores it.
+    ///
+    /// ```
+    /// use prism_runtime::{Device, TensorL2Promotion, TensorMap, TensorSwizzle};
+    /// let dev = Device::emulator();
+    /// let a = dev.alloc_zeros::<half::bf16>(128 * 256)?;
+    /// let map = TensorMap::row_major_2d(&a, 128, 256, 64, 64, TensorSwizzle::B128)?
+    ///     .with_l2_promotion(TensorL2Promotion::B256)?;
+    /// assert_eq!(map.l2_promotion(), TensorL2Promotion::B256);
+    /// # Ok::<(), prism_runtime::RuntimeError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// On the GPU, a refusal by `cuTensorMapEncodeTiled` ([`RuntimeError::Driver`]).
+    pub fn with_l2_promotion(mut self, promotion: TensorL2Promotion) -> Result<Self, RuntimeError> {
+        self.desc.l2_promotion = promotion;
+        self.bytes = TensorMapBytes(self.buf.device().encode_tensor_map(&self.desc)?);
+        Ok(self)
+    }
+
+    /// The L2 fetch size asked for the copies' misses.
+    pub fn l2_promotion(&self) -> TensorL2Promotion {
+        self.desc.l2_promotion
     }
 
     /// Bytes one box copy moves (the `expect_tx` count of a load), out-of-bounds elements included.
@@ -216,6 +243,21 @@ impl<'a, T: DeviceCopy, const RANK: usize> TensorMapMut<'a, T, RANK> {
         self.desc.swizzle
     }
 
+    /// As [`TensorMap::with_l2_promotion`].
+    ///
+    /// # Errors
+    /// As [`TensorMap::with_l2_promotion`].
+    pub fn with_l2_promotion(mut self, promotion: TensorL2Promotion) -> Result<Self, RuntimeError> {
+        self.desc.l2_promotion = promotion;
+        self.bytes = TensorMapBytes(self.buf.device().encode_tensor_map(&self.desc)?);
+        Ok(self)
+    }
+
+    /// The L2 fetch size asked for the copies' misses.
+    pub fn l2_promotion(&self) -> TensorL2Promotion {
+        self.desc.l2_promotion
+    }
+
     /// The validated description (with the buffer's device address), as the emulator encodes it.
     pub fn description(&self) -> &emu::TensorMap {
         &self.desc
@@ -260,12 +302,13 @@ impl<T: DeviceCopy, const RANK: usize> fmt::Debug for TensorMap<'_, T, RANK> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "TensorMap<{}, {}>(dims {}, box {}, {:?} swizzle, over {:?})",
+            "TensorMap<{}, {}>(dims {}, box {}, {:?} swizzle, L2 promotion {:?}, over {:?})",
             T::ELEM,
             RANK,
             dims_text(&self.desc.dims),
             dims_text(&self.desc.box_dims),
             self.desc.swizzle,
+            self.desc.l2_promotion,
             self.buf
         )
     }

@@ -10,8 +10,8 @@
 use prism_runtime::emu::{self, EmuError};
 use prism_runtime::{
     validate_launch, Backend, Contract, Device, DeviceBuffer, DeviceCopy, ElemType, KernelArg,
-    KernelInfo, LaunchDims, ParamSpec, ParamType, RuntimeError, TensorMap, TensorSwizzle,
-    MAX_SMEM_BYTES,
+    KernelInfo, LaunchDims, ParamSpec, ParamType, RuntimeError, TensorL2Promotion, TensorMap,
+    TensorSwizzle, MAX_SMEM_BYTES,
 };
 
 /// Thread 0 arms an mbarrier (at the start of dynamic shared memory) with `nbytes` and copies the box at
@@ -300,6 +300,18 @@ fn reference(c: &Case, es: usize, host: &[u8]) -> Vec<u8> {
 /// Runs `c` with elements of type `T` (made from `es` random bytes each by `make`) through `k`; checks the
 /// whole output buffer (sentinel past the box) against [`reference`].
 fn run_case<T: DeviceCopy>(dev: &Device, k: &KernelInfo, c: Case, make: fn(&[u8]) -> T, seed: u64) {
+    run_case_with(dev, k, c, make, seed, TensorL2Promotion::None);
+}
+
+/// [`run_case`] through a map that asks for `promotion` (which must change no byte of the box).
+fn run_case_with<T: DeviceCopy>(
+    dev: &Device,
+    k: &KernelInfo,
+    c: Case,
+    make: fn(&[u8]) -> T,
+    seed: u64,
+    promotion: TensorL2Promotion,
+) {
     let es = std::mem::size_of::<T>();
     let host = Rng(seed).bytes(c.rows * c.cols * es);
     assert!(host.iter().any(|&b| b != 0));
@@ -313,7 +325,9 @@ fn run_case<T: DeviceCopy>(dev: &Device, k: &KernelInfo, c: Case, make: fn(&[u8]
         c.box_cols,
         c.swizzle,
     )
+    .and_then(|m| m.with_l2_promotion(promotion))
     .unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    assert_eq!(map.l2_promotion(), promotion);
     let want = reference(&c, es, &host);
     assert_eq!(
         map.box_bytes() as usize,
@@ -419,6 +433,60 @@ fn tma_box_matches_cpu_reference_for_every_swizzle() {
         boff: KIB64,
     };
     run_case(&dev, &TMA_U8, c, u8_of, 22);
+}
+
+/// Every L2 promotion is kept in the map (its encoding round-trips through the emulator's decoder) and moves
+/// the same box: a fetch-size hint, not a change of layout.
+#[test]
+fn l2_promotion_is_kept_and_moves_the_same_box() {
+    let dev = device();
+    for (i, p) in [
+        TensorL2Promotion::None,
+        TensorL2Promotion::B64,
+        TensorL2Promotion::B128,
+        TensorL2Promotion::B256,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut desc = emu::TensorMap::tiled(
+            emu::TensorDataType::Bf16,
+            0x10000,
+            &[200, 33],
+            &[400],
+            &[64, 8],
+            TensorSwizzle::B128,
+        )
+        .unwrap();
+        desc.l2_promotion = p;
+        let bytes = desc.encode();
+        assert_eq!(bytes[104], p as u8);
+        assert_eq!(emu::TensorMap::decode(&bytes).unwrap(), desc);
+        let c = Case {
+            rows: 33,
+            cols: 200,
+            box_rows: 8,
+            box_cols: 64,
+            c0: 136,
+            c1: 30,
+            swizzle: TensorSwizzle::B128,
+            boff: KIB64,
+        };
+        run_case_with(&dev, &TMA_BF16, c, bf16_of, 41 + i as u64, p);
+    }
+    let mut bad = emu::TensorMap::tiled(
+        emu::TensorDataType::U8,
+        0x10000,
+        &[64],
+        &[],
+        &[64],
+        TensorSwizzle::None,
+    )
+    .unwrap()
+    .encode();
+    bad[104] = 4;
+    let e = emu::TensorMap::decode(&bad).unwrap_err();
+    assert!(e.0.contains("L2 promotion 4"), "{e}");
 }
 
 #[test]

@@ -25,8 +25,8 @@
 use prism_macros::{prism_device, prism_kernel};
 use prism_runtime::half::bf16;
 use prism_runtime::{
-    Device, DeviceBuffer, KernelInfo, LaunchDims, LaunchReport, RuntimeError, TensorMap,
-    TensorMapMut, TensorSwizzle,
+    Device, DeviceBuffer, KernelInfo, LaunchDims, LaunchReport, RuntimeError, TensorL2Promotion,
+    TensorMap, TensorMapMut, TensorSwizzle,
 };
 use std::fmt;
 
@@ -618,6 +618,27 @@ pub fn gemm_bf16_ws<const BN: u32, const STAGES: u32, const REGS: u32>(
     );
 }
 
+/// The map of a row-major `rows × cols` bf16 operand with `box_rows × box_cols` boxes in the 128-byte
+/// swizzle wgmma reads, asking L2 for 256-byte fetches: a box row is 128 bytes of a matrix row whose next
+/// 128 bytes the next k-step loads (DeepGEMM's maps ask for the same; not yet measured here).
+fn operand_map(
+    buf: &DeviceBuffer<bf16>,
+    rows: u32,
+    cols: u32,
+    box_rows: u32,
+    box_cols: u32,
+) -> Result<TensorMap<'_, bf16, 2>, RuntimeError> {
+    TensorMap::row_major_2d(
+        buf,
+        rows as u64,
+        cols as u64,
+        box_rows,
+        box_cols,
+        TensorSwizzle::B128,
+    )?
+    .with_l2_promotion(TensorL2Promotion::B256)
+}
+
 /// The clusters of `kernel` (384 threads a block) that can be resident at once, the grid of a persistent
 /// cluster kernel: the driver's count ([`Device::max_active_clusters`]). A grid of more clusters than fit
 /// would run its last ones in a second wave, each after a resident cluster had finished all its tiles.
@@ -1127,8 +1148,8 @@ pub fn gemm_bf16_with_schedule(
         schedule,
         &mut owned,
     )?;
-    let ma = TensorMap::row_major_2d(a, m as u64, k as u64, tm, 64, TensorSwizzle::B128)?;
-    let mb = TensorMap::row_major_2d(b, n as u64, k as u64, tn, 64, TensorSwizzle::B128)?;
+    let ma = operand_map(a, m, k, tm, 64)?;
+    let mb = operand_map(b, n, k, tn, 64)?;
     let blocks = match variant {
         // Persistent: one block per SM (the emulator reports none: 132, an H100's count).
         GemmBf16Variant::Persistent128
@@ -1267,8 +1288,8 @@ pub fn gemm_bf16_kn(
     if blocks > i32::MAX as u64 {
         return Err(GemmError::TooLarge(m, n));
     }
-    let ma = TensorMap::row_major_2d(a, m as u64, k as u64, 64, 64, TensorSwizzle::B128)?;
-    let mb = TensorMap::row_major_2d(b, k as u64, n as u64, 64, 64, TensorSwizzle::B128)?;
+    let ma = operand_map(a, m, k, 64, 64)?;
+    let mb = operand_map(b, k, n, 64, 64)?;
     let dims = LaunchDims::new(blocks as u32, 128);
     Ok(gemm_bf16_tma_wgmma_kn::<64>::launch(
         dev, dims, &ma, &mb, m, n, k, alpha, beta, c,

@@ -5,9 +5,7 @@
 use super::{schedule, GemmError, TileSchedule};
 use prism_macros::prism_kernel;
 use prism_runtime::half::bf16;
-use prism_runtime::{
-    Device, DeviceBuffer, LaunchDims, LaunchReport, TensorMap, TensorMapMut, TensorSwizzle,
-};
+use prism_runtime::{Device, DeviceBuffer, LaunchDims, LaunchReport, TensorMapMut, TensorSwizzle};
 
 /// Rung 7: rung 5 ([`super::gemm_bf16_persistent`]: persistent grid, one ring across a block's tiles,
 /// setmaxnreg; tiles in [`super::tile_at`]`::<GROUP_M>` order, grouped or with `GROUP_M` = 0 from the table
@@ -300,8 +298,8 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         schedule,
         &mut owned,
     )?;
-    let ma = TensorMap::row_major_2d(a, m as u64, k as u64, 128, 64, TensorSwizzle::B128)?;
-    let mb = TensorMap::row_major_2d(b, n as u64, k as u64, 256, 64, TensorSwizzle::B128)?;
+    let ma = super::operand_map(a, m, k, 128, 64)?;
+    let mb = super::operand_map(b, n, k, 256, 64)?;
     // With beta = 0 the kernel never reads `c`: any bf16 buffer stands in.
     let c = c.unwrap_or(a);
     let mut md = TensorMapMut::tiled(

@@ -20,7 +20,7 @@ mod ptx;
 mod tensormap;
 
 pub use ptx::{Module, ParamDecl, PtxError, PtxType};
-pub use tensormap::{TensorDataType, TensorMap, TensorMapError, TensorSwizzle};
+pub use tensormap::{TensorDataType, TensorL2Promotion, TensorMap, TensorMapError, TensorSwizzle};
 
 /// Order in which warps (and, in independent mode, diverged lane groups) are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@
 //! | 88 | u16 × 5 box dims |
 //! | 98 | u8 × 5 element strides |
 //! | 103 | u8 swizzle ([`TensorSwizzle`], the driver's numbering) |
-//! | 104 | u8 L2 promotion (ignored) |
+//! | 104 | u8 L2 promotion ([`TensorL2Promotion`], the driver's numbering; the emulator has no L2 and only keeps it) |
 //! | 105 | u8 out-of-bounds fill (0: zeros, 1: NaN) |
 //!
 //! ```
@@ -168,6 +168,35 @@ impl TensorSwizzle {
     }
 }
 
+/// How many bytes L2 fetches from DRAM at once for misses of copies through the map
+/// (`CUtensorMapL2promotion`, same numbering). Wider fetches bring in the neighbours of a box's rows, which
+/// the next k-step of a GEMM reads (DeepGEMM's maps ask for 256 bytes). A hint for the GPU's L2: the emulator
+/// keeps it and ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TensorL2Promotion {
+    /// No promotion (the default).
+    #[default]
+    None = 0,
+    /// 64-byte fetches.
+    B64 = 1,
+    /// 128-byte fetches.
+    B128 = 2,
+    /// 256-byte fetches.
+    B256 = 3,
+}
+
+impl TensorL2Promotion {
+    fn from_code(c: u8) -> Option<TensorL2Promotion> {
+        Some(match c {
+            0 => TensorL2Promotion::None,
+            1 => TensorL2Promotion::B64,
+            2 => TensorL2Promotion::B128,
+            3 => TensorL2Promotion::B256,
+            _ => return None,
+        })
+    }
+}
+
 /// A tiled tensor map: a tensor of `rank` dimensions in global memory and the box a copy moves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorMap {
@@ -187,6 +216,8 @@ pub struct TensorMap {
     pub swizzle: TensorSwizzle,
     /// Out-of-bounds elements read as NaN (floating-point types) instead of zero.
     pub oob_nan: bool,
+    /// L2 fetch size for the copies' misses (a hint; no effect on the emulator).
+    pub l2_promotion: TensorL2Promotion,
 }
 
 /// Why a tensor map was refused: the rule of `cuTensorMapEncodeTiled` it breaks.
@@ -224,6 +255,7 @@ impl TensorMap {
             element_strides: vec![1; box_dims.len()],
             swizzle,
             oob_nan: false,
+            l2_promotion: TensorL2Promotion::None,
         };
         m.validate()?;
         Ok(m)
@@ -358,6 +390,7 @@ impl TensorMap {
             b[98 + i] = *e as u8;
         }
         b[103] = self.swizzle as u8;
+        b[104] = self.l2_promotion as u8;
         b[105] = self.oob_nan as u8;
         b
     }
@@ -384,6 +417,8 @@ impl TensorMap {
         }
         let swizzle = TensorSwizzle::from_code(b[103])
             .ok_or_else(|| TensorMapError(format!("unknown swizzle {}", b[103])))?;
+        let l2_promotion = TensorL2Promotion::from_code(b[104])
+            .ok_or_else(|| TensorMapError(format!("unknown L2 promotion {}", b[104])))?;
         let m = TensorMap {
             data_type,
             global_address: u64_at(8),
@@ -395,6 +430,7 @@ impl TensorMap {
             element_strides: (0..rank).map(|i| b[98 + i] as u32).collect(),
             swizzle,
             oob_nan: b[105] != 0,
+            l2_promotion,
         };
         m.validate()?;
         Ok(m)
