@@ -27,8 +27,10 @@ for f in "$OUT"/*.ptx; do
   regs=$(echo "$log" | grep -o "Used [0-9]* registers" | head -1)
   echo "ok   $(basename "$f") ($regs)"
   if [ -x "$NVDISASM" ]; then
-    fences=$("$NVDISASM" -c "$OUT/$k.cubin" 2>/dev/null | { grep -oE "MEMBAR(\.[A-Z]+)+" || true; } | sort | uniq -c \
-      | awk '{printf " %s=%s", $2, $1}')
+    if ! sass=$("$NVDISASM" -c "$OUT/$k.cubin" 2>"$OUT/$k.nvdisasm.log"); then
+      echo "NVDISASM FAILED $k.cubin"; cat "$OUT/$k.nvdisasm.log"; bad=$((bad + 1)); continue
+    fi
+    fences=$(echo "$sass" | { grep -oE "MEMBAR(\.[A-Z]+)+" || true; } | sort | uniq -c | awk '{printf " %s=%s", $2, $1}')
     echo "$k${fences:- none}" >> "$OUT/sass_fences.txt"
   fi
 done
