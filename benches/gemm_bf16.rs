@@ -3,7 +3,10 @@
 //! and two shapes of LLM layers; rung 7 (bf16 output) against cuBLAS with a bf16 `C`. Every rung's result is
 //! checked against cuBLAS before it is timed; the table gives TFLOP/s and ours/cuBLAS. The table-driven
 //! variants (space-filling tile order) get their Hilbert `TileSchedule` built once per shape, outside the
-//! timed calls, as an application would. Targets (issue "bf16 Hopper GEMM"): ≥ 1.05× at 4096³, ≥ 1.00× at 8192³.
+//! timed calls, as an application would. One more row times the best rung's kernel on operand maps without
+//! L2 promotion (the host API asks for 256-byte fetches), so the promotion's worth is measured in the same
+//! run; the header says how many 2-block clusters the driver keeps resident (the cluster rungs' grid).
+//! Targets (issue "bf16 Hopper GEMM"): ≥ 1.05× at 4096³, ≥ 1.00× at 8192³.
 //!
 //! Without a GPU it prints `no GPU: gemm_bf16 benchmarks skipped (reason)` and exits 0.
 //!
@@ -16,12 +19,13 @@ mod common;
 use common::{cublas, gpu_or_skip, stream, time_events, time_median, Report, Rng, Timing};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use prism::kernels::gemm::{
-    gemm_bf16_out_bf16_with_schedule, gemm_bf16_with_schedule, GemmBf16OutVariant, GemmBf16Variant,
-    TileSchedule,
+    gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store_f32, gemm_bf16_with_schedule,
+    GemmBf16OutVariant, GemmBf16Variant, TileSchedule,
 };
 use prism::runtime::cudarc::cublas::{sys as cublas_sys, CudaBlas};
 use prism::runtime::cudarc::driver::DevicePtr;
 use prism::runtime::half::bf16;
+use prism::runtime::{LaunchDims, TensorMap, TensorMapMut, TensorSwizzle};
 use prism::{Device, DeviceBuffer};
 use std::time::Duration;
 
@@ -188,9 +192,61 @@ fn shape_cases(
             Err(why) => report.fail(v.name(), &size, "cuBLAS bf16", &why),
         }
     }
+    // The best rung on operand maps without L2 promotion (the host API asks for 256-byte fetches): what the
+    // promotion is worth, in the same run.
+    let name = "7 tma-store f32, maps without L2 promotion";
+    match without_l2_promotion(dev, &mut group, shape, &a, &b, &mut out, &want) {
+        Ok(t) => report.pass(name, &size, t, "cuBLAS bf16", t_cublas),
+        Err(why) => report.fail(name, &size, "cuBLAS bf16", &why),
+    }
     bf16_output(dev, &mut group, blas, shape, &a, &b, &want, report);
     group.finish();
     Ok(())
+}
+
+/// `GemmBf16Variant::TmaStore256`'s kernel through its typed launcher, as the host API launches it
+/// (`beta` = 0, grouped order, one block per SM) but with operand maps that ask for no L2 promotion.
+fn without_l2_promotion(
+    dev: &Device,
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    shape: (u32, u32, u32),
+    a: &DeviceBuffer<bf16>,
+    b: &DeviceBuffer<bf16>,
+    out: &mut DeviceBuffer<f32>,
+    want: &[f32],
+) -> Result<Timing, String> {
+    let (m, n, k) = shape;
+    let e = |e: prism::runtime::RuntimeError| e.to_string();
+    let ma =
+        TensorMap::row_major_2d(a, m as u64, k as u64, 128, 64, TensorSwizzle::B128).map_err(e)?;
+    let mb =
+        TensorMap::row_major_2d(b, n as u64, k as u64, 256, 64, TensorSwizzle::B128).map_err(e)?;
+    let no_c = dev.alloc_zeros::<f32>(0).map_err(e)?;
+    let no_table = dev.alloc_zeros::<u32>(0).map_err(e)?;
+    let tiles = m.div_ceil(128) * n.div_ceil(256);
+    let sms = dev.properties().multiprocessors.unwrap_or(132);
+    let dims = LaunchDims::new(tiles.min(sms), 384);
+    let run = |out: &mut DeviceBuffer<f32>| -> Result<(), String> {
+        let mut md = TensorMapMut::tiled(
+            out,
+            [n as u64, m as u64],
+            &[n as u64 * 4],
+            [32, 64],
+            TensorSwizzle::B128,
+        )
+        .map_err(e)?;
+        gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, 1.0, 0.0, &no_c, &mut md, &no_table,
+        )
+        .map(|_| ())
+        .map_err(e)
+    };
+    run(out)?;
+    let got = dev.dtoh(out).map_err(e)?;
+    compare("7 without L2 promotion", &got, want, k)?;
+    measure(dev, group, "7 tma-store f32 no-promotion", shape, || {
+        run(out)
+    })
 }
 
 /// The bf16-output rungs (bf16 `D` through TMA stores) against cuBLAS with a bf16 `C`, all checked against
