@@ -660,7 +660,8 @@ fn ring_device_functions_fill_and_drain() {
     );
 }
 
-/// Rung 7 with an f32 `D`, alone (`TmaStore256`) and on 2-block clusters (`ClusterTmaStore256`): TMA clips
+/// Rung 7 with an f32 `D`, alone (`TmaStore256`, and `TmaStore256x2` with two boxes per consumer) and on
+/// 2-block clusters (`ClusterTmaStore256`): TMA clips
 /// the stored boxes at `D`'s edges in both directions (sizes one past and short of the 128 × 256 tile, the
 /// 256-row cluster tile and the 32-column box), `beta = 0` never reads `C` (pre-filled with NaN here, which
 /// any read would spread), and `n` not a multiple of 4 (rows TMA cannot store) takes the same tiles through
@@ -676,6 +677,9 @@ fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
         (GemmBf16Variant::ClusterTmaStore256, 257, 36, 64, 25),
         (GemmBf16Variant::ClusterTmaStore256, 255, 260, 16, 26),
         (GemmBf16Variant::ClusterTmaStore256, 130, 30, 8, 27),
+        (GemmBf16Variant::TmaStore256x2, 129, 260, 64, 28),
+        (GemmBf16Variant::TmaStore256x2, 127, 36, 72, 29),
+        (GemmBf16Variant::TmaStore256x2, 65, 30, 16, 30),
     ];
     for (v, m, n, k, seed) in cases {
         let mut p = Problem::new((m, n, k), BLayout::NByK, seed);

@@ -14,7 +14,7 @@
 //! | 5 (space-filling) | [`gemm_bf16_persistent`]`<BN, STAGES, 0>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); every persistent kernel takes its order from [`tile_at`], so each has a table-driven instance |
 //! | 5 + 6 | [`gemm_bf16_cluster_persistent`]`<BN, STAGES, GROUP_M>` | rung 5 run by 2-block clusters multicasting B |
 //! | 7 | [`gemm_bf16_tma_store`]`<256, 4, GROUP_M>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]); [`gemm_bf16_cluster_tma_store`] is the same on rung 5 + 6 |
-//! | 7 (f32) | [`gemm_bf16_tma_store_f32`]`<256, 4, 8>` | rung 7 with an f32 `D` (32-column boxes, `store_fragment_f32`), [`GemmBf16Variant::BEST`]; [`gemm_bf16_cluster_tma_store_f32`] is the same on rung 5 + 6 |
+//! | 7 (f32) | [`gemm_bf16_tma_store_f32`]`<256, 4, 8>` | rung 7 with an f32 `D` (32-column boxes, `store_fragment_f32`), [`GemmBf16Variant::BEST`]; [`gemm_bf16_cluster_tma_store_f32`] is the same on rung 5 + 6, [`gemm_bf16_tma_store_f32x2`] the same with two boxes per consumer taking turns |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
@@ -371,7 +371,9 @@ pub use tma_store::{
     gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,
     gemm_bf16_tma_store, GemmBf16OutVariant,
 };
-pub use tma_store_f32::{gemm_bf16_cluster_tma_store_f32, gemm_bf16_tma_store_f32};
+pub use tma_store_f32::{
+    gemm_bf16_cluster_tma_store_f32, gemm_bf16_tma_store_f32, gemm_bf16_tma_store_f32x2,
+};
 pub use tma_store_wide::gemm_bf16_tma_store_wide;
 
 /// Rung 1: TMA + wgmma, one warpgroup, a `64 × BN` tile of `C` per block, k-tiles of 64 (one 128-byte
@@ -885,11 +887,15 @@ pub enum GemmBf16Variant {
     /// grouped order, B multicast). For `n` not a multiple of 4 the same tiles run `ClusterPersistent256`'s
     /// epilogue; `beta ≠ 0` reads `C` from a device copy.
     ClusterTmaStore256,
+    /// Rung 7 with an f32 `D` and a two-stage epilogue, [`gemm_bf16_tma_store_f32x2`]`<256, 4, 8>`:
+    /// `TmaStore256` with two boxes per consumer taking turns, so a box is written while the other's store
+    /// still reads (one barrier per box instead of two). Falls back as `TmaStore256` does.
+    TmaStore256x2,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 13] = [
+    pub const ALL: [GemmBf16Variant; 14] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -903,6 +909,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::ClusterPersistentHilbert256,
         GemmBf16Variant::TmaStore256,
         GemmBf16Variant::ClusterTmaStore256,
+        GemmBf16Variant::TmaStore256x2,
     ];
     /// The variant [`gemm_bf16`] picks by default: the fastest f32-output rung at every benchmarked shape on
     /// an H200 (2026-11-27: 0.95× cuBLAS at 4096³, 0.99× at 8192³, docs/BENCHMARKS.md); for `n` not a
@@ -929,6 +936,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::ClusterTmaStore256 => {
                 "5+6+7 persistent cluster2 tma-store f32 128x256 x4"
             }
+            GemmBf16Variant::TmaStore256x2 => "7 persistent tma-store f32 2-stage 128x256 x4",
         }
     }
 
@@ -954,6 +962,7 @@ impl GemmBf16Variant {
             GemmBf16Variant::ClusterTmaStore256 => {
                 &gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::INFO
             }
+            GemmBf16Variant::TmaStore256x2 => &gemm_bf16_tma_store_f32x2::<256, 4, 8>::INFO,
         }
     }
 
@@ -971,7 +980,8 @@ impl GemmBf16Variant {
             | GemmBf16Variant::PersistentHilbert256
             | GemmBf16Variant::ClusterPersistentHilbert256
             | GemmBf16Variant::TmaStore256
-            | GemmBf16Variant::ClusterTmaStore256 => (128, 256),
+            | GemmBf16Variant::ClusterTmaStore256
+            | GemmBf16Variant::TmaStore256x2 => (128, 256),
         }
     }
 
@@ -1155,7 +1165,8 @@ pub fn gemm_bf16_with_schedule(
         GemmBf16Variant::Persistent128
         | GemmBf16Variant::Persistent256
         | GemmBf16Variant::PersistentHilbert256
-        | GemmBf16Variant::TmaStore256 => {
+        | GemmBf16Variant::TmaStore256
+        | GemmBf16Variant::TmaStore256x2 => {
             blocks.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
         }
         // Clusters of two along M: pairs of 128-row tiles.
@@ -1207,7 +1218,7 @@ pub fn gemm_bf16_with_schedule(
             )
         }
         // TMA stores need rows of a multiple of 16 bytes: otherwise the same tiles, stored from registers.
-        GemmBf16Variant::TmaStore256 if !n.is_multiple_of(4) => {
+        GemmBf16Variant::TmaStore256 | GemmBf16Variant::TmaStore256x2 if !n.is_multiple_of(4) => {
             gemm_bf16_persistent::<256, 4, 8>::launch(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
             )
@@ -1217,7 +1228,9 @@ pub fn gemm_bf16_with_schedule(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
             )
         }
-        GemmBf16Variant::TmaStore256 | GemmBf16Variant::ClusterTmaStore256 => {
+        GemmBf16Variant::TmaStore256
+        | GemmBf16Variant::ClusterTmaStore256
+        | GemmBf16Variant::TmaStore256x2 => {
             // `D` is `C`'s buffer, written through a map that borrows it: `C` is read from a copy (none is
             // read with beta = 0, and an empty buffer stands in).
             let c_old = if beta != 0.0 {
@@ -1232,14 +1245,16 @@ pub fn gemm_bf16_with_schedule(
                 [32, 64],
                 TensorSwizzle::B128,
             )?;
-            if variant == GemmBf16Variant::TmaStore256 {
-                gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
+            match variant {
+                GemmBf16Variant::TmaStore256 => gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
                     dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
-                )
-            } else {
-                gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(
+                ),
+                GemmBf16Variant::TmaStore256x2 => gemm_bf16_tma_store_f32x2::<256, 4, 8>::launch(
                     dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
-                )
+                ),
+                _ => gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(
+                    dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
+                ),
             }
         }
     }?;
