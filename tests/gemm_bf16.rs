@@ -723,6 +723,62 @@ fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
     }
 }
 
+/// The f32 TMA-store rungs with fewer persistent blocks than tiles, through their typed launchers: each
+/// block (cluster) runs several tiles and rewrites its epilogue boxes once their previous stores have read
+/// them — one box per consumer, two taking turns, and the cluster kernel's — over 3 × 2 ragged tiles, with
+/// `C` read from a copy (`beta ≠ 0`), every element checked.
+#[test]
+fn f32_tma_store_blocks_run_several_tiles() {
+    use prism::kernels::gemm::{
+        gemm_bf16_cluster_tma_store_f32, gemm_bf16_tma_store_f32, gemm_bf16_tma_store_f32x2,
+    };
+    use prism::runtime::TensorMapMut;
+    let dev = e2e_util::device();
+    let no_table = dev.alloc_zeros::<u32>(0).unwrap();
+    for (kernel, m, blocks) in [
+        ("one box", 300usize, 2u32),
+        ("two boxes", 300, 2),
+        ("two boxes", 300, 4),
+        ("clusters", 600, 2),
+        ("clusters", 600, 4),
+    ] {
+        let (n, k) = (328usize, 72usize); // 3 × 2 tiles (cluster tiles for m = 600), ragged
+        let p = Problem::new((m, n, k), BLayout::NByK, 71);
+        let (da, db, mut dd) = p.upload(&dev);
+        let dc = dev.htod(&p.c).unwrap();
+        let (ma, mb) = p.maps(&da, &db, 128, 256);
+        let mut md = TensorMapMut::tiled(
+            &mut dd,
+            [n as u64, m as u64],
+            &[n as u64 * 4],
+            [32, 64],
+            TensorSwizzle::B128,
+        )
+        .unwrap();
+        let (dims, (mu, nu, ku)) = (LaunchDims::new(blocks, 384), (m as u32, n as u32, k as u32));
+        match kernel {
+            "one box" => gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
+                &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &dc, &mut md, &no_table,
+            ),
+            "two boxes" => gemm_bf16_tma_store_f32x2::<256, 4, 8>::launch(
+                &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &dc, &mut md, &no_table,
+            ),
+            _ => gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(
+                &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &dc, &mut md, &no_table,
+            ),
+        }
+        .unwrap_or_else(|e| panic!("{kernel}, {blocks} blocks: {e}"));
+        drop(md);
+        let bad = p.wrong_f32(ALPHA, BETA, &dev.dtoh(&dd).unwrap());
+        assert!(
+            bad.is_empty(),
+            "{kernel}, {blocks} blocks: {} wrong, first {:?}",
+            bad.len(),
+            &bad[..bad.len().min(4)]
+        );
+    }
+}
+
 /// BLAS semantics for every f32 rung: with `beta = 0`, `C` is not read (here it holds NaN, which a read
 /// would spread into `D`).
 #[test]

@@ -10,7 +10,7 @@ use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{
     gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16, gemm_bf16_out_bf16_with,
     gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store, gemm_bf16_tma_store_wide,
-    GemmBf16OutVariant, GemmError, TileSchedule,
+    gemm_bf16_tma_store_x2, GemmBf16OutVariant, GemmError, TileSchedule,
 };
 use prism::runtime::half::bf16;
 use prism::runtime::{
@@ -125,6 +125,9 @@ fn launch_typed(
             )
         }
         GemmBf16OutVariant::TmaStoreWide256 => gemm_bf16_tma_store_wide::<3, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+        ),
+        GemmBf16OutVariant::TmaStore256x2 => gemm_bf16_tma_store_x2::<256, 4, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
         ),
     }
@@ -242,6 +245,20 @@ fn wide_bf16_output_every_element() {
     run_variant(v, 200, 328, 136, 0.75, 0.0, 52, None);
     run_variant(v, 72, 264, 40, -1.0, 2.0, 53, None);
     run_variant(v, 300, 264, 72, 1.0, 0.5, 54, Some(2));
+}
+
+/// Rung 7 with a two-stage epilogue (two boxes per consumer taking turns, each written while the other's
+/// store reads): through the host API at a tile multiple and at ragged sizes with and without `C` (n = 328:
+/// a tile whose second box of a pair lies wholly outside `D`), and with two persistent blocks running three
+/// tiles each (each tile's first box is written again while the previous tile's last store may still read
+/// the other).
+#[test]
+fn two_stage_bf16_output_every_element() {
+    let v = GemmBf16OutVariant::TmaStore256x2;
+    run_variant(v, 384, 512, 192, 1.5, -0.5, 61, None);
+    run_variant(v, 200, 328, 136, 0.75, 0.0, 62, None);
+    run_variant(v, 72, 264, 40, -1.0, 2.0, 63, None);
+    run_variant(v, 300, 264, 72, 1.0, 0.5, 64, Some(2));
 }
 
 /// Rungs 5 + 6 + 7 (persistent 2-block clusters, B multicast, TMA-store epilogue): through the host API at

@@ -369,7 +369,7 @@ pub use hilbert::{hilbert_order, wave_footprint};
 pub use schedule::{pack_order, TileSchedule};
 pub use tma_store::{
     gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,
-    gemm_bf16_tma_store, GemmBf16OutVariant,
+    gemm_bf16_tma_store, gemm_bf16_tma_store_x2, GemmBf16OutVariant,
 };
 pub use tma_store_f32::{
     gemm_bf16_cluster_tma_store_f32, gemm_bf16_tma_store_f32, gemm_bf16_tma_store_f32x2,

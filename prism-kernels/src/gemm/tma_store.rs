@@ -3,7 +3,7 @@
 //! warp-specialized mainloop of rung 5.
 
 use super::{schedule, GemmError, TileSchedule};
-use prism_macros::prism_kernel;
+use prism_macros::{prism_device, prism_kernel};
 use prism_runtime::half::bf16;
 use prism_runtime::{Device, DeviceBuffer, LaunchDims, LaunchReport, TensorMapMut, TensorSwizzle};
 
@@ -88,6 +88,157 @@ pub fn gemm_bf16_tma_store<const BN: u32, const STAGES: u32, const GROUP_M: u32>
     });
 }
 
+/// [`super::consume_tiles_bf16`] with two boxes, `e0` and `e1`, taking turns (boxes `2i` and `2i + 1` of the
+/// fragment, 64 columns each): a box is written while the other's TMA store still reads its predecessor, as
+/// CUTLASS's two-stage epilogue (`StagesD = 2`); `N` a multiple of 64.
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn consume_tiles_bf16_2<const HALF: u32, const N: u32, const GROUP_M: u32>(
+    r: Ring<(bf16, bf16)>,
+    e0: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    e1: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    d: TensorMapMut<bf16, 2>,
+    c: *const bf16,
+    sched: *const u32,
+    first: u32,
+    stride: u32,
+    iters: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    #[at(thread[1])]
+    let mut acc = [0.0f32; N];
+    for it in 0..iters {
+        let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
+        drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
+        let row0: u32 = (tile >> 16) * 128 + 64 * HALF;
+        let col0: u32 = (tile & 65535) * (2 * N);
+        for i in 0..N / 64 {
+            scale_fragment_box::<bf16, N, 64>(&mut acc, 2 * i, row0, col0, m, n, alpha, beta, c);
+            stmatrix_bf16(e0, &acc, 2 * i);
+            match split(thread) {
+                1 => {
+                    tma_store(d, e0, col0 + 128 * i, row0);
+                }
+            }
+            scale_fragment_box::<bf16, N, 64>(
+                &mut acc,
+                2 * i + 1,
+                row0,
+                col0,
+                m,
+                n,
+                alpha,
+                beta,
+                c,
+            );
+            stmatrix_bf16(e1, &acc, 2 * i + 1);
+            match split(thread) {
+                1 => {
+                    tma_store(d, e1, col0 + 128 * i + 64, row0);
+                }
+            }
+        }
+    }
+}
+
+/// Rung 7 with a two-stage epilogue: [`gemm_bf16_tma_store`] whose consumers store through two boxes each
+/// ([`consume_tiles_bf16_2`]); 32 KiB of boxes beside the 4-slot ring. Launch and maps as for
+/// [`gemm_bf16_tma_store`].
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 384,
+    instances = [(256, 4, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_tma_store_x2<const BN: u32, const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const bf16,
+    d: TensorMapMut<bf16, 2>,
+    sched: *const u32,
+) {
+    let tiles_m: u32 = (m + 127) / 128;
+    let tiles_n: u32 = (n + BN - 1) / BN;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let nblk: u32 = grid_dim();
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let iters: u32 = (tiles + nblk - 1 - blk) / nblk;
+    group(block[1], || {
+        let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+        // Two boxes for each consumer warpgroup (handed to it whole: `|x| x`).
+        let e1: Shared<[bf16; 64 * 64], Swizzle128>;
+        let f1: Shared<[bf16; 64 * 64], Swizzle128>;
+        let e2: Shared<[bf16; 64 * 64], Swizzle128>;
+        let f2: Shared<[bf16; 64 * 64], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    f1,
+                    thread[128],
+                    |x| x,
+                    |f1_w| {
+                        partition(
+                            e2,
+                            thread[128],
+                            |x| x,
+                            |e2_w| {
+                                partition(
+                                    f2,
+                                    thread[128],
+                                    |x| x,
+                                    |f2_w| {
+                                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                                            1 => {
+                                                set_max_regs(40);
+                                                fill_tiles::<BN, GROUP_M>(
+                                                    r, a, b, sched, blk, nblk, iters, tiles_m,
+                                                    tiles_n, k_tiles,
+                                                );
+                                            }
+                                            1 => {
+                                                set_max_regs(232);
+                                                consume_tiles_bf16_2::<0, { BN / 2 }, GROUP_M>(
+                                                    r, e1_w, f1_w, d, c, sched, blk, nblk, iters,
+                                                    tiles_m, tiles_n, k_tiles, m, n, alpha, beta,
+                                                );
+                                            }
+                                            1 => {
+                                                set_max_regs(232);
+                                                consume_tiles_bf16_2::<1, { BN / 2 }, GROUP_M>(
+                                                    r, e2_w, f2_w, d, c, sched, blk, nblk, iters,
+                                                    tiles_m, tiles_n, k_tiles, m, n, alpha, beta,
+                                                );
+                                            }
+                                        });
+                                    },
+                                );
+                            },
+                        );
+                    },
+                );
+            },
+        );
+    });
+}
+
 /// `D = alpha · A · Bᵀ + beta · C` with a **bf16** result, on rung 7 ([`gemm_bf16_tma_store`]): `a` is
 /// `m × k` row-major bf16, `b` is `n × k` row-major bf16 (as for [`super::gemm_bf16`]), `c` (read only when
 /// `beta ≠ 0`) and `d` are `m × n` row-major bf16; products accumulate in f32 and are rounded once. Any `m`,
@@ -155,16 +306,21 @@ pub enum GemmBf16OutVariant {
     /// Rung 7 with the whole tile staged at once, [`super::gemm_bf16_tma_store_wide`]`<3, 8>`: each
     /// consumer's four 64 × 64 boxes written together and stored behind one barrier, a 3-slot ring.
     TmaStoreWide256,
+    /// Rung 7 with a two-stage epilogue, [`gemm_bf16_tma_store_x2`]`<256, 4, 8>`: `TmaStore256` with two
+    /// 64 × 64 boxes per consumer taking turns (a box is written while the other's store reads; one barrier
+    /// per box instead of two).
+    TmaStore256x2,
 }
 
 impl GemmBf16OutVariant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16OutVariant; 5] = [
+    pub const ALL: [GemmBf16OutVariant; 6] = [
         GemmBf16OutVariant::TmaStore256,
         GemmBf16OutVariant::TmaStoreHilbert256,
         GemmBf16OutVariant::TmaStoreWide256,
         GemmBf16OutVariant::ClusterTmaStore256,
         GemmBf16OutVariant::ClusterTmaStoreHilbert256,
+        GemmBf16OutVariant::TmaStore256x2,
     ];
     /// The variant [`gemm_bf16_out_bf16`] runs: the fastest or within 2 % of it at every shape of
     /// `benches/gemm_bf16.rs` on an H200 (2026-11-27: 0.95–1.02× cuBLAS bf16 at 4096³, 0.98–1.01× at 8192³;
@@ -183,6 +339,7 @@ impl GemmBf16OutVariant {
             }
             GemmBf16OutVariant::TmaStoreHilbert256 => "5+7 persistent hilbert tma-store 128x256 x4",
             GemmBf16OutVariant::TmaStoreWide256 => "7 persistent tma-store 4 boxes 128x256 x3",
+            GemmBf16OutVariant::TmaStore256x2 => "7 persistent tma-store 2-stage 128x256 x4",
         }
     }
 
@@ -198,6 +355,7 @@ impl GemmBf16OutVariant {
             }
             GemmBf16OutVariant::TmaStoreHilbert256 => &gemm_bf16_tma_store::<256, 4, 0>::INFO,
             GemmBf16OutVariant::TmaStoreWide256 => &super::gemm_bf16_tma_store_wide::<3, 8>::INFO,
+            GemmBf16OutVariant::TmaStore256x2 => &gemm_bf16_tma_store_x2::<256, 4, 8>::INFO,
         }
     }
 
@@ -314,7 +472,8 @@ pub fn gemm_bf16_out_bf16_with_schedule(
     let grid = match variant {
         GemmBf16OutVariant::TmaStore256
         | GemmBf16OutVariant::TmaStoreHilbert256
-        | GemmBf16OutVariant::TmaStoreWide256 => {
+        | GemmBf16OutVariant::TmaStoreWide256
+        | GemmBf16OutVariant::TmaStore256x2 => {
             tiles.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
         }
         GemmBf16OutVariant::ClusterTmaStore256 | GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
@@ -331,6 +490,9 @@ pub fn gemm_bf16_out_bf16_with_schedule(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
         ),
         GemmBf16OutVariant::TmaStoreWide256 => super::gemm_bf16_tma_store_wide::<3, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
+        ),
+        GemmBf16OutVariant::TmaStore256x2 => gemm_bf16_tma_store_x2::<256, 4, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
         ),
         GemmBf16OutVariant::ClusterTmaStore256 => {
