@@ -14,7 +14,7 @@
 //! | 5 (space-filling) | [`gemm_bf16_persistent`]`<BN, STAGES, 0>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); every persistent kernel takes its order from [`tile_at`], so each has a table-driven instance |
 //! | 5 + 6 | [`gemm_bf16_cluster_persistent`]`<BN, STAGES, GROUP_M>` | rung 5 run by 2-block clusters multicasting B |
 //! | 7 | [`gemm_bf16_tma_store`]`<256, 4, GROUP_M>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]); [`gemm_bf16_cluster_tma_store`] is the same on rung 5 + 6 |
-//! | 7 (f32) | [`gemm_bf16_tma_store_f32`]`<256, 4, 8>` | rung 7 with an f32 `D` (32-column boxes, `store_fragment_f32`), [`GemmBf16Variant::BEST`]; [`gemm_bf16_cluster_tma_store_f32`] is the same on rung 5 + 6, [`gemm_bf16_tma_store_f32x2`] the same with two boxes per consumer taking turns |
+//! | 7 (f32) | [`gemm_bf16_tma_store_f32`]`<256, 4, 8>` | rung 7 with an f32 `D` (32-column boxes, `store_fragment_f32`), [`GemmBf16Variant::BEST`]; [`gemm_bf16_tma_store_f32x2`] the same with two boxes per consumer taking turns, [`gemm_bf16_cluster_tma_store_f32`] that on rung 5 + 6 |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
 //! separate kernel; TMA's 16-byte stride rule needs `k` to be a multiple of 8.
@@ -882,8 +882,8 @@ pub enum GemmBf16Variant {
     /// multiple of 16 bytes: for `n` not a multiple of 4 the same tiles run `Persistent256`'s epilogue.
     /// With `beta ≠ 0` it reads `C` from a copy made on the device first (`D` is `C`'s buffer).
     TmaStore256,
-    /// Rungs 5 + 6 + 7 with an f32 `D`, [`gemm_bf16_cluster_tma_store_f32`]`<256, 4, 8>`: `TmaStore256`'s
-    /// epilogue on `ClusterPersistent256`'s persistent 2-block clusters (256 × 256 tiles per cluster in
+    /// Rungs 5 + 6 + 7 with an f32 `D`, [`gemm_bf16_cluster_tma_store_f32`]`<256, 4, 8>`: `TmaStore256x2`'s
+    /// two-box epilogue on `ClusterPersistent256`'s persistent 2-block clusters (256 × 256 tiles per cluster in
     /// grouped order, B multicast). For `n` not a multiple of 4 the same tiles run `ClusterPersistent256`'s
     /// epilogue; `beta ≠ 0` reads `C` from a device copy.
     ClusterTmaStore256,

@@ -1,12 +1,13 @@
 //! Rung 7 with an **f32** `D`: the persistent, warp-specialized mainloop of rung 5 with rung 7's epilogue
 //! (shared memory and TMA stores) in 32-column f32 boxes. On an H200 (2026-11-27) it runs at 0.97× / 0.99×
 //! cuBLAS at 4096³ / 8192³ where rung 5, which stores from registers, runs at 0.85× / 0.90×
-//! (docs/BENCHMARKS.md). [`gemm_bf16_cluster_tma_store_f32`] is the same epilogue on rungs 5 + 6 (2-block
-//! clusters multicasting B).
+//! (docs/BENCHMARKS.md). [`gemm_bf16_tma_store_f32x2`] gives each consumer two boxes taking turns, and
+//! [`gemm_bf16_cluster_tma_store_f32`] is that two-box epilogue on rungs 5 + 6 (2-block clusters
+//! multicasting B).
 
 use prism_macros::{prism_device, prism_kernel};
 
-/// A consumer warpgroup of [`gemm_bf16_tma_store_f32`] and [`gemm_bf16_cluster_tma_store_f32`]: for each of
+/// A consumer warpgroup of [`gemm_bf16_tma_store_f32`]: for each of
 /// its block's `iters` tiles (as in [`super::consume_tiles_f32`]: tile `t` starts at row `(t >> 16) ·
 /// tile_rows + row_off`), [`super::drain_k_tiles`]`::<HALF, N>`, then 32 columns at a time
 /// [`super::scale_fragment_box`], `store_fragment_f32` into the warpgroup's own 64 × 32 box `e` (the
@@ -54,7 +55,7 @@ pub fn consume_tiles_f32_tma<const HALF: u32, const N: u32, const GROUP_M: u32>(
 }
 
 /// [`consume_tiles_f32_tma`] with two boxes, `e0` and `e1`, taking turns (boxes `2i` and `2i + 1` of the
-/// fragment): a box is written while the other's TMA store still reads its predecessor — each store's wait
+/// fragment; tiles placed as there, by `tile_rows` and `row_off`): a box is written while the other's TMA store still reads its predecessor — each store's wait
 /// for its box to be read sits before the barrier that publishes the other box's writes, as CUTLASS's
 /// two-stage epilogue (`StagesD = 2`) waits.
 #[prism_device(requires(thread[128]))]
@@ -72,6 +73,8 @@ pub fn consume_tiles_f32_tma2<const HALF: u32, const N: u32, const GROUP_M: u32>
     tiles_m: u32,
     tiles_n: u32,
     k_tiles: u32,
+    tile_rows: u32,
+    row_off: u32,
     m: u32,
     n: u32,
     alpha: f32,
@@ -82,7 +85,7 @@ pub fn consume_tiles_f32_tma2<const HALF: u32, const N: u32, const GROUP_M: u32>
     for it in 0..iters {
         let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
         drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
-        let row0: u32 = (tile >> 16) * 128 + 64 * HALF;
+        let row0: u32 = (tile >> 16) * tile_rows + row_off + 64 * HALF;
         let col0: u32 = (tile & 65535) * (2 * N);
         for i in 0..N / 32 {
             scale_fragment_box::<f32, N, 32>(&mut acc, 2 * i, row0, col0, m, n, alpha, beta, c);
@@ -172,14 +175,16 @@ pub fn gemm_bf16_tma_store_f32x2<const BN: u32, const STAGES: u32, const GROUP_M
                                                 set_max_regs(232);
                                                 consume_tiles_f32_tma2::<0, { BN / 2 }, GROUP_M>(
                                                     r, e1_w, f1_w, d, c, sched, blk, nblk, iters,
-                                                    tiles_m, tiles_n, k_tiles, m, n, alpha, beta,
+                                                    tiles_m, tiles_n, k_tiles, 128, 0, m, n, alpha,
+                                                    beta,
                                                 );
                                             }
                                             1 => {
                                                 set_max_regs(232);
                                                 consume_tiles_f32_tma2::<1, { BN / 2 }, GROUP_M>(
                                                     r, e2_w, f2_w, d, c, sched, blk, nblk, iters,
-                                                    tiles_m, tiles_n, k_tiles, m, n, alpha, beta,
+                                                    tiles_m, tiles_n, k_tiles, 128, 0, m, n, alpha,
+                                                    beta,
                                                 );
                                             }
                                         });
@@ -275,7 +280,7 @@ pub fn gemm_bf16_tma_store_f32<const BN: u32, const STAGES: u32, const GROUP_M: 
 /// Rungs 5 + 6 + 7 with an f32 result: [`super::gemm_bf16_cluster_persistent`]'s schedule (clusters of two
 /// blocks take 256 × `BN` tiles in [`super::tile_at`]`::<GROUP_M>` order, rank 0 the top 128 rows and rank 1
 /// the bottom 128, rank 0 multicasting the B panel into both blocks' ring slots) with
-/// [`gemm_bf16_tma_store_f32`]'s epilogue ([`consume_tiles_f32_tma`]). `c` is read only when `beta ≠ 0` and
+/// [`gemm_bf16_tma_store_f32x2`]'s two-box epilogue ([`consume_tiles_f32_tma2`]). `c` is read only when `beta ≠ 0` and
 /// must not be `D`'s buffer. Launch `2 · min(cluster tiles, resident clusters)` blocks of 384 threads
 /// ([`prism_runtime::Device::max_active_clusters`]); maps as for [`gemm_bf16_tma_store_f32`].
 #[prism_kernel(
@@ -313,71 +318,90 @@ pub fn gemm_bf16_cluster_tma_store_f32<const BN: u32, const STAGES: u32, const G
     group(block[1], || {
         let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
         let sb: Shared<[bf16; STAGES * BN * 64], Swizzle128>;
+        // Two boxes for each consumer warpgroup (handed to it whole: `|x| x`), taking turns.
         let e1: Shared<[f32; 64 * 32], Swizzle128>;
+        let f1: Shared<[f32; 64 * 32], Swizzle128>;
         let e2: Shared<[f32; 64 * 32], Swizzle128>;
+        let f2: Shared<[f32; 64 * 32], Swizzle128>;
         partition(
             e1,
             thread[128],
             |x| x,
             |e1_w| {
                 partition(
-                    e2,
+                    f1,
                     thread[128],
                     |x| x,
-                    |e2_w| {
-                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
-                            1 => {
-                                set_max_regs(40);
-                                fill_cluster_tiles::<BN, GROUP_M>(
-                                    r, a, b, sched, cl, clusters, iters, tiles_m, tiles_n, k_tiles,
-                                    rank,
+                    |f1_w| {
+                        partition(
+                            e2,
+                            thread[128],
+                            |x| x,
+                            |e2_w| {
+                                partition(
+                                    f2,
+                                    thread[128],
+                                    |x| x,
+                                    |f2_w| {
+                                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                                            1 => {
+                                                set_max_regs(40);
+                                                fill_cluster_tiles::<BN, GROUP_M>(
+                                                    r, a, b, sched, cl, clusters, iters, tiles_m,
+                                                    tiles_n, k_tiles, rank,
+                                                );
+                                            }
+                                            1 => {
+                                                set_max_regs(232);
+                                                consume_tiles_f32_tma2::<0, { BN / 2 }, GROUP_M>(
+                                                    r,
+                                                    e1_w,
+                                                    f1_w,
+                                                    d,
+                                                    c,
+                                                    sched,
+                                                    cl,
+                                                    clusters,
+                                                    iters,
+                                                    tiles_m,
+                                                    tiles_n,
+                                                    k_tiles,
+                                                    256,
+                                                    rank * 128,
+                                                    m,
+                                                    n,
+                                                    alpha,
+                                                    beta,
+                                                );
+                                            }
+                                            1 => {
+                                                set_max_regs(232);
+                                                consume_tiles_f32_tma2::<1, { BN / 2 }, GROUP_M>(
+                                                    r,
+                                                    e2_w,
+                                                    f2_w,
+                                                    d,
+                                                    c,
+                                                    sched,
+                                                    cl,
+                                                    clusters,
+                                                    iters,
+                                                    tiles_m,
+                                                    tiles_n,
+                                                    k_tiles,
+                                                    256,
+                                                    rank * 128,
+                                                    m,
+                                                    n,
+                                                    alpha,
+                                                    beta,
+                                                );
+                                            }
+                                        });
+                                    },
                                 );
-                            }
-                            1 => {
-                                set_max_regs(232);
-                                consume_tiles_f32_tma::<0, { BN / 2 }, GROUP_M>(
-                                    r,
-                                    e1_w,
-                                    d,
-                                    c,
-                                    sched,
-                                    cl,
-                                    clusters,
-                                    iters,
-                                    tiles_m,
-                                    tiles_n,
-                                    k_tiles,
-                                    256,
-                                    rank * 128,
-                                    m,
-                                    n,
-                                    alpha,
-                                    beta,
-                                );
-                            }
-                            1 => {
-                                set_max_regs(232);
-                                consume_tiles_f32_tma::<1, { BN / 2 }, GROUP_M>(
-                                    r,
-                                    e2_w,
-                                    d,
-                                    c,
-                                    sched,
-                                    cl,
-                                    clusters,
-                                    iters,
-                                    tiles_m,
-                                    tiles_n,
-                                    k_tiles,
-                                    256,
-                                    rank * 128,
-                                    m,
-                                    n,
-                                    alpha,
-                                    beta,
-                                );
-                            }
-                        });
+                            },
+                        );
                     },
                 );
             },
