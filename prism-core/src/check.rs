@@ -58,8 +58,8 @@ use expr::*;
 use intrinsics::*;
 use persp::*;
 use vars::*;
-pub(crate) use walk::walk_calls;
 use walk::*;
+pub(crate) use walk::{reaches_call, walk_calls};
 
 /// A function that passed every rule. The emitter only accepts these.
 #[derive(Clone, Debug)]

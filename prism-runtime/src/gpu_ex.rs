@@ -53,6 +53,17 @@ fn cu_l2_promotion(p: TensorL2Promotion) -> sys::CUtensorMapL2promotion {
     }
 }
 
+/// The launch attribute of 1-D clusters of `blocks` blocks (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`).
+fn cluster_dimension(blocks: u32) -> sys::CUlaunchAttribute {
+    // SAFETY: all-zero bytes are a valid CUlaunchAttribute (a plain C struct with a union).
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = blocks;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    attr
+}
+
 impl GpuBackend {
     /// `cuTensorMapEncodeTiled` of a map already validated by [`emu::TensorMap::validate`] (interleave none,
     /// the map's L2 promotion, zero or NaN out-of-bounds fill as the map says).
@@ -114,12 +125,7 @@ impl GpuBackend {
             }
             self.opt_in_smem(&func, kernel)?;
             let cl = kernel.contract.cluster_blocks().max(1);
-            // SAFETY: all-zero bytes are a valid CUlaunchAttribute (a plain C struct with a union).
-            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attr.value.clusterDim.x = cl;
-            attr.value.clusterDim.y = 1;
-            attr.value.clusterDim.z = 1;
+            let mut attr = cluster_dimension(cl);
             let cfg = sys::CUlaunchConfig {
                 gridDimX: grid,
                 gridDimY: 1,
@@ -201,12 +207,7 @@ impl GpuBackend {
             .map(|s| s.0.as_mut_ptr() as *mut c_void)
             .collect();
         let cl = kernel.contract.cluster_blocks();
-        // SAFETY: all-zero bytes are a valid CUlaunchAttribute (a plain C struct with a union).
-        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = cl;
-        attr.value.clusterDim.y = 1;
-        attr.value.clusterDim.z = 1;
+        let mut attr = cluster_dimension(cl);
         let cfg = sys::CUlaunchConfig {
             gridDimX: dims.grid,
             gridDimY: 1,

@@ -104,7 +104,7 @@ impl<'a> Cx<'a> {
             self.stmt(s, top);
         }
         self.tail();
-        if f.kind == FnKind::Kernel && uses_tma(f, self.deps, 0) {
+        if f.kind == FnKind::Kernel && uses_tma(f, self.deps) {
             self.smem_align = self.smem_align.max(128);
         }
         self.smem_limit();
@@ -452,20 +452,12 @@ pub(super) fn fn_smem(
 
 /// Whether `f` or a function it calls moves TMA boxes (`tma_load`, `tma_load_multicast`, `tma_store`): the
 /// kernel's dynamic shared memory then starts on 128 bytes, as the emitter lays it out (TMA's alignment).
-pub(super) fn uses_tma(f: &Function, deps: &[Function], depth: u32) -> bool {
-    if depth > 16 {
-        return false;
-    }
-    let mut found = false;
-    walk_calls(&f.body, &mut |name, _| {
-        if found {
-            return;
-        }
-        found = matches!(name, "tma_load" | "tma_load_multicast" | "tma_store")
-            || deps
-                .iter()
-                .find(|d| d.name.name == name && d.name.name != f.name.name)
-                .is_some_and(|c| uses_tma(c, deps, depth + 1));
-    });
-    found
+pub(super) fn uses_tma(f: &Function, deps: &[Function]) -> bool {
+    let body_of = |name: &str| {
+        deps.iter()
+            .find(|d| d.name.name == name && d.name.name != f.name.name)
+            .map(|d| &d.body)
+    };
+    let tma = |name: &str| matches!(name, "tma_load" | "tma_load_multicast" | "tma_store");
+    super::walk::reaches_call(&f.body, &body_of, &tma, 0)
 }

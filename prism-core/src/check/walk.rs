@@ -94,6 +94,24 @@ pub(crate) fn walk_calls(b: &Block, f: &mut dyn FnMut(&str, &Expr)) {
     });
 }
 
+/// Whether `b`, or a function it calls (its body from `body_of`, followed up to 16 calls deep), calls a
+/// function `hit` names: an intrinsic reached through device functions.
+pub(crate) fn reaches_call<'a>(
+    b: &Block,
+    body_of: &dyn Fn(&str) -> Option<&'a Block>,
+    hit: &dyn Fn(&str) -> bool,
+    depth: u32,
+) -> bool {
+    let mut found = false;
+    walk_calls(b, &mut |name, _| {
+        found = found
+            || hit(name)
+            || (depth < 16
+                && body_of(name).is_some_and(|c| reaches_call(c, body_of, hit, depth + 1)));
+    });
+    found
+}
+
 /// The `p[i]` inside an `&p[i]` asm address operand.
 pub(super) fn asm_address_target(e: &Expr) -> &Expr {
     match &e.kind {

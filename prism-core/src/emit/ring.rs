@@ -86,7 +86,10 @@ impl Em {
             views.push(view);
         }
         let id = self.rings.len();
-        let cluster = self.multicasts(body, 0) && self.cluster > 1;
+        // Multicast fills, here or in a producer written as a device function with `cluster = N`.
+        let body_of = |name: &str| self.synced.get(name).map(|f| &f.body);
+        let multicast = |name: &str| name == "tma_load_multicast";
+        let cluster = crate::check::reaches_call(body, &body_of, &multicast, 0) && self.cluster > 1;
         self.cluster_rings |= cluster;
         self.rings.push(RingInfo {
             stages: n,
@@ -275,22 +278,6 @@ impl Em {
         }
         self.ring_arrive(&arrive_addr, None, release);
         Ok(())
-    }
-
-    /// Whether `body`, or a device function it calls (a producer written as a function with `cluster = N`),
-    /// fills with `tma_load_multicast`.
-    fn multicasts(&self, body: &Block, depth: u32) -> bool {
-        let mut found = false;
-        crate::check::walk_calls(body, &mut |name, _| {
-            found = found
-                || name == "tma_load_multicast"
-                || (depth < super::MAX_INLINE_DEPTH
-                    && self
-                        .synced
-                        .get(name)
-                        .is_some_and(|f| self.multicasts(&f.body, depth + 1)));
-        });
-        found
     }
 
     /// One arrival on the ring mbarrier at `addr` (under `guard` when given), as `release` says: by lane 0

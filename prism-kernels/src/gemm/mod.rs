@@ -647,10 +647,15 @@ fn operand_map(
 /// Where there is no count (the emulator) or the query fails (the launch then reports what is wrong), the
 /// SMs divided by the cluster size stand in (132, an H100's count, on the emulator).
 fn resident_clusters(dev: &Device, kernel: &KernelInfo) -> u64 {
-    let cl = kernel.contract().cluster_blocks().max(1);
-    let fallback = dev.properties().multiprocessors.unwrap_or(132) / cl;
+    let cl = kernel.contract().cluster_blocks().max(1) as u64;
     let counted = dev.max_active_clusters(kernel, 384).ok().flatten();
-    counted.unwrap_or(fallback).max(1) as u64
+    counted.map_or(sms(dev) / cl, u64::from).max(1)
+}
+
+/// The SMs of `dev`, the grid of a persistent kernel with one block per SM (the emulator reports none: 132,
+/// an H100's count).
+fn sms(dev: &Device) -> u64 {
+    dev.properties().multiprocessors.unwrap_or(132).max(1) as u64
 }
 
 /// Rung 6: rung 4 in clusters of two blocks that share the B tile: a cluster computes two 128-row tiles over
@@ -1161,14 +1166,12 @@ pub fn gemm_bf16_with_schedule(
     let ma = operand_map(a, m, k, tm, 64)?;
     let mb = operand_map(b, n, k, tn, 64)?;
     let blocks = match variant {
-        // Persistent: one block per SM (the emulator reports none: 132, an H100's count).
+        // Persistent: one block per SM.
         GemmBf16Variant::Persistent128
         | GemmBf16Variant::Persistent256
         | GemmBf16Variant::PersistentHilbert256
         | GemmBf16Variant::TmaStore256
-        | GemmBf16Variant::TmaStore256x2 => {
-            blocks.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
-        }
+        | GemmBf16Variant::TmaStore256x2 => blocks.min(sms(dev)),
         // Clusters of two along M: pairs of 128-row tiles.
         GemmBf16Variant::Cluster256 => 2 * m.div_ceil(256) as u64 * n.div_ceil(tn) as u64,
         // Persistent clusters: as many pairs as can be resident at once.

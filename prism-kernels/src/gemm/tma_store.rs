@@ -467,15 +467,12 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         [64, 64],
         TensorSwizzle::B128,
     )?;
-    // Persistent: one block per SM (the emulator reports none: 132, an H100's count); clusters: as many
-    // pairs as can be resident at once.
+    // Persistent: one block per SM; clusters: as many pairs as can be resident at once.
     let grid = match variant {
         GemmBf16OutVariant::TmaStore256
         | GemmBf16OutVariant::TmaStoreHilbert256
         | GemmBf16OutVariant::TmaStoreWide256
-        | GemmBf16OutVariant::TmaStore256x2 => {
-            tiles.min(dev.properties().multiprocessors.unwrap_or(132).max(1) as u64)
-        }
+        | GemmBf16OutVariant::TmaStore256x2 => tiles.min(super::sms(dev)),
         GemmBf16OutVariant::ClusterTmaStore256 | GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
             2 * pairs.min(super::resident_clusters(dev, variant.info()))
