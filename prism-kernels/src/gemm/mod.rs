@@ -1234,34 +1234,60 @@ pub fn gemm_bf16_with_schedule(
         GemmBf16Variant::TmaStore256
         | GemmBf16Variant::ClusterTmaStore256
         | GemmBf16Variant::TmaStore256x2 => {
-            // `D` is `C`'s buffer, written through a map that borrows it: `C` is read from a copy (none is
-            // read with beta = 0, and an empty buffer stands in).
-            let c_old = if beta != 0.0 {
-                dev.clone_dtod(c)?
-            } else {
-                dev.alloc_zeros::<f32>(0)?
-            };
-            let mut md = TensorMapMut::tiled(
+            return launch_tma_store_f32(
+                dev,
+                variant,
+                dims,
+                (&ma, &mb),
+                (m, n, k),
+                alpha,
+                beta,
                 c,
-                [n as u64, m as u64],
-                &[n as u64 * 4],
-                [32, 64],
-                TensorSwizzle::B128,
-            )?;
-            match variant {
-                GemmBf16Variant::TmaStore256 => gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
-                    dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
-                ),
-                GemmBf16Variant::TmaStore256x2 => gemm_bf16_tma_store_f32x2::<256, 4, 8>::launch(
-                    dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
-                ),
-                _ => gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(
-                    dev, dims, &ma, &mb, m, n, k, alpha, beta, &c_old, &mut md, table,
-                ),
-            }
+                table,
+            );
         }
     }?;
     Ok(r)
+}
+
+/// The f32 TMA-store rungs' launch: `D` is `C`'s buffer, written through a map that borrows it, so `C` is
+/// read from a device copy (none is read with `beta = 0`, and an empty buffer stands in).
+#[allow(clippy::too_many_arguments)]
+fn launch_tma_store_f32(
+    dev: &Device,
+    variant: GemmBf16Variant,
+    dims: LaunchDims,
+    (ma, mb): (&TensorMap<'_, bf16, 2>, &TensorMap<'_, bf16, 2>),
+    (m, n, k): (u32, u32, u32),
+    alpha: f32,
+    beta: f32,
+    c: &mut DeviceBuffer<f32>,
+    table: &DeviceBuffer<u32>,
+) -> Result<LaunchReport, GemmError> {
+    let c_old = if beta != 0.0 {
+        dev.clone_dtod(c)?
+    } else {
+        dev.alloc_zeros::<f32>(0)?
+    };
+    let mut md = TensorMapMut::tiled(
+        c,
+        [n as u64, m as u64],
+        &[n as u64 * 4],
+        [32, 64],
+        TensorSwizzle::B128,
+    )?;
+    let d = &mut md;
+    Ok(match variant {
+        GemmBf16Variant::TmaStore256 => gemm_bf16_tma_store_f32::<256, 4, 8>::launch(
+            dev, dims, ma, mb, m, n, k, alpha, beta, &c_old, d, table,
+        ),
+        GemmBf16Variant::TmaStore256x2 => gemm_bf16_tma_store_f32x2::<256, 4, 8>::launch(
+            dev, dims, ma, mb, m, n, k, alpha, beta, &c_old, d, table,
+        ),
+        _ => gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(
+            dev, dims, ma, mb, m, n, k, alpha, beta, &c_old, d, table,
+        ),
+    }?)
 }
 
 /// `C = alpha · A · B + beta · C` with `B` given `k × n` row-major (the layout of [`crate::sgemm::sgemm`]):
