@@ -50,6 +50,10 @@ const FIXTURES: &[(&str, &str)] = &[
         "misc.ptx",
         include_str!("../prism-runtime/tests/fixtures/misc.ptx"),
     ),
+    (
+        "calls.ptx",
+        include_str!("../prism-runtime/tests/fixtures/calls.ptx"),
+    ),
 ];
 
 /// How far apart two float elements may be: within `ulp` units in the last place or within `abs`.

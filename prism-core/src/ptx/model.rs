@@ -116,11 +116,29 @@ impl Space {
     }
 }
 
-/// A variable's initializer: a value or a braced list of initializers.
+/// A variable's initializer: a value, an address, or a braced list of initializers.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Init {
     Value(Operand),
+    /// The address of a variable or function (PTX ISA §5.4.4 "Initializers"): `sym`, `generic(sym)`,
+    /// either `+N`, and nvcc's byte-masked form `0xFF00(generic(sym)+N)` for pointers at unaligned
+    /// offsets of a `.b8`/`.u8` array.
+    Addr(AddrInit),
     List(Vec<Init>),
+}
+
+/// An address initializer: `[mask(]` `generic(name)` or `name` `[+offset]` `[)]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddrInit {
+    /// The variable or function whose address it is.
+    pub name: String,
+    /// `generic(name)`: the generic address rather than the state space's own.
+    pub generic: bool,
+    /// Bytes added to the address.
+    pub offset: i64,
+    /// `0xFF..(…)`: the value is the masked byte (`(address & mask) >> shift`, shift = the mask's
+    /// trailing zeros), as text exactly as written.
+    pub mask: Option<String>,
 }
 
 /// `.reg qualifiers name[<N>], …;`

@@ -305,11 +305,56 @@ impl<'s> Parser<'s> {
                 self.eat_p(',');
             }
             Init::List(v)
+        } else if let Some(a) = self.addr_init()? {
+            Init::Addr(a)
         } else {
             Init::Value(self.operand()?)
         };
         self.depth -= 1;
         Ok(r)
+    }
+
+    /// An address initializer, if one starts here: `name`, `generic(name)`, `…+N`, or a mask around one
+    /// (`0xFF00(generic(name)+N)`).
+    fn addr_init(&mut self) -> R<Option<AddrInit>> {
+        let line = self.line();
+        if let (Some(Tok::Num(m)), Some(Tok::P('('))) = (self.peek().cloned(), self.peek_at(1)) {
+            self.pos += 2;
+            let Some(mut a) = self.addr_init()? else {
+                return perr(line, format!("expected an address inside the mask {m}(…)"));
+            };
+            self.expect_p(')')?;
+            a.mask = Some(m);
+            return Ok(Some(a));
+        }
+        let (name, generic) = match (self.peek().cloned(), self.peek_at(1)) {
+            (Some(Tok::Ident(g)), Some(Tok::P('('))) if g == "generic" => {
+                self.pos += 2;
+                let n = self.ident()?;
+                self.expect_p(')')?;
+                (n, true)
+            }
+            (Some(Tok::Ident(n)), _) if !n.starts_with('.') && !n.starts_with('%') => {
+                self.pos += 1;
+                (n, false)
+            }
+            _ => return Ok(None),
+        };
+        let mut offset = 0i64;
+        while self.is_p('+') || self.is_p('-') {
+            let neg = self.eat_p('-');
+            if !neg {
+                self.pos += 1;
+            }
+            let v = self.number()?;
+            offset = offset.wrapping_add(if neg { v.wrapping_neg() } else { v });
+        }
+        Ok(Some(AddrInit {
+            name,
+            generic,
+            offset,
+            mask: None,
+        }))
     }
 
     fn param_list(&mut self) -> R<Vec<VarDecl>> {

@@ -73,12 +73,33 @@ impl Display for Init {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
             Init::Value(v) => write!(f, "{v}"),
+            Init::Addr(a) => write!(f, "{a}"),
             Init::List(items) => {
                 f.write_char('{')?;
                 comma_list(f, items)?;
                 f.write_char('}')
             }
         }
+    }
+}
+
+impl Display for AddrInit {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if let Some(m) = &self.mask {
+            write!(f, "{m}(")?;
+        }
+        if self.generic {
+            write!(f, "generic({})", self.name)?;
+        } else {
+            f.write_str(&self.name)?;
+        }
+        if self.offset != 0 {
+            write!(f, "{:+}", self.offset)?;
+        }
+        if self.mask.is_some() {
+            f.write_char(')')?;
+        }
+        Ok(())
     }
 }
 

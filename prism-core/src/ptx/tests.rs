@@ -262,3 +262,33 @@ fn mutated_ptx_that_parses_round_trips() {
         "only {parsed} of {cases} mutants parsed"
     );
 }
+
+#[test]
+fn address_initializers() {
+    let m = roundtrip(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.global .align 4 .b8 A[16];\n\
+         .global .align 8 .u64 p[4] = {generic(A), generic(A)+8, A, f};\n\
+         .global .align 1 .u8 b[3] = {7, 0XFF(generic(A)+4), 0xFF00(generic(A)+4)};\n\
+         .func f() { ret; }",
+    );
+    let Item::Var(p) = &m.items[4] else {
+        panic!("{:?}", m.items[4])
+    };
+    let Some(Init::List(v)) = &p.init else {
+        panic!("{:?}", p.init)
+    };
+    let addr = |i: &Init| match i {
+        Init::Addr(a) => (a.name.clone(), a.generic, a.offset, a.mask.clone()),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(addr(&v[1]), ("A".into(), true, 8, None));
+    assert_eq!(addr(&v[2]), ("A".into(), false, 0, None));
+    assert_eq!(addr(&v[3]), ("f".into(), false, 0, None));
+    let Item::Var(b) = &m.items[5] else { panic!() };
+    let Some(Init::List(v)) = &b.init else {
+        panic!()
+    };
+    assert!(matches!(&v[0], Init::Value(Operand::Int(7))));
+    assert_eq!(addr(&v[2]), ("A".into(), true, 4, Some("0xFF00".into())));
+    assert!(parse(".global .u64 p = 0xFF(generic(A);").is_err());
+}

@@ -135,6 +135,20 @@ pub const LOCAL_WINDOW: u64 = 0x0000_7100_0000_0000;
 /// Generic-address window of kernel parameters.
 pub const PARAM_WINDOW: u64 = 0x0000_7200_0000_0000;
 const WINDOW: u64 = 1 << 32;
+/// Where function addresses live (`mov.u64 %rd, f`, `{f}` in an initializer): function `i` of the
+/// module is `FUNC_WINDOW + 16·i`, no memory, only an indirect `call` target.
+pub const FUNC_WINDOW: u64 = 0x0000_7300_0000_0000;
+
+/// The address of the module's function `f`.
+pub(crate) fn func_address(f: u32) -> u64 {
+    FUNC_WINDOW + 16 * f as u64
+}
+
+/// The function whose address `a` is, if it is one.
+pub(crate) fn func_of_address(a: u64) -> Option<u32> {
+    let d = a.checked_sub(FUNC_WINDOW)?;
+    (d % 16 == 0 && d / 16 < u32::MAX as u64).then_some((d / 16) as u32)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -151,7 +165,25 @@ struct Frame {
     ret_pc: u32,
     callee: u32,
     rets: Vec<Operand>,
+    /// Where the activation's local frame starts in the lane's local memory: the caller's, or for a
+    /// recursive call a fresh layer above every active one (`Frame::layer_base`).
+    base: u64,
+    /// The callee's registers as the lane's outer activation of it left them (a recursive call only):
+    /// restored at its return. Registers are per function, so two activations would share them.
+    saved: Vec<u64>,
 }
+
+/// The lane's current local frame base (0 outside calls and in non-recursive ones).
+#[inline]
+fn lane_base(w: &Warp, l: usize) -> u64 {
+    w.stack.get(l).and_then(|s| s.last()).map_or(0, |f| f.base)
+}
+
+/// Most local-memory layers (the static frame, then one per recursive activation) a thread may use: a
+/// deeper recursion is a stack overflow fault, as the GPU's stack limit would be.
+const MAX_FRAME_LAYERS: usize = 1024;
+/// Most bytes of local memory a block's layers may take together.
+const MAX_BLOCK_LOCAL_BYTES: usize = 256 << 20;
 
 struct Warp {
     regs: Regs,

@@ -248,7 +248,9 @@ impl L<'_> {
                     *o = (*v == 0) as u64;
                 }
             }
-            Operand::Sym(s) => *out = [self.sym_value(*s, false); 32],
+            Operand::Sym(s) if !matches!(s, SymRef::Local(_)) || w.stack.is_empty() => {
+                *out = [self.sym_value(*s, false); 32]
+            }
             _ => {
                 for l in each(lanes) {
                     out[l] = self.val(b, w, wi, op, l);
@@ -353,6 +355,15 @@ impl L<'_> {
                 add_lanes(base, *off as u64, a);
                 true
             }
+            // A local symbol is relative to each lane's frame (lanes may be at different recursion depths).
+            Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _) if !w.stack.is_empty() => {
+                for (l, x) in a.iter_mut().enumerate() {
+                    if let Operand::Addr(base, off) = op {
+                        *x = self.addr(w, base, *off, l, generic);
+                    }
+                }
+                true
+            }
             Operand::Addr(base, off) => {
                 *a = [self.addr(w, base, *off, 0, generic); 32];
                 true
@@ -420,10 +431,10 @@ impl L<'_> {
             Space::Local => {
                 for l in each(exec) {
                     let a = addr[l] & 0xFFFF_FFFF;
-                    if a & amask != 0 || a as usize + size > self.local_size {
+                    if a & amask != 0 {
                         return None;
                     }
-                    offs[l] = self.tid_of(wi, l) as usize * self.local_size + a as usize;
+                    offs[l] = self.local_index(b, self.tid_of(wi, l) as usize, a, size)?;
                 }
                 Some(Region::Local)
             }

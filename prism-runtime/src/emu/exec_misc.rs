@@ -219,10 +219,12 @@ fn remember(list: &mut Vec<u32>, new: &[u32]) {
 pub(super) const ALLOCA_STACK: usize = 4096;
 
 /// Local memory per thread for a launch of `m`: the static frame, plus the `alloca` stack if it has one.
+/// A multiple of 16 bytes, so that a recursive call's frame layer (`local_size` above the last) keeps
+/// every `.local` variable's alignment (nvcc aligns its depots to 16 at most).
 pub(super) fn local_bytes(m: &Module) -> usize {
-    let base = m.local_size as usize;
+    let base = (m.local_size as usize).next_multiple_of(16);
     if m.uses_alloca() {
-        base.next_multiple_of(16) + ALLOCA_STACK
+        base + ALLOCA_STACK
     } else {
         base
     }

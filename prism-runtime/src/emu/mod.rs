@@ -485,6 +485,19 @@ impl Emulator {
             let _ = self.write(a, &g.init[..n]);
             v.push(a);
         }
+        // Addresses in initializers, now that every variable has one (global addresses are generic).
+        for (g, &a) in module.globals.iter().zip(&v) {
+            for r in &g.relocs {
+                let target = match r.target {
+                    ptx::RelocTarget::Global(i) => v[i as usize],
+                    ptx::RelocTarget::Func(f) => exec::func_address(f),
+                };
+                let bytes = r.value(target).to_le_bytes();
+                if r.at + r.size <= g.size {
+                    let _ = self.write(a + r.at as u64, &bytes[..r.size.min(8)]);
+                }
+            }
+        }
         self.module_globals.insert(module.id, v.clone());
         v
     }

@@ -602,6 +602,8 @@ pub(crate) struct Function {
     pub cluster: Option<[u32; 3]>,
     /// Static shared memory of this function (module-level plus its own `.shared` variables).
     pub smem: u32,
+    /// The registers its code names (a recursive call saves them for the outer activation).
+    pub regs: Vec<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -611,6 +613,36 @@ pub(crate) struct GlobalVar {
     #[allow(dead_code)]
     pub align: usize,
     pub init: Vec<u8>,
+    /// Addresses the initializer holds, written when the module's variables are placed.
+    pub relocs: Vec<Reloc>,
+}
+
+/// An address in a variable's initializer (`{generic(A)+8, f}`): `size` bytes at byte `at` get the
+/// target's address plus `offset`, masked and shifted down when `mask` is not all ones (nvcc's
+/// `0xFF00(generic(A))` gives one byte of an address).
+#[derive(Debug, Clone)]
+pub(crate) struct Reloc {
+    pub at: usize,
+    pub size: usize,
+    pub target: RelocTarget,
+    pub offset: i64,
+    pub mask: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RelocTarget {
+    /// A `.global`/`.const` variable (index into `Module::globals`).
+    Global(u32),
+    /// A function (index into `Module::funcs`).
+    Func(u32),
+}
+
+impl Reloc {
+    /// The bytes to write, given the target's address.
+    pub(crate) fn value(&self, target: u64) -> u64 {
+        let a = target.wrapping_add(self.offset as u64);
+        (a & self.mask) >> self.mask.trailing_zeros().min(63)
+    }
 }
 
 /// A parsed and pre-decoded PTX module.
@@ -724,6 +756,8 @@ struct Parser {
     share_slots: bool,
     funcs: Vec<Function>,
     globals: Vec<GlobalVar>,
+    /// Address initializers waiting for every name of the module: (variable, byte, size, what, line).
+    pending_relocs: Vec<(u32, usize, usize, prism_core::ptx::AddrInit, usize)>,
     module_names: HashMap<String, Name>,
     scopes: Vec<HashMap<String, Name>>,
     // all scopes ever created (so pending instructions can resolve names after labels are known)

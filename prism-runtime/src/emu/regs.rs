@@ -58,6 +58,11 @@ impl RegWindow {
                 if let Some((p, _)) = ins.guard {
                     note(p);
                 }
+                // An indirect call may reach any function whose address the module takes.
+                if ins.kind == Kind::Call && !ins.args.iter().any(|a| matches!(a, Operand::Func(_)))
+                {
+                    return Self::all(m);
+                }
                 let mut inside = true;
                 for op in &ins.args {
                     op.visit(&mut |o| match o {

@@ -45,14 +45,20 @@ impl L<'_> {
             };
             match frame {
                 Some(fr) => {
-                    // copy return values back
                     let callee = &m.funcs[fr.callee as usize];
+                    // The outer activation's registers first: a return value may go to one of them.
+                    for (&r, &v) in callee.regs.iter().zip(&fr.saved) {
+                        w.regs[r as usize * 32 + l] = v;
+                    }
+                    // copy return values back
+                    let tid = self.tid_of(wi, l) as usize;
                     for (k, r) in fr.rets.iter().enumerate() {
                         if let Some(rd) = callee.rets.get(k) {
-                            let src = Loc::Local(
-                                self.tid_of(wi, l) as usize * self.local_size + rd.offset,
-                            );
-                            copy_param(self, b, w, wi, l, src, r, rd.size);
+                            if let Some(i) =
+                                self.local_index(b, tid, fr.base + rd.offset as u64, rd.size)
+                            {
+                                copy_param(self, b, w, wi, l, Loc::Local(i), r, rd.size);
+                            }
                         }
                     }
                     w.pc[l] = fr.ret_pc;
@@ -98,6 +104,9 @@ impl L<'_> {
         let args = &ins.args;
         let m = self.m;
         let mut f_idx = None;
+        // An indirect call's target: the register (or immediate) between the return list and the
+        // argument list (`call (ret), %rd, (args), prototype;`).
+        let mut target = None;
         let mut rets: Vec<Operand> = Vec::new();
         let mut cargs: Vec<Operand> = Vec::new();
         let mut seen_f = false;
@@ -105,6 +114,10 @@ impl L<'_> {
             match a {
                 Operand::Func(f) => {
                     f_idx = Some(*f);
+                    seen_f = true;
+                }
+                Operand::Reg(_) | Operand::Imm(_) if !seen_f => {
+                    target = Some(a.clone());
                     seen_f = true;
                 }
                 Operand::List(v) => {
@@ -118,7 +131,7 @@ impl L<'_> {
             }
         }
         let f = match f_idx {
-            Some(f) if m.funcs[f as usize].defined => f,
+            Some(f) if m.funcs[f as usize].defined => Some(f),
             // The CUDA runtime's device-side functions that nvcc declares `.extern`.
             Some(f)
                 if matches!(
@@ -137,6 +150,7 @@ impl L<'_> {
                     &cargs,
                 );
             }
+            None if target.is_some() => None,
             _ => {
                 self.fault(
                     b,
@@ -144,29 +158,123 @@ impl L<'_> {
                     Some(exec.trailing_zeros()),
                     pc,
                     FaultKind::Unsupported,
-                    "call target is not a defined .func (indirect calls are unsupported)".into(),
+                    "call target is not a defined .func".into(),
                 );
                 return Step::Stop;
             }
         };
-        let callee = &m.funcs[f as usize];
         if w.stack.is_empty() {
             w.stack = vec![Vec::new(); 32];
         }
+        // Each lane's callee: the named function, or the one whose address the lane's target holds
+        // (lanes of a warp may call different functions: a virtual call on mixed objects).
+        let mut callees = [0u32; 32];
+        let mut bad = None;
         lanes!(exec, l, {
+            match (f, &target) {
+                (Some(f), _) => callees[l] = f,
+                (None, Some(t)) => {
+                    let v = self.val(b, w, wi, t, l);
+                    let c = func_of_address(v).filter(|&c| {
+                        m.funcs
+                            .get(c as usize)
+                            .is_some_and(|g| g.defined && !g.is_entry)
+                    });
+                    match c {
+                        Some(c) => callees[l] = c,
+                        None => {
+                            bad.get_or_insert((l, v));
+                        }
+                    }
+                }
+                (None, None) => {
+                    bad.get_or_insert((l, 0));
+                }
+            }
+        });
+        if let Some((l, v)) = bad {
+            self.fault(
+                b,
+                wi,
+                Some(l as u32),
+                pc,
+                FaultKind::InvalidOperation,
+                format!(
+                    "indirect call through {v:#x}, which is not the address of a defined .func"
+                ),
+            );
+            return Step::Stop;
+        }
+        // A call of a function already active in the lane (recursion) gets a fresh layer of local memory
+        // for its frame and saves the function's registers; other calls run in the caller's layer (every
+        // function's frame has its own static offsets in it).
+        let layer = self.local_size * self.nthreads as usize;
+        let mut overflow = None;
+        lanes!(exec, l, {
+            let c = callees[l];
+            if overflow.is_none() && w.stack[l].iter().any(|fr| fr.callee == c) {
+                let top = w.stack[l].iter().map(|fr| fr.base).max().unwrap_or(0);
+                let need = (top / self.local_size.max(1) as u64) as usize + 2;
+                if need > MAX_FRAME_LAYERS || need.saturating_mul(layer) > MAX_BLOCK_LOCAL_BYTES {
+                    overflow = Some((l, c, need - 1));
+                } else if b.local.len() < need * layer {
+                    b.local.resize(need * layer, 0);
+                }
+            }
+        });
+        if let Some((l, c, depth)) = overflow {
+            self.fault(
+                b,
+                wi,
+                Some(l as u32),
+                pc,
+                FaultKind::OutOfBounds,
+                format!(
+                    "call stack overflow: {depth} recursive activations of {} (the emulator's limit is {} layers of {} bytes per thread, at most {} MiB per block)",
+                    m.funcs[c as usize].name,
+                    MAX_FRAME_LAYERS,
+                    self.local_size,
+                    MAX_BLOCK_LOCAL_BYTES >> 20
+                ),
+            );
+            return Step::Stop;
+        }
+        lanes!(exec, l, {
+            let f = callees[l];
+            let callee = &m.funcs[f as usize];
+            let tid = self.tid_of(wi, l) as usize;
+            let caller_base = lane_base(w, l);
+            let recursive = w.stack[l].iter().any(|fr| fr.callee == f);
+            let (base, saved) = if recursive {
+                let top = w.stack[l].iter().map(|fr| fr.base).max().unwrap_or(0);
+                let saved = callee
+                    .regs
+                    .iter()
+                    .map(|&r| w.regs[r as usize * 32 + l])
+                    .collect();
+                (top + self.local_size as u64, saved)
+            } else {
+                (caller_base, Vec::new())
+            };
             for (k, a) in cargs.iter().enumerate() {
-                if let Some(pd) = callee.params.get(k) {
-                    let dst = self.tid_of(wi, l) as usize * self.local_size + pd.offset;
-                    match a {
-                        Operand::Sym(SymRef::Local(o)) => {
-                            let src = self.tid_of(wi, l) as usize * self.local_size + *o as usize;
+                let Some(pd) = callee.params.get(k) else {
+                    continue;
+                };
+                let Some(dst) = self.local_index(b, tid, base + pd.offset as u64, pd.size) else {
+                    continue;
+                };
+                match a {
+                    Operand::Sym(SymRef::Local(o)) => {
+                        if let Some(src) =
+                            self.local_index(b, tid, caller_base + *o as u64, pd.size)
+                        {
                             b.local.copy_within(src..src + pd.size, dst);
                         }
-                        o => {
-                            let v = self.val(b, w, wi, o, l);
-                            let n = pd.size.min(8);
-                            b.local[dst..dst + n].copy_from_slice(&v.to_le_bytes()[..n]);
-                        }
+                    }
+                    o => {
+                        let v = self.val(b, w, wi, o, l);
+                        let n = pd.size.min(8);
+                        b.local[dst..dst + n].copy_from_slice(&v.to_le_bytes()[..n]);
                     }
                 }
             }
@@ -174,6 +282,8 @@ impl L<'_> {
                 ret_pc: pc + 1,
                 callee: f,
                 rets: rets.clone(),
+                base,
+                saved,
             });
             w.pc[l] = callee.start;
         });
@@ -228,9 +338,10 @@ impl L<'_> {
             let arg = |me: &mut Self, b: &mut Block, w: &Warp, k: usize| {
                 cargs.get(k).map(|o| match o {
                     Operand::Sym(SymRef::Local(off)) => {
-                        let at = me.tid_of(wi, l) as usize * me.local_size + *off as usize;
+                        let tid = me.tid_of(wi, l) as usize;
+                        let at = me.local_index(b, tid, lane_base(w, l) + *off as u64, 8);
                         let mut v = [0u8; 8];
-                        if let Some(src) = b.local.get(at..at + 8) {
+                        if let Some(src) = at.and_then(|at| b.local.get(at..at + 8)) {
                             v.copy_from_slice(src);
                         }
                         u64::from_le_bytes(v)
@@ -336,8 +447,9 @@ fn copy_param(
 ) {
     match dst {
         Operand::Sym(SymRef::Local(o)) => {
-            let d = l.tid_of(wi, lane) as usize * l.local_size + *o as usize;
-            if let Loc::Local(s) = src {
+            let tid = l.tid_of(wi, lane) as usize;
+            let d = l.local_index(b, tid, lane_base(w, lane) + *o as u64, size);
+            if let (Loc::Local(s), Some(d)) = (src, d) {
                 b.local.copy_within(s..s + size, d);
             }
         }

@@ -85,10 +85,10 @@ impl L<'_> {
                 }
             }
             Space::Local => {
-                if a as usize + size <= self.local_size {
-                    Some(Loc::Local(tid * self.local_size + a as usize))
+                if let Some(i) = self.local_index(b, tid, a, size) {
+                    Some(Loc::Local(i))
                 } else {
-                    self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, format!("local access of {} bytes at offset 0x{:x} outside the thread's {} bytes of local memory", size, a, self.local_size));
+                    self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, format!("local access of {} bytes at offset 0x{:x} outside the thread's {} bytes of local memory{}", size, a, self.local_size, if b.local.len() > self.local_size * self.nthreads as usize { " (or its recursive calls' frames)" } else { "" }));
                     None
                 }
             }

@@ -48,7 +48,7 @@ impl L<'_> {
                 let generic_sym = false;
                 lanes!(exec, l, {
                     let v = match s {
-                        Operand::Sym(sy) => self.sym_value(*sy, generic_sym),
+                        Operand::Sym(sy) => self.sym_lane(w, *sy, generic_sym, l),
                         _ => self.val(b, w, wi, s, l),
                     };
                     Self::set(w, d, l, v & mk);
@@ -292,7 +292,7 @@ impl L<'_> {
         let mk = mask_bits(ty.bits());
         lanes!(exec, l, {
             let a = match &args[1] {
-                Operand::Sym(s) => self.sym_value(*s, false),
+                Operand::Sym(s) => self.sym_lane(w, *s, false, l),
                 o => self.val(b, w, wi, o, l),
             };
             let r = if *to {

@@ -49,6 +49,39 @@ impl L<'_> {
         }
     }
 
+    /// A symbol's value for one lane: a local symbol is relative to the lane's current frame.
+    #[inline]
+    pub(super) fn sym_lane(&self, w: &Warp, s: SymRef, generic: bool, lane: usize) -> u64 {
+        let v = self.sym_value(s, generic);
+        match s {
+            SymRef::Local(_) => v + lane_base(w, lane),
+            _ => v,
+        }
+    }
+
+    /// Index into the block's local memory of `size` bytes at local address `a` of thread `tid`: layer
+    /// `a / local_size` (the static frame is layer 0, each recursive activation adds one), the thread's
+    /// slot in it, and the offset within; `None` outside the layers or across a layer's end.
+    #[inline]
+    pub(super) fn local_index(&self, b: &Block, tid: usize, a: u64, size: usize) -> Option<usize> {
+        let ls = self.local_size as u64;
+        // The static frame (every access outside recursive calls) without a division.
+        if a.saturating_add(size as u64) <= ls {
+            return Some(tid * self.local_size + a as usize);
+        }
+        if ls == 0 {
+            return None;
+        }
+        let (k, o) = ((a / ls) as usize, (a % ls) as usize);
+        if o + size > self.local_size {
+            return None;
+        }
+        let i = k
+            .checked_mul(self.local_size * self.nthreads as usize)?
+            .checked_add(tid * self.local_size + o)?;
+        (i + size <= b.local.len()).then_some(i)
+    }
+
     pub(super) fn sym_value(&self, s: SymRef, generic: bool) -> u64 {
         match s {
             SymRef::Global(i) => self.gaddrs[i as usize],
@@ -91,9 +124,10 @@ impl L<'_> {
             Operand::Imm(v) => *v,
             Operand::PredNot(r) => (w.regs[*r as usize * 32 + lane] == 0) as u64,
             Operand::Sreg(s) => self.sreg(b, wi, lane, *s),
-            Operand::Sym(s) => self.sym_value(*s, false),
+            Operand::Sym(s) => self.sym_lane(w, *s, false, lane),
             Operand::Addr(base, off) => self.addr(w, base, *off, lane, false),
             Operand::Vec(v) if v.len() == 1 => self.val(b, w, wi, &v[0], lane),
+            Operand::Func(f) => func_address(*f),
             _ => 0,
         }
     }
@@ -110,7 +144,7 @@ impl L<'_> {
         let bv = match base {
             AddrBase::None => 0,
             AddrBase::Reg(r) => w.regs[*r as usize * 32 + lane],
-            AddrBase::Sym(s) => self.sym_value(*s, generic),
+            AddrBase::Sym(s) => self.sym_lane(w, *s, generic, lane),
         };
         bv.wrapping_add(off as u64)
     }

@@ -5,10 +5,10 @@ use super::*;
 use prism_core::ptx as model;
 
 /// The values of an initializer, braces flattened in order.
-fn flatten_init<'a>(i: &'a model::Init, out: &mut Vec<&'a model::Operand>) {
+fn flatten_init<'a>(i: &'a model::Init, out: &mut Vec<&'a model::Init>) {
     match i {
-        model::Init::Value(v) => out.push(v),
         model::Init::List(l) => l.iter().for_each(|x| flatten_init(x, out)),
+        v => out.push(v),
     }
 }
 
@@ -78,7 +78,19 @@ impl Parser {
         if let Some(i) = &v.init {
             let mut vals = Vec::new();
             flatten_init(i, &mut vals);
+            let idx = self.globals.len() as u32;
             for v in vals {
+                let v = match v {
+                    model::Init::Value(v) => v,
+                    model::Init::Addr(a) => {
+                        // Written once every name of the module is known (`finish`).
+                        self.pending_relocs
+                            .push((idx, init.len(), ty.size(), a.clone(), line));
+                        init.extend_from_slice(&vec![0u8; ty.size()]);
+                        continue;
+                    }
+                    model::Init::List(_) => continue,
+                };
                 match v {
                     model::Operand::Int(i) => {
                         init.extend_from_slice(&(*i as u64).to_le_bytes()[..ty.size()])
@@ -92,8 +104,12 @@ impl Parser {
                             init.extend_from_slice(&(*f as f32).to_le_bytes())
                         }
                     }
-                    // Address initializers (`generic(sym)`) are not supported: zero.
-                    _ => init.extend_from_slice(&vec![0u8; ty.size()]),
+                    _ => {
+                        return perr(
+                            line,
+                            format!("initializer of {name}: {v} is not a constant or an address"),
+                        )
+                    }
                 }
                 if init.len() as u64 > MAX_GLOBAL_VAR_BYTES {
                     break;
@@ -116,8 +132,45 @@ impl Parser {
             size: size.max(1),
             align: align.max(1),
             init,
+            relocs: Vec::new(),
         });
         self.declare(name, Name::Sym(SymRef::Global(idx)));
+        Ok(())
+    }
+
+    /// Resolves the address initializers once every variable and function of the module is declared.
+    pub(super) fn resolve_relocs(&mut self) -> Result<(), PtxError> {
+        for (g, at, size, a, line) in std::mem::take(&mut self.pending_relocs) {
+            let target = match self.module_names.get(&a.name) {
+                Some(Name::Sym(SymRef::Global(i))) => RelocTarget::Global(*i),
+                _ => match self.funcs.iter().position(|f| f.name == a.name) {
+                    Some(f) => RelocTarget::Func(f as u32),
+                    None => {
+                        return perr(
+                            line,
+                            format!(
+                                "initializer of {}: {} is not a .global/.const variable or a function of the module",
+                                self.globals[g as usize].name, a.name
+                            ),
+                        )
+                    }
+                },
+            };
+            let mask = match &a.mask {
+                None => u64::MAX,
+                Some(m) => match prism_core::ptx::parse_int(m) {
+                    Some(m) if m != 0 => m as u64,
+                    _ => return perr(line, format!("bad address mask {m}")),
+                },
+            };
+            self.globals[g as usize].relocs.push(Reloc {
+                at,
+                size,
+                target,
+                offset: a.offset,
+                mask,
+            });
+        }
         Ok(())
     }
 

@@ -86,10 +86,14 @@ impl Parser {
             }
             k => k,
         };
-        // An indirect call (through a register, with a .callprototype): not modelled.
+        // A call names a function, or (indirect) holds its address in a register.
         let kind = match kind {
-            Kind::Call if !args.iter().any(|a| matches!(a, Operand::Func(_))) => {
-                Kind::Unsupported(format!("{} (indirect call)", p.opcode))
+            Kind::Call
+                if !args
+                    .iter()
+                    .any(|a| matches!(a, Operand::Func(_) | Operand::Reg(_) | Operand::Imm(_))) =>
+            {
+                Kind::Unsupported(format!("{} (no call target)", p.opcode))
             }
             k => k,
         };

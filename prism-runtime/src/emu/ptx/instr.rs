@@ -66,43 +66,11 @@ impl Parser {
     }
 
     pub(super) fn finish(mut self) -> Result<Module, PtxError> {
+        self.resolve_relocs()?;
         // Dynamic shared memory is placed after all static shared memory.
         let dyn_align = self.dyn_smem.as_ref().map(|d| d.1).unwrap_or(16).max(16);
         for f in self.funcs.iter_mut() {
             f.smem = f.smem.max(self.smem);
-        }
-        // recursion check
-        let nf = self.funcs.len();
-        let mut calls: Vec<Vec<usize>> = vec![Vec::new(); nf];
-        for (fi, f) in self.funcs.iter().enumerate() {
-            for ins in &self.code[f.start as usize..f.end as usize] {
-                if ins.kind == Kind::Call {
-                    for a in &ins.args {
-                        if let Operand::Func(c) = a {
-                            calls[fi].push(*c as usize);
-                        }
-                    }
-                }
-            }
-        }
-        for start in 0..nf {
-            let mut stack = calls[start].clone();
-            let mut seen = vec![false; nf];
-            while let Some(c) = stack.pop() {
-                if c == start {
-                    return perr(
-                        0,
-                        format!(
-                            "recursive function {} is not supported by the emulator",
-                            self.funcs[start].name
-                        ),
-                    );
-                }
-                if !seen[c] {
-                    seen[c] = true;
-                    stack.extend(calls[c].iter().copied());
-                }
-            }
         }
         for f in &self.funcs {
             if !f.defined && f.is_entry {
@@ -116,6 +84,32 @@ impl Parser {
         if let Some(Some((n, names))) = shared {
             self.nregs = n;
             self.reg_names = names;
+        }
+        // Each function's registers (after renumbering), which a recursive call of it saves: calls may
+        // recurse, directly or through function pointers (`exec/control.rs`).
+        for f in self.funcs.iter_mut().filter(|f| f.defined && !f.is_entry) {
+            let mut regs = Vec::new();
+            for ins in self
+                .code
+                .get(f.start as usize..f.end as usize)
+                .unwrap_or_default()
+            {
+                if let Some((p, _)) = ins.guard {
+                    regs.push(p);
+                }
+                for op in &ins.args {
+                    op.visit(&mut |o| match o {
+                        Operand::Reg(r)
+                        | Operand::PredNot(r)
+                        | Operand::Addr(AddrBase::Reg(r), _) => regs.push(*r),
+                        _ => {}
+                    });
+                }
+            }
+            regs.retain(|&r| r > REG_STACK);
+            regs.sort_unstable();
+            regs.dedup();
+            f.regs = regs;
         }
         Ok(Module {
             id: NEXT_MODULE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),

@@ -80,6 +80,7 @@ impl Parser {
                     maxnreg,
                     cluster,
                     smem: 0,
+                    regs: Vec::new(),
                 });
                 self.funcs.len() - 1
             }

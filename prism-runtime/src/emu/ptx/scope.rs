@@ -8,6 +8,7 @@ impl Parser {
             share_slots: true,
             funcs: Vec::new(),
             globals: Vec::new(),
+            pending_relocs: Vec::new(),
             module_names: HashMap::new(),
             scopes: Vec::new(),
             scope_store: Vec::new(),
