@@ -26,6 +26,23 @@ fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%' || c == '.' || c == ':'
 }
 
+/// A declaration directive run together with its qualifiers (`.reg.b32`, `.shared.align`) as its
+/// dotted words, or `None`.
+fn split_declaration(word: &str) -> Option<Vec<&str>> {
+    const DECL: [&str; 6] = [".reg", ".local", ".shared", ".param", ".global", ".const"];
+    let head = DECL.iter().find(|d| {
+        word.len() > d.len() && word.starts_with(**d) && word.as_bytes()[d.len()] == b'.'
+    })?;
+    let mut parts = vec![&word[..head.len()]];
+    let mut rest = &word[head.len()..];
+    while !rest.is_empty() {
+        let end = rest[1..].find('.').map_or(rest.len(), |k| k + 1);
+        parts.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    Some(parts)
+}
+
 /// Splits `src` into tokens. Never fails: an unknown character is a punctuation token the parser rejects.
 pub(super) fn tokenize(src: &str) -> Vec<Token> {
     let b: Vec<(usize, char)> = src.char_indices().collect();
@@ -105,7 +122,23 @@ pub(super) fn tokenize(src: &str) -> Vec<Token> {
                 }
                 i += 1;
             }
-            Tok::Ident(b[start..i].iter().map(|x| x.1).collect())
+            let word: String = b[start..i].iter().map(|x| x.1).collect();
+            // `.reg.b32 t;` (cuda_fp16.hpp's inline asm writes declarations without the space): ptxas
+            // reads the directive and its qualifiers as separate words, so the tokens are split here.
+            if let Some(parts) = split_declaration(&word) {
+                let mut o = off(start);
+                for p in parts {
+                    out.push(Token {
+                        t: Tok::Ident(p.to_string()),
+                        line: first_line,
+                        start: o,
+                        end: o + p.len(),
+                    });
+                    o += p.len();
+                }
+                continue;
+            }
+            Tok::Ident(word)
         } else {
             i += 1;
             Tok::P(c)
@@ -141,6 +174,39 @@ pub fn parse_int(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn declarations_run_together_with_their_qualifiers_split() {
+        let src = "{.reg.b32 t; .reg.v2.f16 h; .shared::cta .shared.align}";
+        let words: Vec<String> = tokenize(src)
+            .into_iter()
+            .filter_map(|t| match t.t {
+                Tok::Ident(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            words,
+            [
+                ".reg",
+                ".b32",
+                "t",
+                ".reg",
+                ".v2",
+                ".f16",
+                "h",
+                ".shared::cta",
+                ".shared",
+                ".align"
+            ]
+        );
+        let t = tokenize(".reg.b32 t;");
+        assert_eq!(
+            (t[1].start, t[1].end),
+            (4, 8),
+            "the split words keep their ranges"
+        );
+    }
 
     #[test]
     fn tokens_keep_lines_and_ranges() {

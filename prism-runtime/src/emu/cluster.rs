@@ -167,9 +167,13 @@ impl L<'_> {
             }
         }
         if arrive {
+            let inst = self.cfg.check_races.then(|| cluster_instance(b, phase));
             for &l in &lanes {
                 let t = self.tid_of(wi, l) as usize;
                 b.carrive[t] = phase;
+                if let Some(i) = inst {
+                    b.thr_inst[t].push(i);
+                }
             }
             let now = arrived + lanes.len() as u32;
             let v = if now >= expected {
@@ -188,10 +192,39 @@ impl L<'_> {
             }
             for &l in &lanes {
                 let t = self.tid_of(wi, l) as usize;
+                // The race detector: every thread of the block arrived before this wait returns, so the
+                // phase orders their earlier accesses before this thread's later ones (within the block;
+                // other blocks' accesses are not tracked across blocks).
+                if self.cfg.check_races {
+                    let p = b.carrive[t];
+                    if let Some(&(_, i)) = b.cinst.iter().find(|x| x.0 == p) {
+                        let inst = &mut b.inst[i as usize];
+                        inst.completed = true;
+                        inst.waiters[t / 64] |= 1 << (t % 64);
+                    }
+                }
                 b.carrive[t] = u32::MAX;
             }
         }
         Self::advance(w, mask);
         Step::Continue
     }
+}
+
+/// The race detector's instance of the block's cluster-barrier phase `phase` (made on its first arrival).
+fn cluster_instance(b: &mut Block, phase: u32) -> u32 {
+    if let Some(&(_, i)) = b.cinst.iter().find(|x| x.0 == phase) {
+        return i;
+    }
+    let i = b.inst.len() as u32;
+    b.inst.push(Inst {
+        waiters: [0; THREAD_WORDS],
+        completed: false,
+    });
+    // Two phases at most are live: a thread arrives at p + 1 only after its wait for p returned.
+    if b.cinst.len() >= 2 {
+        b.cinst.remove(0);
+    }
+    b.cinst.push((phase, i));
+    i
 }

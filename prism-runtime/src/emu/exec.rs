@@ -95,6 +95,9 @@ mod barrier;
 mod collective;
 #[path = "exec/control.rs"]
 mod control;
+#[path = "exec/heap.rs"]
+mod heap;
+pub(crate) use heap::{is_heap_function, DeviceHeap, DEVICE_HEAP_BYTES};
 #[path = "exec/mbarrier.rs"]
 mod mbarrier;
 #[path = "exec/race.rs"]
@@ -346,6 +349,11 @@ struct Block {
     relacq: HashMap<(bool, u64), Vec<(u32, u32)>>,
     /// Instances each thread recently waited on through an acquire (`misc::collective_orders`).
     acquired: HashMap<u32, Vec<u32>>,
+    /// For an mbarrier phase's instance: the barriers its arriving threads had just waited on (one hop of
+    /// transitivity: a warp's writes ordered by `bar.warp.sync` before one lane's arrive).
+    inst_hops: HashMap<u32, Vec<u32>>,
+    /// The race detector's instances of this block's cluster-barrier phases: (phase, instance), the last two.
+    cinst: Vec<(u32, u32)>,
     /// In-flight `wgmma` ops and groups, per warpgroup.
     wg: wgmma::WgState,
     /// The warp after the one that ran last (round-robin among the block's warps).
@@ -381,6 +389,8 @@ enum Loc {
 struct L<'a> {
     m: &'a Module,
     allocs: &'a mut Vec<Alloc>,
+    /// The device heap (`malloc` / `free`), lent by the emulator for the launch.
+    heap: Option<DeviceHeap>,
     cfg: EmuConfig,
     grid: [u32; 3],
     bdim: [u32; 3],

@@ -272,7 +272,7 @@ fn int_lanes(
                 })
             }
         }
-        AluOp::Min | AluOp::Max => {
+        AluOp::Min | AluOp::Max if !m.relu => {
             let max = op == AluOp::Max;
             if signed {
                 map2(x, y, out, |a, b| {

@@ -499,6 +499,7 @@ impl L<'_> {
                     })
                 }
                 MiscOp::Simd(sop) => Some(simd(sop, v(1), v(2), v(3))),
+                MiscOp::CvtFp8(c) => Some(cvt_fp8(c, v(1), v(2))),
                 MiscOp::BulkStore => {
                     if !self.bulk_store(b, wi, w, pc, l) {
                         return Step::Stop;
@@ -591,6 +592,7 @@ fn simd(s: SimdOp, a: u64, b: u64, c: u64) -> u64 {
         };
         sum += r;
         let r = if s.sat { r.clamp(lo, hi) } else { r };
+        let r = if s.relu { r.max(0) } else { r };
         d |= ((r as u64) & ((1 << w) - 1)) << (w * i);
     }
     if s.add {
@@ -598,6 +600,106 @@ fn simd(s: SimdOp, a: u64, b: u64, c: u64) -> u64 {
     } else {
         d
     }
+}
+
+/// Bits of the largest finite FP8 value (E4M3: 448, E5M2: 57344).
+fn fp8_max(e5m2: bool) -> u8 {
+    if e5m2 {
+        0x7B
+    } else {
+        0x7E
+    }
+}
+
+/// `x` rounded to the nearest FP8 value (ties to even) with `.satfinite`: beyond the largest finite
+/// value (infinities included) it is that value; NaN is the canonical NaN 0x7F; `.relu` makes negative
+/// results +0.
+pub(super) fn to_fp8(x: f64, e5m2: bool, relu: bool) -> u8 {
+    if x.is_nan() {
+        return 0x7F;
+    }
+    let x = if relu && x < 0.0 { 0.0 } else { x };
+    let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
+    let (mbits, bias) = if e5m2 { (2i32, 15i32) } else { (3, 7) };
+    let max = fp8_value(fp8_max(e5m2), e5m2);
+    let a = x.abs();
+    if a == 0.0 {
+        return sign;
+    }
+    if a >= max {
+        return sign | fp8_max(e5m2);
+    }
+    let emin = 1 - bias;
+    let e = (((a.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin);
+    let quantum = (2f64).powi(e - mbits);
+    let r = (a / quantum).round_ties_even() * quantum;
+    if r >= max {
+        return sign | fp8_max(e5m2);
+    }
+    if r == 0.0 {
+        return sign;
+    }
+    let er = ((r.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    let code = if er < emin {
+        (r / (2f64).powi(emin - mbits)) as u8
+    } else {
+        (((er + bias) as u8) << mbits) | ((r / (2f64).powi(er - mbits)) as u8 & ((1 << mbits) - 1))
+    };
+    sign | code
+}
+
+/// The value of an FP8 code (E4M3 has no infinities and one NaN pattern per sign; E5M2 is IEEE-like).
+pub(super) fn fp8_value(c: u8, e5m2: bool) -> f64 {
+    let (mbits, bias, emax) = if e5m2 { (2, 15, 31) } else { (3, 7, 15) };
+    let sign = if c & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((c & 0x7f) >> mbits) as i32;
+    let m = (c & ((1 << mbits) - 1)) as f64;
+    if e5m2 && e == emax {
+        return if m == 0.0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        };
+    }
+    if !e5m2 && e == emax && m == 7.0 {
+        return f64::NAN;
+    }
+    let frac = if e == 0 {
+        m / (1 << mbits) as f64 * (2f64).powi(1 - bias)
+    } else {
+        (1.0 + m / (1 << mbits) as f64) * (2f64).powi(e - bias)
+    };
+    sign * frac
+}
+
+/// [`MiscOp::CvtFp8`] on the source operands `a`, `b`.
+fn cvt_fp8(c: Fp8Cvt, a: u64, b: u64) -> u64 {
+    if c.to_f16x2 {
+        let half = |byte: u8| {
+            let v = fp8_value(byte, c.e5m2);
+            if c.relu && v < 0.0 {
+                0
+            } else if c.e5m2 {
+                // E5M2 is the top byte of an f16: NaN payloads and signs carry over.
+                (byte as u64) << 8
+            } else if v.is_nan() {
+                0x7fff
+            } else {
+                half::f16::from_f64(v).to_bits() as u64
+            }
+        };
+        return half(a as u8) | half((a >> 8) as u8) << 16;
+    }
+    let (hi, lo) = if c.from_f32 {
+        (
+            f32::from_bits(a as u32) as f64,
+            f32::from_bits(b as u32) as f64,
+        )
+    } else {
+        let [l, h] = f16x2_unpack(a);
+        (h as f64, l as f64)
+    };
+    (to_fp8(hi, c.e5m2, c.relu) as u64) << 8 | to_fp8(lo, c.e5m2, c.relu) as u64
 }
 
 /// The two f16 halves of an f16x2 register (low first).
@@ -653,5 +755,59 @@ impl L<'_> {
         self.mem_slice(b, dl)[..size].copy_from_slice(&data);
         self.finish_access(pc);
         true
+    }
+}
+
+#[cfg(test)]
+mod fp8_tests {
+    use super::*;
+
+    #[test]
+    fn every_fp8_code_round_trips_and_rounding_is_to_nearest_even() {
+        for e5m2 in [false, true] {
+            for c in 0..=255u8 {
+                let v = fp8_value(c, e5m2);
+                if v.is_nan() {
+                    assert_eq!(to_fp8(v, e5m2, false), 0x7F);
+                } else if v.is_infinite() {
+                    assert_eq!(to_fp8(v, e5m2, false) & 0x7f, fp8_max(e5m2), "satfinite");
+                } else {
+                    assert_eq!(to_fp8(v, e5m2, false), c, "code {c:#04x} e5m2 {e5m2}");
+                }
+            }
+        }
+        // E4M3: 1.0625 is halfway between 1.0 (0x38) and 1.125 (0x39): ties to even.
+        assert_eq!(to_fp8(1.0625, false, false), 0x38);
+        assert_eq!(to_fp8(1.0626, false, false), 0x39);
+        assert_eq!(to_fp8(1.5, false, false), 0x3C);
+        assert_eq!(to_fp8(-3.0, false, false), 0xC4);
+        assert_eq!(to_fp8(1000.0, false, false), 0x7E, "448 at most");
+        assert_eq!(to_fp8(-1e9, true, false), 0xFB, "-57344 at most");
+        assert_eq!(
+            to_fp8(2f64.powi(-10), false, false),
+            0x00,
+            "half the smallest subnormal: even"
+        );
+        assert_eq!(
+            to_fp8(2f64.powi(-9), false, false),
+            0x01,
+            "smallest E4M3 subnormal"
+        );
+        assert_eq!(to_fp8(-2.0, false, true), 0x00, ".relu");
+        // The PTX ISA's packing: a to the high byte.
+        let c = Fp8Cvt {
+            e5m2: false,
+            from_f32: true,
+            to_f16x2: false,
+            relu: false,
+        };
+        let (a, b) = (1.5f32.to_bits() as u64, (-3.0f32).to_bits() as u64);
+        assert_eq!(cvt_fp8(c, a, b), 0x3CC4);
+        let back = Fp8Cvt {
+            to_f16x2: true,
+            ..c
+        };
+        // 0x3CC4 → (high) 1.5, (low) -3.0 as f16.
+        assert_eq!(cvt_fp8(back, 0x3CC4, 0), 0x3E00 << 16 | 0xC200);
     }
 }

@@ -21,14 +21,25 @@ pub(crate) fn run_launch(
 ) -> Result<LaunchReport, EmuError> {
     // Blocks over several OS threads when they turn out not to interact (`parallel.rs`); otherwise, and
     // whenever that run cannot vouch for its result, the launch runs here as it always did.
+    // A module that calls `malloc`/`free` gets the device heap on its first launch (kept afterwards).
+    if e.heap.is_none()
+        && m.funcs
+            .iter()
+            .any(|f| !f.defined && is_heap_function(&f.name))
+    {
+        let base = e.alloc(DEVICE_HEAP_BYTES as usize);
+        e.heap = Some(DeviceHeap::new(base, DEVICE_HEAP_BYTES));
+    }
     if let Some(report) = parallel::try_parallel(e, m, &a) {
         return Ok(report);
     }
     let launch_id = e.launches;
     let cfg = e.cfg.clone();
     let mut l = L::new(m, &mut e.allocs, cfg, &a, launch_id);
+    l.heap = e.heap.take();
     let entry_pc = m.funcs[a.fi].start;
     let blocks = l.run_blocks(entry_pc);
+    e.heap = l.heap.take();
     l.finish(blocks)
 }
 
@@ -62,6 +73,7 @@ impl<'a> L<'a> {
         L {
             m,
             allocs,
+            heap: None,
             cfg,
             grid: a.grid,
             bdim: block,

@@ -361,6 +361,8 @@ pub struct Emulator {
     /// Kernels (module id, entry) not to run on several threads: their parallel run was discarded, or
     /// they use global atomics (`exec/parallel.rs`).
     pub(crate) serial_kernels: std::collections::HashSet<(u64, usize)>,
+    /// The device heap of `malloc` / `free`, made by the first launch that needs it (`exec/heap.rs`).
+    pub(crate) heap: Option<exec::DeviceHeap>,
 }
 
 impl Emulator {
@@ -373,6 +375,7 @@ impl Emulator {
             module_globals: HashMap::new(),
             launches: 0,
             serial_kernels: Default::default(),
+            heap: None,
         }
     }
 

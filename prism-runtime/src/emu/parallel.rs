@@ -325,6 +325,10 @@ fn global_atomics(m: &Module, fi: usize) -> bool {
                     for op in &ins.args {
                         if let Operand::Func(g) = op {
                             let g = *g as usize;
+                            // The device heap is shared by every block.
+                            if m.funcs.get(g).is_some_and(|f| is_heap_function(&f.name)) {
+                                return true;
+                            }
                             if g < seen.len() && !seen[g] {
                                 seen[g] = true;
                                 todo.push(g);

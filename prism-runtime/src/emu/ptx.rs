@@ -232,7 +232,7 @@ pub(crate) use sm90::{WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
 // Carry arithmetic, isspacep, getctarank, alloca, cvt.pack and the other smaller families.
 #[path = "ptx_misc.rs"]
 mod pmisc;
-pub(crate) use pmisc::{IsSpace, MiscOp, SimdOp, REG_CARRY, REG_STACK};
+pub(crate) use pmisc::{Fp8Cvt, IsSpace, MiscOp, SimdOp, REG_CARRY, REG_STACK};
 // The parser's parts (`ptx/`): `impl Parser` blocks and free functions over the types below.
 #[path = "ptx/scope.rs"]
 mod scope;
@@ -468,7 +468,8 @@ pub(crate) enum Kind {
     Set(Cmp, PtxType, PtxType, Option<BoolOp>),
     Selp(PtxType),
     Slct(PtxType, PtxType),
-    Cvt(PtxType, PtxType, Rnd, bool),
+    /// `cvt.rnd.flags.dty.sty`: the flags are `CVT_SAT | CVT_RELU | CVT_SATFINITE`.
+    Cvt(PtxType, PtxType, Rnd, u8),
     Cvta(bool, Space, PtxType),
     Ld(Space, PtxType, u8),
     St(Space, PtxType, u8),
@@ -644,6 +645,13 @@ impl Reloc {
         (a & self.mask) >> self.mask.trailing_zeros().min(63)
     }
 }
+
+/// `cvt`'s `.sat`: a float result clamped to [0, 1] (NaN to 0), an integer one to its type's range.
+pub(crate) const CVT_SAT: u8 = 1;
+/// `cvt`'s `.relu`: a negative result is +0.
+pub(crate) const CVT_RELU: u8 = 2;
+/// `cvt`'s `.satfinite`: a result beyond the largest finite value (an infinity included) is that value.
+pub(crate) const CVT_SATFINITE: u8 = 4;
 
 /// A parsed and pre-decoded PTX module.
 #[derive(Debug, Clone)]

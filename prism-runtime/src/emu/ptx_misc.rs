@@ -54,9 +54,24 @@ pub(crate) enum MiscOp {
     Brkpt,
     /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: completes at issue.
     BulkStore,
+    /// FP8 conversions (sm_89+, `<cuda_fp8.h>`): `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b`
+    /// (a to the high byte), `… .f16x2 d, a` (the high half to the high byte), and
+    /// `cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a` (the high byte to the high half).
+    CvtFp8(Fp8Cvt),
     /// SIMD video `v{add,sub,avrg,absdiff,min,max}{2,4}.dtype.atype.btype{.sat|.add} d, a, b, c` without
     /// operand byte selectors or a destination mask.
     Simd(SimdOp),
+}
+
+/// An FP8 conversion: the FP8 format (E5M2 or E4M3), its direction and source, `.relu`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fp8Cvt {
+    pub e5m2: bool,
+    /// Into FP8 from two `.f32` (false: from one `.f16x2`); unused for the conversion out of FP8.
+    pub from_f32: bool,
+    /// Out of FP8 into `.f16x2`.
+    pub to_f16x2: bool,
+    pub relu: bool,
 }
 
 /// A SIMD video instruction: operation (index into `add sub avrg absdiff min max`), elements per word
@@ -70,6 +85,8 @@ pub(crate) struct SimdOp {
     pub sb: bool,
     pub sat: bool,
     pub add: bool,
+    /// `.relu` (`min`/`max` on `.s16x2`): each element result clamped at zero.
+    pub relu: bool,
 }
 
 impl MiscOp {
@@ -82,8 +99,16 @@ impl MiscOp {
             MiscOp::Stacksave | MiscOp::Stackrestore => 1,
             MiscOp::CvtPack(..) => 3,
             MiscOp::Brkpt => 0,
-            MiscOp::Simd(_) => 4,
+            // (the packed `add`/`min`/`max` forms have no third source)
+            MiscOp::Simd(_) => 3,
             MiscOp::BulkStore => 3,
+            MiscOp::CvtFp8(c) => {
+                if c.from_f32 && !c.to_f16x2 {
+                    3
+                } else {
+                    2
+                }
+            }
         }
     }
 }
@@ -115,6 +140,28 @@ pub(super) fn carry(base: &str, cout: bool, hi: bool, ty: PtxType) -> Kind {
 }
 
 /// `cvt.pack.sat.convertType.s32{.b32}`.
+/// A `cvt` to or from `.e4m3x2` / `.e5m2x2` (see [`MiscOp::CvtFp8`]); other narrow formats (FP6, FP4,
+/// UE8M0: sm_100) and stochastic rounding are unsupported.
+pub(super) fn cvt_fp8(opcode: &str, mods: &[&str]) -> Kind {
+    let fp8 = |m: &str| matches!(m, "e4m3x2" | "e5m2x2");
+    let Some(pos) = mods.iter().position(|m| fp8(m)) else {
+        return Kind::Unsupported(opcode.to_string());
+    };
+    let e5m2 = mods[pos] == "e5m2x2";
+    let to_f16x2 = mods.get(pos.wrapping_sub(1)) == Some(&"f16x2");
+    let from_f32 = mods.get(pos + 1) == Some(&"f32");
+    let from_f16x2 = mods.get(pos + 1) == Some(&"f16x2");
+    if !mods.contains(&"rn") || !(to_f16x2 || from_f32 || from_f16x2) {
+        return Kind::Unsupported(opcode.to_string());
+    }
+    Kind::Misc(MiscOp::CvtFp8(Fp8Cvt {
+        e5m2,
+        from_f32,
+        to_f16x2,
+        relu: mods.contains(&"relu"),
+    }))
+}
+
 pub(super) fn cvt_pack(opcode: &str, types: &[PtxType]) -> Kind {
     let sub = |s: &str| opcode.split('.').any(|m| m == s);
     let (ty, bits) = match types.first() {
@@ -185,6 +232,29 @@ impl Module {
     }
 }
 
+/// `add`, `sub`, `min`, `max` on `.u16x2` / `.s16x2` (two 16-bit integers per register, wrapping;
+/// `min`/`max` with `.relu` on `.s16x2`), as the SIMD operation on two elements.
+pub(super) fn packed16(opcode: &str, base: &str, mods: &[&str]) -> Kind {
+    let signed = mods.contains(&"s16x2");
+    let op = match base {
+        "add" => 0,
+        "sub" => 1,
+        "min" => 4,
+        "max" => 5,
+        _ => return Kind::Unsupported(opcode.to_string()),
+    };
+    Kind::Misc(MiscOp::Simd(SimdOp {
+        op,
+        lanes: 2,
+        sd: signed,
+        sa: signed,
+        sb: signed,
+        sat: false,
+        add: false,
+        relu: mods.contains(&"relu"),
+    }))
+}
+
 /// `vadd2` … `vmax4` (see [`SimdOp`]); other video instructions are unsupported.
 fn simd(opcode: &str, base: &str, mods: &[&str], types: &[PtxType]) -> Kind {
     const OPS: [&str; 6] = ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"];
@@ -212,5 +282,6 @@ fn simd(opcode: &str, base: &str, mods: &[&str], types: &[PtxType]) -> Kind {
         sb: signed(2),
         sat: mods.contains(&"sat"),
         add: mods.contains(&"add"),
+        relu: false,
     }))
 }

@@ -146,6 +146,8 @@ impl L<'_> {
             mbar: HashMap::new(),
             rel: HashMap::new(),
             relacq: HashMap::new(),
+            inst_hops: HashMap::new(),
+            cinst: Vec::new(),
             acquired: HashMap::new(),
             wg: wgmma::WgState::default(),
             rr: 0,

@@ -38,6 +38,21 @@ impl ShadowMem {
         self.cells.resize(len.div_ceil(4), Shadow::default());
     }
 
+    /// Forgets the accesses to bytes `off .. off + size` (clipped to the memory): memory `free` returned
+    /// and `malloc` handed out again is new memory, ordered after its last owner's accesses by the heap.
+    pub(crate) fn forget(&mut self, off: usize, size: usize) {
+        let end = (off + size).min(self.len);
+        if off >= end {
+            return;
+        }
+        let cells = if self.bytes {
+            &mut self.cells[off..end]
+        } else {
+            &mut self.cells[off / 4..end.div_ceil(4)]
+        };
+        cells.fill(Shadow::default());
+    }
+
     /// Bytes of memory covered.
     pub(crate) fn len(&self) -> usize {
         self.len

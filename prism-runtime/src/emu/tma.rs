@@ -208,11 +208,20 @@ impl L<'_> {
             Some(x) => x,
             None => return false,
         };
-        let args = &self.m.code[pc as usize].args;
+        let ins = &self.m.code[pc as usize];
+        let args = &ins.args;
         // Multicast: the box lands at the same offset in every block of the mask (bit r = rank r), and each
-        // of them gets complete_tx on its mbarrier at the same offset.
+        // of them gets complete_tx on its mbarrier at the same offset. Only `.multicast::cluster` has a mask
+        // operand (the fourth); without it a fourth operand is the `.L2::cache_hint` policy.
+        let multicast = matches!(
+            ins.kind,
+            super::ptx::Kind::CpAsyncBulkTensor {
+                multicast: true,
+                ..
+            }
+        );
         let csize = self.cluster_size();
-        let targets: u32 = if load && args.len() > 3 {
+        let targets: u32 = if load && multicast && args.len() > 3 {
             let mask = self.val(b, w, wi, &args[3], l) as u32 & 0xFFFF;
             if mask >> csize != 0 {
                 let msg = format!(

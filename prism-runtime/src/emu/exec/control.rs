@@ -133,6 +133,18 @@ impl L<'_> {
         let f = match f_idx {
             Some(f) if m.funcs[f as usize].defined => Some(f),
             // The CUDA runtime's device-side functions that nvcc declares `.extern`.
+            Some(f) if is_heap_function(&m.funcs[f as usize].name) => {
+                return self.exec_heap(
+                    b,
+                    wi,
+                    w,
+                    pc,
+                    exec,
+                    &m.funcs[f as usize].name,
+                    &rets,
+                    &cargs,
+                );
+            }
             Some(f)
                 if matches!(
                     m.funcs[f as usize].name.as_str(),
@@ -315,6 +327,47 @@ impl L<'_> {
         Step::Continue
     }
 
+    /// A call argument of lane `l` for a device-runtime function: a `.param` variable of the call
+    /// sequence (in the lane's frame) holds it in its first 8 bytes; a register or immediate is its value.
+    pub(super) fn call_arg(&self, b: &Block, w: &Warp, wi: usize, l: usize, o: &Operand) -> u64 {
+        match o {
+            Operand::Sym(SymRef::Local(off)) => {
+                let tid = self.tid_of(wi, l) as usize;
+                let at = self.local_index(b, tid, lane_base(w, l) + *off as u64, 8);
+                let mut v = [0u8; 8];
+                if let Some(src) = at.and_then(|at| b.local.get(at..at + 8)) {
+                    v.copy_from_slice(src);
+                }
+                u64::from_le_bytes(v)
+            }
+            o => self.val(b, w, wi, o, l),
+        }
+    }
+
+    /// Stores a device-runtime function's `size`-byte return value for lane `l`: into the call
+    /// sequence's return `.param` (in the lane's frame) or a register.
+    pub(super) fn set_ret(
+        &mut self,
+        b: &mut Block,
+        w: &mut Warp,
+        wi: usize,
+        l: usize,
+        r: &Operand,
+        v: u64,
+        size: usize,
+    ) {
+        let size = size.min(8);
+        match r {
+            Operand::Sym(SymRef::Local(off)) => {
+                let tid = self.tid_of(wi, l) as usize;
+                if let Some(at) = self.local_index(b, tid, lane_base(w, l) + *off as u64, size) {
+                    b.local[at..at + size].copy_from_slice(&v.to_le_bytes()[..size]);
+                }
+            }
+            r => Self::set(w, r, l, v),
+        }
+    }
+
     /// `vprintf(format, args)` and `__assertfail(message, file, line, function, char_size)`, the device
     /// runtime functions nvcc calls for `printf` and `assert`. Lanes run them in lane order.
     #[allow(clippy::too_many_arguments)]
@@ -336,18 +389,7 @@ impl L<'_> {
             // Call arguments are `.param` variables of the call sequence (in the thread's local frame): load
             // their 8 bytes; a register or immediate argument is its value.
             let arg = |me: &mut Self, b: &mut Block, w: &Warp, k: usize| {
-                cargs.get(k).map(|o| match o {
-                    Operand::Sym(SymRef::Local(off)) => {
-                        let tid = me.tid_of(wi, l) as usize;
-                        let at = me.local_index(b, tid, lane_base(w, l) + *off as u64, 8);
-                        let mut v = [0u8; 8];
-                        if let Some(src) = at.and_then(|at| b.local.get(at..at + 8)) {
-                            v.copy_from_slice(src);
-                        }
-                        u64::from_le_bytes(v)
-                    }
-                    o => me.val(b, w, wi, o, l),
-                })
+                cargs.get(k).map(|o| me.call_arg(b, w, wi, l, o))
             };
             if name == "vprintf" {
                 let (Some(fmt_addr), Some(args_addr)) = (arg(self, b, w, 0), arg(self, b, w, 1))
@@ -406,7 +448,8 @@ impl L<'_> {
                 let text = super::printf::format(fmt.as_bytes(), &mut src);
                 self.printf.push(text);
                 if let Some(r) = rets.first() {
-                    Self::set(w, r, l, 0);
+                    // vprintf returns an int.
+                    self.set_ret(b, w, wi, l, r, 0, 4);
                 }
             } else {
                 let read = |me: &mut Self, b: &mut Block, w: &Warp, k: usize| {

@@ -13,61 +13,119 @@ pub(super) fn round_f64(x: f64, r: Rnd) -> f64 {
     }
 }
 
-/// Rounds an f64 to f32 with a directed rounding mode.
-pub(super) fn f64_to_f32(x: f64, r: Rnd) -> f32 {
-    let n = x as f32;
-    if n.is_nan() || n.is_infinite() || n as f64 == x {
-        return n;
+/// A binary floating-point format: exponent and stored mantissa bits.
+#[derive(Clone, Copy)]
+struct Format {
+    ebits: u32,
+    mbits: u32,
+}
+
+const HALF: Format = Format {
+    ebits: 5,
+    mbits: 10,
+};
+const BFLOAT: Format = Format { ebits: 8, mbits: 7 };
+const SINGLE: Format = Format {
+    ebits: 8,
+    mbits: 23,
+};
+const DOUBLE: Format = Format {
+    ebits: 11,
+    mbits: 52,
+};
+
+/// The exact value `(-1)^neg · m · 2^e` rounded once to format `f` in mode `r` (PTX's `.rn`, `.rz`,
+/// `.rm`, `.rp`, `.rna`; no mode is `.rn`): the result's bits. Overflow gives infinity or the largest
+/// finite value as the mode (or `satfinite`) says; gradual underflow to subnormals.
+fn round_exact(f: Format, neg: bool, m: u128, e: i32, r: Rnd, satfinite: bool) -> u64 {
+    let bias = (1i32 << (f.ebits - 1)) - 1;
+    let (emin, emax) = (1 - bias, bias);
+    let mb = f.mbits as i32;
+    let sign = (neg as u64) << (f.ebits + f.mbits);
+    if m == 0 {
+        return sign;
     }
-    let up = |v: f32| {
-        if v >= 0.0 {
-            f32::from_bits(v.to_bits() + 1)
-        } else if v == 0.0 {
-            f32::from_bits(1)
-        } else {
-            f32::from_bits(v.to_bits() - 1)
-        }
-    };
-    let down = |v: f32| {
-        if v > 0.0 {
-            f32::from_bits(v.to_bits() - 1)
-        } else if v == 0.0 {
-            -f32::from_bits(1)
-        } else {
-            f32::from_bits(v.to_bits() + 1)
-        }
-    };
-    match r {
-        Rnd::Rz => {
-            if (n as f64).abs() > x.abs() {
-                if n > 0.0 {
-                    down(n)
+    let top = e + (127 - m.leading_zeros() as i32);
+    // The quantum (last mantissa bit) of the result's binade, no finer than the subnormals'.
+    let q = top.max(emin) - mb;
+    let shift = q - e;
+    let mut kept = if shift <= 0 {
+        m << (-shift) as u32
+    } else {
+        let (kept, rem, half) = if shift >= 128 {
+            (
+                0,
+                m,
+                if shift == 128 {
+                    1u128 << 127
                 } else {
-                    up(n)
-                }
-            } else {
-                n
-            }
-        }
-        Rnd::Rm => {
-            if n as f64 > x {
-                down(n)
-            } else {
-                n
-            }
-        }
-        Rnd::Rp => {
-            if (n as f64) < x {
-                up(n)
-            } else {
-                n
-            }
-        }
-        _ => n,
+                    u128::MAX
+                },
+            )
+        } else {
+            (m >> shift, m & ((1u128 << shift) - 1), 1u128 << (shift - 1))
+        };
+        let exact_half = shift <= 128 && rem == half;
+        let up = match r {
+            Rnd::Rz | Rnd::Rzi => false,
+            Rnd::Rm | Rnd::Rmi => neg && rem != 0,
+            Rnd::Rp | Rnd::Rpi => !neg && rem != 0,
+            Rnd::Rna => rem > half || exact_half,
+            _ => rem > half && !exact_half || exact_half && kept & 1 == 1,
+        };
+        kept + up as u128
+    };
+    if kept == 0 {
+        return sign;
+    }
+    let exp = q + (127 - kept.leading_zeros() as i32);
+    if kept >> (mb + 1) != 0 {
+        kept >>= 1;
+    }
+    let max_finite = ((((1u64 << f.ebits) - 2) << f.mbits) | ((1u64 << f.mbits) - 1)) | sign;
+    if exp > emax {
+        let to_inf = match r {
+            Rnd::Rz | Rnd::Rzi => false,
+            Rnd::Rm | Rnd::Rmi => neg,
+            Rnd::Rp | Rnd::Rpi => !neg,
+            _ => true,
+        };
+        return if to_inf && !satfinite {
+            sign | ((1u64 << f.ebits) - 1) << f.mbits
+        } else {
+            max_finite
+        };
+    }
+    if exp < emin {
+        return sign | kept as u64;
+    }
+    sign | ((exp + bias) as u64) << f.mbits | (kept as u64 & ((1u64 << f.mbits) - 1))
+}
+
+/// A finite f64 as `(negative, m, e)` with value `(-1)^negative · m · 2^e`, exactly.
+fn f64_parts(x: f64) -> (bool, u128, i32) {
+    let b = x.to_bits();
+    let (ef, mant) = (((b >> 52) & 0x7ff) as i32, b & ((1u64 << 52) - 1));
+    let neg = b >> 63 != 0;
+    if ef == 0 {
+        (neg, mant as u128, -1074)
+    } else {
+        (neg, (mant | 1u64 << 52) as u128, ef - 1075)
     }
 }
 
-pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, sat: bool, a: u64) -> u64 {
+/// Rounds an f64 to f32 with a rounding mode (once, exactly).
+pub(super) fn f64_to_f32(x: f64, r: Rnd) -> f32 {
+    if !x.is_finite() {
+        return x as f32;
+    }
+    let (neg, m, e) = f64_parts(x);
+    f32::from_bits(round_exact(SINGLE, neg, m, e, r, false) as u32)
+}
+
+/// `cvt.rnd.sat.dty.sty` of `a` (`sat`: the `CVT_*` flags).
+pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, flags: u8, a: u64) -> u64 {
+    let sat = flags & CVT_SAT != 0;
     use PtxType::*;
     let sfloat = sty.is_float();
     let dfloat = dty.is_float();
@@ -116,7 +174,27 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, sat: bool, a: u64) -> u6
         };
         return v & mask_bits(db);
     }
-    // destination float
+    // destination float: the source's exact value (an integer of up to 64 bits, or any float as an f64)
+    // rounded once to the destination format.
+    let format = match dty {
+        F16 => Some(HALF),
+        BF16 => Some(BFLOAT),
+        F32 => Some(SINGLE),
+        F64 => Some(DOUBLE),
+        _ => None,
+    };
+    let satfinite = flags & CVT_SATFINITE != 0;
+    if !sfloat {
+        let v: i128 = if sty.is_signed() {
+            sext(a, sty.bits()) as i128
+        } else {
+            (a & mask_bits(sty.bits())) as i128
+        };
+        let v = if flags & CVT_RELU != 0 { v.max(0) } else { v };
+        if let (Some(f), false) = (format, sat) {
+            return round_exact(f, v < 0, v.unsigned_abs(), 0, rnd, satfinite);
+        }
+    }
     let x: f64 = if sfloat {
         to_f64(sty, a)
     } else if sty.is_signed() {
@@ -130,14 +208,27 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, sat: bool, a: u64) -> u6
         x
     };
     let x = if sat {
-        if x.is_nan() {
+        // [+0.0, 1.0]: -0.0 and NaN become +0.0.
+        if x.is_nan() || x <= 0.0 {
             0.0
         } else {
-            x.clamp(0.0, 1.0)
+            x.min(1.0)
         }
+    } else if flags & CVT_RELU != 0 && x < 0.0 {
+        0.0
     } else {
         x
     };
+    if let (Some(f), true) = (format, x.is_finite()) {
+        let (neg, m, e) = f64_parts(x);
+        return round_exact(f, neg, m, e, rnd, satfinite);
+    }
+    if satfinite && x.is_infinite() {
+        if let Some(f) = format {
+            let (neg, m, e) = f64_parts(f64::MAX.copysign(x));
+            return round_exact(f, neg, m, e, Rnd::Rz, true);
+        }
+    }
     match dty {
         F64 => x.to_bits(),
         F32 => f64_to_f32(x, rnd).to_bits() as u64,

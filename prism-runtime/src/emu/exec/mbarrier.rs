@@ -229,6 +229,9 @@ impl L<'_> {
                     );
                     return false;
                 }
+                if self.cfg.check_races {
+                    note_arrival_hops(b, t, mb.inst);
+                }
                 b.thr_inst[t].push(mb.inst);
                 b.mbar.get_mut(&off).unwrap().pending -= cnt;
                 if op == MbarOp::ArriveDrop {
@@ -324,8 +327,42 @@ impl L<'_> {
 
 fn mark_mbar_waiter(b: &mut Block, off: u32, t: usize) {
     // `t` observed the completion of the mbarrier's most recent phase: it is ordered after every thread
-    // that arrived on (or completed transactions of) that phase.
+    // that arrived on (or completed transactions of) that phase, and after the barriers those threads
+    // had just waited on before arriving (`note_arrival_hops`).
     if let Some(prev) = b.mbar.get(&off).and_then(|mb| mb.prev) {
         b.inst[prev as usize].waiters[t / 64] |= 1 << (t % 64);
+        if let Some(hops) = b.inst_hops.get(&prev) {
+            for &j in hops {
+                b.inst[j as usize].waiters[t / 64] |= 1 << (t % 64);
+            }
+        }
     }
 }
+
+/// Barrier instances arriving thread `t` waited on last (completed, `t` among their waiters), remembered
+/// for the mbarrier phase `inst` it arrives on: an arrive has release semantics, cumulative over what `t`
+/// was ordered after — the CUTLASS/`cuda::barrier` pattern of a warp's writes, `__syncwarp()`, and one
+/// lane's arrive.
+fn note_arrival_hops(b: &mut Block, t: usize, inst: u32) {
+    let list = &b.thr_inst[t];
+    let (tw, tb) = (t / 64, 1u64 << (t % 64));
+    let recent: Vec<u32> = list[list.len().saturating_sub(ARRIVAL_HOPS)..]
+        .iter()
+        .copied()
+        .filter(|&j| {
+            j != inst && b.inst[j as usize].completed && b.inst[j as usize].waiters[tw] & tb != 0
+        })
+        .collect();
+    if recent.is_empty() {
+        return;
+    }
+    let hops = b.inst_hops.entry(inst).or_default();
+    for j in recent {
+        if !hops.contains(&j) {
+            hops.push(j);
+        }
+    }
+}
+
+/// How many of an arriving thread's last barrier instances its arrive carries over.
+const ARRIVAL_HOPS: usize = 4;

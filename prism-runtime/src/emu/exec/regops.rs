@@ -160,25 +160,40 @@ impl L<'_> {
         bop: &Option<BoolOp>,
     ) -> Step {
         let args = &ins.args;
+        // `.f16x2`/`.bf16x2` sources compare two elements, each giving a 16-bit result (PTX ISA `set`).
+        let (elems, ety, ebits) = match sty {
+            PtxType::F16x2 => (2, PtxType::F16, 16),
+            PtxType::BF16x2 => (2, PtxType::BF16, 16),
+            _ => (1, *sty, dty.bits()),
+        };
+        // True is 1.0 in a float destination (of the destination's width), all ones in an integer one.
+        let yes = match dty {
+            PtxType::F16 | PtxType::F16x2 => 0x3c00,
+            PtxType::BF16 | PtxType::BF16x2 => 0x3f80,
+            PtxType::F64 => 1.0f64.to_bits(),
+            d if d.is_float() => 1.0f32.to_bits() as u64,
+            _ => mask_bits(ebits),
+        };
         lanes!(exec, l, {
             let a = self.val(b, w, wi, &args[1], l);
             let c = self.val(b, w, wi, &args[2], l);
-            let mut r = compare(*cmp, *sty, a, c);
-            if let Some(bo) = bop {
-                let p = self.val(b, w, wi, &args[3], l) != 0;
-                r = boolop(*bo, r, p);
-            }
-            let v = if dty.is_float() {
-                if r {
-                    1.0f32.to_bits() as u64
+            let p = bop.map(|_| self.val(b, w, wi, &args[3], l) != 0);
+            let mut v = 0u64;
+            for k in 0..elems {
+                let sh = 16 * k;
+                let (x, y) = if elems == 1 {
+                    (a, c)
                 } else {
-                    0
+                    ((a >> sh) & 0xffff, (c >> sh) & 0xffff)
+                };
+                let mut r = compare(*cmp, ety, x, y);
+                if let (Some(bo), Some(p)) = (bop, p) {
+                    r = boolop(*bo, r, p);
                 }
-            } else if r {
-                mask_bits(dty.bits())
-            } else {
-                0
-            };
+                if r {
+                    v |= yes << sh;
+                }
+            }
             Self::set(w, &args[0], l, v);
         });
         Self::advance(w, mask);
@@ -250,7 +265,7 @@ impl L<'_> {
         dty: &PtxType,
         sty: &PtxType,
         rnd: &Rnd,
-        sat: &bool,
+        sat: &u8,
     ) -> Step {
         let args = &ins.args;
         let packed = matches!(dty, PtxType::F16x2 | PtxType::BF16x2) && args.len() >= 3;

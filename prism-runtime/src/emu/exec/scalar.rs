@@ -150,11 +150,53 @@ pub(super) fn half_op(ty: PtxType, op: AluOp, m: Mods, a: u64, b: u64, c: u64) -
             _ => (a as u16) ^ 0x8000,
         };
     }
-    let r = f32_alu(op, m, f(a), f(b), f(c));
-    if ty == PtxType::F16 {
-        half::f16::from_f32(r).to_bits()
+    // Add, multiply and fma are exact or once-rounded in f64, then rounded once to the 16-bit format
+    // (through f32 they were rounded twice).
+    let g = |x: u64| to_f64(ty, x);
+    let r = match op {
+        AluOp::Add => g(a) + g(b),
+        AluOp::Sub => g(a) - g(b),
+        AluOp::Mul => g(a) * g(b),
+        AluOp::Mad | AluOp::Fma => g(a).mul_add(g(b), g(c)),
+        _ => f32_alu(op, m, f(a), f(b), f(c)) as f64,
+    };
+    let r = if matches!(
+        op,
+        AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Mad | AluOp::Fma
+    ) {
+        f32_saturate(m, r as f32).map_or(r, |s| s as f64)
     } else {
-        half::bf16::from_f32(r).to_bits()
+        r
+    };
+    // `.relu`: a NaN result is the canonical NaN.
+    if r.is_nan() && m.relu {
+        return 0x7fff;
+    }
+    if r.is_nan() {
+        return if ty == PtxType::F16 {
+            half::f16::from_f64(r).to_bits()
+        } else {
+            half::bf16::from_f64(r).to_bits()
+        };
+    }
+    super::convert::cvt(ty, PtxType::F64, Rnd::Rn, 0, r.to_bits()) as u16
+}
+
+/// `.sat` / `.relu` of a float result when one applies: `None` leaves the result as it is.
+fn f32_saturate(m: Mods, r: f32) -> Option<f32> {
+    if m.sat {
+        // Clamped to [+0.0, 1.0]: -0.0 and NaN become +0.0.
+        Some(if r.is_nan() || r <= 0.0 {
+            0.0
+        } else {
+            r.min(1.0)
+        })
+    } else if m.relu && r.is_nan() {
+        Some(f32::NAN)
+    } else if m.relu && r < 0.0 {
+        Some(0.0)
+    } else {
+        None
     }
 }
 
@@ -196,17 +238,7 @@ pub(super) fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
         AluOp::Copysign => b.copysign(a),
         _ => f32::NAN,
     };
-    if m.sat {
-        if r.is_nan() {
-            0.0
-        } else {
-            r.clamp(0.0, 1.0)
-        }
-    } else if m.relu && (r < 0.0 || r.is_nan()) {
-        0.0
-    } else {
-        r
-    }
+    f32_saturate(m, r).unwrap_or(r)
 }
 
 pub(super) fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
@@ -248,10 +280,11 @@ pub(super) fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
         _ => f64::NAN,
     };
     if m.sat {
-        if r.is_nan() {
+        // [+0.0, 1.0]: -0.0 and NaN become +0.0.
+        if r.is_nan() || r <= 0.0 {
             0.0
         } else {
-            r.clamp(0.0, 1.0)
+            r.min(1.0)
         }
     } else {
         r
@@ -346,6 +379,9 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
         }
         AluOp::Abs => x.abs(),
         AluOp::Neg => -x,
+        // `.relu` (signed types): a negative result is zero.
+        AluOp::Min if m.relu => x.min(y).max(0),
+        AluOp::Max if m.relu => x.max(y).max(0),
         AluOp::Min => x.min(y),
         AluOp::Max => x.max(y),
         AluOp::And => ((a & b) & mk) as i128,

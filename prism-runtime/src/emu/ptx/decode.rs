@@ -55,10 +55,18 @@ impl Parser {
             Decoded::Kind(k) => k,
             Decoded::Whole(i) => return Ok(i),
         };
-        let args = match self.decode_operands(p, &kind, ty0, labels)? {
+        let mut args = match self.decode_operands(p, &kind, ty0, labels)? {
             Ok(a) => a,
             Err(i) => return Ok(i),
         };
+        // `.L2::cache_hint`: the last operand is a cache policy (`createpolicy`'s), which the emulator,
+        // without an L2, does not use; dropped so that no operand reads it as something else (a TMA load's
+        // multicast mask, a `cp.async`'s source size).
+        if p.opcode.contains(".L2::cache_hint")
+            && matches!(args.last(), Some(Operand::Reg(_) | Operand::Imm(_)))
+        {
+            args.pop();
+        }
         let guard = match &p.guard {
             None => None,
             Some((g, neg)) => match self.resolve_name(p.scope, g) {

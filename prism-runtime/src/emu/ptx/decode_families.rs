@@ -39,6 +39,9 @@ pub(super) fn decode_regop(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
             Kind::Alu(op, ty, m)
         }
         "mov" => Kind::Mov(ty0),
+        "add" | "sub" | "min" | "max" if has("u16x2") || has("s16x2") => {
+            pmisc::packed16(&p.opcode, base, mods)
+        }
         "add" => alu(AluOp::Add),
         "sub" => alu(AluOp::Sub),
         "mul" => alu(AluOp::Mul),
@@ -125,20 +128,29 @@ pub(super) fn decode_regop(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
             let sty = types.get(1).copied().unwrap_or(ty0);
             if base == "setp" {
                 Kind::Setp(cmp, ty0, bop)
-            } else if matches!(sty, PtxType::F16x2 | PtxType::BF16x2) {
-                // Two 16-bit results per register: not modelled.
-                Kind::Unsupported(p.opcode.clone())
             } else {
                 Kind::Set(cmp, ty0, sty, bop)
             }
         }
         "selp" => Kind::Selp(ty0),
         "slct" => Kind::Slct(ty0, types.get(1).copied().unwrap_or(PtxType::S32)),
+        "cvt"
+            if mods
+                .iter()
+                .any(|m| m.ends_with("x2") && !matches!(*m, "f16x2" | "bf16x2")) =>
+        {
+            pmisc::cvt_fp8(&p.opcode, mods)
+        }
         "cvt" => {
             if types.len() < 2 {
-                return perr(line, format!("cvt needs two types: {}", p.opcode));
+                // A conversion to a type the emulator does not know: unsupported where it runs, the
+                // module still loads.
+                return Ok(Some(Decoded::Kind(Kind::Unsupported(p.opcode.clone()))));
             }
-            Kind::Cvt(types[0], types[1], rnd, m.sat || m.relu)
+            let flags = (has("sat") as u8 * CVT_SAT)
+                | (m.relu as u8 * CVT_RELU)
+                | (has("satfinite") as u8 * CVT_SATFINITE);
+            Kind::Cvt(types[0], types[1], rnd, flags)
         }
         "cvta" => Kind::Cvta(has("to"), space, ty0),
         _ => return Ok(None),

@@ -1,0 +1,888 @@
+//! Forms of the toolkit's headers as nvcc 13.5 compiles them for sm_90 (tests/fixtures/fidelity.ptx, from
+//! fidelity.cu), each found computed wrongly or refused by the emulator when public-style CUDA code was run
+//! on it: packed 16-bit integer SIMD (`__vadd2` … `add.u16x2`) and the DPX `.relu` forms; half comparisons
+//! written into half registers (`set.nan.f16.f16` for `__hisnan`); conversions in every rounding mode
+//! (f32 → f16/bf16, int → f16, long long → double, double → f16/bf16 rounded once); FP8 (`<cuda_fp8.h>`);
+//! the half transcendental functions, whose inline asm declares `.reg.b32 t;`; `fma.rn.relu` on NaN; the
+//! device heap (`malloc`/`free`, `new`/`delete`, a block kept from one launch to the next, a bad `free`).
+//! Every output element is checked against a reference computed here, independently of the emulator's
+//! code (directed roundings by stepping from the correctly rounded value, FP8 by searching the 256 codes).
+//! Then, as inline PTX: a TMA load with an `.L2::cache_hint` policy (it was read as a multicast mask), and
+//! the race detector on a cluster barrier and on `bar.warp.sync` + one lane's mbarrier arrive (correct
+//! code it reported as racy; the same code without the ordering must still be reported).
+
+use half::{bf16, f16};
+use prism_runtime::emu::*;
+
+fn module() -> Module {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/fidelity.ptx"
+    ))
+    .expect("fixture");
+    Module::parse(&src).expect("nvcc PTX parses")
+}
+
+/// splitmix64.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn upload(e: &mut Emulator, bytes: &[u8]) -> u64 {
+    let a = e.alloc(bytes.len().max(1));
+    e.write(a, bytes).expect("write");
+    a
+}
+
+fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+fn read<const N: usize, T>(e: &Emulator, a: u64, n: usize, f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    e.read(a, N * n)
+        .expect("read")
+        .chunks(N)
+        .map(|c| f(c.try_into().expect("chunk")))
+        .collect()
+}
+
+fn launch(e: &mut Emulator, m: &Module, entry: &str, n: usize, params: &[ParamValue]) {
+    let grid = n.div_ceil(64) as u32;
+    e.launch(m, entry, [grid, 1, 1], [64, 1, 1], 0, params)
+        .unwrap_or_else(|err| panic!("{entry}: {err}"));
+}
+
+// ---- references ----
+
+/// The next representable value up (`up`) or down of a 16-bit float's bits (`sign_bit`: 0x8000).
+fn step16(bits: u16, up: bool) -> u16 {
+    let neg = bits & 0x8000 != 0;
+    let mag = bits & 0x7fff;
+    match (neg, up) {
+        (false, true) => bits + 1,
+        (true, false) => bits + 1,
+        _ if mag == 0 => {
+            if up {
+                0x0001
+            } else {
+                0x8001
+            }
+        }
+        _ => bits - 1,
+    }
+}
+
+/// `x` rounded to a 16-bit format in a directed mode, by stepping from the correctly rounded `rn`.
+fn directed16(rn: u16, rn_value: f64, x: f64, mode: char) -> u16 {
+    match mode {
+        'z' if rn_value.abs() > x.abs() => step16(rn, rn_value < 0.0),
+        'd' if rn_value > x => step16(rn, false),
+        'u' if rn_value < x => step16(rn, true),
+        _ => rn,
+    }
+}
+
+/// `x` correctly rounded to f16 or bf16 (ties to even), chosen among the half crate's candidate and its
+/// neighbours by exact distance (the crate's f64 conversions round twice).
+fn nearest16(x: f64, bf: bool) -> u16 {
+    let val = |b: u16| {
+        if bf {
+            bf16::from_bits(b).to_f64()
+        } else {
+            f16::from_bits(b).to_f64()
+        }
+    };
+    // At or beyond the largest finite value plus half its ulp, the nearest is infinity (ties to even:
+    // the largest finite value's mantissa is odd).
+    let overflow = if bf {
+        (2.0 - 2f64.powi(-7)) * 2f64.powi(127) + 2f64.powi(119)
+    } else {
+        65520.0
+    };
+    if x.abs() >= overflow {
+        return if x < 0.0 {
+            0xfc00 | (bf as u16 * 0x0380) | 0x8000
+        } else {
+            0x7c00 | (bf as u16 * 0x0380)
+        };
+    }
+    let c = if bf {
+        bf16::from_f64(x).to_bits()
+    } else {
+        f16::from_f64(x).to_bits()
+    };
+    let mut best = c;
+    for cand in [step16(c, true), step16(c, false)] {
+        let (d, db) = ((val(cand) - x).abs(), (val(best) - x).abs());
+        if val(cand).is_finite() && (d < db || d == db && cand & 1 == 0) {
+            best = cand;
+        }
+    }
+    best
+}
+
+fn step64(v: f64, up: bool) -> f64 {
+    let b = v.to_bits();
+    let r = if (v > 0.0) == up { b + 1 } else { b - 1 };
+    f64::from_bits(r)
+}
+
+fn fp8_value(c: u8, e5m2: bool) -> f64 {
+    let (mb, bias) = if e5m2 { (2, 15) } else { (3, 7) };
+    let s = if c & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((c & 0x7f) >> mb) as i32;
+    let m = (c & ((1 << mb) - 1)) as f64 / (1 << mb) as f64;
+    if e == 0 {
+        s * m * 2f64.powi(1 - bias)
+    } else {
+        s * (1.0 + m) * 2f64.powi(e - bias)
+    }
+}
+
+/// `x` to FP8 with `.satfinite` by search over the finite codes (ties to the even code).
+fn fp8_ref(x: f64, e5m2: bool) -> u8 {
+    let finite = |c: u8| {
+        let e = (c & 0x7f) >> if e5m2 { 2 } else { 3 };
+        if e5m2 {
+            e != 31
+        } else {
+            c & 0x7f != 0x7f
+        }
+    };
+    let mut best = 0u8;
+    let mut bd = f64::INFINITY;
+    for c in 0..=255u8 {
+        if !finite(c) || (c == 0x80) {
+            continue;
+        }
+        let d = (fp8_value(c, e5m2) - x).abs();
+        if d < bd || d == bd && c & 1 == 0 {
+            best = c;
+            bd = d;
+        }
+    }
+    if best & 0x7f == 0 && x.is_sign_negative() {
+        best = 0x80;
+    }
+    best
+}
+
+// ---- tests ----
+
+#[test]
+fn packed_16_bit_integers_and_relu_forms() {
+    let m = module();
+    let n = 500;
+    let mut rng = Rng(1);
+    let mut a: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
+    let mut b: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
+    // Carries across the halves, signed extremes, equal halves.
+    a[..5].copy_from_slice(&[
+        0x8000_0000,
+        0xffff_ffff,
+        0x0001_8000,
+        0x7fff_8000,
+        0x1234_5678,
+    ]);
+    b[..5].copy_from_slice(&[
+        0x0000_0001,
+        0xffff_ffff,
+        0x0001_ffff,
+        0x0001_7fff,
+        0x9abc_def0,
+    ]);
+    let mut e = Emulator::new(EmuConfig::default());
+    let (da, db) = (
+        upload(&mut e, &le(&a, u32::to_le_bytes)),
+        upload(&mut e, &le(&b, u32::to_le_bytes)),
+    );
+    let dout = upload(&mut e, &vec![0xA5; 40 * n]);
+    launch(
+        &mut e,
+        &m,
+        "packed_int",
+        n,
+        &[
+            ParamValue::Ptr(da),
+            ParamValue::Ptr(db),
+            ParamValue::Ptr(dout),
+            ParamValue::I32(n as i32),
+        ],
+    );
+    let got = read(&e, dout, 10 * n, u32::from_le_bytes);
+    let halves = |x: u32| [x as u16, (x >> 16) as u16];
+    let pack = |f: &dyn Fn(u16, u16) -> u16, x: u32, y: u32| {
+        let (hx, hy) = (halves(x), halves(y));
+        f(hx[0], hy[0]) as u32 | (f(hx[1], hy[1]) as u32) << 16
+    };
+    let s = |v: u16| v as i16;
+    for i in 0..n {
+        let (x, y) = (a[i], b[i]);
+        let want = [
+            pack(&|p, q| p.wrapping_add(q), x, y),
+            pack(&|p, q| p.wrapping_sub(q), x, y),
+            pack(&|p, q| p.min(q), x, y),
+            pack(&|p, q| s(p).min(s(q)) as u16, x, y),
+            pack(&|p, q| p.max(q), x, y),
+            pack(&|p, q| s(p).max(s(q)) as u16, x, y),
+            pack(&|p, q| s(p).min(s(q)).max(0) as u16, x, y),
+            pack(&|p, q| s(p).max(s(q)).max(0) as u16, x, y),
+            (x as i32).min(y as i32).max(0) as u32,
+            (x as i32).max(y as i32).max(0) as u32,
+        ];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(
+                got[10 * i + k],
+                *w,
+                "operation {k} of {x:#010x}, {y:#010x} (0 vadd2, 1 vsub2, 2 vminu2, 3 vmins2, 4 vmaxu2, 5 vmaxs2, 6-7 s16x2 relu, 8-9 s32 relu)"
+            );
+        }
+    }
+}
+
+#[test]
+fn half_comparisons_into_half_registers() {
+    let m = module();
+    let specials = [
+        0x7e00u16, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x3c00, 0x0001, 0x7bff, 0x7fff,
+    ];
+    let mut rng = Rng(2);
+    let mut a: Vec<u16> = specials.to_vec();
+    let mut b: Vec<u16> = specials.iter().rev().copied().collect();
+    for _ in 0..300 {
+        a.push(rng.next() as u16);
+        b.push(if rng.next() % 4 == 0 {
+            *a.last().unwrap()
+        } else {
+            rng.next() as u16
+        });
+    }
+    let n = a.len();
+    let mut e = Emulator::new(EmuConfig::default());
+    let da = upload(&mut e, &le(&a, u16::to_le_bytes));
+    let db = upload(&mut e, &le(&b, u16::to_le_bytes));
+    let dout = upload(&mut e, &vec![0xA5; 8 * n]);
+    launch(
+        &mut e,
+        &m,
+        "half_compare",
+        n,
+        &[
+            ParamValue::Ptr(da),
+            ParamValue::Ptr(db),
+            ParamValue::Ptr(dout),
+            ParamValue::I32(n as i32),
+        ],
+    );
+    let got = read(&e, dout, 4 * n, u16::from_le_bytes);
+    for i in 0..n {
+        let (x, y) = (f16::from_bits(a[i]), f16::from_bits(b[i]));
+        let want = [
+            x.is_nan() as u16,
+            (x == y) as u16,
+            (x < y) as u16,
+            bf16::from_bits(a[i]).is_nan() as u16,
+        ];
+        assert_eq!(
+            &got[4 * i..4 * i + 4],
+            &want,
+            "{:#06x} vs {:#06x}",
+            a[i],
+            b[i]
+        );
+    }
+}
+
+#[test]
+fn conversions_round_once_in_every_mode() {
+    let m = module();
+    let mut rng = Rng(3);
+    let mut x: Vec<f32> = vec![
+        0.01,
+        -0.01,
+        1.000_000_1,
+        65519.0,
+        65520.0,
+        1e6,
+        -1e6,
+        1e-7,
+        -1e-7,
+        3e38,
+    ];
+    let mut v: Vec<i32> = vec![70000, 2049, -2049, 9719, 65519, 65520, -70000, 1, -1, 0];
+    let mut l: Vec<i64> = vec![
+        (1 << 60) + 129,
+        -(1 << 60) - 129,
+        i64::MAX,
+        i64::MIN + 1,
+        3,
+        -3,
+    ];
+    let mut d: Vec<f64> = vec![
+        1.0 + 2f64.powi(-11) + 2f64.powi(-40),
+        1.0 + 2f64.powi(-8) + 2f64.powi(-40),
+        -(1.0 + 2f64.powi(-11)),
+        1e-9,
+        70000.0,
+    ];
+    while x.len() < 400 {
+        x.push(f32::from_bits(
+            rng.next() as u32 & 0xbfff_ffff | 0x3000_0000,
+        ));
+    }
+    while v.len() < 400 {
+        v.push((rng.next() as i32) >> (rng.next() % 24));
+    }
+    while l.len() < 400 {
+        l.push((rng.next() as i64) >> (rng.next() % 40));
+    }
+    while d.len() < 400 {
+        d.push(f64::from_bits(rng.next() & 0xbfff_ffff_ffff_ffff | 0x3e00_0000_0000_0000) * 1e-3);
+    }
+    let n = 400;
+    let mut e = Emulator::new(EmuConfig::default());
+    let dx = upload(&mut e, &le(&x, f32::to_le_bytes));
+    let dv = upload(&mut e, &le(&v, i32::to_le_bytes));
+    let dl = upload(&mut e, &le(&l, i64::to_le_bytes));
+    let dd = upload(&mut e, &le(&d, f64::to_le_bytes));
+    let (oh, oi, od, odh) = (
+        upload(&mut e, &vec![0xA5; 16 * n]),
+        upload(&mut e, &vec![0xA5; 8 * n]),
+        upload(&mut e, &vec![0xA5; 24 * n]),
+        upload(&mut e, &vec![0xA5; 4 * n]),
+    );
+    let ptrs = [dx, dv, dl, dd, oh, oi, od, odh].map(ParamValue::Ptr);
+    let mut params = ptrs.to_vec();
+    params.push(ParamValue::I32(n as i32));
+    launch(&mut e, &m, "round_modes", n, &params);
+    let h = read(&e, oh, 8 * n, u16::from_le_bytes);
+    let ih = read(&e, oi, 4 * n, u16::from_le_bytes);
+    let dbl = read(&e, od, 3 * n, f64::from_le_bytes);
+    let dh = read(&e, odh, 2 * n, u16::from_le_bytes);
+    for i in 0..n {
+        let f = x[i] as f64;
+        let rn = f16::from_f32(x[i]);
+        let rb = bf16::from_f32(x[i]);
+        let mut want = vec![rn.to_bits()];
+        for mode in ['z', 'd', 'u'] {
+            want.push(directed16(rn.to_bits(), rn.to_f64(), f, mode));
+        }
+        want.push(rb.to_bits());
+        for mode in ['z', 'd', 'u'] {
+            want.push(directed16(rb.to_bits(), rb.to_f64(), f, mode));
+        }
+        assert_eq!(
+            &h[8 * i..8 * i + 8],
+            &want[..],
+            "f32 {} ({:#010x}) to f16 rn/rz/rd/ru, bf16 rn/rz/rd/ru",
+            x[i],
+            x[i].to_bits()
+        );
+
+        let vi = v[i] as f64;
+        let rn = f16::from_f32(v[i] as f32);
+        let mut want = vec![rn.to_bits()];
+        for mode in ['z', 'd', 'u'] {
+            want.push(directed16(rn.to_bits(), rn.to_f64(), vi, mode));
+        }
+        assert_eq!(
+            &ih[4 * i..4 * i + 4],
+            &want[..],
+            "int {} to f16 rn/rz/rd/ru",
+            v[i]
+        );
+
+        let li = l[i] as i128;
+        let rn = l[i] as f64;
+        let exact = |r: f64| (r as i128).cmp(&li);
+        let rz = if exact(rn).is_ne() && (rn as i128).abs() > li.abs() {
+            step64(rn, rn < 0.0)
+        } else {
+            rn
+        };
+        let rd = if exact(rn).is_gt() {
+            step64(rn, false)
+        } else {
+            rn
+        };
+        let ru = if exact(rn).is_lt() {
+            step64(rn, true)
+        } else {
+            rn
+        };
+        assert_eq!(
+            &dbl[3 * i..3 * i + 3],
+            &[rz, rd, ru],
+            "long long {} to double rz/rd/ru",
+            l[i]
+        );
+
+        let want = [nearest16(d[i], false), nearest16(d[i], true)];
+        assert_eq!(
+            &dh[2 * i..2 * i + 2],
+            &want,
+            "double {:e} to f16, bf16",
+            d[i]
+        );
+    }
+}
+
+#[test]
+fn fp8_pairs_both_ways() {
+    let m = module();
+    let mut rng = Rng(4);
+    let mut x: Vec<f32> = vec![
+        1.5,
+        -3.0,
+        448.0,
+        1000.0,
+        -1e9,
+        1.0625,
+        2f32.powi(-10),
+        2f32.powi(-9),
+        0.0,
+        -0.0,
+    ];
+    while x.len() < 600 {
+        let mag = 2f32.powi((rng.next() % 40) as i32 - 20);
+        let v = (rng.next() % 2000) as f32 / 1000.0 * mag;
+        x.push(if rng.next() % 2 == 0 { v } else { -v });
+    }
+    let n = x.len() / 2;
+    let mut e = Emulator::new(EmuConfig::default());
+    let dx = upload(&mut e, &le(&x, f32::to_le_bytes));
+    let dq = upload(&mut e, &vec![0xA5; 4 * n]);
+    let db = upload(&mut e, &vec![0xA5; 8 * n]);
+    launch(
+        &mut e,
+        &m,
+        "fp8_pairs",
+        n,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dq),
+            ParamValue::Ptr(db),
+            ParamValue::I32(n as i32),
+        ],
+    );
+    let q = read(&e, dq, 2 * n, u16::from_le_bytes);
+    let back = read(&e, db, 2 * n, u32::from_le_bytes);
+    for i in 0..n {
+        // `__nv_cvt_float2_to_fp8x2` puts .x in the low byte.
+        let (lo, hi) = (x[2 * i] as f64, x[2 * i + 1] as f64);
+        for (k, e5m2) in [(0, false), (1, true)] {
+            let want = fp8_ref(lo, e5m2) as u16 | (fp8_ref(hi, e5m2) as u16) << 8;
+            assert_eq!(q[2 * i + k], want, "({lo}, {hi}) to FP8 (e5m2 {e5m2})");
+            let h = |c: u8| f16::from_f64(fp8_value(c, e5m2)).to_bits() as u32;
+            let want_back = h(want as u8) | h((want >> 8) as u8) << 16;
+            assert_eq!(
+                back[2 * i + k],
+                want_back,
+                "{want:#06x} back to half2 (e5m2 {e5m2})"
+            );
+        }
+    }
+}
+
+#[test]
+fn half_math_from_the_headers_runs_within_one_ulp() {
+    let m = module();
+    // Every 5th half code: its inline asm declares `.reg.b32 t;` (a parse failure before).
+    let x: Vec<u16> = (0..=u16::MAX).step_by(5).collect();
+    let n = x.len();
+    let mut e = Emulator::new(EmuConfig::default());
+    let dx = upload(&mut e, &le(&x, u16::to_le_bytes));
+    let dout = upload(&mut e, &vec![0xA5; 8 * n]);
+    launch(
+        &mut e,
+        &m,
+        "half_math",
+        n,
+        &[
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(dout),
+            ParamValue::I32(n as i32),
+        ],
+    );
+    let got = read(&e, dout, 4 * n, u16::from_le_bytes);
+    let ulps = |a: u16, b: u16| {
+        let ord = |u: u16| {
+            if u & 0x8000 != 0 {
+                -((u & 0x7fff) as i32)
+            } else {
+                u as i32
+            }
+        };
+        (ord(a) - ord(b)).abs()
+    };
+    let mut checked = 0;
+    for i in 0..n {
+        let v = f16::from_bits(x[i]).to_f64();
+        let refs = [v.exp2(), v.log2(), v.sqrt(), 1.0 / v];
+        for (k, r) in refs.iter().enumerate() {
+            let g = got[4 * i + k];
+            if r.is_nan() {
+                assert!(
+                    f16::from_bits(g).is_nan(),
+                    "function {k} of {:#06x}: {g:#06x}, want NaN",
+                    x[i]
+                );
+                continue;
+            }
+            let want = nearest16(*r, false);
+            assert!(
+                ulps(g, want) <= 1,
+                "function {k} (exp2, log2, sqrt, rcp) of {:#06x}: {g:#06x}, correctly rounded {want:#06x}",
+                x[i]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 30_000, "{checked}");
+}
+
+#[test]
+fn fma_relu_clamps_and_keeps_nan_canonical() {
+    let m = module();
+    let mut rng = Rng(5);
+    let mut a: Vec<u16> = vec![0x3c00, 0x7e00, 0xbc00, 0x3c00];
+    let mut b: Vec<u16> = vec![0x7e00, 0x3c00, 0x4000, 0x3c00];
+    let mut c: Vec<u16> = vec![0x3c00, 0x0000, 0x0000, 0xfc00];
+    while a.len() < 400 {
+        a.push(rng.next() as u16 & 0xbfff);
+        b.push(rng.next() as u16 & 0xbfff);
+        c.push(rng.next() as u16 & 0xbfff);
+    }
+    let n = a.len();
+    let mut e = Emulator::new(EmuConfig::default());
+    let ds: Vec<u64> = [&a, &b, &c]
+        .iter()
+        .map(|v| upload(&mut e, &le(v, u16::to_le_bytes)))
+        .collect();
+    let dout = upload(&mut e, &vec![0xA5; 2 * n]);
+    launch(
+        &mut e,
+        &m,
+        "fma_relu",
+        n,
+        &[
+            ParamValue::Ptr(ds[0]),
+            ParamValue::Ptr(ds[1]),
+            ParamValue::Ptr(ds[2]),
+            ParamValue::Ptr(dout),
+            ParamValue::I32(n as i32),
+        ],
+    );
+    let got = read(&e, dout, n, u16::from_le_bytes);
+    for i in 0..n {
+        let v = |u: u16| f16::from_bits(u).to_f64();
+        let r = v(a[i]) * v(b[i]) + v(c[i]);
+        let want = if r.is_nan() {
+            0x7fff
+        } else if r < 0.0 {
+            0
+        } else {
+            nearest16(r, false)
+        };
+        assert_eq!(
+            got[i], want,
+            "fma.relu({:#06x}, {:#06x}, {:#06x})",
+            a[i], b[i], c[i]
+        );
+    }
+}
+
+#[test]
+fn the_device_heap_within_and_across_launches() {
+    let m = module();
+    let n = 10i32;
+    let threads = 256usize;
+    for cfg in [
+        EmuConfig::default(),
+        EmuConfig {
+            schedule: Schedule::Random { seed: 9 },
+            ..EmuConfig::default()
+        },
+    ] {
+        let mut e = Emulator::new(cfg);
+        let out = upload(&mut e, &vec![0xA5; 4 * threads]);
+        // Blocks free and reuse each other's memory: no race is reported (the heap orders them).
+        e.launch(
+            &m,
+            "heap_in_launch",
+            [4, 1, 1],
+            [64, 1, 1],
+            0,
+            &[ParamValue::Ptr(out), ParamValue::I32(n)],
+        )
+        .expect("heap_in_launch");
+        let got = read(&e, out, threads, i32::from_le_bytes);
+        for (t, &g) in got.iter().enumerate() {
+            let t = t as i32;
+            let want = (0..n).map(|k| t * k).sum::<i32>() + (0..4).map(|k| k + t).sum::<i32>() + 7;
+            assert_eq!(g, want, "thread {t}");
+        }
+        let slots = upload(&mut e, &vec![0; 8 * threads]);
+        e.launch(
+            &m,
+            "heap_keep",
+            [4, 1, 1],
+            [64, 1, 1],
+            0,
+            &[ParamValue::Ptr(slots), ParamValue::I32(n)],
+        )
+        .expect("heap_keep");
+        let ptrs = read(&e, slots, threads, u64::from_le_bytes);
+        assert!(
+            ptrs.iter().all(|&p| p != 0 && p % 16 == 0),
+            "16-byte aligned, non-null"
+        );
+        e.launch(
+            &m,
+            "heap_release",
+            [4, 1, 1],
+            [64, 1, 1],
+            0,
+            &[
+                ParamValue::Ptr(slots),
+                ParamValue::Ptr(out),
+                ParamValue::I32(n),
+            ],
+        )
+        .expect("heap_release");
+        let got = read(&e, out, threads, i32::from_le_bytes);
+        for (t, &g) in got.iter().enumerate() {
+            assert_eq!(g, (0..n).map(|k| t as i32 + k).sum::<i32>(), "thread {t}");
+        }
+        // The same memory again: everything was freed.
+        e.launch(
+            &m,
+            "heap_keep",
+            [4, 1, 1],
+            [64, 1, 1],
+            0,
+            &[ParamValue::Ptr(slots), ParamValue::I32(n)],
+        )
+        .expect("heap_keep again");
+        let again = read(&e, slots, threads, u64::from_le_bytes);
+        let (mut p0, mut p1) = (ptrs.clone(), again);
+        p0.sort_unstable();
+        p1.sort_unstable();
+        assert_eq!(p0, p1, "the freed blocks are handed out again");
+        let err = e
+            .launch(
+                &m,
+                "heap_bad_free",
+                [1, 1, 1],
+                [1, 1, 1],
+                0,
+                &[ParamValue::Ptr(ptrs[0])],
+            )
+            .expect_err("free of a pointer malloc did not return");
+        assert!(
+            err.to_string().contains("not a block malloc returned"),
+            "{err}"
+        );
+    }
+}
+
+// ---- inline PTX ----
+
+const TMA_HINT: &str = r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .align 64 .b8 map[128], .param .u64 out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<2>;
+    .shared .align 128 .b8 buf[1024];
+    .shared .align 8 .b64 bar;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, buf;
+    mov.u32 %r3, bar;
+    mov.u64 %rd1, map;
+    cvta.param.u64 %rd2, %rd1;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra WAIT;
+    mbarrier.init.shared.b64 [%r3], 1;
+    fence.mbarrier_init.release.cluster;
+    createpolicy.fractional.L2::evict_last.b64 %rd4, 1.0;
+    mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %rd5, [%r3], 1024;
+    mov.u32 %r4, 0;
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%r2], [%rd2, {%r4, %r4}], [%r3], %rd4;
+WAIT:
+    bar.sync 0;
+LOOP:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], 0;
+    @!%p2 bra LOOP;
+    shl.b32 %r5, %r1, 2;
+    add.u32 %r6, %r2, %r5;
+    ld.shared.f32 %f1, [%r6];
+    ld.param.u64 %rd6, [out];
+    cvta.to.global.u64 %rd6, %rd6;
+    mul.wide.u32 %rd7, %r5, 1;
+    add.s64 %rd6, %rd6, %rd7;
+    st.global.f32 [%rd6], %f1;
+    ret;
+}
+"#;
+
+#[test]
+fn a_tma_load_with_a_cache_policy_loads() {
+    let m = Module::parse(TMA_HINT).expect("parses");
+    let mut e = Emulator::new(EmuConfig::default());
+    let vals: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let src = upload(&mut e, &le(&vals, f32::to_le_bytes));
+    let map = TensorMap::tiled(
+        TensorDataType::F32,
+        src,
+        &[32, 8],
+        &[128],
+        &[32, 8],
+        TensorSwizzle::None,
+    )
+    .expect("map");
+    let out = upload(&mut e, &vec![0; 1024]);
+    e.launch(
+        &m,
+        "k",
+        [1, 1, 1],
+        [256, 1, 1],
+        0,
+        &[
+            ParamValue::Bytes(map.encode().to_vec()),
+            ParamValue::Ptr(out),
+        ],
+    )
+    .expect("the policy operand is not a multicast mask");
+    assert_eq!(read(&e, out, 256, f32::from_le_bytes), vals);
+}
+
+/// Thread 0 writes a shared word, the block passes a barrier `sync`, thread 32 reads it.
+fn handoff(sync: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<3>;
+    .shared .align 4 .b32 s;
+    mov.u32 %r1, %tid.x;
+    setp.ne.s32 %p1, %r1, 0;
+    @%p1 bra L1;
+    mov.u32 %r2, 1;
+    st.shared.u32 [s], %r2;
+L1:
+    {sync}
+    setp.ne.s32 %p1, %r1, 32;
+    @%p1 bra L2;
+    ld.shared.u32 %r3, [s];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    st.global.u32 [%rd2], %r3;
+L2:
+    ret;
+}}
+"#
+    )
+}
+
+/// Every lane of warp 0 writes its word; then (`sync`) lane 0 arrives on an mbarrier; warp 1 waits for
+/// the phase and reads the words.
+fn warp_then_arrive(sync: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<6>;
+    .shared .align 8 .b64 bar;
+    .shared .align 4 .b8 s[128];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 31;
+    shr.u32 %r3, %r1, 5;
+    mov.u32 %r4, bar;
+    mov.u32 %r5, s;
+    shl.b32 %r6, %r2, 2;
+    add.s32 %r7, %r5, %r6;
+    setp.ne.s32 %p1, %r1, 0;
+    @%p1 bra SKIPINIT;
+    mbarrier.init.shared.b64 [%r4], 1;
+SKIPINIT:
+    bar.sync 0;
+    setp.ne.s32 %p1, %r3, 0;
+    @%p1 bra CONSUMER;
+    add.s32 %r8, %r2, 100;
+    st.shared.u32 [%r7], %r8;
+    {sync}
+    setp.ne.s32 %p2, %r2, 0;
+    @%p2 bra END;
+    mbarrier.arrive.shared.b64 %rd1, [%r4];
+    bra END;
+CONSUMER:
+    mbarrier.try_wait.parity.shared.b64 %p3, [%r4], 0;
+    @!%p3 bra CONSUMER;
+    ld.shared.u32 %r9, [%r7];
+    ld.param.u64 %rd2, [out];
+    cvta.to.global.u64 %rd2, %rd2;
+    mul.wide.u32 %rd3, %r6, 1;
+    add.s64 %rd2, %rd2, %rd3;
+    st.global.u32 [%rd2], %r9;
+END:
+    ret;
+}}
+"#
+    )
+}
+
+fn races(src: &str, words: usize) -> Result<Vec<u32>, String> {
+    let m = Module::parse(src).expect("parses");
+    let mut e = Emulator::new(EmuConfig::default());
+    let out = upload(&mut e, &vec![0; 4 * words]);
+    match e.launch(&m, "k", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out)]) {
+        Ok(_) => Ok(read(&e, out, words, u32::from_le_bytes)),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+#[test]
+fn a_cluster_barrier_orders_the_blocks_accesses() {
+    let ok = races(
+        &handoff("barrier.cluster.arrive;\n    barrier.cluster.wait;"),
+        1,
+    );
+    assert_eq!(
+        ok,
+        Ok(vec![1]),
+        "a cluster barrier is a barrier of the block too"
+    );
+    let racy = races(&handoff(""), 1).expect_err("without the barrier it is a race");
+    assert!(racy.contains("DataRace"), "{racy}");
+}
+
+#[test]
+fn an_mbarrier_arrive_releases_what_its_warp_synchronised() {
+    let want: Vec<u32> = (100..132).collect();
+    assert_eq!(races(&warp_then_arrive("bar.warp.sync -1;"), 32), Ok(want));
+    let racy =
+        races(&warp_then_arrive(""), 32).expect_err("lanes 1-31 never synchronised with lane 0");
+    assert!(racy.contains("DataRace"), "{racy}");
+}
