@@ -456,3 +456,80 @@ fn threads_option_gives_the_same_result() {
         512
     );
 }
+
+/// `tmapptr:`: a kernel taking `const CUtensorMap*` (the map in global memory) loads through it; `tmap:`
+/// (128 bytes by value) for that 8-byte parameter is a usage error.
+#[test]
+fn tensor_map_by_pointer() {
+    let dir = tmpdir("tmapptr");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = dir.join("k.ptx");
+    std::fs::write(
+        &ptx,
+        r#".version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 mapp, .param .u64 out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<2>;
+    .shared .align 128 .b8 buf[1024];
+    .shared .align 8 .b64 bar;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, buf;
+    mov.u32 %r3, bar;
+    ld.param.u64 %rd2, [mapp];
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra WAIT;
+    mbarrier.init.shared.b64 [%r3], 1;
+    mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r3], 1024;
+    mov.u32 %r4, 0;
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r2], [%rd2, {%r4, %r4}], [%r3];
+WAIT:
+    bar.sync 0;
+LOOP:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], 0;
+    @!%p2 bra LOOP;
+    shl.b32 %r5, %r1, 2;
+    add.u32 %r6, %r2, %r5;
+    ld.shared.f32 %f1, [%r6];
+    ld.param.u64 %rd6, [out];
+    cvta.to.global.u64 %rd6, %rd6;
+    mul.wide.u32 %rd7, %r5, 1;
+    add.s64 %rd6, %rd6, %rd7;
+    st.global.f32 [%rd6], %f1;
+    ret;
+}
+"#,
+    )
+    .unwrap();
+    let ds = dir.join("out");
+    let (p, d) = (ptx.to_str().unwrap(), ds.to_str().unwrap());
+    let mut args = vec![
+        p,
+        "k",
+        "--grid",
+        "1",
+        "--block",
+        "256",
+        "tmapptr:f32:32x8:32x8:none:iota",
+        "buf:f32:256:zero",
+        "--dump",
+        d,
+    ];
+    let (code, _, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let got: Vec<f32> = std::fs::read(ds.join("arg1.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, (0..256).map(|i| i as f32).collect::<Vec<_>>());
+    args[6] = "tmap:f32:32x8:32x8:none:iota";
+    let (code, _, err) = run(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("8 bytes") && err.contains("128"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

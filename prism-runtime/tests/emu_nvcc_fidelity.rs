@@ -258,7 +258,7 @@ fn half_comparisons_into_half_registers() {
     let mut b: Vec<u16> = specials.iter().rev().copied().collect();
     for _ in 0..300 {
         a.push(rng.next() as u16);
-        b.push(if rng.next() % 4 == 0 {
+        b.push(if rng.next().is_multiple_of(4) {
             *a.last().unwrap()
         } else {
             rng.next() as u16
@@ -453,7 +453,7 @@ fn fp8_pairs_both_ways() {
     while x.len() < 600 {
         let mag = 2f32.powi((rng.next() % 40) as i32 - 20);
         let v = (rng.next() % 2000) as f32 / 1000.0 * mag;
-        x.push(if rng.next() % 2 == 0 { v } else { -v });
+        x.push(if rng.next().is_multiple_of(2) { v } else { -v });
     }
     let n = x.len() / 2;
     let mut e = Emulator::new(EmuConfig::default());
@@ -596,6 +596,195 @@ fn fma_relu_clamps_and_keeps_nan_canonical() {
             "fma.relu({:#06x}, {:#06x}, {:#06x})",
             a[i], b[i], c[i]
         );
+    }
+}
+
+/// `v` (finite, its ulp no finer than 2^-s) as the integer `v · 2^s`.
+fn fixed(v: f64, s: i32) -> i128 {
+    if v == 0.0 {
+        return 0;
+    }
+    let b = v.to_bits();
+    let (ef, mant) = (((b >> 52) & 0x7ff) as i32, (b & ((1 << 52) - 1)) as i128);
+    let (m, e) = if ef == 0 {
+        (mant, -1074)
+    } else {
+        (mant | 1 << 52, ef - 1075)
+    };
+    let tz = m.trailing_zeros() as i32;
+    let (m, e) = (m >> tz, e + tz);
+    assert!(e + s >= 0, "{v:e} is finer than 2^-{s}");
+    let x = m << (e + s);
+    if v < 0.0 {
+        -x
+    } else {
+        x
+    }
+}
+
+/// Whether `got` is `op`'s exact result rounded in `mode` (z, d, u): `cmp(g)` is the sign of `g` minus
+/// the exact result; `next(g, up)` the neighbouring value of the result type.
+fn directed_ok(
+    got: f64,
+    mode: char,
+    cmp: &dyn Fn(f64) -> std::cmp::Ordering,
+    next: &dyn Fn(f64, bool) -> f64,
+) -> bool {
+    use std::cmp::Ordering::*;
+    let down = cmp(got) != Greater && cmp(next(got, true)) == Greater;
+    let up = cmp(got) != Less && cmp(next(got, false)) == Less;
+    match mode {
+        'd' => down,
+        'u' => up,
+        // Toward zero: down for a non-negative exact result, up for a negative one.
+        _ => {
+            if cmp(0.0) != Greater {
+                down
+            } else {
+                up
+            }
+        }
+    }
+}
+
+#[test]
+fn arithmetic_rounds_in_its_directed_mode() {
+    let m = module();
+    let n = 400;
+    let mut rng = Rng(6);
+    // Operands whose exact results the checks hold as integers (see `fixed`): f32 in ±[2^-10, 2^11),
+    // f64 in ±[2^-2, 2^3); square roots of their magnitudes.
+    let mut num = |lo: i32, span: u64, mbits: u32, signed: bool| -> f64 {
+        let m = (1u64 << mbits) | (rng.next() & ((1 << mbits) - 1));
+        let v = m as f64 * 2f64.powi(lo - mbits as i32 + (rng.next() % span) as i32);
+        if signed && rng.next() % 2 == 1 {
+            -v
+        } else {
+            v
+        }
+    };
+    let f32s: Vec<[f32; 3]> = (0..n)
+        .map(|_| [0, 1, 2].map(|_| num(-10, 21, 23, true) as f32))
+        .collect();
+    let f64s: Vec<[f64; 3]> = (0..n)
+        .map(|_| [0, 1, 2].map(|_| num(-2, 5, 52, true)))
+        .collect();
+    let mut e = Emulator::new(EmuConfig::default());
+    let col = |v: &[[f32; 3]], k: usize| {
+        le(
+            &v.iter().map(|x| x[k]).collect::<Vec<_>>(),
+            f32::to_le_bytes,
+        )
+    };
+    let cold = |v: &[[f64; 3]], k: usize| {
+        le(
+            &v.iter().map(|x| x[k]).collect::<Vec<_>>(),
+            f64::to_le_bytes,
+        )
+    };
+    let mut ins = Vec::new();
+    for k in 0..3 {
+        ins.push(upload(&mut e, &col(&f32s, k)));
+    }
+    for k in 0..3 {
+        ins.push(upload(&mut e, &cold(&f64s, k)));
+    }
+    let (of, od) = (
+        upload(&mut e, &vec![0xA5; 72 * n]),
+        upload(&mut e, &vec![0xA5; 144 * n]),
+    );
+    let p = ParamValue::Ptr;
+    launch(
+        &mut e,
+        &m,
+        "arith_round",
+        n,
+        &[
+            p(ins[0]),
+            p(ins[1]),
+            p(ins[2]),
+            p(of),
+            p(ins[3]),
+            p(ins[4]),
+            p(ins[5]),
+            p(od),
+            ParamValue::I32(n as i32),
+        ],
+    );
+    let gf = read(&e, of, 18 * n, f32::from_le_bytes);
+    let gd = read(&e, od, 18 * n, f64::from_le_bytes);
+    let ops = ["add", "mul", "fma", "div", "sqrt", "rcp"];
+    let mut checked = 0;
+    for single in [true, false] {
+        // Scale: results' ulps are no finer than 2^-s (f32 results ≥ 2^-21 with 24 bits; f64 ≥ 2^-5 with 53).
+        let s = if single { 44 } else { 57 };
+        let next = |g: f64, up: bool| -> f64 {
+            if single {
+                let f = g as f32;
+                (if up { f.next_up() } else { f.next_down() }) as f64
+            } else if up {
+                g.next_up()
+            } else {
+                g.next_down()
+            }
+        };
+        for i in 0..n {
+            let [a, b, c] = if single {
+                f32s[i].map(|v| v as f64)
+            } else {
+                f64s[i]
+            };
+            let (fa, fb, fc) = (fixed(a, s), fixed(b, s), fixed(c, s));
+            for (k, op) in ops.iter().enumerate() {
+                // The sign of g minus the exact result, in integers.
+                let cmp = |g: f64| -> std::cmp::Ordering {
+                    let fg = fixed(g, s);
+                    match *op {
+                        "add" => fg.cmp(&(fa + fb)),
+                        "mul" => (fg << s).cmp(&(fa * fb)),
+                        "fma" => (fg << s).cmp(&(fa * fb + (fc << s))),
+                        "div" => (fg * fb)
+                            .cmp(&(fa << s))
+                            .then(std::cmp::Ordering::Equal)
+                            .pipe_sign(fb),
+                        "sqrt" => (fg * fg * fg.signum()).cmp(&(fa.abs() << s)),
+                        _ => (fg * fb).cmp(&(1i128 << (2 * s))).pipe_sign(fb),
+                    }
+                };
+                for (j, mode) in ['z', 'd', 'u'].iter().enumerate() {
+                    let got = if single {
+                        gf[18 * i + 3 * k + j] as f64
+                    } else {
+                        gd[18 * i + 3 * k + j]
+                    };
+                    // Results too small for the integer check (cancellation in fma): skipped.
+                    if got != 0.0 && got.abs() < 2f64.powi(if single { -21 } else { -5 }) {
+                        continue;
+                    }
+                    assert!(
+                        directed_ok(got, *mode, &cmp, &next),
+                        "{} {op}.r{mode} of ({a:e}, {b:e}, {c:e}) = {got:e}",
+                        if single { "f32" } else { "f64" }
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 13_000, "{checked}");
+}
+
+/// The sign of a quotient's comparison flips with a negative divisor.
+trait PipeSign {
+    fn pipe_sign(self, divisor: i128) -> Self;
+}
+impl PipeSign for std::cmp::Ordering {
+    fn pipe_sign(self, divisor: i128) -> Self {
+        if divisor < 0 {
+            self.reverse()
+        } else {
+            self
+        }
     }
 }
 
@@ -885,4 +1074,147 @@ fn an_mbarrier_arrive_releases_what_its_warp_synchronised() {
     let racy =
         races(&warp_then_arrive(""), 32).expect_err("lanes 1-31 never synchronised with lane 0");
     assert!(racy.contains("DataRace"), "{racy}");
+}
+
+// ---- wgmma with 8-bit and tf32 inputs (tests/fixtures/hopper/wgmma_types.ptx, sm_90a) ----
+
+fn wgmma_types() -> Module {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hopper/wgmma_types.ptx"
+    ))
+    .expect("fixture");
+    Module::parse(&src).expect("nvcc PTX parses")
+}
+
+/// Runs `entry` on A and B (64 rows of `kbytes` each) and returns D (64 × 64, 4-byte elements).
+fn run_wgmma(m: &Module, entry: &str, a: &[u8], b: &[u8]) -> Vec<[u8; 4]> {
+    let mut e = Emulator::new(EmuConfig::default());
+    let (da, db) = (upload(&mut e, a), upload(&mut e, b));
+    let dd = upload(&mut e, &vec![0xA5; 4 * 64 * 64]);
+    e.launch(
+        m,
+        entry,
+        [1, 1, 1],
+        [128, 1, 1],
+        0,
+        &[
+            ParamValue::Ptr(da),
+            ParamValue::Ptr(db),
+            ParamValue::Ptr(dd),
+        ],
+    )
+    .unwrap_or_else(|err| panic!("{entry}: {err}"));
+    read(&e, dd, 64 * 64, |x| x)
+}
+
+/// Checks float D against Σ_k a(m, k)·b(n, k), within the f32 accumulation's rounding.
+fn check_float_d(
+    what: &str,
+    d: &[[u8; 4]],
+    k: usize,
+    a: &dyn Fn(usize, usize) -> f64,
+    b: &dyn Fn(usize, usize) -> f64,
+) {
+    for m in 0..64 {
+        for n in 0..64 {
+            let (mut exact, mut mag) = (0f64, 0f64);
+            for kk in 0..k {
+                let p = a(m, kk) * b(n, kk);
+                exact += p;
+                mag += p.abs();
+            }
+            let got = f32::from_le_bytes(d[m * 64 + n]) as f64;
+            assert!(
+                (got - exact).abs() <= mag * 2e-6 + 1e-30,
+                "{what}: D[{m}][{n}] = {got}, exact {exact}"
+            );
+        }
+    }
+}
+
+fn fp8_codes(rng: &mut Rng, n: usize, e5m2: bool) -> Vec<u8> {
+    (0..n)
+        .map(|_| loop {
+            let c = rng.next() as u8;
+            let nan = if e5m2 {
+                c & 0x7c == 0x7c
+            } else {
+                c & 0x7f == 0x7f
+            };
+            if !nan {
+                break c;
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn wgmma_fp8_inputs_swizzled_plain_and_from_registers() {
+    let m = wgmma_types();
+    let mut rng = Rng(7);
+    let (a4, b4) = (
+        fp8_codes(&mut rng, 64 * 128, false),
+        fp8_codes(&mut rng, 64 * 128, false),
+    );
+    let a5 = fp8_codes(&mut rng, 64 * 128, true);
+    let v4 = |c: u8| fp8_value(c, false);
+    let v5 = |c: u8| fp8_value(c, true);
+    for entry in ["wg_e4m3", "wg_e4m3_rs"] {
+        let d = run_wgmma(&m, entry, &a4, &b4);
+        check_float_d(entry, &d, 128, &|m, k| v4(a4[m * 128 + k]), &|n, k| {
+            v4(b4[n * 128 + k])
+        });
+    }
+    let d = run_wgmma(&m, "wg_e5m2_e4m3", &a5, &b4);
+    check_float_d(
+        "e5m2 x e4m3",
+        &d,
+        128,
+        &|m, k| v5(a5[m * 128 + k]),
+        &|n, k| v4(b4[n * 128 + k]),
+    );
+    // Without a swizzle: 32 bytes of K, core matrices 128 bytes apart along K.
+    let (a, b): (Vec<u8>, Vec<u8>) = (a4[..64 * 32].to_vec(), b4[..64 * 32].to_vec());
+    let d = run_wgmma(&m, "wg_e4m3_plain", &a, &b);
+    check_float_d("e4m3 plain", &d, 32, &|m, k| v4(a[m * 32 + k]), &|n, k| {
+        v4(b[n * 32 + k])
+    });
+}
+
+#[test]
+fn wgmma_s8_u8_and_tf32_inputs() {
+    let m = wgmma_types();
+    let mut rng = Rng(8);
+    let a: Vec<u8> = (0..64 * 128).map(|_| rng.next() as u8).collect();
+    let b: Vec<u8> = (0..64 * 128).map(|_| rng.next() as u8).collect();
+    let d = run_wgmma(&m, "wg_s8_u8", &a, &b);
+    for i in 0..64 {
+        for j in 0..64 {
+            let want: i32 = (0..128)
+                .map(|k| a[i * 128 + k] as i8 as i32 * b[j * 128 + k] as i32)
+                .sum();
+            assert_eq!(
+                i32::from_le_bytes(d[i * 64 + j]),
+                want,
+                "s8 x u8: D[{i}][{j}]"
+            );
+        }
+    }
+    // tf32: values with the low 13 mantissa bits clear (what cvt.rna.tf32.f32 produces).
+    let tf = |rng: &mut Rng| {
+        let v = ((rng.next() % 2001) as f32 - 1000.0) / 256.0;
+        f32::from_bits(v.to_bits() & 0xffff_e000)
+    };
+    let fa: Vec<f32> = (0..64 * 32).map(|_| tf(&mut rng)).collect();
+    let fb: Vec<f32> = (0..64 * 32).map(|_| tf(&mut rng)).collect();
+    let d = run_wgmma(
+        &m,
+        "wg_tf32",
+        &le(&fa, f32::to_le_bytes),
+        &le(&fb, f32::to_le_bytes),
+    );
+    check_float_d("tf32", &d, 32, &|m, k| fa[m * 32 + k] as f64, &|n, k| {
+        fb[n * 32 + k] as f64
+    });
 }

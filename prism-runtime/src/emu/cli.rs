@@ -14,6 +14,8 @@
 //! `BOX` are innermost first, joined by `x` (`512x256` = 256 rows of 512 elements); `SWIZZLE` is
 //! `none|32|64|128`; `STRIDES` (optional) are the byte strides of the outer dimensions (`1024x524288`,
 //! rank − 1 values, multiples of 16; default packed). `--dump` writes the tensor as `arg<i>.bin`.
+//! `tmapptr:…` (same fields) copies the map into global memory and passes its address, for a kernel that
+//! takes `const CUtensorMap*` (maps copied to the device with `cudaMemcpy`).
 //!
 //! Both backends get the same bytes: the arguments are initialised once ([`prepare_inputs`]) and each
 //! backend only allocates and launches. `--backend gpu` loads the PTX with the CUDA driver on GPU 0 (lowering a
@@ -26,7 +28,7 @@
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter)";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -266,8 +268,9 @@ pub enum Input {
     },
     /// A struct passed by value: its raw bytes.
     Bytes(Vec<u8>),
-    /// A tensor map passed by value and the global buffer it describes (`map.global_address` is set when
-    /// the buffer is allocated).
+    /// A tensor map and the global buffer it describes (`map.global_address` is set when the buffer is
+    /// allocated), passed by value (`tmap:`) or as a pointer to a copy in global memory (`tmapptr:`,
+    /// for a `const CUtensorMap*` parameter).
     TensorMap {
         /// Element type as written on the command line.
         ty: String,
@@ -275,6 +278,8 @@ pub enum Input {
         bytes: Vec<u8>,
         /// The map, with a placeholder address.
         map: TensorMap,
+        /// `tmapptr:`: the parameter is the address of the map in global memory.
+        by_pointer: bool,
     },
 }
 
@@ -298,8 +303,8 @@ fn parse_x_list(s: &str) -> Option<Vec<u64>> {
     s.split('x').map(|p| p.parse::<u64>().ok()).collect()
 }
 
-/// `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]` (after `tmap:`).
-fn parse_tmap(rest: &str, rng: &mut u64) -> Result<Input, String> {
+/// `tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]` (after `tmap:` or `tmapptr:`).
+fn parse_tmap(rest: &str, rng: &mut u64, by_pointer: bool) -> Result<Input, String> {
     let parts: Vec<&str> = rest.split(':').collect();
     if parts.len() != 5 && parts.len() != 6 {
         return Err("expected tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES]".into());
@@ -344,6 +349,7 @@ fn parse_tmap(rest: &str, rng: &mut u64) -> Result<Input, String> {
         ty: ty.to_string(),
         bytes,
         map,
+        by_pointer,
     })
 }
 
@@ -578,9 +584,8 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
                     bytes,
                 }
             }
-            "tmap" => {
-                parse_tmap(rest, &mut rng).map_err(|e| format!("argument {idx} '{a}': {e}"))?
-            }
+            "tmap" | "tmapptr" => parse_tmap(rest, &mut rng, kind == "tmapptr")
+                .map_err(|e| format!("argument {idx} '{a}': {e}"))?,
             // A parameter passed by value that is not a scalar (a struct): its raw bytes.
             "bytes" => {
                 if let Some(hex) = rest.strip_prefix("0x") {
@@ -608,6 +613,9 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
             Input::Scalar(p) => p.to_bytes().len(),
             Input::Buffer { .. } => 8,
             Input::Bytes(b) => b.len(),
+            Input::TensorMap {
+                by_pointer: true, ..
+            } => 8,
             Input::TensorMap { .. } => 128,
         };
         if size != d.size {
@@ -673,7 +681,12 @@ fn run_emulator(
                 bufs.push((idx, ty, addr, bytes.len()));
                 ParamValue::Ptr(addr)
             }
-            Input::TensorMap { ty, bytes, mut map } => {
+            Input::TensorMap {
+                ty,
+                bytes,
+                mut map,
+                by_pointer,
+            } => {
                 let addr = emu.alloc(bytes.len());
                 emu.write(addr, &bytes)
                     .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -681,7 +694,15 @@ fn run_emulator(
                 map.global_address = addr;
                 map.validate()
                     .map_err(|e| CliError::Usage(format!("argument {idx}: {e}")))?;
-                ParamValue::Bytes(map.encode().to_vec())
+                if by_pointer {
+                    // The map's 128 bytes in global memory (64-byte aligned, as a CUtensorMap must be).
+                    let at = emu.alloc(128);
+                    emu.write(at, &map.encode())
+                        .map_err(|e| CliError::Usage(e.to_string()))?;
+                    ParamValue::Ptr(at)
+                } else {
+                    ParamValue::Bytes(map.encode().to_vec())
+                }
             }
         });
     }
@@ -728,7 +749,7 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
         .position(|i| matches!(i, Input::TensorMap { .. }))
     {
         return Err(CliError::Usage(format!(
-            "argument {i}: tmap: arguments run on the emulator only (the GPU needs cuTensorMapEncodeTiled, not wired into the CLI yet)"
+            "argument {i}: tmap: and tmapptr: arguments run on the emulator only (the GPU needs cuTensorMapEncodeTiled, not wired into the CLI yet)"
         )));
     }
     let gpu = GpuBackend::open(0).map_err(|e| match e {

@@ -95,6 +95,8 @@ mod barrier;
 mod collective;
 #[path = "exec/control.rs"]
 mod control;
+#[path = "exec/directed.rs"]
+mod directed;
 #[path = "exec/heap.rs"]
 mod heap;
 pub(crate) use heap::{is_heap_function, DeviceHeap, DEVICE_HEAP_BYTES};

@@ -228,7 +228,7 @@ impl Operand {
 // The sm_70..sm_90a tensor-core instruction forms (wmma, wgmma): their decoded types and decoders.
 #[path = "ptx_sm90.rs"]
 mod sm90;
-pub(crate) use sm90::{WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
+pub(crate) use sm90::{WgElem, WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
 // Carry arithmetic, isspacep, getctarank, alloca, cvt.pack and the other smaller families.
 #[path = "ptx_misc.rs"]
 mod pmisc;
@@ -374,6 +374,18 @@ pub(crate) struct Mods {
     pub relu: bool,
     /// `min/max.NaN`: NaN operands propagate.
     pub nan: bool,
+    /// Float arithmetic's rounding direction (`.rz`, `.rm`, `.rp`; `.rn` and none are `Near`).
+    pub dir: Dir,
+}
+
+/// The rounding direction of float arithmetic (`exec/directed.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Dir {
+    #[default]
+    Near,
+    Zero,
+    Down,
+    Up,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -46,17 +46,83 @@ pub(crate) enum WgmmaOp {
     Mma(WgmmaShape),
 }
 
-/// Shape and types of a `wgmma.mma_async`: M = 64, K = 16 (16-bit inputs).
+/// Shape and types of a `wgmma.mma_async`: M = 64, K = 32 bytes of the input type (16 for f16/bf16, 8
+/// for tf32, 32 for FP8 and 8-bit integers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WgmmaShape {
-    /// N: a multiple of 8 in 8..=256.
+    /// N: a multiple of 8 in 8..=256 (8-bit integers: 8, 24, and multiples of 16).
     pub n: u16,
-    /// Accumulator type: `F32` or `F16`.
+    /// Accumulator type: `F32`, `F16` (f16 and FP8 inputs) or `S32` (8-bit integers).
     pub dtype: PtxType,
-    /// Input type: `BF16` or `F16`.
-    pub itype: PtxType,
+    /// Input types of A and B (equal but for FP8 and 8-bit integers, which mix).
+    pub a: WgElem,
+    pub b: WgElem,
     /// A comes from four registers per thread rather than a shared-memory descriptor.
     pub a_regs: bool,
+    /// `.satfinite` (8-bit integers): the sum saturates to the s32 range instead of wrapping.
+    pub satfinite: bool,
+}
+
+/// An input element type of `wgmma.mma_async`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WgElem {
+    F16,
+    BF16,
+    TF32,
+    E4M3,
+    E5M2,
+    S8,
+    U8,
+}
+
+impl WgElem {
+    fn parse(s: &str) -> Option<WgElem> {
+        Some(match s {
+            "f16" => WgElem::F16,
+            "bf16" => WgElem::BF16,
+            "tf32" => WgElem::TF32,
+            "e4m3" => WgElem::E4M3,
+            "e5m2" => WgElem::E5M2,
+            "s8" => WgElem::S8,
+            "u8" => WgElem::U8,
+            _ => return None,
+        })
+    }
+
+    /// The PTX type name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            WgElem::F16 => "f16",
+            WgElem::BF16 => "bf16",
+            WgElem::TF32 => "tf32",
+            WgElem::E4M3 => "e4m3",
+            WgElem::E5M2 => "e5m2",
+            WgElem::S8 => "s8",
+            WgElem::U8 => "u8",
+        }
+    }
+
+    /// Bytes per element.
+    pub(crate) fn bytes(self) -> u64 {
+        match self {
+            WgElem::F16 | WgElem::BF16 => 2,
+            WgElem::TF32 => 4,
+            _ => 1,
+        }
+    }
+
+    /// K of one instruction: 32 bytes of elements.
+    pub(crate) fn k(self) -> u16 {
+        32 / self.bytes() as u16
+    }
+
+    fn int(self) -> bool {
+        matches!(self, WgElem::S8 | WgElem::U8)
+    }
+
+    fn fp8(self) -> bool {
+        matches!(self, WgElem::E4M3 | WgElem::E5M2)
+    }
 }
 
 fn has(mods: &[&str], m: &str) -> bool {
@@ -167,8 +233,51 @@ pub(super) fn decode_wmma(opcode: &str, mods: &[&str], types: &[PtxType], space:
     }
 }
 
+/// `wgmma.mma_async`'s `.m64nNkK.dtype.atype.btype` (and `.satfinite`), when it is a form the emulator
+/// computes: f16/bf16 (k16), tf32 (k8), FP8 (k32, f32 or f16 accumulators), 8-bit integers (k32, s32).
+fn wgmma_shape(mods: &[&str], a_regs: bool) -> Option<WgmmaShape> {
+    let at = mods.iter().position(|m| m.starts_with("m64n"))?;
+    let (n, k) = mods[at].strip_prefix("m64n")?.split_once('k')?;
+    let (n, k) = (n.parse::<u16>().ok()?, k.parse::<u16>().ok()?);
+    let types: Vec<&str> = mods[at + 1..]
+        .iter()
+        .copied()
+        .filter(|m| *m != "satfinite")
+        .collect();
+    let [d, a, b] = types[..] else {
+        return None;
+    };
+    let (a, b) = (WgElem::parse(a)?, WgElem::parse(b)?);
+    let dtype = match d {
+        "f32" => PtxType::F32,
+        "f16" => PtxType::F16,
+        "s32" => PtxType::S32,
+        _ => return None,
+    };
+    let types_ok = match (a, b) {
+        (WgElem::F16, WgElem::F16) => dtype != PtxType::S32,
+        (WgElem::BF16, WgElem::BF16) | (WgElem::TF32, WgElem::TF32) => dtype == PtxType::F32,
+        _ if a.fp8() && b.fp8() => dtype != PtxType::S32,
+        _ if a.int() && b.int() => dtype == PtxType::S32,
+        _ => false,
+    };
+    let n_ok = if a.int() {
+        n == 8 || n == 24 || (n % 16 == 0 && (16..=256).contains(&n))
+    } else {
+        n % 8 == 0 && (8..=256).contains(&n)
+    };
+    (types_ok && n_ok && k == a.k()).then_some(WgmmaShape {
+        n,
+        dtype,
+        a,
+        b,
+        a_regs,
+        satfinite: mods.contains(&"satfinite"),
+    })
+}
+
 /// `wgmma.{fence,commit_group,wait_group,mma_async}.*`; `a_regs`: A is a register list.
-pub(super) fn decode_wgmma(opcode: &str, mods: &[&str], types: &[PtxType], a_regs: bool) -> Kind {
+pub(super) fn decode_wgmma(opcode: &str, mods: &[&str], _types: &[PtxType], a_regs: bool) -> Kind {
     let has = |m: &str| has(mods, m);
     if has("fence") {
         Kind::Wgmma(WgmmaOp::Fence)
@@ -177,25 +286,8 @@ pub(super) fn decode_wgmma(opcode: &str, mods: &[&str], types: &[PtxType], a_reg
     } else if has("wait_group") {
         Kind::Wgmma(WgmmaOp::Wait)
     } else if has("mma_async") {
-        let n = mods
-            .iter()
-            .find_map(|m| m.strip_prefix("m64n").and_then(|r| r.strip_suffix("k16")))
-            .and_then(|n| n.parse::<u16>().ok())
-            .filter(|n| n % 8 == 0 && (8..=256).contains(n));
-        match (n, types) {
-            (Some(n), [d, a, b])
-                if a == b
-                    && matches!(a, PtxType::BF16 | PtxType::F16)
-                    && (*d == PtxType::F32 || (*d == PtxType::F16 && *a == PtxType::F16))
-                    && !has("sp") =>
-            {
-                Kind::Wgmma(WgmmaOp::Mma(WgmmaShape {
-                    n,
-                    dtype: *d,
-                    itype: *a,
-                    a_regs,
-                }))
-            }
+        match wgmma_shape(mods, a_regs) {
+            Some(shape) if !has("sp") => Kind::Wgmma(WgmmaOp::Mma(shape)),
             _ => Kind::Unsupported(opcode.to_string()),
         }
     } else {

@@ -1,5 +1,6 @@
 //! `wgmma` (sm_90a warpgroup MMA, PTX §9.7.15): `fence`, `commit_group`, `wait_group N` and
-//! `mma_async.m64nNk16` with f32 or f16 accumulators, bf16 or f16 inputs, A from a shared-memory descriptor
+//! `mma_async.m64nNkK` with f32 or f16 accumulators, bf16 or f16 inputs (k16), tf32 (k8), FP8 e4m3/e5m2 (k32,
+//! f32 or f16 accumulators), 8-bit integers (k32, s32 accumulators), A from a shared-memory descriptor
 //! or from registers, B from a descriptor, every swizzle mode, K-major and MN-major.
 //!
 //! Model (docs/EMULATOR.md): a warpgroup is warps 4g..4g+3 of the block. Each warp issues its part of an
@@ -18,7 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::{Block, FaultKind, Ls, Operand, Step, Warp, L, TOPBIT};
-use crate::emu::ptx::{PtxType, WgmmaOp, WgmmaShape};
+use crate::emu::ptx::{PtxType, WgElem, WgmmaOp, WgmmaShape};
 
 /// The wgmma state of one block: one entry per warpgroup that issued anything.
 #[derive(Default)]
@@ -120,19 +121,34 @@ struct WgOp {
     d: Option<Vec<u64>>,
 }
 
-/// Byte address of element (r, k) of an R×16 operand (16-bit elements) through a descriptor, before the
-/// swizzle (PTX ISA §9.7.15.5.1.2.1.3, canonical layouts; confirmed on hardware for every mode and both majors: docs/HOPPER-PROBES.md).
-fn operand_addr(start: u64, lbo: u64, sbo: u64, mode: u64, mn_major: bool, r: u64, k: u64) -> u64 {
+/// Byte address of element (r, k) of an R×K operand of `es`-byte elements through a descriptor, before the
+/// swizzle (PTX ISA §9.7.15.5.1.2.1.3, canonical layouts; confirmed on hardware for 16-bit elements in
+/// every mode and both majors: docs/HOPPER-PROBES.md). A core-matrix row is 16 bytes whatever the element
+/// size; MN-major operands exist for 16-bit elements only.
+#[allow(clippy::too_many_arguments)]
+fn operand_addr(
+    start: u64,
+    lbo: u64,
+    sbo: u64,
+    mode: u64,
+    mn_major: bool,
+    r: u64,
+    k: u64,
+    es: u64,
+) -> u64 {
     let w = match mode {
         1 => 8,
         2 => 4,
         3 => 2,
         _ => 1,
     };
+    let per_row = 16 / es;
     match (mode, mn_major) {
-        (0, false) => start + (r / 8) * sbo + (r % 8) * 16 + (k / 8) * lbo + (k % 8) * 2,
+        (0, false) => {
+            start + (r / 8) * sbo + (r % 8) * 16 + (k / per_row) * lbo + (k % per_row) * es
+        }
+        (_, false) => start + (r / 8) * sbo + (r % 8) * 16 * w + k * es,
         (0, true) => start + (r / 8) * sbo + (r % 8) * 2 + (k % 8) * 16 + (k / 8) * lbo,
-        (_, false) => start + (r / 8) * sbo + (r % 8) * 16 * w + k * 2,
         (_, true) => {
             start + (r / (8 * w)) * lbo + (r % (8 * w)) * 2 + (k % 8) * 16 * w + (k / 8) * sbo
         }
@@ -157,14 +173,6 @@ fn frag(t: usize, r: usize) -> (usize, usize) {
         16 * w + l / 4 + 8 * ((r / 2) % 2),
         8 * (r / 4) + 2 * (l % 4) + r % 2,
     )
-}
-
-fn to_f32(ty: PtxType, bits: u16) -> f32 {
-    if ty == PtxType::BF16 {
-        half::bf16::from_bits(bits).to_f32()
-    } else {
-        half::f16::from_bits(bits).to_f32()
-    }
 }
 
 impl L<'_> {
@@ -431,21 +439,23 @@ impl L<'_> {
     ) -> bool {
         let m = self.m;
         let args = &m.code[pc as usize].args;
-        let nregs = if shape.dtype == PtxType::F32 {
-            shape.n as usize / 2
-        } else {
+        let nregs = if shape.dtype == PtxType::F16 {
             shape.n as usize / 4
+        } else {
+            shape.n as usize / 2
         };
         let dregs = args[0].elements();
         let imm = |i: usize| match args.get(i) {
             Some(Operand::Imm(v)) => Some(*v as i64 as i32),
             _ => None,
         };
-        // d, a|a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a], imm-trans-b
-        let (sa, sb, ta, tb) = if shape.a_regs {
-            (imm(4), imm(5), Some(0), imm(6))
-        } else {
-            (imm(4), imm(5), imm(6), imm(7))
+        // d, a|a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a], imm-trans-b; tf32 and FP8
+        // have no transposes, 8-bit integers no scales either.
+        let (sa, sb, ta, tb) = match (shape.a.bytes(), shape.dtype) {
+            (_, PtxType::S32) => (Some(1), Some(1), Some(0), Some(0)),
+            (2, _) if shape.a_regs => (imm(4), imm(5), Some(0), imm(6)),
+            (2, _) => (imm(4), imm(5), imm(6), imm(7)),
+            _ => (imm(4), imm(5), Some(0), Some(0)),
         };
         let bad_imm = |v: Option<i32>, ok: &[i32]| v.is_none_or(|x| !ok.contains(&x));
         if dregs.len() != nregs
@@ -455,8 +465,9 @@ impl L<'_> {
             || bad_imm(tb, &[0, 1])
         {
             let msg = format!(
-                "wgmma.mma_async m64n{}k16: expected {} accumulator registers and immediate scale (±1) / transpose (0, 1) operands",
-                shape.n, nregs
+                "{}: expected {} accumulator registers and immediate scale (±1) / transpose (0, 1) operands",
+                name(&WgmmaOp::Mma(shape)),
+                nregs
             );
             self.fault(b, wi, Some(0), pc, FaultKind::InvalidOperation, msg);
             return false;
@@ -562,9 +573,14 @@ impl L<'_> {
                 .then(|| desc_misaligned(op.desc_a))
                 .flatten()
         });
-        let mut ranges = vec![desc_range(op.desc_b, op.trans_b, op.shape.n as u64)];
+        let mut ranges = vec![desc_range(
+            op.desc_b,
+            op.trans_b,
+            op.shape.n as u64,
+            op.shape.b,
+        )];
         if !op.shape.a_regs {
-            ranges.push(desc_range(op.desc_a, op.trans_a, 64));
+            ranges.push(desc_range(op.desc_a, op.trans_a, 64, op.shape.a));
         }
         if let Some(msg) = bad {
             self.fault(b, wi, Some(0), pc, FaultKind::Misaligned, msg);
@@ -672,17 +688,21 @@ impl L<'_> {
 }
 
 /// The shared bytes `[lo, hi)` a descriptor operand of `rows` × 16 elements spans.
-fn desc_range(desc: u64, mn_major: bool, rows: u64) -> (usize, usize) {
+fn desc_range(desc: u64, mn_major: bool, rows: u64, e: WgElem) -> (usize, usize) {
     let start = (desc & 0x3FFF) << 4;
     let lbo = ((desc >> 16) & 0x3FFF) << 4;
     let sbo = ((desc >> 32) & 0x3FFF) << 4;
     let mode = (desc >> 62) & 3;
+    let es = e.bytes();
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     for r in 0..rows {
-        for k in 0..16 {
-            let a = swizzle(operand_addr(start, lbo, sbo, mode, mn_major, r, k), mode);
+        for k in 0..e.k() as u64 {
+            let a = swizzle(
+                operand_addr(start, lbo, sbo, mode, mn_major, r, k, es),
+                mode,
+            );
             lo = lo.min(a);
-            hi = hi.max(a + 2);
+            hi = hi.max(a + es);
         }
     }
     (lo as usize, hi as usize)
@@ -714,15 +734,26 @@ fn desc_misaligned(desc: u64) -> Option<String> {
     None
 }
 
-/// Reads one 16-bit element of a descriptor operand.
-fn read16(shared: &[u8], desc: u64, mn_major: bool, r: u64, k: u64) -> Result<u16, String> {
+/// Reads one element (its `e.bytes()` bytes, little-endian) of a descriptor operand.
+fn read_elem(
+    shared: &[u8],
+    desc: u64,
+    mn_major: bool,
+    r: u64,
+    k: u64,
+    e: WgElem,
+) -> Result<u32, String> {
     let start = (desc & 0x3FFF) << 4;
     let lbo = ((desc >> 16) & 0x3FFF) << 4;
     let sbo = ((desc >> 32) & 0x3FFF) << 4;
     let mode = (desc >> 62) & 3;
-    let a = swizzle(operand_addr(start, lbo, sbo, mode, mn_major, r, k), mode) as usize;
-    match shared.get(a..a + 2) {
-        Some(s) => Ok(u16::from_le_bytes([s[0], s[1]])),
+    let es = e.bytes() as usize;
+    let a = swizzle(
+        operand_addr(start, lbo, sbo, mode, mn_major, r, k, es as u64),
+        mode,
+    ) as usize;
+    match shared.get(a..a + es) {
+        Some(s) => Ok(s.iter().rev().fold(0u32, |v, &x| v << 8 | x as u32)),
         None => Err(format!(
             "wgmma matrix descriptor {desc:#018x} reads shared byte {a}, outside the block's {} bytes of shared memory",
             shared.len()
@@ -730,46 +761,78 @@ fn read16(shared: &[u8], desc: u64, mn_major: bool, r: u64, k: u64) -> Result<u1
     }
 }
 
-/// D = A·B (+ C): 64×N, K = 16, accumulated in f32 in k order.
+/// The value of an input element's bits: floats exactly (tf32 from the top 19 bits of its f32, as the tensor
+/// cores read it), 8-bit integers as integers.
+fn elem_value(e: WgElem, bits: u32) -> f64 {
+    match e {
+        WgElem::F16 => half::f16::from_bits(bits as u16).to_f64(),
+        WgElem::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
+        WgElem::TF32 => f32::from_bits(bits & 0xffff_e000) as f64,
+        WgElem::E4M3 => super::misc::fp8_value(bits as u8, false),
+        WgElem::E5M2 => super::misc::fp8_value(bits as u8, true),
+        WgElem::S8 => bits as u8 as i8 as f64,
+        WgElem::U8 => bits as u8 as f64,
+    }
+}
+
+/// (row, k) of element `v` (0..16 / per register) of A-fragment register `j` of thread `t`, for A from
+/// registers: CUTLASS's `ALayout_64x16` (16-bit: two per register), `ALayout_64x32` (8-bit: four),
+/// `ALayout_64x8` (tf32: one) — each warp holds 16 rows, as `mma.sync` does.
+fn a_frag(e: WgElem, t: usize, j: usize, v: usize) -> (usize, usize) {
+    let (w, l) = (t / 32, t % 32);
+    let row = 16 * w + l / 4 + 8 * (j % 2);
+    match e.bytes() {
+        2 => frag(t, 2 * j + v),
+        1 => (row, 4 * (l % 4) + v + 16 * (j / 2)),
+        _ => (row, l % 4 + 4 * (j / 2)),
+    }
+}
+
+/// D = A·B (+ C): 64×N×K; float inputs accumulated in f32 in k order (their products are exact in f32),
+/// 8-bit integers exactly, wrapping to s32 (or saturating with `.satfinite`).
 fn compute(op: &WgOp, chained: Option<&[u64]>, shared: &[u8]) -> Result<Vec<u64>, String> {
     let n = op.shape.n as usize;
-    let it = op.shape.itype;
-    let f32acc = op.shape.dtype == PtxType::F32;
-    let nregs = if f32acc { n / 2 } else { n / 4 };
+    let (ea, eb) = (op.shape.a, op.shape.b);
+    let kk = ea.k() as usize;
+    let acc16 = op.shape.dtype == PtxType::F16;
+    let int = op.shape.dtype == PtxType::S32;
+    let nregs = if acc16 { n / 4 } else { n / 2 };
     // A[m][k]
-    let mut a = vec![[0f32; 16]; 64];
+    let mut a = vec![vec![0f64; kk]; 64];
     if op.shape.a_regs {
+        let per = 4 / ea.bytes() as usize;
         for t in 0..128 {
             for (j, word) in op.a[t].iter().enumerate() {
-                for h in 0..2 {
-                    let (row, col) = frag(t, 2 * j + h);
-                    a[row][col] = to_f32(it, (*word >> (16 * h)) as u16);
+                for v in 0..per {
+                    let (row, col) = a_frag(ea, t, j, v);
+                    let bits = if per == 1 {
+                        *word
+                    } else {
+                        (*word >> (32 / per * v)) & ((1u32 << (32 / per)) - 1)
+                    };
+                    a[row][col] = elem_value(ea, bits);
                 }
             }
         }
     } else {
         for (r, row) in a.iter_mut().enumerate() {
             for (k, v) in row.iter_mut().enumerate() {
-                *v = to_f32(
-                    it,
-                    read16(shared, op.desc_a, op.trans_a, r as u64, k as u64)?,
-                );
+                let bits = read_elem(shared, op.desc_a, op.trans_a, r as u64, k as u64, ea)?;
+                *v = elem_value(ea, bits);
             }
         }
     }
     // B[n][k]
-    let mut bm = vec![[0f32; 16]; n];
+    let mut bm = vec![vec![0f64; kk]; n];
     for (r, row) in bm.iter_mut().enumerate() {
         for (k, v) in row.iter_mut().enumerate() {
-            *v = to_f32(
-                it,
-                read16(shared, op.desc_b, op.trans_b, r as u64, k as u64)?,
-            );
+            let bits = read_elem(shared, op.desc_b, op.trans_b, r as u64, k as u64, eb)?;
+            *v = elem_value(eb, bits);
         }
     }
     let (sa, sb) = (
-        if op.neg_a { -1.0f32 } else { 1.0 },
-        if op.neg_b { -1.0f32 } else { 1.0 },
+        if op.neg_a { -1.0f64 } else { 1.0 },
+        if op.neg_b { -1.0f64 } else { 1.0 },
     );
     let mut out = vec![0u64; 128 * nregs];
     for t in 0..128 {
@@ -779,24 +842,41 @@ fn compute(op: &WgOp, chained: Option<&[u64]>, shared: &[u8]) -> Result<Vec<u64>
                 None => op.c[t * nregs + r],
             };
             let mut res = 0u64;
-            let elems = if f32acc { 1 } else { 2 };
+            let elems = if acc16 { 2 } else { 1 };
             for h in 0..elems {
-                let e = if f32acc { r } else { 2 * r + h };
+                let e = if acc16 { 2 * r + h } else { r };
                 let (row, col) = frag(t, e);
+                if int {
+                    let mut acc = if op.scale_d {
+                        word as u32 as i32 as i64
+                    } else {
+                        0
+                    };
+                    for k in 0..kk {
+                        acc += (a[row][k] * bm[col][k]) as i64;
+                    }
+                    let v = if op.shape.satfinite {
+                        acc.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+                    } else {
+                        acc as i32
+                    };
+                    res = v as u32 as u64;
+                    continue;
+                }
                 let mut acc = if !op.scale_d {
                     0.0
-                } else if f32acc {
-                    f32::from_bits(word as u32)
-                } else {
+                } else if acc16 {
                     half::f16::from_bits((word >> (16 * h)) as u16).to_f32()
-                };
-                for k in 0..16 {
-                    acc += (sa * a[row][k]) * (sb * bm[col][k]);
-                }
-                if f32acc {
-                    res = acc.to_bits() as u64;
                 } else {
+                    f32::from_bits(word as u32)
+                };
+                for k in 0..kk {
+                    acc += ((sa * a[row][k]) * (sb * bm[col][k])) as f32;
+                }
+                if acc16 {
                     res |= (half::f16::from_f32(acc).to_bits() as u64) << (16 * h);
+                } else {
+                    res = acc.to_bits() as u64;
                 }
             }
             out[t * nregs + r] = res;
@@ -812,18 +892,16 @@ pub(super) fn name(op: &WgmmaOp) -> String {
         WgmmaOp::Commit => "wgmma.commit_group.sync.aligned".into(),
         WgmmaOp::Wait => "wgmma.wait_group.sync.aligned".into(),
         WgmmaOp::Mma(s) => format!(
-            "wgmma.mma_async.sync.aligned.m64n{}k16.{}.{}",
+            "wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{}",
             s.n,
-            if s.dtype == PtxType::F32 {
-                "f32"
-            } else {
-                "f16"
+            s.a.k(),
+            match s.dtype {
+                PtxType::F32 => "f32",
+                PtxType::S32 => "s32",
+                _ => "f16",
             },
-            if s.itype == PtxType::BF16 {
-                "bf16"
-            } else {
-                "f16"
-            }
+            s.a.name(),
+            s.b.name()
         ),
     }
 }
@@ -883,15 +961,15 @@ impl L<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{desc_misaligned, read16};
+    use super::{desc_misaligned, read_elem, WgElem};
 
     #[test]
     fn descriptors_outside_shared_memory_are_errors() {
         let shared = vec![0u8; 4096];
         let inside = (1024u64 >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62);
-        assert!(read16(&shared, inside, false, 7, 15).is_ok());
+        assert!(read_elem(&shared, inside, false, 7, 15, WgElem::BF16).is_ok());
         let outside = (8192u64 >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62);
-        let e = read16(&shared, outside, false, 0, 0).unwrap_err();
+        let e = read_elem(&shared, outside, false, 0, 0, WgElem::BF16).unwrap_err();
         assert!(e.contains("outside the block's 4096 bytes"), "{e}");
     }
 

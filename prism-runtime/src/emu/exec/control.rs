@@ -346,6 +346,7 @@ impl L<'_> {
 
     /// Stores a device-runtime function's `size`-byte return value for lane `l`: into the call
     /// sequence's return `.param` (in the lane's frame) or a register.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn set_ret(
         &mut self,
         b: &mut Block,

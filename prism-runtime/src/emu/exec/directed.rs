@@ -68,11 +68,22 @@ fn sum_error<F: Float>(a: F, b: F, s: F) -> F {
 /// How the exact result of `op(a, b, c)` compares with its round-to-nearest value `r` (`None`: the
 /// operation is not one of the rounded ones, or the result is not a finite rounding of a finite value).
 fn excess<F: Float>(op: AluOp, a: F, b: F, c: F, r: F) -> Option<Ordering> {
-    let operands_finite = a.finite() && b.finite() && (c.finite() || !matches!(op, AluOp::Mad | AluOp::Fma));
+    let operands_finite =
+        a.finite() && b.finite() && (c.finite() || !matches!(op, AluOp::Mad | AluOp::Fma));
     if !r.finite() {
         // An overflow of finite operands: the exact value is finite, below +inf or above -inf.
-        return (operands_finite && matches!(op, AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Mad | AluOp::Fma | AluOp::Div))
-            .then(|| if r.negative() { Ordering::Greater } else { Ordering::Less });
+        return (operands_finite
+            && matches!(
+                op,
+                AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Mad | AluOp::Fma | AluOp::Div
+            ))
+        .then(|| {
+            if r.negative() {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        });
     }
     Some(match op {
         AluOp::Add => sign(sum_error(a, b, r)),
@@ -203,9 +214,18 @@ mod tests {
         }
         // 1 + 2^-60: round to nearest gives 1; up gives the next float.
         let tiny = 2f32.powi(-60);
-        assert_eq!(round(AluOp::Add, Dir::Up, 1.0f32, tiny, 0.0, 1.0), 1.0f32.next_up());
-        assert_eq!(round(AluOp::Add, Dir::Zero, 1.0f32, -tiny, 0.0, 1.0), 1.0f32.next_down());
-        assert_eq!(round(AluOp::Add, Dir::Down, 1.0f32, -1.0, 0.0, 0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(
+            round(AluOp::Add, Dir::Up, 1.0f32, tiny, 0.0, 1.0),
+            1.0f32.next_up()
+        );
+        assert_eq!(
+            round(AluOp::Add, Dir::Zero, 1.0f32, -tiny, 0.0, 1.0),
+            1.0f32.next_down()
+        );
+        assert_eq!(
+            round(AluOp::Add, Dir::Down, 1.0f32, -1.0, 0.0, 0.0).to_bits(),
+            (-0.0f32).to_bits()
+        );
         // 1/3 rounded down and up bracket it; sqrt(2) too.
         let third = 1.0f32 / 3.0;
         let (d, u) = (
@@ -220,11 +240,20 @@ mod tests {
         );
         assert!((d as f64) < 2f64.sqrt() && (u as f64) > 2f64.sqrt() && d.next_up() == u);
         // Overflow: toward zero keeps the largest finite value.
-        assert_eq!(round(AluOp::Mul, Dir::Zero, f32::MAX, 2.0, 0.0, f32::INFINITY), f32::MAX);
-        assert_eq!(round(AluOp::Mul, Dir::Up, f32::MAX, 2.0, 0.0, f32::INFINITY), f32::INFINITY);
+        assert_eq!(
+            round(AluOp::Mul, Dir::Zero, f32::MAX, 2.0, 0.0, f32::INFINITY),
+            f32::MAX
+        );
+        assert_eq!(
+            round(AluOp::Mul, Dir::Up, f32::MAX, 2.0, 0.0, f32::INFINITY),
+            f32::INFINITY
+        );
         // fma: 1 + 2^-30 · 2^-30 rounded up.
         let h = 2f64.powi(-30);
         assert_eq!(round(AluOp::Fma, Dir::Up, h, h, 1.0, 1.0), 1.0f64.next_up());
-        assert_eq!(round(AluOp::Fma, Dir::Down, -h, h, 1.0, 1.0), 1.0f64.next_down());
+        assert_eq!(
+            round(AluOp::Fma, Dir::Down, -h, h, 1.0, 1.0),
+            1.0f64.next_down()
+        );
     }
 }

@@ -238,6 +238,11 @@ pub(super) fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
         AluOp::Copysign => b.copysign(a),
         _ => f32::NAN,
     };
+    let r = if m.dir == Dir::Near {
+        r
+    } else {
+        super::directed::round(op, m.dir, a, b, c, r)
+    };
     f32_saturate(m, r).unwrap_or(r)
 }
 
@@ -278,6 +283,11 @@ pub(super) fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
         AluOp::Tanh => a.tanh(),
         AluOp::Copysign => b.copysign(a),
         _ => f64::NAN,
+    };
+    let r = if m.dir == Dir::Near {
+        r
+    } else {
+        super::directed::round(op, m.dir, a, b, c, r)
     };
     if m.sat {
         // [+0.0, 1.0]: -0.0 and NaN become +0.0.

@@ -38,6 +38,12 @@ impl Parser {
             clamp: has("clamp"),
             relu: has("relu"),
             nan: has("NaN"),
+            dir: match rnd {
+                Rnd::Rz => Dir::Zero,
+                Rnd::Rm => Dir::Down,
+                Rnd::Rp => Dir::Up,
+                _ => Dir::Near,
+            },
         };
         let o = OpInfo {
             p,
