@@ -8,61 +8,11 @@
 
 use prism_runtime::emu::*;
 
+mod common;
+use common::{configs, le as bytes, upload, Rng};
+
 fn module() -> Module {
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/calls.ptx"
-    ))
-    .expect("fixture");
-    Module::parse(&src).expect("nvcc PTX parses")
-}
-
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn range(&mut self, lo: i32, hi: i32) -> i32 {
-        lo + (self.next() % (hi - lo) as u64) as i32
-    }
-}
-
-fn configs() -> Vec<(String, EmuConfig)> {
-    let mut v = vec![
-        ("round-robin".to_string(), EmuConfig::default()),
-        (
-            "lockstep".to_string(),
-            EmuConfig {
-                warp_mode: WarpMode::Lockstep,
-                ..EmuConfig::default()
-            },
-        ),
-    ];
-    for seed in [1u64, 7, 42] {
-        v.push((
-            format!("random seed {seed}"),
-            EmuConfig {
-                schedule: Schedule::Random { seed },
-                ..EmuConfig::default()
-            },
-        ));
-    }
-    v
-}
-
-fn upload(e: &mut Emulator, bytes: &[u8]) -> u64 {
-    let a = e.alloc(bytes.len().max(1));
-    e.write(a, bytes).expect("write");
-    a
-}
-
-fn bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-    v.iter().flat_map(|&x| f(x)).collect()
+    common::fixture_module("calls.ptx")
 }
 
 fn read_i32(e: &Emulator, a: u64, n: usize) -> Vec<i32> {

@@ -14,43 +14,11 @@
 use half::{bf16, f16};
 use prism_runtime::emu::*;
 
+mod common;
+use common::{le, read, upload, Rng};
+
 fn module() -> Module {
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/fidelity.ptx"
-    ))
-    .expect("fixture");
-    Module::parse(&src).expect("nvcc PTX parses")
-}
-
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-fn upload(e: &mut Emulator, bytes: &[u8]) -> u64 {
-    let a = e.alloc(bytes.len().max(1));
-    e.write(a, bytes).expect("write");
-    a
-}
-
-fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-    v.iter().flat_map(|&x| f(x)).collect()
-}
-
-fn read<const N: usize, T>(e: &Emulator, a: u64, n: usize, f: impl Fn([u8; N]) -> T) -> Vec<T> {
-    e.read(a, N * n)
-        .expect("read")
-        .chunks(N)
-        .map(|c| f(c.try_into().expect("chunk")))
-        .collect()
+    common::fixture_module("fidelity.ptx")
 }
 
 fn launch(e: &mut Emulator, m: &Module, entry: &str, n: usize, params: &[ParamValue]) {
@@ -1079,12 +1047,7 @@ fn an_mbarrier_arrive_releases_what_its_warp_synchronised() {
 // ---- wgmma with 8-bit and tf32 inputs (tests/fixtures/hopper/wgmma_types.ptx, sm_90a) ----
 
 fn wgmma_types() -> Module {
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/hopper/wgmma_types.ptx"
-    ))
-    .expect("fixture");
-    Module::parse(&src).expect("nvcc PTX parses")
+    common::fixture_module("hopper/wgmma_types.ptx")
 }
 
 /// Runs `entry` on A and B (64 rows of `kbytes` each) and returns D (64 × 64, 4-byte elements).

@@ -1,0 +1,74 @@
+//! Helpers the nvcc-fixture tests share: a fixture module, a seeded generator, buffers in and out.
+#![allow(dead_code)]
+
+use prism_runtime::emu::*;
+
+/// The PTX fixture `tests/fixtures/<name>`, parsed.
+pub fn fixture_module(name: &str) -> Module {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    Module::parse(&src).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// splitmix64.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `lo..hi`.
+    pub fn range(&mut self, lo: i32, hi: i32) -> i32 {
+        lo + (self.next() % (hi - lo) as u64) as i32
+    }
+}
+
+/// A new allocation holding `bytes`.
+pub fn upload(e: &mut Emulator, bytes: &[u8]) -> u64 {
+    let a = e.alloc(bytes.len().max(1));
+    e.write(a, bytes).expect("write");
+    a
+}
+
+/// The little-endian bytes of `v` (`f` is the element's `to_le_bytes`).
+pub fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+/// `n` elements of `N` bytes at `a` (`f` is the element's `from_le_bytes`).
+pub fn read<const N: usize, T>(e: &Emulator, a: u64, n: usize, f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    e.read(a, N * n)
+        .expect("read")
+        .chunks(N)
+        .map(|c| f(c.try_into().expect("chunk")))
+        .collect()
+}
+
+/// The schedules a kernel's result must not depend on: round-robin, lockstep, three random seeds.
+pub fn configs() -> Vec<(String, EmuConfig)> {
+    let mut v = vec![
+        ("round-robin".to_string(), EmuConfig::default()),
+        (
+            "lockstep".to_string(),
+            EmuConfig {
+                warp_mode: WarpMode::Lockstep,
+                ..EmuConfig::default()
+            },
+        ),
+    ];
+    for seed in [1u64, 7, 42] {
+        v.push((
+            format!("random seed {seed}"),
+            EmuConfig {
+                schedule: Schedule::Random { seed },
+                ..EmuConfig::default()
+            },
+        ));
+    }
+    v
+}
