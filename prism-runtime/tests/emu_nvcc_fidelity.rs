@@ -1181,3 +1181,101 @@ fn wgmma_s8_u8_and_tf32_inputs() {
         fb[n * 32 + k] as f64
     });
 }
+
+// ---- synchronization the race detector follows, and scalar video ----
+
+fn flag_handoff(mode: i32, cfg: EmuConfig) -> Result<Vec<f32>, String> {
+    let m = module();
+    let mut e = Emulator::new(cfg);
+    let input: Vec<f32> = (0..32).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let din = upload(&mut e, &le(&input, f32::to_le_bytes));
+    let dout = upload(&mut e, &[0; 256]);
+    e.launch(
+        &m,
+        "flag_handoff",
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &[
+            ParamValue::Ptr(din),
+            ParamValue::Ptr(dout),
+            ParamValue::I32(mode),
+        ],
+    )
+    .map_err(|err| err.to_string())?;
+    Ok(read(&e, dout, 64, f32::from_le_bytes))
+}
+
+#[test]
+fn volatile_flags_and_fences_synchronise_and_their_absence_is_a_race() {
+    for cfg in [
+        EmuConfig::default(),
+        EmuConfig {
+            schedule: Schedule::Random { seed: 3 },
+            ..EmuConfig::default()
+        },
+    ] {
+        for mode in [0, 1] {
+            let out = flag_handoff(mode, cfg.clone())
+                .unwrap_or_else(|err| panic!("mode {mode} is race-free: {err}"));
+            for lane in 0..32 {
+                assert_eq!(
+                    out[lane],
+                    (lane as f32 * 0.25 - 3.0) * 2.0 + 1.0,
+                    "mode {mode}"
+                );
+            }
+        }
+        let racy =
+            flag_handoff(2, cfg.clone()).expect_err("a relaxed flag without fences orders nothing");
+        assert!(racy.contains("DataRace"), "{racy}");
+    }
+}
+
+#[test]
+fn scalar_video_with_a_secondary_operation() {
+    let m = module();
+    let n = 300;
+    let mut rng = Rng(11);
+    let mut v = |_| rng.next() as i32 >> (rng.next() % 31);
+    let (a, b, c): (Vec<i32>, Vec<i32>, Vec<i32>) = (
+        (0..n).map(&mut v).collect(),
+        (0..n).map(&mut v).collect(),
+        (0..n).map(&mut v).collect(),
+    );
+    let mut e = Emulator::new(EmuConfig::default());
+    let ins: Vec<u64> = [&a, &b, &c]
+        .iter()
+        .map(|x| upload(&mut e, &le(x, i32::to_le_bytes)))
+        .collect();
+    let dout = upload(&mut e, &vec![0xA5; 24 * n]);
+    launch(
+        &mut e,
+        &m,
+        "video_minmax",
+        n,
+        &[
+            ParamValue::Ptr(ins[0]),
+            ParamValue::Ptr(ins[1]),
+            ParamValue::Ptr(ins[2]),
+            ParamValue::Ptr(dout),
+            ParamValue::I32(n as i32),
+        ],
+    );
+    let got = read(&e, dout, 6 * n, i32::from_le_bytes);
+    for i in 0..n {
+        let (x, y, z) = (a[i], b[i], c[i]);
+        let sat = (x as i64 + y as i64).clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+        let absdiff =
+            ((x as u32 as i64 - y as u32 as i64).abs() as u32).wrapping_add(z as u32) as i32;
+        let want = [
+            x.min(y).min(z),
+            x.min(y).max(z),
+            x.max(y).min(z),
+            x.max(y).max(z),
+            sat,
+            absdiff,
+        ];
+        assert_eq!(&got[6 * i..6 * i + 6], &want, "({x}, {y}, {z})");
+    }
+}

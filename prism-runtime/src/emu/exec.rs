@@ -356,6 +356,11 @@ struct Block {
     inst_hops: HashMap<u32, Vec<u32>>,
     /// The race detector's instances of this block's cluster-barrier phases: (phase, instance), the last two.
     cinst: Vec<(u32, u32)>,
+    /// Fence-based synchronization (`exec_fence`): threads that executed a fence, whose later relaxed or
+    /// volatile stores release; and each thread's last relaxed or volatile load, which a later fence
+    /// turns into an acquire.
+    fenced: HashSet<u32>,
+    strong_loads: HashMap<u32, Loc>,
     /// In-flight `wgmma` ops and groups, per warpgroup.
     wg: wgmma::WgState,
     /// The warp after the one that ran last (round-robin among the block's warps).

@@ -500,6 +500,7 @@ impl L<'_> {
                 }
                 MiscOp::Simd(sop) => Some(simd(sop, v(1), v(2), v(3))),
                 MiscOp::CvtFp8(c) => Some(cvt_fp8(c, v(1), v(2))),
+                MiscOp::Video(o) => Some(video(o, v(1), v(2), v(3))),
                 MiscOp::BulkStore => {
                     if !self.bulk_store(b, wi, w, pc, l) {
                         return Step::Stop;
@@ -600,6 +601,43 @@ fn simd(s: SimdOp, a: u64, b: u64, c: u64) -> u64 {
     } else {
         d
     }
+}
+
+/// A scalar video instruction (PTX ISA `vadd` … `vmax`): a and b extended by their types to 64 bits, the
+/// operation, `.sat` to d's type (else the low 32 bits), then the secondary operation with c.
+fn video(o: VideoOp, a: u64, b: u64, c: u64) -> u64 {
+    let ext = |x: u64, s: bool| {
+        if s {
+            x as u32 as i32 as i64
+        } else {
+            x as u32 as i64
+        }
+    };
+    let (x, y) = (ext(a, o.sa), ext(b, o.sb));
+    let r = match o.op {
+        0 => x + y,
+        1 => x - y,
+        3 => (x - y).abs(),
+        4 => x.min(y),
+        _ => x.max(y),
+    };
+    let r = if o.sat {
+        if o.sd {
+            r.clamp(i32::MIN as i64, i32::MAX as i64)
+        } else {
+            r.clamp(0, u32::MAX as i64)
+        }
+    } else {
+        ext(r as u64, o.sd)
+    };
+    let cz = ext(c, o.sd);
+    let r = match o.op2 {
+        Some(0) => r + cz,
+        Some(1) => r.min(cz),
+        Some(2) => r.max(cz),
+        _ => r,
+    };
+    r as u32 as u64
 }
 
 /// Bits of the largest finite FP8 value (E4M3: 448, E5M2: 57344).

@@ -232,7 +232,7 @@ pub(crate) use sm90::{WgElem, WgmmaOp, WgmmaShape, WmmaFrag, WmmaOp};
 // Carry arithmetic, isspacep, getctarank, alloca, cvt.pack and the other smaller families.
 #[path = "ptx_misc.rs"]
 mod pmisc;
-pub(crate) use pmisc::{Fp8Cvt, IsSpace, MiscOp, SimdOp, REG_CARRY, REG_STACK};
+pub(crate) use pmisc::{Fp8Cvt, IsSpace, MiscOp, SimdOp, VideoOp, REG_CARRY, REG_STACK};
 // The parser's parts (`ptx/`): `impl Parser` blocks and free functions over the types below.
 #[path = "ptx/scope.rs"]
 mod scope;
@@ -494,6 +494,9 @@ pub(crate) enum Kind {
     Bar(BarMode),
     BarWarpSync,
     Nop,
+    /// `membar` / `fence` (not the proxy and mbarrier-init forms): no effect on values; the race
+    /// detector's fence-based synchronization (`exec/access.rs`, `exec_fence`).
+    Fence,
     Shfl(ShflMode),
     Vote(VoteMode),
     /// `redux.sync.{add,min,max,and,or,xor}`: a warp-wide integer reduction (sm_80+).

@@ -54,6 +54,8 @@ pub(crate) enum MiscOp {
     Brkpt,
     /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: completes at issue.
     BulkStore,
+    /// A scalar video instruction on 32-bit words (see [`VideoOp`]).
+    Video(VideoOp),
     /// FP8 conversions (sm_89+, `<cuda_fp8.h>`): `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b`
     /// (a to the high byte), `… .f16x2 d, a` (the high half to the high byte), and
     /// `cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a` (the high byte to the high half).
@@ -61,6 +63,18 @@ pub(crate) enum MiscOp {
     /// SIMD video `v{add,sub,avrg,absdiff,min,max}{2,4}.dtype.atype.btype{.sat|.add} d, a, b, c` without
     /// operand byte selectors or a destination mask.
     Simd(SimdOp),
+}
+
+/// A scalar video instruction: operation (index into `add sub - absdiff min max`), signedness of d, a, b,
+/// `.sat`, and the secondary operation with c (0 add, 1 min, 2 max).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VideoOp {
+    pub op: u8,
+    pub sd: bool,
+    pub sa: bool,
+    pub sb: bool,
+    pub sat: bool,
+    pub op2: Option<u8>,
 }
 
 /// An FP8 conversion: the FP8 format (E5M2 or E4M3), its direction and source, `.relu`.
@@ -102,6 +116,7 @@ impl MiscOp {
             // (the packed `add`/`min`/`max` forms have no third source)
             MiscOp::Simd(_) => 3,
             MiscOp::BulkStore => 3,
+            MiscOp::Video(v) => 3 + v.op2.is_some() as usize,
             MiscOp::CvtFp8(c) => {
                 if c.from_f32 && !c.to_f16x2 {
                     3
@@ -255,8 +270,42 @@ pub(super) fn packed16(opcode: &str, base: &str, mods: &[&str]) -> Kind {
     }))
 }
 
+/// The scalar video instructions `vadd`, `vsub`, `vabsdiff`, `vmin`, `vmax` on whole 32-bit words
+/// (`vmin.s32.s32.s32.max d, a, b, c` is BVH traversal's `fmin_fmin`): `.sat` and a secondary `.add`,
+/// `.min` or `.max` with `c`; byte/half selectors and `d` merges are unsupported.
+fn video(opcode: &str, base: &str, mods: &[&str], types: &[PtxType]) -> Kind {
+    let op = match base {
+        "vadd" => 0,
+        "vsub" => 1,
+        "vabsdiff" => 3,
+        "vmin" => 4,
+        "vmax" => 5,
+        _ => return Kind::Unsupported(opcode.to_string()),
+    };
+    let op2 = mods.iter().find_map(|m| match *m {
+        "add" => Some(0),
+        "min" => Some(1),
+        "max" => Some(2),
+        _ => None,
+    });
+    if types.len() != 3 || types.iter().any(|t| t.size() != 4) {
+        return Kind::Unsupported(opcode.to_string());
+    }
+    Kind::Misc(MiscOp::Video(VideoOp {
+        op,
+        sd: types[0].is_signed(),
+        sa: types[1].is_signed(),
+        sb: types[2].is_signed(),
+        sat: mods.contains(&"sat"),
+        op2,
+    }))
+}
+
 /// `vadd2` … `vmax4` (see [`SimdOp`]); other video instructions are unsupported.
 fn simd(opcode: &str, base: &str, mods: &[&str], types: &[PtxType]) -> Kind {
+    if matches!(base, "vadd" | "vsub" | "vabsdiff" | "vmin" | "vmax") {
+        return video(opcode, base, mods, types);
+    }
     const OPS: [&str; 6] = ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"];
     let (name, lanes) = match base.strip_suffix('4') {
         Some(n) => (n, 4),

@@ -147,6 +147,8 @@ impl L<'_> {
             rel: HashMap::new(),
             relacq: HashMap::new(),
             inst_hops: HashMap::new(),
+            fenced: HashSet::new(),
+            strong_loads: HashMap::new(),
             cinst: Vec::new(),
             acquired: HashMap::new(),
             wg: wgmma::WgState::default(),

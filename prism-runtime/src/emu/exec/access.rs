@@ -39,6 +39,8 @@ impl L<'_> {
             self.track(b, wi, l, loc, total, Acc::Read, pc, a);
             if ins.order & ORDER_ACQUIRE != 0 {
                 self.acquire(b, wi, l, loc);
+            } else if ins.order & ORDER_STRONG != 0 && self.cfg.check_races {
+                b.strong_loads.insert(self.tid_of(wi, l), loc);
             }
             for k in 0..vw {
                 let lk = offset_loc(loc, k * es);
@@ -113,7 +115,9 @@ impl L<'_> {
                 };
                 self.track(b, wi, l, loc, total, acc, pc, a);
             }
-            if ins.order & ORDER_RELEASE != 0 {
+            // A relaxed or volatile store after a fence releases (fence-based synchronization).
+            let fenced = ins.order & ORDER_STRONG != 0 && b.fenced.contains(&self.tid_of(wi, l));
+            if ins.order & ORDER_RELEASE != 0 || fenced {
                 self.release(b, wi, l, loc);
             }
             for (k, &v) in vals.iter().enumerate().take(vw) {
@@ -305,6 +309,32 @@ impl L<'_> {
         self.finish_access(pc);
         if !ok {
             return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    /// `membar` / `fence`: values need nothing (every access sees the latest value). For the race detector,
+    /// a fence makes the thread's last relaxed or volatile load an acquire (load; fence) and its later
+    /// relaxed or volatile stores releases (fence; store): the PTX memory model's fence-based
+    /// synchronization, which volatile flag protocols (`__threadfence()` / `membar` and a volatile flag,
+    /// CUB's look-back) use.
+    pub(super) fn exec_fence(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        mask: u32,
+        exec: u32,
+    ) -> Step {
+        if self.cfg.check_races {
+            lanes!(exec, l, {
+                let t = self.tid_of(wi, l);
+                if let Some(loc) = b.strong_loads.remove(&t) {
+                    self.acquire(b, wi, l, loc);
+                }
+                b.fenced.insert(t);
+            });
         }
         Self::advance(w, mask);
         Step::Continue

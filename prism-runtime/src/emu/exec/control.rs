@@ -164,13 +164,20 @@ impl L<'_> {
             }
             None if target.is_some() => None,
             _ => {
+                let name = f_idx.map_or("?", |f| m.funcs[f as usize].name.as_str());
+                let why = if name.starts_with("__cudaCDP") || name.starts_with("cudaLaunchDevice") {
+                    " (CUDA dynamic parallelism: launching kernels from the device is not supported)"
+                } else {
+                    " (an .extern function the emulator does not provide)"
+                };
+                let msg = format!("call of {name}, which is not a defined .func{why}");
                 self.fault(
                     b,
                     wi,
                     Some(exec.trailing_zeros()),
                     pc,
                     FaultKind::Unsupported,
-                    "call target is not a defined .func".into(),
+                    msg,
                 );
                 return Step::Stop;
             }

@@ -293,6 +293,7 @@ impl L<'_> {
             }
             Kind::Bra => return self.exec_bra(w, ins, pc, mask, exec),
             Kind::Nop | Kind::CpAsyncCommit | Kind::CpAsyncWait => Self::advance(w, mask),
+            Kind::Fence => return self.exec_fence(b, wi, w, mask, exec),
             Kind::Exit | Kind::Ret => return self.exec_exit(b, wi, w, ins, mask, exec),
             Kind::Call => return self.exec_call(b, wi, w, ins, pc, mask, exec),
             Kind::Trap => return self.exec_trap(b, wi, w, pc, mask, exec),
@@ -362,6 +363,7 @@ fn uniform_next(ins: &Instr, pc: u32, mask: u32, exec: u32) -> Option<u32> {
         Kind::St(..)
         | Kind::Atom(..)
         | Kind::Nop
+        | Kind::Fence
         | Kind::CpAsyncCommit
         | Kind::CpAsyncWait
         | Kind::Bar(_)

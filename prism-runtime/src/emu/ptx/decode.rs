@@ -133,7 +133,8 @@ impl Parser {
             let p = &p.opcode;
             let acq = p.contains(".acquire") || p.contains(".acq_rel");
             let rel = p.contains(".release") || p.contains(".acq_rel");
-            let strong = acq || rel || p.contains(".relaxed");
+            // `.volatile` is `.relaxed.sys` for synchronization (PTX ISA, memory consistency model).
+            let strong = acq || rel || p.contains(".relaxed") || p.contains(".volatile");
             (acq as u8 * ORDER_ACQUIRE)
                 | (rel as u8 * ORDER_RELEASE)
                 | (strong as u8 * ORDER_STRONG)

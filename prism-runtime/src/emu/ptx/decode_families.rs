@@ -258,8 +258,10 @@ pub(super) fn decode_control(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
             }
         }
         "fence" if has("proxy") && has("async") => Kind::FenceProxyAsync,
-        "membar" | "fence" | "prefetch" | "prefetchu" | "nanosleep" | "pmevent"
-        | "griddepcontrol" | "discard" | "applypriority" | "createpolicy" => {
+        "membar" => Kind::Fence,
+        "fence" if !has("proxy") && !has("mbarrier_init") => Kind::Fence,
+        "fence" | "prefetch" | "prefetchu" | "nanosleep" | "pmevent" | "griddepcontrol"
+        | "discard" | "applypriority" | "createpolicy" => {
             if base == "createpolicy" {
                 Kind::Mov(PtxType::B64)
             } else {
