@@ -1218,12 +1218,8 @@ fn volatile_flags_and_fences_synchronise_and_their_absence_is_a_race() {
         for mode in [0, 1] {
             let out = flag_handoff(mode, cfg.clone())
                 .unwrap_or_else(|err| panic!("mode {mode} is race-free: {err}"));
-            for lane in 0..32 {
-                assert_eq!(
-                    out[lane],
-                    (lane as f32 * 0.25 - 3.0) * 2.0 + 1.0,
-                    "mode {mode}"
-                );
+            for (lane, &o) in out.iter().take(32).enumerate() {
+                assert_eq!(o, (lane as f32 * 0.25 - 3.0) * 2.0 + 1.0, "mode {mode}");
             }
         }
         let racy =
@@ -1266,8 +1262,8 @@ fn scalar_video_with_a_secondary_operation() {
     for i in 0..n {
         let (x, y, z) = (a[i], b[i], c[i]);
         let sat = (x as i64 + y as i64).clamp(i32::MIN as i64, i32::MAX as i64) as i32;
-        let absdiff =
-            ((x as u32 as i64 - y as u32 as i64).abs() as u32).wrapping_add(z as u32) as i32;
+        let absdiff = ((x as u32 as i64 - y as u32 as i64).unsigned_abs() as u32)
+            .wrapping_add(z as u32) as i32;
         let want = [
             x.min(y).min(z),
             x.min(y).max(z),
