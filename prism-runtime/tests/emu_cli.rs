@@ -533,3 +533,89 @@ LOOP:
     assert!(err.contains("8 bytes") && err.contains("128"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--symbol NAME=0xHEX|@path`: a `__constant__` array set before the launch (what `cudaMemcpyToSymbol`
+/// does) and a `__device__` counter read back with `--dump` as `sym_<name>.bin`; an unknown name is a
+/// usage error.
+#[test]
+fn module_variables_from_the_command_line() {
+    let dir = tmpdir("symbol");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = dir.join("k.ptx");
+    std::fs::write(
+        &ptx,
+        r#".version 8.0
+.target sm_90
+.address_size 64
+.const .align 4 .b8 coef[16];
+.global .align 4 .u32 hits;
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<6>;
+    .reg .f32 %f<4>;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 3;
+    mul.wide.u32 %rd1, %r2, 4;
+    mov.u64 %rd2, coef;
+    add.s64 %rd3, %rd2, %rd1;
+    ld.const.f32 %f1, [%rd3];
+    ld.param.u64 %rd4, [out];
+    cvta.to.global.u64 %rd4, %rd4;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd4, %rd4, %rd5;
+    st.global.f32 [%rd4], %f1;
+    atom.global.add.u32 %r3, [hits], 1;
+    ret;
+}
+"#,
+    )
+    .unwrap();
+    let coef: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let hex: String = coef.iter().map(|b| format!("{b:02x}")).collect();
+    let out = dir.join("out");
+    let (p, o) = (ptx.to_str().unwrap(), out.to_str().unwrap());
+    let sym = format!("coef=0x{hex}");
+    let hits = dir.join("hits.bin");
+    std::fs::write(&hits, 5u32.to_le_bytes()).unwrap();
+    let hits_arg = format!("hits=@{}", hits.display());
+    let args = [
+        p,
+        "k",
+        "--grid",
+        "1",
+        "--block",
+        "64",
+        "--symbol",
+        &sym,
+        "--symbol",
+        &hits_arg,
+        "buf:f32:64:zero",
+        "--dump",
+        o,
+    ];
+    let (code, _, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let got: Vec<f32> = std::fs::read(out.join("arg0.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<f32> = (0..64).map(|t| [1.5f32, -2.0, 0.25, 8.0][t % 4]).collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        std::fs::read(out.join("sym_hits.bin")).unwrap(),
+        69u32.to_le_bytes(),
+        "5 + 64 atomics"
+    );
+    assert_eq!(std::fs::read(out.join("sym_coef.bin")).unwrap(), coef);
+    let mut bad = args;
+    bad[7] = "nowhere=0x00";
+    let (code, _, err) = run(&bad);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no .global or .const variable"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

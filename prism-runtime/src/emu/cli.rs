@@ -28,7 +28,7 @@
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter)";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -241,12 +241,17 @@ pub struct Invocation {
     pub threads: Option<usize>,
     /// `--backend`.
     pub backend: CliBackend,
+    /// `--symbol NAME=@path|0xHEX` (emulator only): module `.global`/`.const` variables written before the
+    /// launch (what `cudaMemcpyToSymbol` does) and read back after it.
+    pub symbols: Vec<(String, String)>,
     /// The kernel arguments, in parameter order, as written (`u32:7`, `buf:f32:512:rand`, ...).
     pub args: Vec<String>,
 }
 
 /// What [`parse_invocation`] found.
 #[derive(Debug, Clone)]
+// (Made once per command line: the size of `Run` costs nothing, and boxing it would change the API.)
+#[allow(clippy::large_enum_variant)]
 pub enum Parsed {
     /// `-h` / `--help`.
     Help,
@@ -373,6 +378,8 @@ pub struct Outcome {
     pub device: String,
     /// Every buffer argument after the launch, in argument order.
     pub buffers: Vec<BufferOut>,
+    /// Each `--symbol` variable after the launch: its name and bytes.
+    pub symbols: Vec<(String, Vec<u8>)>,
     /// Faults the emulator found (always empty on the GPU: a GPU fault is an error).
     pub faults: Vec<Fault>,
     /// The emulator's counters (`None` on the GPU).
@@ -452,6 +459,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
     let mut max_steps: Option<u64> = None;
     let mut threads: Option<usize> = None;
     let mut backend = CliBackend::Emulator;
+    let mut symbols = Vec::new();
     let mut i = 0;
     let value = |i: &mut usize, name: &str| -> Result<String, String> {
         *i += 1;
@@ -478,6 +486,13 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
                 )
             }
             "--dump" => dump = Some(value(&mut i, "--dump")?),
+            "--symbol" => {
+                let v = value(&mut i, "--symbol")?;
+                let (name, init) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("bad --symbol '{v}' (NAME=@path or NAME=0xHEX)"))?;
+                symbols.push((name.to_string(), init.to_string()));
+            }
             "--max-steps" => {
                 max_steps = Some(
                     value(&mut i, "--max-steps")?
@@ -537,6 +552,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
         max_steps,
         threads,
         backend,
+        symbols,
         args: pos.collect(),
     }))
 }
@@ -706,6 +722,26 @@ fn run_emulator(
             }
         });
     }
+    // `--symbol`: module variables set before the launch (`cudaMemcpyToSymbol`).
+    let mut syms = Vec::new();
+    for (name, init) in &inv.symbols {
+        let bytes = if let Some(hex) = init.strip_prefix("0x") {
+            parse_hex(hex).ok_or_else(|| format!("--symbol {name}: bad hex bytes"))?
+        } else if let Some(path) = init.strip_prefix('@') {
+            std::fs::read(path)
+                .map_err(|e| format!("--symbol {name}: cannot read '{path}': {e}"))?
+        } else {
+            return Err(CliError::Usage(format!(
+                "--symbol {name}: expected @path or 0xHEX after '='"
+            )));
+        };
+        let addr = emu.global_symbol(module, name).ok_or_else(|| {
+            format!("--symbol {name}: the module has no .global or .const variable of that name")
+        })?;
+        emu.write(addr, &bytes)
+            .map_err(|e| CliError::Usage(format!("--symbol {name}: {e}")))?;
+        syms.push((name.clone(), addr, bytes.len()));
+    }
     let t0 = std::time::Instant::now();
     let result = emu.launch_cluster(
         module,
@@ -729,10 +765,18 @@ fn run_emulator(
             .map_err(|e| CliError::Usage(e.to_string()))?;
         buffers.push(BufferOut { index, ty, bytes });
     }
+    let mut symbols = Vec::with_capacity(syms.len());
+    for (name, addr, len) in syms {
+        let bytes = emu
+            .read(addr, len)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        symbols.push((name, bytes));
+    }
     Ok(Outcome {
         backend: CliBackend::Emulator,
         device: "Prism PTX emulator (CPU)".into(),
         buffers,
+        symbols,
         faults,
         counters: Some(report.counters),
         printf: report.printf,
@@ -751,6 +795,11 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
         return Err(CliError::Usage(format!(
             "argument {i}: tmap: and tmapptr: arguments run on the emulator only (the GPU needs cuTensorMapEncodeTiled, not wired into the CLI yet)"
         )));
+    }
+    if !inv.symbols.is_empty() {
+        return Err(CliError::Usage(
+            "--symbol runs on the emulator only (the GPU needs cuModuleGetGlobal, not wired into the CLI yet)".into(),
+        ));
     }
     let gpu = GpuBackend::open(0).map_err(|e| match e {
         RuntimeError::NoGpu(m) => CliError::NoGpu(m),
@@ -793,6 +842,7 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
         backend: CliBackend::Gpu,
         device: gpu.name(),
         buffers,
+        symbols: Vec::new(),
         faults: Vec::new(),
         counters: None,
         printf: Vec::new(),
@@ -801,12 +851,23 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
     })
 }
 
-/// Writes every buffer of `outcome` as `DIR/arg<index>.bin` (raw little-endian bytes).
+/// Writes every buffer of `outcome` as `DIR/arg<index>.bin` and every `--symbol` variable as
+/// `DIR/sym_<name>.bin` (raw little-endian bytes).
 pub fn dump_buffers(outcome: &Outcome, dir: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {}", dir, e))?;
-    for b in &outcome.buffers {
-        let path = std::path::Path::new(dir).join(format!("arg{}.bin", b.index));
-        std::fs::write(&path, &b.bytes)
+    let files = outcome
+        .buffers
+        .iter()
+        .map(|b| (format!("arg{}.bin", b.index), &b.bytes))
+        .chain(
+            outcome
+                .symbols
+                .iter()
+                .map(|(n, b)| (format!("sym_{n}.bin"), b)),
+        );
+    for (name, bytes) in files {
+        let path = std::path::Path::new(dir).join(name);
+        std::fs::write(&path, bytes)
             .map_err(|e| format!("cannot write '{}': {}", path.display(), e))?;
     }
     Ok(())
