@@ -1275,3 +1275,48 @@ fn scalar_video_with_a_secondary_operation() {
         assert_eq!(&got[6 * i..6 * i + 6], &want, "({x}, {y}, {z})");
     }
 }
+
+fn xblock_handoff(mode: i32, cfg: EmuConfig) -> Result<Vec<i32>, String> {
+    let m = module();
+    let mut e = Emulator::new(cfg);
+    let (data, flag, out) = (
+        upload(&mut e, &[0; 256]),
+        upload(&mut e, &[0; 4]),
+        upload(&mut e, &[0; 256]),
+    );
+    let p = ParamValue::Ptr;
+    e.launch(
+        &m,
+        "xblock_handoff",
+        [2, 1, 1],
+        [64, 1, 1],
+        0,
+        &[p(data), p(flag), p(out), ParamValue::I32(mode)],
+    )
+    .map_err(|err| err.to_string())?;
+    Ok(read(&e, out, 64, i32::from_le_bytes))
+}
+
+#[test]
+fn release_and_acquire_order_accesses_across_blocks() {
+    for cfg in [
+        EmuConfig::default(),
+        EmuConfig {
+            schedule: Schedule::Random { seed: 5 },
+            ..EmuConfig::default()
+        },
+    ] {
+        for mode in [0, 1] {
+            let out = xblock_handoff(mode, cfg.clone())
+                .unwrap_or_else(|err| panic!("mode {mode} is race-free: {err}"));
+            assert_eq!(
+                out,
+                (0..64).map(|t| 3 * t + 1).collect::<Vec<i32>>(),
+                "mode {mode}"
+            );
+        }
+        let racy = xblock_handoff(2, cfg.clone())
+            .expect_err("a volatile flag without fences orders nothing");
+        assert!(racy.contains("DataRace"), "{racy}");
+    }
+}

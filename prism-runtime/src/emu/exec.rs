@@ -328,6 +328,21 @@ struct Mbar {
     remote_flips: u32,
 }
 
+/// An acquire by thread `t` (global id, at its epoch `e_t`) of a release in block `block`: an access of
+/// that block's thread `u` at epoch `ep` is ordered before `t`'s later accesses (and those of threads
+/// ordered after them in this block) iff `ep < snap[u]` — `u` had passed a synchronization instance after
+/// the access when the release happened (the releasing thread's own accesses up to the release).
+/// Each thread's epoch in a block at one of its releases (shared by every acquisition of it).
+type Snapshot = std::sync::Arc<Vec<u32>>;
+
+#[derive(Clone)]
+struct Foreign {
+    block: u32,
+    snap: Snapshot,
+    t: u32,
+    e_t: u32,
+}
+
 struct Block {
     ctaid: [u32; 3],
     lin: u32,
@@ -361,6 +376,8 @@ struct Block {
     /// turns into an acquire.
     fenced: HashSet<u32>,
     strong_loads: HashMap<u32, Loc>,
+    /// What this block's threads acquired from other blocks' releases (`race.rs`, "Across blocks").
+    foreign: Vec<Foreign>,
     /// In-flight `wgmma` ops and groups, per warpgroup.
     wg: wgmma::WgState,
     /// The warp after the one that ran last (round-robin among the block's warps).
@@ -395,6 +412,9 @@ enum Loc {
 
 struct L<'a> {
     m: &'a Module,
+    /// Releases on global locations, for acquires in other blocks: address → (block, its threads'
+    /// epochs at the release), the latest per block.
+    xrel: HashMap<u64, Vec<(u32, Snapshot)>>,
     allocs: &'a mut Vec<Alloc>,
     /// The device heap (`malloc` / `free`), lent by the emulator for the launch.
     heap: Option<DeviceHeap>,

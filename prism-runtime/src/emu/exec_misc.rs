@@ -122,6 +122,16 @@ impl L<'_> {
             Some(x) => x.1 = i,
             None => rel.push((t, i)),
         }
+        // For acquires in other blocks: every thread's epoch now (the releasing thread's includes the
+        // release, so its accesses up to it count).
+        if key.0 {
+            let snap = std::sync::Arc::new(b.thr_inst.iter().map(|l| l.len() as u32).collect());
+            let list = self.xrel.entry(key.1).or_default();
+            match list.iter_mut().find(|x| x.0 == b.lin) {
+                Some(x) => x.1 = snap,
+                None => list.push((b.lin, snap)),
+            }
+        }
     }
 
     /// An `.acquire` load or atomic on `loc`: the thread is ordered after every earlier release on `loc`
@@ -134,6 +144,9 @@ impl L<'_> {
             return;
         };
         let t = self.tid_of(wi, lane) as usize;
+        if key.0 {
+            self.acquire_foreign(b, t, key.1);
+        }
         let Some(rel) = b.relacq.get(&key) else {
             return;
         };
@@ -161,6 +174,39 @@ impl L<'_> {
         got.sort_unstable();
         got.dedup();
         remember(b.acquired.entry(t as u32).or_default(), &got);
+    }
+}
+
+/// At most this many acquisitions from other blocks a block keeps (the latest per releasing block and
+/// acquiring thread).
+const FOREIGN_KEPT: usize = 256;
+
+impl L<'_> {
+    /// Thread `t` (of `b`) acquires global address `addr`: it is ordered after what the latest release
+    /// there by each other block had ordered before it.
+    fn acquire_foreign(&mut self, b: &mut Block, t: usize, addr: u64) {
+        let Some(list) = self.xrel.get(&addr) else {
+            return;
+        };
+        let tg = b.lin * self.nthreads + t as u32;
+        let e_t = b.thr_inst[t].len() as u32;
+        for (blk, snap) in list {
+            if *blk == b.lin {
+                continue;
+            }
+            let f = Foreign {
+                block: *blk,
+                snap: snap.clone(),
+                t: tg,
+                e_t,
+            };
+            let n = b.foreign.len();
+            match b.foreign.iter_mut().find(|x| x.block == *blk && x.t == tg) {
+                Some(x) => *x = f,
+                None if n < FOREIGN_KEPT => b.foreign.push(f),
+                None => {}
+            }
+        }
     }
 }
 

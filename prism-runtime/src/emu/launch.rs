@@ -74,6 +74,7 @@ impl<'a> L<'a> {
             m,
             allocs,
             heap: None,
+            xrel: HashMap::new(),
             cfg,
             grid: a.grid,
             bdim: block,

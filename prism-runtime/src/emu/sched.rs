@@ -148,6 +148,7 @@ impl L<'_> {
             relacq: HashMap::new(),
             inst_hops: HashMap::new(),
             fenced: HashSet::new(),
+            foreign: Vec::new(),
             strong_loads: HashMap::new(),
             cinst: Vec::new(),
             acquired: HashMap::new(),

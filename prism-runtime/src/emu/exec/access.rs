@@ -115,8 +115,9 @@ impl L<'_> {
                 };
                 self.track(b, wi, l, loc, total, acc, pc, a);
             }
-            // A relaxed or volatile store after a fence releases (fence-based synchronization).
-            let fenced = ins.order & ORDER_STRONG != 0 && b.fenced.contains(&self.tid_of(wi, l));
+            // A relaxed or volatile store after a fence releases (fence-based synchronization); the fence
+            // is spent on it.
+            let fenced = ins.order & ORDER_STRONG != 0 && b.fenced.remove(&self.tid_of(wi, l));
             if ins.order & ORDER_RELEASE != 0 || fenced {
                 self.release(b, wi, l, loc);
             }
@@ -173,6 +174,15 @@ impl L<'_> {
                 self.acquire(b, wi, l, loc);
             }
             if ins.order & ORDER_RELEASE != 0 {
+                self.release(b, wi, l, loc);
+            }
+            // A relaxed read-modify-write after a fence (`__threadfence(); atomicInc(&count, ..)`, the
+            // last-block reduction): acquire and release on its location; the fence is spent on it.
+            if ins.order & (ORDER_ACQUIRE | ORDER_RELEASE) == 0
+                && self.cfg.check_races
+                && b.fenced.remove(&self.tid_of(wi, l))
+            {
+                self.acquire(b, wi, l, loc);
                 self.release(b, wi, l, loc);
             }
             let x = self.val(b, w, wi, &args[ai + 1], l);

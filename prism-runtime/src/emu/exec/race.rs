@@ -118,7 +118,21 @@ impl L<'_> {
                 Some(i) => self.allocs[i].shadow.cells(off, size),
                 None => b.sh_shadow.cells(off, size),
             };
-            check_cells(sh, t, ep, pc, acc, &mut LaneOrder { ti, ins, ntb, t })
+            let fo = &b.foreign;
+            check_cells(
+                sh,
+                t,
+                ep,
+                pc,
+                acc,
+                &mut LaneOrder {
+                    ti,
+                    ins,
+                    ntb,
+                    t,
+                    fo,
+                },
+            )
         };
         if let Some(c) = conflict {
             self.report_race(b, wi, lane, alloc.is_some(), acc, pc, addr, c);
@@ -254,13 +268,37 @@ pub(super) struct LaneOrder<'a> {
     /// Threads per block and the block's first global thread id.
     pub(super) ntb: (u32, u32),
     pub(super) t: u32,
+    /// What the block acquired from other blocks.
+    pub(super) fo: &'a [Foreign],
 }
 
 impl Order for LaneOrder<'_> {
     #[inline(always)]
     fn ordered(&mut self, u: u32, ep_u: u32) -> bool {
         L::ordered(self.ti, self.ins, self.ntb, u, ep_u, self.t)
+            || foreign_ordered(self.fo, self.ntb.0, u, ep_u, |t, e| {
+                L::ordered(self.ti, self.ins, self.ntb, t, e, self.t)
+            })
     }
+}
+
+/// Across blocks: whether another block's thread `u`'s access at epoch `ep_u` is ordered before this
+/// access through an acquisition `f` of this block — the access was before `f`'s release, and `f`'s
+/// acquire is ordered before this access (`after(f.t, f.e_t)`, this block's happens-before).
+#[inline]
+pub(super) fn foreign_ordered(
+    fo: &[Foreign],
+    nthreads: u32,
+    u: u32,
+    ep_u: u32,
+    mut after: impl FnMut(u32, u32) -> bool,
+) -> bool {
+    if fo.is_empty() || nthreads == 0 {
+        return false;
+    }
+    let (blk, ul) = (u / nthreads, (u % nthreads) as usize);
+    fo.iter()
+        .any(|f| f.block == blk && f.snap.get(ul).is_some_and(|&s| ep_u < s) && after(f.t, f.e_t))
 }
 
 /// A conflicting earlier access: (its global thread id, its instruction, whether it was a write).

@@ -27,6 +27,8 @@ pub(super) struct OrderMemo {
     /// Two instances (by index, `u32::MAX`: none; slot = index mod 2) and the warp's lanes among their
     /// waiters (none when not completed).
     inst: [(u32, u32); 2],
+    /// What the block acquired from other blocks (`race.rs`, `foreign_ordered`).
+    foreign: Vec<Foreign>,
 }
 
 impl OrderMemo {
@@ -39,7 +41,14 @@ impl OrderMemo {
             w0: wi as u32 * 32,
             need,
             inst: [(u32::MAX, 0); 2],
+            foreign: Vec::new(),
         }
+    }
+
+    /// The memo of a block that acquired `foreign` from other blocks.
+    pub(super) fn with_foreign(mut self, foreign: &[Foreign]) -> OrderMemo {
+        self.foreign = foreign.to_vec();
+        self
     }
 
     /// The lanes of the warp whose thread is ordered after thread `u`'s access at its epoch `ep_u`
@@ -52,7 +61,7 @@ impl OrderMemo {
     pub(super) fn mask(&mut self, thr_inst: &[Vec<u32>], insts: &[Inst], u: u32, ep_u: u32) -> u32 {
         let ul = u.wrapping_sub(self.base);
         if ul >= self.nthreads {
-            return 0;
+            return self.foreign_mask(thr_inst, insts, u, ep_u);
         }
         // Same thread: ordered by program order.
         let d = ul.wrapping_sub(self.w0);
@@ -78,6 +87,25 @@ impl OrderMemo {
             return m;
         }
         self.rest(insts, after, m)
+    }
+
+    /// Across blocks: the lanes ordered after another block's thread `u`'s access at epoch `ep_u`
+    /// through this block's acquisitions (`race.rs`, `foreign_ordered`).
+    #[inline(never)]
+    fn foreign_mask(&mut self, thr_inst: &[Vec<u32>], insts: &[Inst], u: u32, ep_u: u32) -> u32 {
+        if self.foreign.is_empty() || self.nthreads == 0 {
+            return 0;
+        }
+        let (blk, ul) = (u / self.nthreads, (u % self.nthreads) as usize);
+        let mut m = 0;
+        for k in 0..self.foreign.len() {
+            let f = &self.foreign[k];
+            if f.block == blk && f.snap.get(ul).is_some_and(|&s| ep_u < s) {
+                let (t, e) = (f.t, f.e_t);
+                m |= self.mask(thr_inst, insts, t, e);
+            }
+        }
+        m
     }
 
     /// The warp's lanes among the waiters of instance `i` (none when it has not completed).
@@ -149,7 +177,7 @@ impl L<'_> {
         }
         let nt = self.nthreads;
         let base = b.lin * nt;
-        let mut memo = OrderMemo::new(nt, base, wi, lanes);
+        let mut memo = OrderMemo::new(nt, base, wi, lanes).with_foreign(&b.foreign);
         let aligned = (size | each_or(lanes, offs)).is_multiple_of(4);
         if acc == Acc::Read && aligned {
             let (ti, ins) = (&b.thr_inst, &b.inst);
@@ -480,6 +508,7 @@ mod tests {
                 ins: insts,
                 ntb: (nt, base),
                 t,
+                fo: &[],
             };
             if let Some(c) = check_cells(sh, t, ep, 3, acc, &mut lo) {
                 first = first.or(Some((l, c)));
@@ -701,6 +730,7 @@ mod tests {
                     ins: &insts,
                     ntb: (nt, base),
                     t,
+                    fo: &[],
                 };
                 let want = check_cells(sh, t, ep, pc, acc, &mut lo);
                 let sh = &mut other[offs[l]..offs[l] + size];
