@@ -1320,3 +1320,41 @@ fn release_and_acquire_order_accesses_across_blocks() {
         assert!(racy.contains("DataRace"), "{racy}");
     }
 }
+
+#[test]
+fn a_spin_lock_taken_across_blocks_is_race_free() {
+    let m = module();
+    let n = 1000usize;
+    let mut rng = Rng(12);
+    let keys: Vec<i32> = (0..n).map(|_| (rng.next() % 5) as i32).collect();
+    let mut e = Emulator::new(EmuConfig::default());
+    let dk = upload(&mut e, &le(&keys, i32::to_le_bytes));
+    let (locks, sums, counts) = (
+        upload(&mut e, &[0; 20]),
+        upload(&mut e, &[0; 20]),
+        upload(&mut e, &[0; 20]),
+    );
+    let p = ParamValue::Ptr;
+    e.launch(
+        &m,
+        "locked_buckets",
+        [8, 1, 1],
+        [128, 1, 1],
+        0,
+        &[
+            p(dk),
+            ParamValue::I32(n as i32),
+            p(locks),
+            p(sums),
+            p(counts),
+        ],
+    )
+    .expect("the lock orders the buckets' updates across blocks");
+    let (mut ws, mut wc) = ([0i32; 5], [0i32; 5]);
+    for (i, &k) in keys.iter().enumerate() {
+        ws[k as usize] += (i % 13) as i32;
+        wc[k as usize] += 1;
+    }
+    assert_eq!(read(&e, sums, 5, i32::from_le_bytes), ws);
+    assert_eq!(read(&e, counts, 5, i32::from_le_bytes), wc);
+}

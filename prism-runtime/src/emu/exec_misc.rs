@@ -178,8 +178,8 @@ impl L<'_> {
 }
 
 /// At most this many acquisitions from other blocks a block keeps (the latest per releasing block and
-/// acquiring thread).
-const FOREIGN_KEPT: usize = 256;
+/// acquiring thread; the oldest go first).
+const FOREIGN_KEPT: usize = 2048;
 
 impl L<'_> {
     /// Thread `t` (of `b`) acquires global address `addr`: it is ordered after what the latest release
@@ -200,11 +200,15 @@ impl L<'_> {
                 t: tg,
                 e_t,
             };
-            let n = b.foreign.len();
             match b.foreign.iter_mut().find(|x| x.block == *blk && x.t == tg) {
                 Some(x) => *x = f,
-                None if n < FOREIGN_KEPT => b.foreign.push(f),
-                None => {}
+                None => {
+                    // Full: the oldest acquisition goes (later accesses mostly meet recent hand-offs).
+                    if b.foreign.len() >= FOREIGN_KEPT {
+                        b.foreign.remove(0);
+                    }
+                    b.foreign.push(f);
+                }
             }
         }
     }

@@ -178,12 +178,14 @@ impl L<'_> {
             }
             // A relaxed read-modify-write after a fence (`__threadfence(); atomicInc(&count, ..)`, the
             // last-block reduction): acquire and release on its location; the fence is spent on it.
-            if ins.order & (ORDER_ACQUIRE | ORDER_RELEASE) == 0
-                && self.cfg.check_races
-                && b.fenced.remove(&self.tid_of(wi, l))
-            {
-                self.acquire(b, wi, l, loc);
-                self.release(b, wi, l, loc);
+            if ins.order & (ORDER_ACQUIRE | ORDER_RELEASE) == 0 && self.cfg.check_races {
+                let t = self.tid_of(wi, l);
+                if b.fenced.remove(&t) {
+                    self.acquire(b, wi, l, loc);
+                    self.release(b, wi, l, loc);
+                }
+                // A fence after it makes it an acquire (`atomicCAS(lock, 0, 1); __threadfence();`).
+                b.strong_loads.insert(t, loc);
             }
             let x = self.val(b, w, wi, &args[ai + 1], l);
             let y = if op == AtomOp::Cas {
