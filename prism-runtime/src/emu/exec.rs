@@ -343,6 +343,19 @@ struct Foreign {
     e_t: u32,
 }
 
+impl Foreign {
+    /// Whether thread `u`'s (global id, blocks of `nthreads`) access at epoch `ep_u` was before the release.
+    #[inline]
+    fn covers(&self, nthreads: u32, u: u32, ep_u: u32) -> bool {
+        nthreads != 0
+            && self.block == u / nthreads
+            && self
+                .snap
+                .get((u % nthreads) as usize)
+                .is_some_and(|&s| ep_u < s)
+    }
+}
+
 struct Block {
     ctaid: [u32; 3],
     lin: u32,

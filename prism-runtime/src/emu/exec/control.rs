@@ -185,95 +185,27 @@ impl L<'_> {
         if w.stack.is_empty() {
             w.stack = vec![Vec::new(); 32];
         }
-        // Each lane's callee: the named function, or the one whose address the lane's target holds
-        // (lanes of a warp may call different functions: a virtual call on mixed objects).
-        let mut callees = [0u32; 32];
-        let mut bad = None;
-        lanes!(exec, l, {
-            match (f, &target) {
-                (Some(f), _) => callees[l] = f,
-                (None, Some(t)) => {
-                    let v = self.val(b, w, wi, t, l);
-                    let c = func_of_address(v).filter(|&c| {
-                        m.funcs
-                            .get(c as usize)
-                            .is_some_and(|g| g.defined && !g.is_entry)
-                    });
-                    match c {
-                        Some(c) => callees[l] = c,
-                        None => {
-                            bad.get_or_insert((l, v));
-                        }
-                    }
-                }
-                (None, None) => {
-                    bad.get_or_insert((l, 0));
-                }
-            }
-        });
-        if let Some((l, v)) = bad {
-            self.fault(
-                b,
-                wi,
-                Some(l as u32),
-                pc,
-                FaultKind::InvalidOperation,
-                format!(
-                    "indirect call through {v:#x}, which is not the address of a defined .func"
-                ),
-            );
+        let Some(callees) = self.call_targets(b, wi, w, pc, exec, f, target.as_ref()) else {
             return Step::Stop;
-        }
-        // A call of a function already active in the lane (recursion) gets a fresh layer of local memory
-        // for its frame and saves the function's registers; other calls run in the caller's layer (every
-        // function's frame has its own static offsets in it).
-        let layer = self.local_size * self.nthreads as usize;
-        let mut overflow = None;
-        lanes!(exec, l, {
-            let c = callees[l];
-            if overflow.is_none() && w.stack[l].iter().any(|fr| fr.callee == c) {
-                let top = w.stack[l].iter().map(|fr| fr.base).max().unwrap_or(0);
-                let need = (top / self.local_size.max(1) as u64) as usize + 2;
-                if need > MAX_FRAME_LAYERS || need.saturating_mul(layer) > MAX_BLOCK_LOCAL_BYTES {
-                    overflow = Some((l, c, need - 1));
-                } else if b.local.len() < need * layer {
-                    b.local.resize(need * layer, 0);
-                }
-            }
-        });
-        if let Some((l, c, depth)) = overflow {
-            self.fault(
-                b,
-                wi,
-                Some(l as u32),
-                pc,
-                FaultKind::OutOfBounds,
-                format!(
-                    "call stack overflow: {depth} recursive activations of {} (the emulator's limit is {} layers of {} bytes per thread, at most {} MiB per block)",
-                    m.funcs[c as usize].name,
-                    MAX_FRAME_LAYERS,
-                    self.local_size,
-                    MAX_BLOCK_LOCAL_BYTES >> 20
-                ),
-            );
+        };
+        let Some(fresh) = self.recursive_bases(b, wi, w, pc, exec, &callees) else {
             return Step::Stop;
-        }
+        };
         lanes!(exec, l, {
             let f = callees[l];
             let callee = &m.funcs[f as usize];
             let tid = self.tid_of(wi, l) as usize;
             let caller_base = lane_base(w, l);
-            let recursive = w.stack[l].iter().any(|fr| fr.callee == f);
-            let (base, saved) = if recursive {
-                let top = w.stack[l].iter().map(|fr| fr.base).max().unwrap_or(0);
-                let saved = callee
-                    .regs
-                    .iter()
-                    .map(|&r| w.regs[r as usize * 32 + l])
-                    .collect();
-                (top + self.local_size as u64, saved)
-            } else {
-                (caller_base, Vec::new())
+            let (base, saved) = match fresh[l] {
+                Some(base) => {
+                    let saved = callee
+                        .regs
+                        .iter()
+                        .map(|&r| w.regs[r as usize * 32 + l])
+                        .collect();
+                    (base, saved)
+                }
+                None => (caller_base, Vec::new()),
             };
             for (k, a) in cargs.iter().enumerate() {
                 let Some(pd) = callee.params.get(k) else {
@@ -308,6 +240,102 @@ impl L<'_> {
         });
         Self::advance(w, mask & !exec);
         Step::Continue
+    }
+
+    /// Each lane's callee: the named function `f`, or the one whose address the lane's `target` holds
+    /// (lanes of a warp may call different functions: a virtual call on mixed objects). `None` after a
+    /// fault for a target that is not a defined `.func`.
+    #[allow(clippy::too_many_arguments)]
+    fn call_targets(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &Warp,
+        pc: u32,
+        exec: u32,
+        f: Option<u32>,
+        target: Option<&Operand>,
+    ) -> Option<[u32; 32]> {
+        let m = self.m;
+        let mut callees = [0u32; 32];
+        let mut bad = None;
+        lanes!(exec, l, {
+            let c = match (f, target) {
+                (Some(f), _) => Some(f),
+                (None, Some(t)) => {
+                    let v = self.val(b, w, wi, t, l);
+                    let c = func_of_address(v).filter(|&c| {
+                        m.funcs
+                            .get(c as usize)
+                            .is_some_and(|g| g.defined && !g.is_entry)
+                    });
+                    if c.is_none() {
+                        bad.get_or_insert((l, v));
+                    }
+                    c
+                }
+                (None, None) => {
+                    bad.get_or_insert((l, 0));
+                    None
+                }
+            };
+            if let Some(c) = c {
+                callees[l] = c;
+            }
+        });
+        if let Some((l, v)) = bad {
+            let msg = format!(
+                "indirect call through {v:#x}, which is not the address of a defined .func"
+            );
+            self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+            return None;
+        }
+        Some(callees)
+    }
+
+    /// For each lane whose callee is already active in it (recursion), the base of a fresh layer of local
+    /// memory above every active frame (the block's layers grown to hold it); `None` for a lane whose call
+    /// runs in its caller's layer (every function's frame has its own static offsets in it). `None`
+    /// altogether after a call-stack-overflow fault.
+    fn recursive_bases(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &Warp,
+        pc: u32,
+        exec: u32,
+        callees: &[u32; 32],
+    ) -> Option<[Option<u64>; 32]> {
+        let layer = self.local_size * self.nthreads as usize;
+        let mut fresh = [None; 32];
+        let mut overflow = None;
+        lanes!(exec, l, {
+            let c = callees[l];
+            if w.stack[l].iter().any(|fr| fr.callee == c) {
+                let top = w.stack[l].iter().map(|fr| fr.base).max().unwrap_or(0);
+                let need = (top / self.local_size.max(1) as u64) as usize + 2;
+                if need > MAX_FRAME_LAYERS || need.saturating_mul(layer) > MAX_BLOCK_LOCAL_BYTES {
+                    overflow = Some((l, c, need - 1));
+                    break;
+                }
+                if b.local.len() < need * layer {
+                    b.local.resize(need * layer, 0);
+                }
+                fresh[l] = Some(top + self.local_size as u64);
+            }
+        });
+        if let Some((l, c, depth)) = overflow {
+            let msg = format!(
+                "call stack overflow: {depth} recursive activations of {} (the emulator's limit is {} layers of {} bytes per thread, at most {} MiB per block)",
+                self.m.funcs[c as usize].name,
+                MAX_FRAME_LAYERS,
+                self.local_size,
+                MAX_BLOCK_LOCAL_BYTES >> 20
+            );
+            self.fault(b, wi, Some(l as u32), pc, FaultKind::OutOfBounds, msg);
+            return None;
+        }
+        Some(fresh)
     }
 
     pub(super) fn exec_trap(

@@ -346,20 +346,13 @@ fn mark_mbar_waiter(b: &mut Block, off: u32, t: usize) {
 fn note_arrival_hops(b: &mut Block, t: usize, inst: u32) {
     let list = &b.thr_inst[t];
     let (tw, tb) = (t / 64, 1u64 << (t % 64));
-    let recent: Vec<u32> = list[list.len().saturating_sub(ARRIVAL_HOPS)..]
-        .iter()
-        .copied()
-        .filter(|&j| {
-            j != inst && b.inst[j as usize].completed && b.inst[j as usize].waiters[tw] & tb != 0
-        })
-        .collect();
-    if recent.is_empty() {
-        return;
-    }
-    let hops = b.inst_hops.entry(inst).or_default();
-    for j in recent {
-        if !hops.contains(&j) {
-            hops.push(j);
+    for &j in &list[list.len().saturating_sub(ARRIVAL_HOPS)..] {
+        let waited = b.inst[j as usize].completed && b.inst[j as usize].waiters[tw] & tb != 0;
+        if j != inst && waited {
+            let hops = b.inst_hops.entry(inst).or_default();
+            if !hops.contains(&j) {
+                hops.push(j);
+            }
         }
     }
 }

@@ -293,12 +293,8 @@ pub(super) fn foreign_ordered(
     ep_u: u32,
     mut after: impl FnMut(u32, u32) -> bool,
 ) -> bool {
-    if fo.is_empty() || nthreads == 0 {
-        return false;
-    }
-    let (blk, ul) = (u / nthreads, (u % nthreads) as usize);
     fo.iter()
-        .any(|f| f.block == blk && f.snap.get(ul).is_some_and(|&s| ep_u < s) && after(f.t, f.e_t))
+        .any(|f| f.covers(nthreads, u, ep_u) && after(f.t, f.e_t))
 }
 
 /// A conflicting earlier access: (its global thread id, its instruction, whether it was a write).

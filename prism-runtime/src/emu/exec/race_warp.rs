@@ -93,14 +93,10 @@ impl OrderMemo {
     /// through this block's acquisitions (`race.rs`, `foreign_ordered`).
     #[inline(never)]
     fn foreign_mask(&mut self, thr_inst: &[Vec<u32>], insts: &[Inst], u: u32, ep_u: u32) -> u32 {
-        if self.foreign.is_empty() || self.nthreads == 0 {
-            return 0;
-        }
-        let (blk, ul) = (u / self.nthreads, (u % self.nthreads) as usize);
         let mut m = 0;
         for k in 0..self.foreign.len() {
             let f = &self.foreign[k];
-            if f.block == blk && f.snap.get(ul).is_some_and(|&s| ep_u < s) {
+            if f.covers(self.nthreads, u, ep_u) {
                 let (t, e) = (f.t, f.e_t);
                 m |= self.mask(thr_inst, insts, t, e);
             }

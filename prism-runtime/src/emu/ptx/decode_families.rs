@@ -134,18 +134,11 @@ pub(super) fn decode_regop(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
         }
         "selp" => Kind::Selp(ty0),
         "slct" => Kind::Slct(ty0, types.get(1).copied().unwrap_or(PtxType::S32)),
-        "cvt"
-            if mods
-                .iter()
-                .any(|m| m.ends_with("x2") && !matches!(*m, "f16x2" | "bf16x2")) =>
-        {
-            pmisc::cvt_fp8(&p.opcode, mods)
-        }
         "cvt" => {
             if types.len() < 2 {
-                // A conversion to a type the emulator does not know: unsupported where it runs, the
-                // module still loads.
-                return Ok(Some(Decoded::Kind(Kind::Unsupported(p.opcode.clone()))));
+                // FP8 (its types are not `PtxType`s), or a type the emulator does not know: Unsupported
+                // where it runs, the module still loads.
+                return Ok(Some(Decoded::Kind(pmisc::cvt_fp8(&p.opcode, mods))));
             }
             let flags = (has("sat") as u8 * CVT_SAT)
                 | (m.relu as u8 * CVT_RELU)
