@@ -299,3 +299,165 @@ fn guide_examples_run() {
         }
     }
 }
+
+// Float `%` is Rust's exact remainder (fmod), not `x - trunc(x / y) * y` with a rounding at each step.
+
+#[prism::prism_kernel(requires(grid[1], block[1], thread[1]))]
+pub fn rem_f32(a: *const f32, b: *const f32, out: *mut f32, n: u32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(
+        out,
+        thread[1],
+        |j| i + j,
+        |o| {
+            group(thread[1], || {
+                if i < n {
+                    o[0] = a[i] % b[i];
+                }
+            });
+        },
+    );
+}
+
+#[prism::prism_kernel(requires(grid[1], block[1], thread[1]))]
+pub fn rem_f64(a: *const f64, b: *const f64, out: *mut f64, n: u32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(
+        out,
+        thread[1],
+        |j| i + j,
+        |o| {
+            group(thread[1], || {
+                if i < n {
+                    o[0] = a[i] % b[i];
+                }
+            });
+        },
+    );
+}
+
+/// Operand pairs: the hard cases (huge quotients, subnormals, zeros, infinities, NaN, equal magnitudes,
+/// the extremes of the exponent range) and random bit patterns of every exponent.
+fn rem_cases<T: Copy>(
+    special: &[(f64, f64)],
+    conv: impl Fn(f64) -> T,
+    random: impl Fn(&mut Rng) -> T,
+    rng: &mut Rng,
+) -> (Vec<T>, Vec<T>) {
+    let (mut a, mut b): (Vec<T>, Vec<T>) = special.iter().map(|&(x, y)| (conv(x), conv(y))).unzip();
+    for _ in 0..1500 {
+        a.push(random(rng));
+        b.push(random(rng));
+    }
+    (a, b)
+}
+
+const REM_SPECIAL: [(f64, f64); 22] = [
+    (1e10, 3.0),
+    (97051.67, -1.8494555),
+    (16777216.0, 0.1),
+    (-1e10, 3.0),
+    (7.5, 2.0),
+    (-7.5, 2.0),
+    (6.0, 3.0),
+    (-6.0, 3.0),
+    (3.0, 3.0),
+    (-3.0, -3.0),
+    (0.0, 1.0),
+    (-0.0, 1.0),
+    (1.0, 0.0),
+    (f64::INFINITY, 2.0),
+    (2.0, f64::INFINITY),
+    (-2.0, f64::NEG_INFINITY),
+    (f64::NAN, 1.0),
+    (1.0, f64::NAN),
+    (1e-40, 3e-42),
+    (3.0e38, 1.0e-45),
+    (-3.0e38, 7.0e-39),
+    (1.5, 1e-44),
+];
+
+fn same_value<T: PartialEq + Copy>(
+    got: T,
+    want: T,
+    nan: impl Fn(T) -> bool,
+    bits: impl Fn(T) -> u64,
+) -> bool {
+    (nan(got) && nan(want)) || bits(got) == bits(want)
+}
+
+#[test]
+fn float_remainder_is_exact_as_rust() {
+    let dev = device();
+    let mut rng = Rng::new(41);
+    let (a, b) = rem_cases(
+        &REM_SPECIAL,
+        |x| x as f32,
+        |r| f32::from_bits(r.next_u64() as u32),
+        &mut rng,
+    );
+    let n = a.len();
+    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let mut dout = dev.htod(&vec![SENTINEL_F32; n]).unwrap();
+    let grid = n.div_ceil(128) as u32;
+    rem_f32::launch(
+        &dev,
+        LaunchDims::new(grid, 128),
+        &da,
+        &db,
+        &mut dout,
+        n as u32,
+    )
+    .unwrap();
+    let got = dev.dtoh(&dout).unwrap();
+    for i in 0..n {
+        let want = a[i] % b[i];
+        assert!(
+            same_value(got[i], want, f32::is_nan, |x| x.to_bits() as u64),
+            "f32 {:e} % {:e}: got {:e} ({:#x}), Rust {:e} ({:#x})",
+            a[i],
+            b[i],
+            got[i],
+            got[i].to_bits(),
+            want,
+            want.to_bits()
+        );
+    }
+    let extra = [
+        (1.7e308, 5e-324),
+        (-1e300, 3.0),
+        (1e17, 0.7),
+        (-3.3e20, 1.1),
+        (2.2e-308, 4.9e-324),
+    ];
+    let special: Vec<(f64, f64)> = REM_SPECIAL.iter().chain(&extra).copied().collect();
+    let (a, b) = rem_cases(&special, |x| x, |r| f64::from_bits(r.next_u64()), &mut rng);
+    let n = a.len();
+    let (da, db) = (dev.htod(&a).unwrap(), dev.htod(&b).unwrap());
+    let mut dout = dev.htod(&vec![f64::from(SENTINEL_F32); n]).unwrap();
+    rem_f64::launch(
+        &dev,
+        LaunchDims::new(n.div_ceil(128) as u32, 128),
+        &da,
+        &db,
+        &mut dout,
+        n as u32,
+    )
+    .unwrap();
+    let got = dev.dtoh(&dout).unwrap();
+    for i in 0..n {
+        let want = a[i] % b[i];
+        assert!(
+            same_value(got[i], want, f64::is_nan, f64::to_bits),
+            "f64 {:e} % {:e}: got {:e} ({:#x}), Rust {:e} ({:#x})",
+            a[i],
+            b[i],
+            got[i],
+            got[i].to_bits(),
+            want,
+            want.to_bits()
+        );
+    }
+}

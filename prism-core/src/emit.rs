@@ -19,6 +19,7 @@ use std::rc::Rc;
 
 mod body;
 mod expr;
+mod fmod;
 mod hopper;
 mod inline;
 mod instance;

@@ -376,7 +376,6 @@ impl Em {
         }
         let r = self.fresh(t);
         let x = self.reg(&a, t);
-        let y = self.op(&b, t);
         let pt = ptx_ty(t);
         let ins = match (op, t) {
             (And | BitAnd, ScalarType::Bool) => "and.pred".to_string(),
@@ -396,12 +395,9 @@ impl Em {
             (Div, _) if t.is_float() => format!("div.rn.{pt}"),
             (Div, _) => format!("div.{pt}"),
             (Rem, _) if t.is_float() => {
-                // a % b = a - trunc(a / b) * b, as Rust defines it.
-                let q = self.fresh(t);
-                self.line(format!("div.rn.{pt} {q}, {x}, {y};"));
-                self.line(format!("cvt.rzi.{pt}.{pt} {q}, {q};"));
-                self.line(format!("mul.rn.{pt} {q}, {q}, {y};"));
-                self.line(format!("sub.rn.{pt} {r}, {x}, {q};"));
+                // Exact, as Rust's `%` (`fmod.rs`); `y` in a register for the bit moves.
+                let y = self.reg(&b, t);
+                self.float_rem(&r, &x, &y, t);
                 return Ok(Val::Reg(r, t));
             }
             (Rem, _) => format!("rem.{pt}"),
