@@ -499,17 +499,18 @@ impl GpuBackend {
         self.properties().driver_cuda_version
     }
 
-    /// Loads arbitrary PTX (any text the driver accepts), uploads the buffers, launches `entry` with the
-    /// parameters given as raw bytes (`cuLaunchKernel` with a `kernelParams` array), synchronises and reads
-    /// every buffer back. Nothing here is checked against a Prism kernel contract: this is the `emulate` CLI's
-    /// GPU backend, for PTX from anywhere.
+    /// Loads arbitrary PTX (any text the driver accepts), uploads the buffers, launches `entry` on
+    /// `[grid, block]` with the parameters given as raw bytes (`cuLaunchKernel` with a `kernelParams` array,
+    /// or `cuLaunchCooperativeKernel` when `cooperative`), synchronises and reads every buffer back. Nothing
+    /// here is checked against a Prism kernel contract: this is the `emulate` CLI's GPU backend, for PTX from
+    /// anywhere.
     pub(crate) fn run_ptx(
         &self,
         ptx: &str,
         entry: &str,
-        grid: [u32; 3],
-        block: [u32; 3],
+        [grid, block]: [[u32; 3]; 2],
         smem: u32,
+        cooperative: bool,
         args: &[RawArg<'_>],
     ) -> Result<RawRun, RuntimeError> {
         guard("running PTX", || {
@@ -582,14 +583,30 @@ impl GpuBackend {
             // PTX), alive until the launch returns (the driver copies them at the call); the device
             // addresses point into `slices`, alive until after the synchronisation below.
             unsafe {
-                cudarc::driver::result::launch_kernel(
-                    f.cu_function(),
-                    (grid[0], grid[1], grid[2]),
-                    (block[0], block[1], block[2]),
-                    smem,
-                    self.stream.cu_stream(),
-                    &mut params,
-                )
+                if cooperative {
+                    sys::cuLaunchCooperativeKernel(
+                        f.cu_function(),
+                        grid[0],
+                        grid[1],
+                        grid[2],
+                        block[0],
+                        block[1],
+                        block[2],
+                        smem,
+                        self.stream.cu_stream(),
+                        params.as_mut_ptr(),
+                    )
+                    .result()
+                } else {
+                    cudarc::driver::result::launch_kernel(
+                        f.cu_function(),
+                        (grid[0], grid[1], grid[2]),
+                        (block[0], block[1], block[2]),
+                        smem,
+                        self.stream.cu_stream(),
+                        &mut params,
+                    )
+                }
             }
             .map_err(|e| RuntimeError::Driver(format!("launching `{}`: {}", entry, e)))?;
             self.stream.synchronize().map_err(|e| {

@@ -619,3 +619,63 @@ fn module_variables_from_the_command_line() {
     assert!(err.contains("no .global or .const variable"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--cooperative` launches as `cuLaunchCooperativeKernel` does: cooperative groups' grid barrier works
+/// (every block has arrived after it); without it the kernel traps and the fault says what to do.
+#[test]
+fn cooperative_launch_from_the_cli() {
+    let p = fixture("grid.ptx");
+    let dir = tmpdir("coop");
+    let ds = dir.to_str().unwrap();
+    let n = (4 * 256 * 2 + 3).to_string();
+    let (bn, i_n) = (format!("buf:f32:{n}:rand"), format!("i32:{n}"));
+    let zn = format!("buf:f32:{n}:zero");
+    let args = |coop: bool| {
+        let mut v = vec![
+            p.as_str(),
+            "coop_normalise",
+            "--grid",
+            "4",
+            "--block",
+            "256",
+            bn.as_str(),
+            "buf:f32:4:zero",
+            zn.as_str(),
+            zn.as_str(),
+            i_n.as_str(),
+            "i32:1",
+            "buf:u32:1:zero",
+            "buf:u32:4:zero",
+            "--dump",
+            ds,
+        ];
+        if coop {
+            v.push("--cooperative");
+        }
+        v
+    };
+    let (code, _, err) = run(&args(true));
+    assert_eq!(code, 0, "{err}");
+    let seen = std::fs::read(dir.join("arg7.bin")).unwrap();
+    assert_eq!(
+        seen,
+        [4u32; 4]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect::<Vec<u8>>()
+    );
+    // One smoothing round keeps the normalised sum at 1.
+    let b = std::fs::read(dir.join("arg3.bin")).unwrap();
+    let sum: f64 = b
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+        .sum();
+    assert!((sum - 1.0).abs() < 1e-4, "sum {sum}");
+    let (code, out, err) = run(&args(false));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains("Trap") && out.contains("--cooperative"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

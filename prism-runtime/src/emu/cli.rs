@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json]
-//!         [--lockstep] [--no-races] [--max-steps N] [--threads N] [--backend emulator|gpu] ARG...
+//!         [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--backend emulator|gpu] ARG...
 //! ```
 //!
 //! Each `ARG`, in kernel-parameter order, is a scalar (`u32:7`, `i32:-3`, `u64:9`, `i64:-1`, `f32:1.5`,
@@ -17,6 +17,9 @@
 //! `tmapptr:…` (same fields) copies the map into global memory and passes its address, for a kernel that
 //! takes `const CUtensorMap*` (maps copied to the device with `cudaMemcpy`).
 //!
+//! `--cooperative` launches as `cuLaunchCooperativeKernel` does (both backends): every block resident at
+//! once (a grid too large for that is an error before anything runs) and `this_grid().sync()` available.
+//!
 //! Both backends get the same bytes: the arguments are initialised once ([`prepare_inputs`]) and each
 //! backend only allocates and launches. `--backend gpu` loads the PTX with the CUDA driver on GPU 0 (lowering a
 //! `.version` newer than the driver's PTX ISA, with a note), launches it with the parameters as raw bytes,
@@ -28,7 +31,7 @@
 use super::*;
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter)";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -230,6 +233,8 @@ pub struct Invocation {
     pub dump: Option<String>,
     /// `--json`.
     pub json: bool,
+    /// `--cooperative`: a cooperative launch (`cuLaunchCooperativeKernel`; grid-wide `this_grid().sync()`).
+    pub cooperative: bool,
     /// `--lockstep` (emulator only).
     pub lockstep: bool,
     /// Race detection (emulator only; `--no-races` turns it off).
@@ -455,6 +460,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
     let mut dump: Option<String> = None;
     let mut json = false;
     let mut lockstep = false;
+    let mut cooperative = false;
     let mut races = true;
     let mut max_steps: Option<u64> = None;
     let mut threads: Option<usize> = None;
@@ -522,6 +528,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
             }
             "--json" => json = true,
             "--lockstep" => lockstep = true,
+            "--cooperative" => cooperative = true,
             "--no-races" => races = false,
             "-h" | "--help" => return Ok(Parsed::Help),
             s if s.starts_with("--") => return Err(format!("unknown option '{}'\n{}", s, USAGE)),
@@ -548,6 +555,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
         dump,
         json,
         lockstep,
+        cooperative,
         races,
         max_steps,
         threads,
@@ -743,15 +751,14 @@ fn run_emulator(
         syms.push((name.clone(), addr, bytes.len()));
     }
     let t0 = std::time::Instant::now();
-    let result = emu.launch_cluster(
-        module,
-        &inv.kernel,
-        inv.grid,
-        inv.block,
-        inv.cluster,
-        inv.smem,
-        &params,
-    );
+    let shape = LaunchGeometry {
+        grid: inv.grid,
+        block: inv.block,
+        cluster: inv.cluster,
+        dynamic_smem_bytes: inv.smem,
+        cooperative: inv.cooperative,
+    };
+    let result = emu.launch_shaped(module, &inv.kernel, shape, &params);
     let elapsed = t0.elapsed();
     let (faults, report) = match result {
         Ok(r) => (Vec::new(), r),
@@ -823,7 +830,14 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
         })
         .collect();
     let run = gpu
-        .run_ptx(src, &inv.kernel, inv.grid, inv.block, inv.smem, &raw)
+        .run_ptx(
+            src,
+            &inv.kernel,
+            [inv.grid, inv.block],
+            inv.smem,
+            inv.cooperative,
+            &raw,
+        )
         .map_err(|e| match e {
             RuntimeError::NoGpu(m) => CliError::NoGpu(m),
             other => CliError::Gpu(other.to_string()),

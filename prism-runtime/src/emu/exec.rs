@@ -335,15 +335,49 @@ struct Mbar {
 /// Each thread's epoch in a block at one of its releases (shared by every acquisition of it).
 type Snapshot = std::sync::Arc<Vec<u32>>;
 
+/// A block's release on a global location: its threads' epochs then (`snap`), and `stamp`, the launch's
+/// count of such releases, which orders two of one block (the later one covers everything the earlier did).
+#[derive(Clone)]
+struct Released {
+    block: u32,
+    snap: Snapshot,
+    stamp: u64,
+}
+
+/// A release, for acquires in other blocks: `via` is what the block had acquired from other blocks before
+/// it, passed on, so that a hand-off through a third block (a grid barrier's master block, a chain of
+/// flags) orders too.
+struct XRelease {
+    rel: Released,
+    via: std::sync::Arc<[Released]>,
+}
+
+/// The releases on one global location ([`L::xrel`]): the latest per block, and the stamp of the last.
+#[derive(Default)]
+struct XLocation {
+    latest: u64,
+    rels: Vec<XRelease>,
+}
+
 #[derive(Clone)]
 struct Foreign {
     block: u32,
     snap: Snapshot,
+    /// [`Released::stamp`] of the release acquired.
+    stamp: u64,
     t: u32,
     e_t: u32,
 }
 
 impl Foreign {
+    /// The acquisitions of releases by `block` in `fo` (kept sorted by block, then acquiring thread).
+    #[inline]
+    fn of_block(fo: &[Foreign], block: u32) -> &[Foreign] {
+        let lo = fo.partition_point(|f| f.block < block);
+        let hi = lo + fo[lo..].partition_point(|f| f.block == block);
+        &fo[lo..hi]
+    }
+
     /// Whether thread `u`'s (global id, blocks of `nthreads`) access at epoch `ep_u` was before the release.
     #[inline]
     fn covers(&self, nthreads: u32, u: u32, ep_u: u32) -> bool {
@@ -390,7 +424,10 @@ struct Block {
     fenced: HashSet<u32>,
     strong_loads: HashMap<u32, Loc>,
     /// What this block's threads acquired from other blocks' releases (`race.rs`, "Across blocks").
-    foreign: Vec<Foreign>,
+    /// (Shared with the race checks of each access, which take it without copying.)
+    foreign: std::sync::Arc<Vec<Foreign>>,
+    /// Per (thread, global address): the [`XLocation::latest`] release its last acquire there merged.
+    xseen: HashMap<(u32, u64), u64>,
     /// In-flight `wgmma` ops and groups, per warpgroup.
     wg: wgmma::WgState,
     /// The warp after the one that ran last (round-robin among the block's warps).
@@ -425,12 +462,16 @@ enum Loc {
 
 struct L<'a> {
     m: &'a Module,
-    /// Releases on global locations, for acquires in other blocks: address → (block, its threads'
-    /// epochs at the release), the latest per block.
-    xrel: HashMap<u64, Vec<(u32, Snapshot)>>,
+    /// Releases on global locations, for acquires in other blocks: address → the latest release there
+    /// by each block.
+    xrel: HashMap<u64, XLocation>,
+    /// Releases on global locations so far ([`Released::stamp`]).
+    xstamp: u64,
     allocs: &'a mut Vec<Alloc>,
     /// The device heap (`malloc` / `free`), lent by the emulator for the launch.
     heap: Option<DeviceHeap>,
+    /// A cooperative launch's grid workspace (what `%envreg1/2` hold), 0 for an ordinary launch.
+    grid_ws: u64,
     cfg: EmuConfig,
     grid: [u32; 3],
     bdim: [u32; 3],

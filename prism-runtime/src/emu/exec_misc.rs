@@ -125,11 +125,18 @@ impl L<'_> {
         // For acquires in other blocks: every thread's epoch now (the releasing thread's includes the
         // release, so its accesses up to it count).
         if key.0 {
-            let snap = std::sync::Arc::new(b.thr_inst.iter().map(|l| l.len() as u32).collect());
-            let list = self.xrel.entry(key.1).or_default();
-            match list.iter_mut().find(|x| x.0 == b.lin) {
-                Some(x) => x.1 = snap,
-                None => list.push((b.lin, snap)),
+            self.xstamp += 1;
+            let rel = Released {
+                block: b.lin,
+                snap: std::sync::Arc::new(b.thr_inst.iter().map(|l| l.len() as u32).collect()),
+                stamp: self.xstamp,
+            };
+            let via = passed_on(b, &rel.snap, t, self.nthreads);
+            let at = self.xrel.entry(key.1).or_default();
+            at.latest = self.xstamp;
+            match at.rels.iter_mut().find(|x| x.rel.block == b.lin) {
+                Some(x) => *x = XRelease { rel, via },
+                None => at.rels.push(XRelease { rel, via }),
             }
         }
     }
@@ -185,33 +192,84 @@ impl L<'_> {
     /// Thread `t` (of `b`) acquires global address `addr`: it is ordered after what the latest release
     /// there by each other block had ordered before it.
     fn acquire_foreign(&mut self, b: &mut Block, t: usize, addr: u64) {
-        let Some(list) = self.xrel.get(&addr) else {
+        let Some(at) = self.xrel.get(&addr) else {
             return;
         };
+        // A spinning acquire meets the same releases again and again: only the new ones are merged.
+        let seen = b.xseen.entry((t as u32, addr)).or_insert(0);
+        if at.latest <= *seen {
+            return;
+        }
+        let since = std::mem::replace(seen, at.latest);
         let tg = b.lin * self.nthreads + t as u32;
         let e_t = b.thr_inst[t].len() as u32;
-        for (blk, snap) in list {
-            if *blk == b.lin {
+        let released = at
+            .rels
+            .iter()
+            .filter(|r| r.rel.stamp > since)
+            .flat_map(|r| std::iter::once(&r.rel).chain(r.via.iter()));
+        let foreign = std::sync::Arc::make_mut(&mut b.foreign);
+        for r in released {
+            if r.block == b.lin {
                 continue;
             }
             let f = Foreign {
-                block: *blk,
-                snap: snap.clone(),
+                block: r.block,
+                snap: r.snap.clone(),
+                stamp: r.stamp,
                 t: tg,
                 e_t,
             };
-            match b.foreign.iter_mut().find(|x| x.block == *blk && x.t == tg) {
-                Some(x) => *x = f,
-                None => {
-                    // Full: the oldest acquisition goes (later accesses mostly meet recent hand-offs).
-                    if b.foreign.len() >= FOREIGN_KEPT {
-                        b.foreign.remove(0);
+            // Sorted by (block, acquiring thread): the race checks look up one block's entries.
+            match foreign.binary_search_by_key(&(f.block, tg), |x| (x.block, x.t)) {
+                // A later release of that block covers more; the same one acquired earlier orders more.
+                Ok(k) => {
+                    if f.stamp > foreign[k].stamp {
+                        foreign[k] = f;
                     }
-                    b.foreign.push(f);
+                }
+                Err(k) => {
+                    // Full: the acquisition of the oldest release goes (later accesses mostly meet recent
+                    // hand-offs).
+                    if foreign.len() >= FOREIGN_KEPT {
+                        let old = (0..foreign.len()).min_by_key(|&j| foreign[j].stamp);
+                        if let Some(j) = old {
+                            foreign.remove(j);
+                            let k = if j < k { k - 1 } else { k };
+                            foreign.insert(k, f);
+                            continue;
+                        }
+                    }
+                    foreign.insert(k, f);
                 }
             }
         }
     }
+}
+
+/// What a release by thread `t` (of `b`, at epochs `snap`) passes on of the block's acquisitions from
+/// other blocks: those of `t` itself, and those of threads that passed a synchronization instance after
+/// their acquire (`e_t < snap`, the rule an access of theirs is covered by) — the latest per block.
+fn passed_on(b: &Block, snap: &Snapshot, t: u32, nthreads: u32) -> std::sync::Arc<[Released]> {
+    let mut via: Vec<Released> = Vec::new();
+    let tg = b.lin * nthreads + t;
+    for f in b.foreign.iter() {
+        let local = (f.t % nthreads.max(1)) as usize;
+        if f.t != tg && snap.get(local).is_none_or(|&s| f.e_t >= s) {
+            continue;
+        }
+        let r = Released {
+            block: f.block,
+            snap: f.snap.clone(),
+            stamp: f.stamp,
+        };
+        match via.iter_mut().find(|v| v.block == f.block) {
+            Some(v) if v.stamp < f.stamp => *v = r,
+            Some(_) => {}
+            None => via.push(r),
+        }
+    }
+    via.into()
 }
 
 /// How many acquired instances a thread remembers for [`L::collective_orders`].

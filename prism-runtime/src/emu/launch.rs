@@ -12,7 +12,13 @@ pub(crate) struct LaunchArgs {
     pub dyn_bytes: u32,
     pub params: Vec<u8>,
     pub gaddrs: Vec<u64>,
+    /// `cuLaunchCooperativeKernel`: every block resident at once, a grid workspace in `%envreg1/2`.
+    pub cooperative: bool,
 }
+
+/// Bytes of a cooperative launch's grid workspace: cooperative groups' `grid_workspace` is
+/// `{ u32 wsSize; u32 barrier; }` (`cooperative_groups/details/driver_abi.h`); the rest is spare.
+const GRID_WORKSPACE_BYTES: usize = 16;
 
 pub(crate) fn run_launch(
     e: &mut Emulator,
@@ -30,17 +36,50 @@ pub(crate) fn run_launch(
         let base = e.alloc(DEVICE_HEAP_BYTES as usize);
         e.heap = Some(DeviceHeap::new(base, DEVICE_HEAP_BYTES));
     }
-    if let Some(report) = parallel::try_parallel(e, m, &a) {
+    // A cooperative launch's blocks wait for each other (`this_grid().sync()`): never the parallel run,
+    // whose blocks run one after another.
+    let grid_ws = if a.cooperative {
+        cooperative_fits(m, &a)?;
+        let ws = e.alloc(GRID_WORKSPACE_BYTES);
+        e.write(ws, &(GRID_WORKSPACE_BYTES as u32).to_le_bytes())?;
+        ws
+    } else if let Some(report) = parallel::try_parallel(e, m, &a) {
         return Ok(report);
-    }
+    } else {
+        0
+    };
     let launch_id = e.launches;
     let cfg = e.cfg.clone();
     let mut l = L::new(m, &mut e.allocs, cfg, &a, launch_id);
     l.heap = e.heap.take();
+    l.grid_ws = grid_ws;
     let entry_pc = m.funcs[a.fi].start;
     let blocks = l.run_blocks(entry_pc);
     e.heap = l.heap.take();
-    l.finish(blocks)
+    let report = l.finish(blocks);
+    if grid_ws != 0 {
+        e.free(grid_ws)?;
+    }
+    report
+}
+
+/// A cooperative launch must have every block resident at once (the scheduler's residency, `sched.rs`);
+/// more is CUDA's `cudaErrorCooperativeLaunchTooLarge`, an error before anything runs.
+fn cooperative_fits(m: &Module, a: &LaunchArgs) -> Result<(), EmuError> {
+    let nthreads = a.block.iter().product::<u32>();
+    let smem = (misc::reserved_bytes(m) + m.dyn_offset(a.fi)) as usize + a.dyn_bytes as usize;
+    let csize = a.cluster.iter().map(|&d| d as u64).product::<u64>();
+    let blocks = a.grid.iter().map(|&d| d as u64).product::<u64>();
+    let clusters = blocks / csize.max(1);
+    let resident = limits::resident_clusters(nthreads, smem, csize, clusters) as u64 * csize;
+    if resident < blocks {
+        return Err(EmuError::BadLaunch(format!(
+            "cooperative launch of {blocks} blocks: at most {resident} blocks of {nthreads} threads and \
+             {smem} bytes of shared memory are resident at once on the emulated H100 (132 SMs) \
+             (cudaErrorCooperativeLaunchTooLarge); launch fewer blocks and loop over the work"
+        )));
+    }
+    Ok(())
 }
 
 impl<'a> L<'a> {
@@ -74,7 +113,9 @@ impl<'a> L<'a> {
             m,
             allocs,
             heap: None,
+            grid_ws: 0,
             xrel: HashMap::new(),
+            xstamp: 0,
             cfg,
             grid: a.grid,
             bdim: block,

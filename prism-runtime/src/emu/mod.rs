@@ -45,6 +45,17 @@ pub enum WarpMode {
     Independent,
 }
 
+/// The shape of a launch ([`Emulator::launch_cluster`], [`Emulator::launch_cooperative`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaunchGeometry {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// `None`: the kernel's `.reqnctapercluster`, or 1.
+    pub cluster: Option<[u32; 3]>,
+    pub dynamic_smem_bytes: u32,
+    pub cooperative: bool,
+}
+
 /// Emulator configuration.
 #[derive(Debug, Clone)]
 pub struct EmuConfig {
@@ -535,6 +546,66 @@ impl Emulator {
         dynamic_smem_bytes: u32,
         params: &[ParamValue],
     ) -> Result<LaunchReport, EmuError> {
+        let shape = LaunchGeometry {
+            grid,
+            block,
+            cluster,
+            dynamic_smem_bytes,
+            cooperative: false,
+        };
+        self.launch_shaped(module, entry, shape, params)
+    }
+
+    /// [`Emulator::launch`] as `cuLaunchCooperativeKernel` does it: every block of the grid is resident at
+    /// once (more blocks than fit is [`EmuError::BadLaunch`], CUDA's `cudaErrorCooperativeLaunchTooLarge`),
+    /// and the launch has a grid workspace, so `cooperative_groups::this_grid().sync()` (which traps after
+    /// an ordinary launch, as on a GPU) is a grid-wide barrier. The race detector orders accesses across
+    /// it (docs/EMULATOR.md, "Cooperative launch").
+    ///
+    /// ```no_run
+    /// # use prism_runtime::emu::{EmuConfig, Emulator, Module, ParamValue};
+    /// # fn demo(src: &str) -> Result<(), Box<dyn std::error::Error>> {
+    /// let module = Module::parse(src)?;
+    /// let mut emu = Emulator::new(EmuConfig::default());
+    /// let data = emu.alloc(4 * 264 * 256);
+    /// // 264 blocks of 256 threads: two per SM of the emulated H100, all resident.
+    /// emu.launch_cooperative(&module, "two_phase", [264, 1, 1], [256, 1, 1], 0, &[ParamValue::Ptr(data)])?;
+    /// # Ok(()) }
+    /// ```
+    pub fn launch_cooperative(
+        &mut self,
+        module: &Module,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_smem_bytes: u32,
+        params: &[ParamValue],
+    ) -> Result<LaunchReport, EmuError> {
+        let shape = LaunchGeometry {
+            grid,
+            block,
+            cluster: None,
+            dynamic_smem_bytes,
+            cooperative: true,
+        };
+        self.launch_shaped(module, entry, shape, params)
+    }
+
+    /// Validates a launch of `entry` in `shape` and runs it.
+    pub(crate) fn launch_shaped(
+        &mut self,
+        module: &Module,
+        entry: &str,
+        shape: LaunchGeometry,
+        params: &[ParamValue],
+    ) -> Result<LaunchReport, EmuError> {
+        let LaunchGeometry {
+            grid,
+            block,
+            cluster,
+            dynamic_smem_bytes,
+            cooperative,
+        } = shape;
         let fi = module
             .funcs
             .iter()
@@ -647,6 +718,7 @@ impl Emulator {
             dyn_bytes: dynamic_smem_bytes,
             params: pbuf,
             gaddrs,
+            cooperative,
         };
         exec::run_launch(self, module, args)
     }

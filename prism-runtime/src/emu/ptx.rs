@@ -173,6 +173,9 @@ pub(crate) enum Sreg {
     ClockHi,
     /// `%is_explicit_cluster`: 1 when the launch names a cluster shape.
     ExplicitCluster,
+    /// `%envreg0..31`, driver-defined: `%envreg1` (high half) and `%envreg2` (low half) hold the grid
+    /// workspace of a cooperative launch (cooperative groups' `get_grid_workspace`), the others 0.
+    Envreg(u8),
     Zero,
 }
 
@@ -449,6 +452,17 @@ pub(crate) enum MmaKind {
     F16K8,
     /// m16n8k8 f32 += bf16 * bf16
     Bf16K8,
+    /// s32 += {s8,u8} * {s8,u8}: m8n8k16 (`m16` false), m16n8k16, m16n8k32 (`k32`); `.satfinite` clamps
+    /// the exact sum to the s32 range where it would otherwise wrap (PTX ISA, `mma`, integer `.satfinite`).
+    Int {
+        m16: bool,
+        k32: bool,
+        a_signed: bool,
+        b_signed: bool,
+        sat: bool,
+    },
+    /// f64 (DMMA): m8n8k4 (sm_80; `m` 8, `k` 4) and m16n8k4 / m16n8k8 / m16n8k16 (sm_90).
+    F64 { m: u8, k: u8 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,7 +499,9 @@ pub(crate) enum Kind {
     Cvta(bool, Space, PtxType),
     Ld(Space, PtxType, u8),
     St(Space, PtxType, u8),
-    Atom(Space, AtomOp, PtxType, bool),
+    /// `atom` / `red` (`true`): space, operation, element type, reduction, vector width (1, or the
+    /// sm_90 `.v2/.v4/.v8` forms of `atom.global` on f32, f16, bf16, f16x2, bf16x2: one atomic per element).
+    Atom(Space, AtomOp, PtxType, bool, u8),
     Bra,
     Call,
     Ret,

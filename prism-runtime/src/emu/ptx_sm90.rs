@@ -1,7 +1,7 @@
 //! The warp- and warpgroup-level tensor-core instruction forms: `wmma` (PTX §9.7.14.4) and `wgmma`
 //! (§9.7.15), decoded from an instruction's modifiers and types.
 
-use super::{Kind, PtxType, Space};
+use super::{Kind, MmaKind, PtxType, Space};
 
 /// Which matrix a `wmma` fragment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +31,8 @@ pub(crate) struct WmmaOp {
     pub dtype: PtxType,
     pub ctype: PtxType,
     pub space: Space,
+    /// `.satfinite` of an integer `wmma.mma`: the s32 result clamps instead of wrapping.
+    pub sat: bool,
 }
 
 /// A `wgmma` instruction (PTX §9.7.15).
@@ -129,10 +131,68 @@ fn has(mods: &[&str], m: &str) -> bool {
     mods.contains(&m)
 }
 
-/// `wmma.{load,store,mma}.*`; an unsupported shape or type decodes to `Kind::Unsupported`.
-pub(super) fn decode_wmma(opcode: &str, mods: &[&str], types: &[PtxType], space: Space) -> Kind {
-    let has = |m: &str| has(mods, m);
-    let shape = mods.iter().find_map(|m| {
+/// The integer and f64 forms of `mma.sync.aligned` (`shape`, `types` = D, A, B, C), or `None` for
+/// another form. Integer: m8n8k16, m16n8k16, m16n8k32 with s8/u8 A and B in any mix and s32 C/D,
+/// `.satfinite` optional; f64: m8n8k4 (sm_80) and m16n8k4/k8/k16 (sm_90), `.rn` the only rounding (PTX ISA,
+/// Warp-level matrix instructions: `mma`). All need `.row.col`, the only layout these shapes accept.
+pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Option<MmaKind> {
+    if !has(mods, "row") || !has(mods, "col") {
+        return None;
+    }
+    let int8 = |t: PtxType| matches!(t, PtxType::S8 | PtxType::U8);
+    match types {
+        [PtxType::S32, a, b, PtxType::S32] if int8(*a) && int8(*b) => {
+            let (m16, k32) = match shape {
+                "m8n8k16" => (false, false),
+                "m16n8k16" => (true, false),
+                "m16n8k32" => (true, true),
+                _ => return None,
+            };
+            Some(MmaKind::Int {
+                m16,
+                k32,
+                a_signed: *a == PtxType::S8,
+                b_signed: *b == PtxType::S8,
+                sat: has(mods, "satfinite"),
+            })
+        }
+        [PtxType::F64, PtxType::F64, PtxType::F64, PtxType::F64] => {
+            let directed = ["rz", "rm", "rp"].iter().any(|r| has(mods, r));
+            let (m, k) = match shape {
+                "m8n8k4" => (8, 4),
+                "m16n8k4" => (16, 4),
+                "m16n8k8" => (16, 8),
+                "m16n8k16" => (16, 16),
+                _ => return None,
+            };
+            (!directed && !has(mods, "satfinite")).then_some(MmaKind::F64 { m, k })
+        }
+        _ => None,
+    }
+}
+
+/// The registers per thread of D, A, B and C of an integer or f64 `mma` (the fragments of the PTX ISA's
+/// "Matrix Fragments for mma.mMnNkK" sections: M·K/32 A elements, K·N/32 B elements, M·N/32 C/D
+/// elements per thread, four 8-bit elements to a 32-bit register); `None` for the other kinds.
+pub(crate) fn mma_regs(kind: MmaKind) -> Option<[usize; 4]> {
+    match kind {
+        MmaKind::Int { m16, k32, .. } => {
+            let (m, k) = (if m16 { 16 } else { 8 }, if k32 { 32 } else { 16 });
+            let cd = m * 8 / 32;
+            Some([cd, m * k / 128, k * 8 / 128, cd])
+        }
+        MmaKind::F64 { m, k } => {
+            let (m, k) = (m as usize, k as usize);
+            let cd = m * 8 / 32;
+            Some([cd, m * k / 32, k * 8 / 32, cd])
+        }
+        _ => None,
+    }
+}
+
+/// The shape (m, n, k) a `wmma` modifier names (`m16n16k16`).
+fn wmma_shape(mods: &[&str]) -> Option<(u8, u8, u8)> {
+    mods.iter().find_map(|m| {
         let r = m.strip_prefix('m')?;
         let (mm, r) = r.split_once('n')?;
         let (nn, kk) = r.split_once('k')?;
@@ -141,7 +201,43 @@ pub(super) fn decode_wmma(opcode: &str, mods: &[&str], types: &[PtxType], space:
             nn.parse::<u8>().ok()?,
             kk.parse::<u8>().ok()?,
         ))
-    });
+    })
+}
+
+/// Whether `wmma` has shape `s` for A/B elements of type `ab` (PTX ISA, `wmma.load`: f16/bf16 and s8/u8 in
+/// m16n16k16, m32n8k16, m8n32k16; tf32 in m16n16k8; f64 in m8n8k4).
+fn wmma_shape_ok(s: (u8, u8, u8), ab: PtxType) -> bool {
+    match ab {
+        PtxType::TF32 => s == (16, 16, 8),
+        PtxType::F64 => s == (8, 8, 4),
+        PtxType::F16 | PtxType::BF16 | PtxType::S8 | PtxType::U8 => {
+            matches!(s, (16, 16, 16) | (32, 8, 16) | (8, 32, 16))
+        }
+        _ => false,
+    }
+}
+
+/// `wmma.mma`'s D, A, B, C types (the A/B type, D, C) when the emulator computes the form: f16 with f16/f32
+/// accumulators (`.dtype.ctype`), bf16 and tf32 with f32, s8/u8 with s32, f64 with f64 (`.rn` or no
+/// rounding modifier).
+fn wmma_mma_types(mods: &[&str], types: &[PtxType]) -> Option<(PtxType, PtxType, PtxType)> {
+    use PtxType::*;
+    let f16_or_f32 = |t: &PtxType| matches!(t, F16 | F32);
+    match types {
+        [d, c] if f16_or_f32(d) && f16_or_f32(c) => Some((F16, *d, *c)),
+        [F32, a, b, F32] if a == b && matches!(a, BF16 | TF32 | F16) => Some((*a, F32, F32)),
+        [S32, a, b, S32] if a == b && matches!(a, S8 | U8) => Some((*a, S32, S32)),
+        [F64, F64, F64, F64] if !["rz", "rm", "rp"].iter().any(|r| has(mods, r)) => {
+            Some((F64, F64, F64))
+        }
+        _ => None,
+    }
+}
+
+/// `wmma.{load,store,mma}.*`; an unsupported shape or type decodes to `Kind::Unsupported`.
+pub(super) fn decode_wmma(opcode: &str, mods: &[&str], types: &[PtxType], space: Space) -> Kind {
+    let has = |m: &str| has(mods, m);
+    let shape = wmma_shape(mods);
     let frag = if has("a") {
         Some(WmmaFrag::A)
     } else if has("b") {
@@ -153,77 +249,36 @@ pub(super) fn decode_wmma(opcode: &str, mods: &[&str], types: &[PtxType], space:
     } else {
         None
     };
-    let shape_ok = |s: (u8, u8, u8), t: PtxType| match t {
-        PtxType::TF32 => s == (16, 16, 8),
-        _ => matches!(s, (16, 16, 16) | (32, 8, 16) | (8, 32, 16)),
+    let op = |frag, sh: (u8, u8, u8), ty, dtype, ctype| WmmaOp {
+        mma: has("mma"),
+        store: has("store"),
+        frag,
+        m: sh.0,
+        n: sh.1,
+        k: sh.2,
+        row: has("row"),
+        ty,
+        dtype,
+        ctype,
+        space,
+        sat: has("satfinite"),
     };
-    let float = |t: &PtxType| {
-        matches!(
-            t,
-            PtxType::F16 | PtxType::BF16 | PtxType::TF32 | PtxType::F32
-        )
-    };
-    let op = match (has("mma"), shape, types) {
-        (true, Some(sh), [d, c])
-            if matches!(d, PtxType::F16 | PtxType::F32)
-                && matches!(c, PtxType::F16 | PtxType::F32)
-                && shape_ok(sh, PtxType::F16) =>
-        {
-            Some(WmmaOp {
-                mma: true,
-                store: false,
-                frag: WmmaFrag::D,
-                m: sh.0,
-                n: sh.1,
-                k: sh.2,
-                row: true,
-                ty: PtxType::F16,
-                dtype: *d,
-                ctype: *c,
-                space,
-            })
-        }
-        (true, Some(sh), [d, a, b2, c])
-            if a == b2
-                && matches!(a, PtxType::BF16 | PtxType::TF32 | PtxType::F16)
-                && *d == PtxType::F32
-                && *c == PtxType::F32
-                && shape_ok(sh, *a) =>
-        {
-            Some(WmmaOp {
-                mma: true,
-                store: false,
-                frag: WmmaFrag::D,
-                m: sh.0,
-                n: sh.1,
-                k: sh.2,
-                row: true,
-                ty: *a,
-                dtype: *d,
-                ctype: *c,
-                space,
-            })
-        }
-        (false, Some(sh), [t]) if (has("load") || has("store")) && float(t) && frag.is_some() => {
-            let frag = frag.unwrap_or(WmmaFrag::A);
-            let ok = if matches!(frag, WmmaFrag::A | WmmaFrag::B) {
-                shape_ok(sh, *t)
-            } else {
-                shape_ok(sh, PtxType::F16) || shape_ok(sh, PtxType::TF32)
+    let op = match (has("mma"), shape, frag, types) {
+        (true, Some(sh), _, _) => wmma_mma_types(mods, types)
+            .filter(|(ab, _, _)| wmma_shape_ok(sh, *ab))
+            .map(|(ab, d, c)| op(WmmaFrag::D, sh, ab, d, c)),
+        (false, Some(sh), Some(frag), [t]) if has("load") || has("store") => {
+            let ok = match (frag, t) {
+                (WmmaFrag::A | WmmaFrag::B, _) => wmma_shape_ok(sh, *t),
+                // Accumulators: f16/f32 with the f16 or tf32 shapes, s32 with the 8-bit ones, f64.
+                (_, PtxType::F16 | PtxType::F32) => {
+                    wmma_shape_ok(sh, PtxType::F16) || wmma_shape_ok(sh, PtxType::TF32)
+                }
+                (_, PtxType::S32) => wmma_shape_ok(sh, PtxType::S8),
+                (_, PtxType::F64) => wmma_shape_ok(sh, PtxType::F64),
+                _ => false,
             };
-            ok.then_some(WmmaOp {
-                mma: false,
-                store: has("store"),
-                frag,
-                m: sh.0,
-                n: sh.1,
-                k: sh.2,
-                row: has("row"),
-                ty: *t,
-                dtype: *t,
-                ctype: *t,
-                space,
-            })
+            ok.then(|| op(frag, sh, *t, *t, *t))
         }
         _ => None,
     };

@@ -209,6 +209,72 @@ impl L<'_> {
         Step::Continue
     }
 
+    /// The sm_90 vector `atom` / `red` (`.v2/.v4/.v8` of f32, f16, bf16, f16x2, bf16x2 on global memory):
+    /// each element is its own atomic (PTX ISA, `atom`: on a vector type "the atomicity is guaranteed
+    /// separately for each of the individual scalar elements"); the address must be aligned to the whole
+    /// vector and point to global memory (a generic address elsewhere faults).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_atom_vec(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        (space, op, ty, red, vw): (Space, AtomOp, PtxType, bool, u8),
+    ) -> Step {
+        let args = &ins.args;
+        let (es, vw) = (ty.size(), vw as usize);
+        let ai = if red { 0 } else { 1 };
+        let (dst, src) = (args[0].elements(), args[ai + 1].elements());
+        let mut ok = true;
+        lanes!(exec, l, {
+            let a = match &args[ai] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, space == Space::Generic),
+                o => self.val(b, w, wi, o, l),
+            };
+            let Some(loc) = self.resolve(b, wi, l, space, a, es * vw, pc) else {
+                ok = false;
+                break;
+            };
+            if !matches!(loc, Loc::Global(..)) {
+                let msg = format!(
+                    "vector {} at {a:#x}: the address must be in global memory (PTX ISA, atom)",
+                    if red { "red" } else { "atom" }
+                );
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+                ok = false;
+                break;
+            }
+            self.track(b, wi, l, loc, es * vw, Acc::Atomic, pc, a);
+            if ins.order & ORDER_ACQUIRE != 0 {
+                self.acquire(b, wi, l, loc);
+            }
+            if ins.order & ORDER_RELEASE != 0 {
+                self.release(b, wi, l, loc);
+            }
+            for k in 0..vw {
+                let at = offset_loc(loc, k * es);
+                let x = src.get(k).map_or(0, |o| self.val(b, w, wi, o, l));
+                let old = self.load(b, at, es);
+                let new = atomic_op(op, ty, old, x, 0);
+                self.store(b, at, es, new);
+                if let Some(d) = dst.get(k).filter(|_| !red) {
+                    Self::set(w, d, l, old);
+                }
+            }
+        });
+        self.atomics += 1;
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(super) fn exec_cp_async(
         &mut self,

@@ -348,14 +348,17 @@ impl L<'_> {
         exec: u32,
     ) -> Step {
         if exec != 0 {
-            self.fault(
-                b,
-                wi,
-                Some(exec.trailing_zeros()),
-                pc,
-                FaultKind::Trap,
-                "trap instruction executed".into(),
-            );
+            let mut msg = String::from("trap instruction executed");
+            // Cooperative groups traps in `this_grid().sync()` when the launch has no grid workspace.
+            let workspace = |o: &Operand| matches!(o, Operand::Sreg(Sreg::Envreg(1 | 2)));
+            if self.grid_ws == 0 && self.m.code.iter().any(|i| i.args.iter().any(workspace)) {
+                msg.push_str(
+                    " (the kernel reads the grid workspace, %envreg1/2: cooperative groups' \
+                     this_grid().sync() needs a cooperative launch — Emulator::launch_cooperative, \
+                     the CLI's --cooperative)",
+                );
+            }
+            self.fault(b, wi, Some(exec.trailing_zeros()), pc, FaultKind::Trap, msg);
             return Step::Stop;
         }
         Self::advance(w, mask);

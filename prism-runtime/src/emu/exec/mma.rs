@@ -7,6 +7,7 @@ pub(super) fn tf32(x: u32) -> f32 {
     f32::from_bits(x & 0xffff_e000)
 }
 
+/// The float forms (tf32, f16, bf16 inputs); the integer and f64 ones go to [`exec_mma_int_f64`].
 pub(super) fn exec_mma(
     l: &mut L<'_>,
     b: &Block,
@@ -15,6 +16,9 @@ pub(super) fn exec_mma(
     kind: MmaKind,
     args: &[Operand],
 ) {
+    if matches!(kind, MmaKind::Int { .. } | MmaKind::F64 { .. }) {
+        return exec_mma_int_f64(l, b, w, wi, kind, args);
+    }
     let regs = Operand::elements;
     let (d, a, bb, c) = (
         regs(&args[0]),
@@ -85,6 +89,7 @@ pub(super) fn exec_mma(
                 bm[2 * t][g] = half(v, false);
                 bm[2 * t + 1][g] = half(v, true);
             }
+            MmaKind::Int { .. } | MmaKind::F64 { .. } => {}
         }
         if c.len() == 2 {
             // f16 accumulators: two f16x2 registers, rows g and g + 8.
@@ -126,6 +131,133 @@ pub(super) fn exec_mma(
             if let Some(op) = d.get(i) {
                 L::set(w, op, lane, (*v as f32).to_bits() as u64);
             }
+        }
+    }
+}
+
+/// (row, column) of C/D element `j` of lane (g, t) in the m8n8 and m16n8 shapes of the integer and f64
+/// forms: c0, c1 = (g, 2t), (g, 2t+1); c2, c3 = (g+8, 2t), (g+8, 2t+1) (PTX ISA, "Matrix Fragments for
+/// mma.m16n8k32", C/D; CUTLASS `SM80_16x8_Row`, `SM80_8x8_Row`).
+fn cd_pos(g: usize, t: usize, j: usize) -> (usize, usize) {
+    (g + 8 * (j >> 1), 2 * t + (j & 1))
+}
+
+/// (row m, column k) of A element `e` (register `e / 4`, byte `e % 4`) of lane (g, t), integer forms:
+/// registers alternate rows g and g+8 (m16 shapes), the second pair covers k + 16 (m16n8k32), each holds four
+/// consecutive k from 4t (PTX ISA, "Matrix Fragments for mma.m8n8k16 / m16n8k16 / m16n8k32" with .s8/.u8;
+/// CUTLASS `SM80_16x8x32_S32S8S8S32_TN` ALayout).
+fn int_a_pos(m16: bool, g: usize, t: usize, e: usize) -> (usize, usize) {
+    let r = e / 4;
+    let (row_hi, k_hi) = if m16 { (r & 1, r >> 1) } else { (0, 0) };
+    (g + 8 * row_hi, 4 * t + e % 4 + 16 * k_hi)
+}
+
+/// (row k, column n) of B element `e` of lane (g, t), integer forms: column g, register j holds k = 16j +
+/// 4t .. 16j + 4t + 3.
+fn int_b_pos(g: usize, t: usize, e: usize) -> (usize, usize) {
+    (4 * t + e % 4 + 16 * (e / 4), g)
+}
+
+/// `mma` with 8-bit integer or f64 inputs on one warp's fragments (the fragment layouts of the PTX ISA's
+/// "Matrix Fragments for mma.m8n8k4 / m16n8k4 / m16n8k8 / m16n8k16 with .f64" and the integer sections;
+/// checked against CUTLASS's `mma_traits_sm80.hpp` / `mma_traits_sm90.hpp`). Integers: the exact sum of the
+/// products and C, wrapped to s32 or (`.satfinite`) clamped. f64: C plus the products in k order, each step
+/// one fused multiply-add (the ISA leaves the order open; every product and sum is an f64 operation).
+/// The decoder checked the register counts (`mma_regs`).
+fn exec_mma_int_f64(
+    l: &mut L<'_>,
+    b: &Block,
+    w: &mut Warp,
+    wi: usize,
+    kind: MmaKind,
+    args: &[Operand],
+) {
+    let ops: Vec<Vec<Operand>> = args.iter().take(4).map(Operand::elements).collect();
+    let [d, a, bb, c] = &ops[..] else {
+        return;
+    };
+    let (mm, kk) = match kind {
+        MmaKind::Int { m16, k32, .. } => (if m16 { 16 } else { 8 }, if k32 { 32 } else { 16 }),
+        MmaKind::F64 { m, k } => (m as usize, k as usize),
+        _ => return,
+    };
+    // Row-major M×K, K×8 and M×8 matrices of values (integers are exact in f64: |products| < 2^16).
+    let mut am = vec![0f64; mm * kk];
+    let mut bm = vec![0f64; kk * 8];
+    let mut cm = vec![0u64; mm * 8];
+    for lane in 0..32usize {
+        let (g, t) = (lane >> 2, lane & 3);
+        let rv = |ops: &[Operand], i: usize| ops.get(i).map_or(0, |o| l.val(b, w, wi, o, lane));
+        match kind {
+            MmaKind::Int {
+                m16,
+                a_signed,
+                b_signed,
+                ..
+            } => {
+                let byte = |v: u64, e: usize, signed: bool| {
+                    let x = (v >> (8 * (e % 4))) as u8;
+                    if signed {
+                        x as i8 as f64
+                    } else {
+                        x as f64
+                    }
+                };
+                for e in 0..a.len() * 4 {
+                    let (r, k) = int_a_pos(m16, g, t, e);
+                    am[r * kk + k] = byte(rv(a, e / 4), e, a_signed);
+                }
+                for e in 0..bb.len() * 4 {
+                    let (k, n) = int_b_pos(g, t, e);
+                    bm[k * 8 + n] = byte(rv(bb, e / 4), e, b_signed);
+                }
+            }
+            _ => {
+                // f64: a_i = (g + 8 (i % 2), t + 4 (i / 2)) (m8n8k4 has only a0); b_i = (t + 4i, g).
+                for i in 0..a.len() {
+                    am[(g + 8 * (i % 2)) * kk + t + 4 * (i / 2)] = f64::from_bits(rv(a, i));
+                }
+                for i in 0..bb.len() {
+                    bm[(t + 4 * i) * 8 + g] = f64::from_bits(rv(bb, i));
+                }
+            }
+        }
+        for j in 0..c.len() {
+            let (r, n) = cd_pos(g, t, j);
+            cm[r * 8 + n] = rv(c, j);
+        }
+    }
+    let dm: Vec<u64> = (0..mm * 8)
+        .map(|i| {
+            let (r, n) = (i / 8, i % 8);
+            match kind {
+                MmaKind::Int { sat, .. } => {
+                    let mut acc = cm[i] as u32 as i32 as i64;
+                    for k in 0..kk {
+                        acc += (am[r * kk + k] * bm[k * 8 + n]) as i64;
+                    }
+                    let v = if sat {
+                        acc.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+                    } else {
+                        acc as i32
+                    };
+                    v as u32 as u64
+                }
+                _ => {
+                    let mut acc = f64::from_bits(cm[i]);
+                    for k in 0..kk {
+                        acc = am[r * kk + k].mul_add(bm[k * 8 + n], acc);
+                    }
+                    acc.to_bits()
+                }
+            }
+        })
+        .collect();
+    for lane in 0..32usize {
+        let (g, t) = (lane >> 2, lane & 3);
+        for (j, op) in d.iter().enumerate() {
+            let (r, n) = cd_pos(g, t, j);
+            L::set(w, op, lane, dm[r * 8 + n]);
         }
     }
 }

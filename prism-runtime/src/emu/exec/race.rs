@@ -293,7 +293,11 @@ pub(super) fn foreign_ordered(
     ep_u: u32,
     mut after: impl FnMut(u32, u32) -> bool,
 ) -> bool {
-    fo.iter()
+    if fo.is_empty() || nthreads == 0 {
+        return false;
+    }
+    Foreign::of_block(fo, u / nthreads)
+        .iter()
         .any(|f| f.covers(nthreads, u, ep_u) && after(f.t, f.e_t))
 }
 

@@ -28,7 +28,7 @@ pub(super) struct OrderMemo {
     /// waiters (none when not completed).
     inst: [(u32, u32); 2],
     /// What the block acquired from other blocks (`race.rs`, `foreign_ordered`).
-    foreign: Vec<Foreign>,
+    foreign: std::sync::Arc<Vec<Foreign>>,
 }
 
 impl OrderMemo {
@@ -41,13 +41,13 @@ impl OrderMemo {
             w0: wi as u32 * 32,
             need,
             inst: [(u32::MAX, 0); 2],
-            foreign: Vec::new(),
+            foreign: Default::default(),
         }
     }
 
     /// The memo of a block that acquired `foreign` from other blocks.
-    pub(super) fn with_foreign(mut self, foreign: &[Foreign]) -> OrderMemo {
-        self.foreign = foreign.to_vec();
+    pub(super) fn with_foreign(mut self, foreign: &std::sync::Arc<Vec<Foreign>>) -> OrderMemo {
+        self.foreign = foreign.clone();
         self
     }
 
@@ -94,8 +94,11 @@ impl OrderMemo {
     #[inline(never)]
     fn foreign_mask(&mut self, thr_inst: &[Vec<u32>], insts: &[Inst], u: u32, ep_u: u32) -> u32 {
         let mut m = 0;
-        for k in 0..self.foreign.len() {
-            let f = &self.foreign[k];
+        if self.nthreads == 0 {
+            return 0;
+        }
+        let fo = self.foreign.clone();
+        for f in Foreign::of_block(&fo, u / self.nthreads) {
             if f.covers(self.nthreads, u, ep_u) {
                 let (t, e) = (f.t, f.e_t);
                 m |= self.mask(thr_inst, insts, t, e);

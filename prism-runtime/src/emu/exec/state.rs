@@ -45,7 +45,10 @@ impl L<'_> {
                 self.sreg_misc(s)
             }
             Sreg::Reserved(_) | Sreg::ExplicitCluster => self.sreg_misc(s),
-            Sreg::Zero => 0,
+            // cooperative groups reads `%envreg1` as the high half, `%envreg2` as the low one.
+            Sreg::Envreg(1) => self.grid_ws >> 32,
+            Sreg::Envreg(2) => self.grid_ws & 0xffff_ffff,
+            Sreg::Envreg(_) | Sreg::Zero => 0,
         }
     }
 

@@ -288,8 +288,12 @@ impl L<'_> {
             Kind::St(space, ty, vw) => {
                 return self.exec_st(b, wi, w, ins, pc, mask, exec, space, ty, vw)
             }
-            Kind::Atom(space, op, ty, red) => {
+            Kind::Atom(space, op, ty, red, 1) => {
                 return self.exec_atom(b, wi, w, ins, pc, mask, exec, space, op, ty, red)
+            }
+            Kind::Atom(space, op, ty, red, vw) => {
+                let form = (*space, *op, *ty, *red, *vw);
+                return self.exec_atom_vec(b, wi, w, ins, pc, mask, exec, form);
             }
             Kind::Bra => return self.exec_bra(w, ins, pc, mask, exec),
             Kind::Nop | Kind::CpAsyncCommit | Kind::CpAsyncWait => Self::advance(w, mask),

@@ -124,6 +124,9 @@ impl Parser {
                 ),
             );
         }
+        if let Err(msg) = operand_shapes(&kind, &args, &p.opcode) {
+            return perr(line, msg);
+        }
         if let Kind::Bra = kind {
             if !matches!(args.last(), Some(Operand::Label(_))) {
                 return perr(line, "bra target must be a label of the same function");
@@ -293,6 +296,34 @@ fn rounding(mods: &[&str]) -> Rnd {
 }
 
 /// The fewest operands an instruction of `kind` has: the interpreter reads these by position.
+/// Operand shapes some kinds need beyond their count: the integer and f64 `mma` forms read their fragments
+/// by position (a register list of another length is malformed PTX, which ptxas rejects: a decode error
+/// rather than a wrong result), and a vector atomic's value (and result) is a brace list of one register per
+/// element.
+fn operand_shapes(kind: &Kind, args: &[Operand], opcode: &str) -> Result<(), String> {
+    if let Kind::Mma(k) = kind {
+        if let Some(want) = sm90::mma_regs(*k) {
+            let got: Vec<usize> = args.iter().take(4).map(|a| a.elements().len()).collect();
+            if got != want {
+                return Err(format!(
+                    "'{opcode}' takes {want:?} registers in D, A, B, C, got {got:?}"
+                ));
+            }
+        }
+    }
+    if let &Kind::Atom(_, _, _, red, vw @ 2..) = kind {
+        let vi = if red { 1 } else { 2 };
+        let lens = [args[0].elements().len(), args[vi].elements().len()];
+        let want = [if red { 1 } else { vw as usize }, vw as usize];
+        if lens != want || !matches!(args[vi], Operand::Vec(_)) {
+            return Err(format!(
+                "'{opcode}' takes {vw} values in braces, got {lens:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn min_args(kind: &Kind) -> usize {
     // sanity checks on operand shapes for instructions that index args directly
     match kind {
@@ -338,7 +369,7 @@ fn min_args(kind: &Kind) -> usize {
         },
         Kind::Setp(..) | Kind::Set(..) => 3,
         Kind::Selp(_) | Kind::Slct(..) => 4,
-        Kind::Atom(_, op, _, red) => {
+        Kind::Atom(_, op, _, red, _) => {
             let base = if *red { 2 } else { 3 };
             if *op == AtomOp::Cas {
                 base + 1
@@ -353,6 +384,13 @@ fn min_args(kind: &Kind) -> usize {
         Kind::Activemask => 1,
         Kind::Match(..) => 3,
         Kind::Mma(_) => 4,
+        Kind::Wmma(op) => {
+            if op.mma {
+                4
+            } else {
+                2
+            }
+        }
         Kind::Ldmatrix(..) => 2,
         Kind::CpAsync(_) => 3,
         Kind::BarWarpSync => 1,

@@ -204,15 +204,31 @@ pub(super) fn decode_memory(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
                 )
             });
             // 16-bit float atomics: add, min, max (exch/cas are bit-wise and use .b16).
-            if vecw != 1 || (half && !matches!(op, AtomOp::Add | AtomOp::Min | AtomOp::Max)) {
+            let half_ok = !half || matches!(op, AtomOp::Add | AtomOp::Min | AtomOp::Max);
+            if !half_ok || (vecw != 1 && !vector_atom_ok(space, op, ty0, vecw)) {
                 Kind::Unsupported(p.opcode.clone())
             } else {
-                Kind::Atom(space, op, ty0, base == "red")
+                Kind::Atom(space, op, ty0, base == "red", vecw)
             }
         }
         _ => return Ok(None),
     };
     Ok(Some(Decoded::Kind(kind)))
+}
+
+/// The vector forms of `atom` / `red` (PTX ISA 8.1+, sm_90; "Parallel Synchronization and Communication
+/// Instructions: atom"): global (or generic) memory only; `.add` on `.v2/.v4.f32`; `.add/.min/.max` on
+/// `.v2/.v4/.v8` of `.f16/.bf16` and on `.v2/.v4` of `.f16x2/.bf16x2`.
+fn vector_atom_ok(space: Space, op: AtomOp, ty: PtxType, vecw: u8) -> bool {
+    let space_ok = matches!(space, Space::Global | Space::Generic);
+    let form_ok = match ty {
+        PtxType::F32 => op == AtomOp::Add && matches!(vecw, 2 | 4),
+        PtxType::F16 | PtxType::BF16 => matches!(vecw, 2 | 4 | 8),
+        PtxType::F16x2 | PtxType::BF16x2 => matches!(vecw, 2 | 4),
+        _ => false,
+    };
+    let op_ok = matches!(op, AtomOp::Add | AtomOp::Min | AtomOp::Max);
+    space_ok && form_ok && op_ok
 }
 
 /// The control: branches, calls, `exit`, `trap`, block and cluster barriers, `mapa`, fences; `None` for another family's opcode.
@@ -343,6 +359,14 @@ pub(super) fn decode_warp(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
                 .copied()
                 .unwrap_or("");
             let ab = types.get(1).copied();
+            if let Some(k) = sm90::mma_int_f64(shape, mods, types) {
+                let sparse = mods.iter().any(|m| m.starts_with("sp"));
+                return Ok(Some(Decoded::Kind(if sparse {
+                    Kind::Unsupported(p.opcode.clone())
+                } else {
+                    Kind::Mma(k)
+                })));
+            }
             match (shape, ab) {
                 ("m16n8k8", Some(PtxType::TF32)) => Kind::Mma(MmaKind::Tf32K8),
                 ("m16n8k16", Some(PtxType::F16)) => Kind::Mma(MmaKind::F16K16),

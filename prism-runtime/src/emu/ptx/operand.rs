@@ -165,10 +165,14 @@ pub(super) fn special_reg(n: &str) -> Option<Sreg> {
         "%cluster_ctarank" => Sreg::ClusterCtarank,
         "%cluster_nctarank" => Sreg::ClusterNctarank,
         "%is_explicit_cluster" => Sreg::ExplicitCluster,
-        // Driver-defined registers the CUDA runtime leaves zero outside graphs and profilers: `%envreg0..31`,
-        // the performance-monitor counters `%pm0..7` / `%pm0_64..7_64` (not counting here), the graph handle.
+        // Driver-defined registers the CUDA runtime leaves zero outside graphs and profilers: `%envreg0..31`
+        // (but a cooperative launch's grid workspace, `Sreg::Envreg`), the performance-monitor counters
+        // `%pm0..7` / `%pm0_64..7_64` (not counting here), the graph handle.
         "%gridid" | "%current_graph_exec" => Sreg::Zero,
-        _ if driver_defined_zero(n) => Sreg::Zero,
+        _ if driver_defined_zero(n) => match n.strip_prefix("%envreg").map(str::parse::<u8>) {
+            Some(Ok(i)) => Sreg::Envreg(i),
+            _ => Sreg::Zero,
+        },
         _ => return None,
     })
 }
