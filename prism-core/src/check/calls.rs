@@ -114,13 +114,14 @@ impl<'a> Cx<'a> {
             .map(|p| p.perspective)
             .unwrap_or(Perspective::thread(1));
         if !self.le(ctop, code) {
+            let (note_at, note) = requires_note(callee, name);
             self.errors.push(
                 err(
                     "T-FUNCTION-CALL",
                     name.span,
                     format!("`{}` requires {ctop} but is called from {code}", name.name),
                 )
-                .note(callee.name.span, format!("`{}` declares requires({})", name.name, callee.requires.iter().map(|p| p.perspective.to_string()).collect::<Vec<_>>().join(", ")))
+                .note(note_at, note)
                 .help(format!("call it from code at {ctop} or broader (where {ctop} divides it), e.g. inside `group({ctop}, ..)` or a split arm")),
             );
         }
@@ -786,4 +787,28 @@ impl<'a> Cx<'a> {
             }
         }
     }
+}
+
+/// The note naming a callee's `requires`: at its declaration, or — for another crate's function, which has
+/// no source span here — at the call `name`, with the crate named.
+fn requires_note(callee: &Function, name: &Ident) -> (Span, String) {
+    let ps: Vec<String> = callee
+        .requires
+        .iter()
+        .map(|p| p.perspective.to_string())
+        .collect();
+    let from = callee
+        .origin
+        .as_ref()
+        .map(|c| format!(" (from `{c}`)"))
+        .unwrap_or_default();
+    let at = if callee.origin.is_some() {
+        name.span
+    } else {
+        callee.name.span
+    };
+    (
+        at,
+        format!("`{}`{from} declares requires({})", name.name, ps.join(", ")),
+    )
 }

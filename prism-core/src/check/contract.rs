@@ -362,7 +362,16 @@ impl<'a> Cx<'a> {
             .unwrap_or(self.f.name.span);
         if let Some(e) = &self.f.smem {
             if let Some(declared) = self.eval_opt(e, "`smem`") {
-                if declared < 0 || total > declared as u64 {
+                if declared < 0 || declared > DEVICE_SMEM_LIMIT as i64 {
+                    self.errors.push(
+                        err(
+                            "SMEM-LIMIT",
+                            span,
+                            format!("`{}` declares `smem = {declared}`: a byte count from 0 to the device limit of {DEVICE_SMEM_LIMIT} bytes per block", self.f.name),
+                        )
+                        .help(format!("declare the bytes of shared memory the function needs: it allocates {total}")),
+                    );
+                } else if total > declared as u64 {
                     self.errors.push(
                         err(
                             "SMEM-LIMIT",

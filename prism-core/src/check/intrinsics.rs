@@ -193,12 +193,18 @@ impl<'a> Cx<'a> {
             ));
         }
         let dp = if n == "shfl_idx" { t1 } else { w };
-        let d = self.expr(&args[1], &at(c, dp, "the lane argument"), code);
+        // Named as docs/SYNTAX.md names them: shfl_down(v, d), shfl_up(v, d), shfl_xor(v, m), shfl_idx(v, lane).
+        let what = match n {
+            "shfl_idx" => "the lane argument",
+            "shfl_xor" => "the mask argument",
+            _ => "the delta argument",
+        };
+        let d = self.expr(&args[1], &at(c, dp, what), code);
         self.expect_ty(
             &d,
             &Ty::Scalar(ScalarType::U32),
             args[1].span,
-            &format!("the lane argument of `{n}`"),
+            &format!("{what} of `{n}`"),
         );
         self.result_read_up(e.span, n, t1, sink);
         match v {
