@@ -54,6 +54,14 @@ const FIXTURES: &[(&str, &str)] = &[
         "calls.ptx",
         include_str!("../prism-runtime/tests/fixtures/calls.ptx"),
     ),
+    (
+        "mma_int.ptx",
+        include_str!("../prism-runtime/tests/fixtures/mma_int.ptx"),
+    ),
+    (
+        "grid.ptx",
+        include_str!("../prism-runtime/tests/fixtures/grid.ptx"),
+    ),
 ];
 
 /// How far apart two float elements may be: within `ulp` units in the last place or within `abs`.

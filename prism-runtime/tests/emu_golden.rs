@@ -120,15 +120,19 @@ fn record(case: &str, config: &str, threads: usize) -> (String, bool) {
             other => panic!("{case}: unexpected input {other:?}"),
         });
     }
-    let r = emu.launch_cluster(
-        &module,
-        &inv.kernel,
-        inv.grid,
-        inv.block,
-        inv.cluster,
-        inv.smem,
-        &params,
-    );
+    let r = if inv.cooperative {
+        emu.launch_cooperative(&module, &inv.kernel, inv.grid, inv.block, inv.smem, &params)
+    } else {
+        emu.launch_cluster(
+            &module,
+            &inv.kernel,
+            inv.grid,
+            inv.block,
+            inv.cluster,
+            inv.smem,
+            &params,
+        )
+    };
     let (faults, report) = match r {
         Ok(r) => (Vec::new(), r),
         Err(EmuError::Faulted { faults, report }) => (faults, *report),
