@@ -679,3 +679,227 @@ fn cooperative_launch_from_the_cli() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn words(n: &[u8]) -> Vec<u32> {
+    n.chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// `--then` runs several kernels on the same device memory: a named buffer (`x=buf:…`) is scaled by one
+/// launch, read through a struct parameter holding its address (`struct:ref:x,u32:250`) by the next, whose
+/// named result (`p`) a third reduces (`ref:p`). `--dump` writes each launch's buffer arguments and the
+/// named buffers' final contents.
+#[test]
+fn several_launches_share_named_buffers() {
+    let p = fixture("cli_multi.ptx");
+    let dir = tmpdir("multi");
+    let ds = dir.to_str().unwrap();
+    let (code, out, err) = run(&[
+        &p,
+        "scale",
+        "--grid",
+        "4",
+        "--block",
+        "64",
+        "x=buf:u32:250:iota",
+        "u32:250",
+        "u32:3",
+        "--dump",
+        ds,
+        "--then",
+        "block_sums",
+        "--grid",
+        "4",
+        "--block",
+        "64",
+        "struct:ref:x,u32:250",
+        "p=buf:u32:4:zero",
+        "--then",
+        "total",
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "ref:p",
+        "u32:4",
+        "buf:u64:1:zero",
+        "--then",
+        "block_sums",
+        "--grid",
+        "1",
+        "--block",
+        "64",
+        "struct:ref:x+400,u32:50",
+        "q=buf:u32:1:zero",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("0 fault(s)").count(), 4, "{out}");
+    let x = words(&std::fs::read(dir.join("x.bin")).unwrap());
+    assert_eq!(x, (0..250u32).map(|i| 3 * i).collect::<Vec<_>>());
+    let partial = words(&std::fs::read(dir.join("p.bin")).unwrap());
+    let want: Vec<u32> = (0..4)
+        .map(|b| (b * 64..(b * 64 + 64).min(250)).map(|i| 3 * i).sum())
+        .collect();
+    assert_eq!(partial, want);
+    let total = std::fs::read(dir.join("launch2_arg2.bin")).unwrap();
+    assert_eq!(
+        u64::from_le_bytes(total.try_into().unwrap()),
+        (0..250u64).map(|i| 3 * i).sum::<u64>()
+    );
+    // ref:x+400 is element 100: the 50 elements from there.
+    let q = words(&std::fs::read(dir.join("q.bin")).unwrap());
+    assert_eq!(q, vec![(100..150u32).map(|i| 3 * i).sum::<u32>()]);
+    // Each launch's buffer arguments after that launch.
+    assert_eq!(
+        words(&std::fs::read(dir.join("launch0_arg0.bin")).unwrap()),
+        x
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a multi-launch command line gets wrong is a usage error (exit 2) before anything runs, naming the
+/// launch; a fault stops the run at that launch.
+#[test]
+fn multi_launch_mistakes_are_usage_errors() {
+    let p = fixture("cli_multi.ptx");
+    let base = [p.as_str(), "scale", "--grid", "1", "--block", "32"];
+    let case = |rest: &[&str]| {
+        let mut v: Vec<&str> = base.to_vec();
+        v.extend_from_slice(rest);
+        run(&v)
+    };
+    for (rest, want) in [
+        (
+            &[
+                "x=buf:u32:8:iota",
+                "u32:8",
+                "u32:2",
+                "--then",
+                "total",
+                "--grid",
+                "1",
+                "--block",
+                "32",
+                "ref:y",
+                "u32:1",
+                "buf:u64:1:zero",
+            ][..],
+            "launch 1: argument 0: ref:y: no buffer of that name",
+        ),
+        (
+            &[
+                "x=buf:u32:8:iota",
+                "u32:8",
+                "u32:2",
+                "--then",
+                "scale",
+                "--grid",
+                "1",
+                "--block",
+                "32",
+                "x=buf:u32:8:zero",
+                "u32:8",
+                "u32:2",
+            ][..],
+            "a buffer named 'x' already exists",
+        ),
+        (
+            &[
+                "x=buf:u32:8:iota",
+                "u32:8",
+                "u32:2",
+                "--then",
+                "scale",
+                "--seed",
+                "3",
+                "--grid",
+                "1",
+                "--block",
+                "32",
+                "ref:x",
+                "u32:8",
+                "u32:2",
+            ][..],
+            "--seed concerns the whole run",
+        ),
+        (
+            &[
+                "x=buf:u32:8:iota",
+                "u32:8",
+                "u32:2",
+                "--then",
+                "total",
+                "--grid",
+                "1",
+                "--block",
+                "32",
+                "ref:x+64",
+                "u32:1",
+                "buf:u64:1:zero",
+            ][..],
+            "past the end of the 32-byte buffer",
+        ),
+        (&["n=u32:8", "u32:8", "u32:2"][..], "only buffers are named"),
+        (
+            &[
+                "x=buf:u32:8:iota",
+                "u32:8",
+                "u32:2",
+                "--then",
+                "block_sums",
+                "--grid",
+                "1",
+                "--block",
+                "32",
+                "struct:ref:x",
+                "buf:u32:1:zero",
+            ][..],
+            "is 16 bytes, the value has 8",
+        ),
+        (
+            &[
+                "buf:u32:8:iota",
+                "u32:8",
+                "u32:2",
+                "--backend",
+                "gpu",
+                "--then",
+                "scale",
+                "--grid",
+                "1",
+                "--block",
+                "32",
+                "buf:u32:8:iota",
+                "u32:8",
+                "u32:2",
+            ][..],
+            "--then runs on the emulator only",
+        ),
+    ] {
+        let (code, _, err) = case(rest);
+        assert_eq!(code, 2, "{rest:?}: {err}");
+        assert!(err.contains(want), "{rest:?}: {err}");
+    }
+    // A fault in the first launch (an out-of-bounds write: n past the buffer) stops the run there.
+    let (code, out, err) = case(&[
+        "x=buf:u32:8:iota",
+        "u32:64",
+        "u32:2",
+        "--then",
+        "scale",
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "ref:x",
+        "u32:8",
+        "u32:2",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(out.matches("kernel scale").count(), 1, "{out}");
+    assert!(
+        err.contains("the 1 launch(es) after it did not run"),
+        "{err}"
+    );
+}

@@ -28,10 +28,16 @@
 //! input error, 3 = `--backend gpu` and no GPU or CUDA driver, 4 = the GPU refused or failed the run (PTX not
 //! loadable, launch error, a fault on the device).
 
+mod args;
+mod session;
+
 use super::*;
+use args::{parse_ref, parse_struct, split_name, struct_size};
+pub use args::{BufferRef, StructField};
+pub use session::{execute, execute_all};
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter)";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG... [--then KERNEL --grid .. --block .. [--cluster ..] [--smem ..] [--cooperative] ARG...]...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter) | NAME=buf:… (a named buffer, kept for later launches and dumped as NAME.bin) | ref:NAME[+BYTES] (its address, emulator only) | struct:F,F,… (a struct by value laid out as C does; F: u32:V i32:V u64:V i64:V f32:V f64:V ref:NAME[+BYTES])";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -251,6 +257,10 @@ pub struct Invocation {
     pub symbols: Vec<(String, String)>,
     /// The kernel arguments, in parameter order, as written (`u32:7`, `buf:f32:512:rand`, ...).
     pub args: Vec<String>,
+    /// The launches after this one (`--then KERNEL ...`), in order, on the same device memory: each has its
+    /// own kernel, shape and arguments; the options that concern the whole run (seed, dump, backend, race
+    /// detection, ...) are this one's.
+    pub then: Vec<Invocation>,
 }
 
 /// What [`parse_invocation`] found.
@@ -275,7 +285,13 @@ pub enum Input {
         ty: String,
         /// Initial contents.
         bytes: Vec<u8>,
+        /// `NAME=buf:…`: the name later arguments (`ref:NAME`) and launches refer to it by.
+        name: Option<String>,
     },
+    /// `ref:NAME[+BYTES]`: the address of a named buffer (a pointer parameter).
+    Ref(BufferRef),
+    /// `struct:F,F,…`: a struct passed by value, laid out as C does, whose fields may be buffer addresses.
+    Struct(Vec<StructField>),
     /// A struct passed by value: its raw bytes.
     Bytes(Vec<u8>),
     /// A tensor map and the global buffer it describes (`map.global_address` is set when the buffer is
@@ -372,6 +388,8 @@ pub struct BufferOut {
     pub ty: String,
     /// Contents after the kernel.
     pub bytes: Vec<u8>,
+    /// The buffer's name (`NAME=buf:…`), if it has one.
+    pub name: Option<String>,
 }
 
 /// The result of one launch on either backend.
@@ -385,6 +403,8 @@ pub struct Outcome {
     pub buffers: Vec<BufferOut>,
     /// Each `--symbol` variable after the launch: its name and bytes.
     pub symbols: Vec<(String, Vec<u8>)>,
+    /// Every named buffer of the run so far (`NAME=buf:…`, this launch's and earlier ones') after the launch.
+    pub named: Vec<(String, Vec<u8>)>,
     /// Faults the emulator found (always empty on the GPU: a GPU fault is an error).
     pub faults: Vec<Fault>,
     /// The emulator's counters (`None` on the GPU).
@@ -449,8 +469,61 @@ pub fn run_cli(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
     }
 }
 
-/// Parses the command line (options anywhere, then FILE.ptx, KERNEL and the arguments in order).
+/// Options that concern the whole run, not one launch: not allowed after `--then`.
+const RUN_OPTIONS: [&str; 11] = [
+    "--seed",
+    "--dump",
+    "--json",
+    "--lockstep",
+    "--no-races",
+    "--max-steps",
+    "--threads",
+    "--symbol",
+    "--backend",
+    "-h",
+    "--help",
+];
+
+/// Parses the command line (options anywhere, then FILE.ptx, KERNEL and the arguments in order; each
+/// `--then KERNEL --grid .. --block .. ARG...` adds a launch on the same device memory).
 pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
+    let mut segments = args.split(|a| a == "--then");
+    let first = segments.next().unwrap_or_default();
+    let Parsed::Run(mut inv) = parse_launch(first)? else {
+        return Ok(Parsed::Help);
+    };
+    for (k, seg) in segments.enumerate() {
+        if let Some(o) = seg.iter().find(|a| RUN_OPTIONS.contains(&a.as_str())) {
+            return Err(format!(
+                "launch {}: {o} concerns the whole run: give it before the first --then",
+                k + 1
+            ));
+        }
+        let mut full = vec![inv.ptx_path.clone()];
+        full.extend(seg.iter().cloned());
+        let Parsed::Run(next) =
+            parse_launch(&full).map_err(|e| format!("launch {}: {e}", k + 1))?
+        else {
+            return Ok(Parsed::Help);
+        };
+        inv.then.push(Invocation {
+            seed: inv.seed,
+            dump: None,
+            json: inv.json,
+            lockstep: inv.lockstep,
+            races: inv.races,
+            max_steps: inv.max_steps,
+            threads: inv.threads,
+            backend: inv.backend,
+            symbols: Vec::new(),
+            ..next
+        });
+    }
+    Ok(Parsed::Run(inv))
+}
+
+/// One launch's part of the command line.
+fn parse_launch(args: &[String]) -> Result<Parsed, String> {
     let mut pos: Vec<String> = Vec::new();
     let mut grid = None;
     let mut block = None;
@@ -562,6 +635,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
         backend,
         symbols,
         args: pos.collect(),
+        then: Vec::new(),
     }))
 }
 
@@ -580,7 +654,13 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
     }
     let mut rng = inv.seed.unwrap_or(0);
     let mut inputs = Vec::with_capacity(kargs.len());
-    for (idx, (a, d)) in kargs.iter().zip(decls).enumerate() {
+    for (idx, (full, d)) in kargs.iter().zip(decls).enumerate() {
+        let (name, a) = split_name(full);
+        if name.is_some() && !a.starts_with("buf:") {
+            return Err(format!(
+                "argument {idx} '{full}': only buffers are named (NAME=buf:TYPE:COUNT:INIT)"
+            ));
+        }
         let (kind, rest) = a
             .split_once(':')
             .ok_or_else(|| format!("argument {} '{}': expected TYPE:VALUE", idx, a))?;
@@ -606,7 +686,12 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
                 Input::Buffer {
                     ty: parts[0].to_string(),
                     bytes,
+                    name: name.map(str::to_string),
                 }
+            }
+            "ref" => Input::Ref(parse_ref(rest).map_err(|e| format!("argument {idx}: {e}"))?),
+            "struct" => {
+                Input::Struct(parse_struct(rest).map_err(|e| format!("argument {idx}: {e}"))?)
             }
             "tmap" | "tmapptr" => parse_tmap(rest, &mut rng, kind == "tmapptr")
                 .map_err(|e| format!("argument {idx} '{a}': {e}"))?,
@@ -635,7 +720,8 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
         };
         let size = match &input {
             Input::Scalar(p) => p.to_bytes().len(),
-            Input::Buffer { .. } => 8,
+            Input::Buffer { .. } | Input::Ref(_) => 8,
+            Input::Struct(f) => struct_size(f),
             Input::Bytes(b) => b.len(),
             Input::TensorMap {
                 by_pointer: true, ..
@@ -653,146 +739,11 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
     Ok(inputs)
 }
 
-/// Runs `inv` with the PTX text `src` (read from `inv.ptx_path` by the CLI; a test may embed it) on the
-/// backend `inv.backend`. Faults the emulator finds are in the [`Outcome`]; a failure on the GPU is an error.
-pub fn execute(src: &str, inv: &Invocation) -> Result<Outcome, CliError> {
-    let module = Module::parse(src).map_err(|e| format!("{}: {}", inv.ptx_path, e))?;
-    let decls = module.entry_params(&inv.kernel).ok_or_else(|| {
-        format!(
-            "no entry '{}' in {} (entries: {})",
-            inv.kernel,
-            inv.ptx_path,
-            module.entries().join(", ")
-        )
-    })?;
-    let inputs = prepare_inputs(inv, &decls)?;
-    match inv.backend {
-        CliBackend::Emulator => run_emulator(&module, inv, inputs),
-        CliBackend::Gpu => run_gpu(src, inv, inputs),
-    }
-}
-
-fn run_emulator(
-    module: &Module,
+pub(super) fn run_gpu(
+    src: &str,
     inv: &Invocation,
     inputs: Vec<Input>,
 ) -> Result<Outcome, CliError> {
-    let cfg = EmuConfig {
-        schedule: match inv.seed {
-            Some(s) => Schedule::Random { seed: s },
-            None => Schedule::RoundRobin,
-        },
-        warp_mode: if inv.lockstep {
-            WarpMode::Lockstep
-        } else {
-            WarpMode::Independent
-        },
-        check_races: inv.races,
-        max_steps: inv.max_steps.unwrap_or(EmuConfig::default().max_steps),
-        threads: inv.threads.unwrap_or_else(super::default_threads),
-    };
-    let mut emu = Emulator::new(cfg);
-    let mut params = Vec::with_capacity(inputs.len());
-    let mut bufs = Vec::new();
-    for (idx, input) in inputs.into_iter().enumerate() {
-        params.push(match input {
-            Input::Scalar(p) => p,
-            Input::Bytes(b) => ParamValue::Bytes(b),
-            Input::Buffer { ty, bytes } => {
-                let addr = emu.alloc(bytes.len());
-                emu.write(addr, &bytes)
-                    .map_err(|e| CliError::Usage(e.to_string()))?;
-                bufs.push((idx, ty, addr, bytes.len()));
-                ParamValue::Ptr(addr)
-            }
-            Input::TensorMap {
-                ty,
-                bytes,
-                mut map,
-                by_pointer,
-            } => {
-                let addr = emu.alloc(bytes.len());
-                emu.write(addr, &bytes)
-                    .map_err(|e| CliError::Usage(e.to_string()))?;
-                bufs.push((idx, ty, addr, bytes.len()));
-                map.global_address = addr;
-                map.validate()
-                    .map_err(|e| CliError::Usage(format!("argument {idx}: {e}")))?;
-                if by_pointer {
-                    // The map's 128 bytes in global memory (64-byte aligned, as a CUtensorMap must be).
-                    let at = emu.alloc(128);
-                    emu.write(at, &map.encode())
-                        .map_err(|e| CliError::Usage(e.to_string()))?;
-                    ParamValue::Ptr(at)
-                } else {
-                    ParamValue::Bytes(map.encode().to_vec())
-                }
-            }
-        });
-    }
-    // `--symbol`: module variables set before the launch (`cudaMemcpyToSymbol`).
-    let mut syms = Vec::new();
-    for (name, init) in &inv.symbols {
-        let bytes = if let Some(hex) = init.strip_prefix("0x") {
-            parse_hex(hex).ok_or_else(|| format!("--symbol {name}: bad hex bytes"))?
-        } else if let Some(path) = init.strip_prefix('@') {
-            std::fs::read(path)
-                .map_err(|e| format!("--symbol {name}: cannot read '{path}': {e}"))?
-        } else {
-            return Err(CliError::Usage(format!(
-                "--symbol {name}: expected @path or 0xHEX after '='"
-            )));
-        };
-        let addr = emu.global_symbol(module, name).ok_or_else(|| {
-            format!("--symbol {name}: the module has no .global or .const variable of that name")
-        })?;
-        emu.write(addr, &bytes)
-            .map_err(|e| CliError::Usage(format!("--symbol {name}: {e}")))?;
-        syms.push((name.clone(), addr, bytes.len()));
-    }
-    let t0 = std::time::Instant::now();
-    let shape = LaunchGeometry {
-        grid: inv.grid,
-        block: inv.block,
-        cluster: inv.cluster,
-        dynamic_smem_bytes: inv.smem,
-        cooperative: inv.cooperative,
-    };
-    let result = emu.launch_shaped(module, &inv.kernel, shape, &params);
-    let elapsed = t0.elapsed();
-    let (faults, report) = match result {
-        Ok(r) => (Vec::new(), r),
-        Err(EmuError::Faulted { faults, report }) => (faults, *report),
-        Err(e) => return Err(CliError::Usage(e.to_string())),
-    };
-    let mut buffers = Vec::with_capacity(bufs.len());
-    for (index, ty, addr, len) in bufs {
-        let bytes = emu
-            .read(addr, len)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
-        buffers.push(BufferOut { index, ty, bytes });
-    }
-    let mut symbols = Vec::with_capacity(syms.len());
-    for (name, addr, len) in syms {
-        let bytes = emu
-            .read(addr, len)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
-        symbols.push((name, bytes));
-    }
-    Ok(Outcome {
-        backend: CliBackend::Emulator,
-        device: "Prism PTX emulator (CPU)".into(),
-        buffers,
-        symbols,
-        faults,
-        counters: Some(report.counters),
-        printf: report.printf,
-        notes: Vec::new(),
-        elapsed,
-    })
-}
-
-fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, CliError> {
     use crate::gpu::{GpuBackend, RawArg};
     use crate::RuntimeError;
     if let Some(i) = inputs
@@ -826,7 +777,9 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
             (Input::Buffer { bytes, .. }, _) => RawArg::Buffer(bytes),
             (Input::Bytes(b), _) => RawArg::Value(b),
             (Input::Scalar(_), Some(b)) => RawArg::Value(b),
-            (Input::Scalar(_), None) | (Input::TensorMap { .. }, _) => RawArg::Value(&[]),
+            // (Maps, references and structs were refused above.)
+            (Input::Scalar(_), None)
+            | (Input::TensorMap { .. } | Input::Ref(_) | Input::Struct(_), _) => RawArg::Value(&[]),
         })
         .collect();
     let run = gpu
@@ -846,17 +799,27 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
         .iter()
         .enumerate()
         .filter_map(|(index, i)| match i {
-            Input::Buffer { ty, .. } => Some((index, ty.clone())),
+            Input::Buffer { ty, name, .. } => Some((index, ty.clone(), name.clone())),
             _ => None,
         })
         .zip(run.buffers)
-        .map(|((index, ty), bytes)| BufferOut { index, ty, bytes })
+        .map(|((index, ty, name), bytes)| BufferOut {
+            index,
+            ty,
+            bytes,
+            name,
+        })
+        .collect::<Vec<_>>();
+    let named = buffers
+        .iter()
+        .filter_map(|b| Some((b.name.clone()?, b.bytes.clone())))
         .collect();
     Ok(Outcome {
         backend: CliBackend::Gpu,
         device: gpu.name(),
         buffers,
         symbols: Vec::new(),
+        named,
         faults: Vec::new(),
         counters: None,
         printf: Vec::new(),
@@ -865,20 +828,37 @@ fn run_gpu(src: &str, inv: &Invocation, inputs: Vec<Input>) -> Result<Outcome, C
     })
 }
 
-/// Writes every buffer of `outcome` as `DIR/arg<index>.bin` and every `--symbol` variable as
-/// `DIR/sym_<name>.bin` (raw little-endian bytes).
+/// Writes every buffer of `outcome` as `DIR/arg<index>.bin`, every named buffer as `DIR/<NAME>.bin` and
+/// every `--symbol` variable as `DIR/sym_<name>.bin` (raw little-endian bytes).
 pub fn dump_buffers(outcome: &Outcome, dir: &str) -> Result<(), String> {
+    dump_all(std::slice::from_ref(outcome), dir)
+}
+
+/// [`dump_buffers`] for the launches of a run: with one launch as there; with several, launch `k`'s buffer
+/// arguments as `DIR/launch<k>_arg<index>.bin` (their contents after that launch), and the named buffers
+/// and symbols as they are after the last.
+pub fn dump_all(outcomes: &[Outcome], dir: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {}", dir, e))?;
-    let files = outcome
-        .buffers
-        .iter()
-        .map(|b| (format!("arg{}.bin", b.index), &b.bytes))
-        .chain(
-            outcome
-                .symbols
+    let many = outcomes.len() > 1;
+    let mut files: Vec<(String, &Vec<u8>)> = Vec::new();
+    for (k, o) in outcomes.iter().enumerate() {
+        for b in &o.buffers {
+            let name = if many {
+                format!("launch{k}_arg{}.bin", b.index)
+            } else {
+                format!("arg{}.bin", b.index)
+            };
+            files.push((name, &b.bytes));
+        }
+    }
+    if let Some(last) = outcomes.last() {
+        files.extend(last.named.iter().map(|(n, b)| (format!("{n}.bin"), b)));
+        files.extend(
+            last.symbols
                 .iter()
                 .map(|(n, b)| (format!("sym_{n}.bin"), b)),
         );
+    }
     for (name, bytes) in files {
         let path = std::path::Path::new(dir).join(name);
         std::fs::write(&path, bytes)
@@ -897,12 +877,40 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
     };
     let src = std::fs::read_to_string(&inv.ptx_path)
         .map_err(|e| format!("cannot read '{}': {}", inv.ptx_path, e))?;
-    let outcome = execute(&src, &inv)?;
+    let outcomes = execute_all(&src, &inv)?;
+    if let Some(dir) = &inv.dump {
+        dump_all(&outcomes, dir)?;
+    }
+    let launches: Vec<&Invocation> = std::iter::once(&inv).chain(&inv.then).collect();
+    for (o, l) in outcomes.iter().zip(&launches) {
+        report(o, l, out, err);
+    }
+    // A run stops at its first launch with faults: the last one run.
+    let Some(o) = outcomes.last().filter(|o| !o.faults.is_empty()) else {
+        return Ok(0);
+    };
+    let _ = writeln!(
+        err,
+        "{} fault(s) detected in `{}`; first: {}",
+        o.faults.len(),
+        launches[outcomes.len() - 1].kernel,
+        o.faults[0]
+    );
+    if outcomes.len() < launches.len() {
+        let _ = writeln!(
+            err,
+            "the {} launch(es) after it did not run",
+            launches.len() - outcomes.len()
+        );
+    }
+    Ok(1)
+}
+
+/// Prints one launch's result: JSON (`--json`, one object per line and launch) or the printf output, a
+/// summary, the faults and the counters.
+fn report(outcome: &Outcome, inv: &Invocation, out: &mut dyn Write, err: &mut dyn Write) {
     for n in &outcome.notes {
         let _ = writeln!(err, "note: {n}");
-    }
-    if let Some(dir) = &inv.dump {
-        dump_buffers(&outcome, dir)?;
     }
     let faults = &outcome.faults;
     match (&outcome.counters, inv.json) {
@@ -942,14 +950,4 @@ fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32,
             }
         }
     }
-    if !faults.is_empty() {
-        let _ = writeln!(
-            err,
-            "{} fault(s) detected; first: {}",
-            faults.len(),
-            faults[0]
-        );
-        return Ok(1);
-    }
-    Ok(0)
 }
