@@ -263,7 +263,8 @@ fn passed_on(b: &Block, snap: &Snapshot, t: u32, nthreads: u32) -> std::sync::Ar
             snap: f.snap.clone(),
             stamp: f.stamp,
         };
-        match via.iter_mut().find(|v| v.block == f.block) {
+        // (`foreign` is sorted by block: one block's entries are adjacent.)
+        match via.last_mut().filter(|v| v.block == f.block) {
             Some(v) if v.stamp < f.stamp => *v = r,
             Some(_) => {}
             None => via.push(r),
