@@ -31,6 +31,9 @@ mod wgmma;
 // TMA tensor copies and stmatrix (sm_90).
 #[path = "tma.rs"]
 mod tma;
+// `st.async`, `red.async`, `cp.reduce.async.bulk` and the shared::cluster bulk copy (sm_90).
+#[path = "async_red.rs"]
+mod async_red;
 // nvcuda::wmma (opaque fragments).
 #[path = "wmma.rs"]
 mod wmma;

@@ -317,6 +317,10 @@ fn global_atomics(m: &Module, fi: usize) -> bool {
         for ins in m.code.get(lo..hi).unwrap_or_default() {
             match &ins.kind {
                 Kind::Atom(Space::Global | Space::Generic, ..) => return true,
+                // Bulk reductions into global memory (`cp.reduce.async.bulk`, its tensor form).
+                Kind::BulkReduce { cluster: false, .. } | Kind::BulkReduceTensor { .. } => {
+                    return true
+                }
                 // An indirect call may reach any function.
                 Kind::Call if !ins.args.iter().any(|a| matches!(a, Operand::Func(_))) => {
                     return true

@@ -8,7 +8,8 @@
 //!    epilogue tile, a wgmma operand written with `st.shared`) with no `fence.proxy.async` by the writer
 //!    between the write and the read.
 //! 2. Shared memory rewritten (by a thread or by a TMA load) while an async-proxy read of it may still be in
-//!    flight: a TMA store before its thread's `cp.async.bulk.wait_group(.read)`, a wgmma operand before the
+//!    flight: a TMA store (or `.bulk_group` bulk reduction) before its thread's
+//!    `cp.async.bulk.wait_group(.read)`, a wgmma operand before the
 //!    `wgmma.wait_group` that retires it.
 //!
 //! State per block: for each shared byte, the thread that last wrote it through the generic proxy and that
@@ -20,7 +21,8 @@ use super::{Block, FaultKind, L};
 /// What releases an in-flight async read of shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Holder {
-    /// A TMA store issued by thread `tid`, in its bulk group `group` (released by its `wait_group`).
+    /// A TMA store or `.bulk_group` bulk reduction issued by thread `tid`, in its bulk group `group`
+    /// (released by its `wait_group`).
     Store { tid: u32, group: u32 },
     /// wgmma op `op` of warpgroup `g` (released when a warp retires it).
     Wgmma { g: u32, op: u32 },
@@ -189,6 +191,31 @@ impl L<'_> {
         if !self.cfg.check_races || lo >= hi {
             return true;
         }
+        if !self.proxy_async_check(b, wi, lane, pc, lo, hi, what) {
+            return false;
+        }
+        b.proxy.held.push((lo, hi, holder));
+        true
+    }
+
+    /// The fence check of an async-proxy read of shared bytes `[lo, hi)` without holding them: for the
+    /// copies whose source reads are complete when the instruction completes (here: at issue), the
+    /// `.mbarrier::complete_tx::bytes` bulk copies and reductions into shared::cluster memory, whose
+    /// mbarrier is in the destination block. False when it faulted.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn proxy_async_check(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        lane: usize,
+        pc: u32,
+        lo: usize,
+        hi: usize,
+        what: &str,
+    ) -> bool {
+        if !self.cfg.check_races || lo >= hi {
+            return true;
+        }
         let nthreads = self.nthreads as usize;
         let p = &mut b.proxy;
         p.ensure(self.smem_size, nthreads);
@@ -204,7 +231,6 @@ impl L<'_> {
                 return false;
             }
         }
-        p.held.push((lo, hi, holder));
         true
     }
 }

@@ -535,6 +535,33 @@ pub(crate) enum Kind {
         load: bool,
         multicast: bool,
     },
+    /// `st.async` (`op` `None`, PTX ISA §9.7.8.12) / `red.async` (§9.7.12.7) on shared::cluster memory with
+    /// `.mbarrier::complete_tx::bytes`: a (vector of `vecw`) `ty` store or reduction whose completion is a
+    /// complete_tx of its bytes on the mbarrier of the destination's block (`generic`: no `.shared::cluster`,
+    /// the addresses are generic ones).
+    AsyncStore {
+        op: Option<AtomOp>,
+        ty: PtxType,
+        vecw: u8,
+        generic: bool,
+    },
+    /// `cp.reduce.async.bulk` (PTX ISA §9.7.8.24.7): `size` bytes of `ty` elements of this block's shared
+    /// memory reduced into global memory (`cluster` false: `.bulk_group` completion) or into a block's
+    /// shared memory in the cluster (`cluster`: complete_tx on the destination block's mbarrier).
+    BulkReduce {
+        op: AtomOp,
+        ty: PtxType,
+        cluster: bool,
+    },
+    /// `cp.reduce.async.bulk.tensor.Nd.global.shared::cta.op.tile.bulk_group`: a TMA store whose writes
+    /// are reductions (element type from the tensor map).
+    BulkReduceTensor {
+        rank: u8,
+        op: AtomOp,
+    },
+    /// `cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]`:
+    /// a bulk copy from this block's shared memory into a block's shared memory in the cluster.
+    BulkCopyCluster,
     /// `stmatrix.sync.aligned.m8n8.xN(.trans).shared.b16`
     Stmatrix(u8, bool),
     /// `movmatrix.sync.aligned.m8n8.trans.b16 d, a`: transposes an 8x8 matrix held in the warp's fragment.

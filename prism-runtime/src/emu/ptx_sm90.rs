@@ -1,7 +1,8 @@
 //! The warp- and warpgroup-level tensor-core instruction forms: `wmma` (PTX §9.7.14.4) and `wgmma`
-//! (§9.7.15), decoded from an instruction's modifiers and types.
+//! (§9.7.15), decoded from an instruction's modifiers and types; and the sm_90 asynchronous stores and
+//! reductions (`st.async`, `red.async`, `cp.reduce.async.bulk`), whose forms are tables of the same kind.
 
-use super::{Kind, MmaKind, PtxType, Space};
+use super::{AtomOp, Kind, MmaKind, PtxType, Space};
 
 /// Which matrix a `wmma` fragment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -347,5 +348,157 @@ pub(super) fn decode_wgmma(opcode: &str, mods: &[&str], _types: &[PtxType], a_re
         }
     } else {
         Kind::Unsupported(opcode.to_string())
+    }
+}
+
+/// The reduction a modifier names (`.add`, `.min`, …) among the eight that `red.async` and
+/// `cp.reduce.async.bulk(.tensor)` accept.
+pub(super) fn reduce_op(mods: &[&str]) -> Option<AtomOp> {
+    mods.iter().find_map(|m| match *m {
+        "add" => Some(AtomOp::Add),
+        "min" => Some(AtomOp::Min),
+        "max" => Some(AtomOp::Max),
+        "inc" => Some(AtomOp::Inc),
+        "dec" => Some(AtomOp::Dec),
+        "and" => Some(AtomOp::And),
+        "or" => Some(AtomOp::Or),
+        "xor" => Some(AtomOp::Xor),
+        _ => None,
+    })
+}
+
+/// Whether `op` on `ty` is a valid reduction of `red.async` (`shared_cluster`, PTX ISA §9.7.12.7: inc/dec
+/// .u32, min/max .u32/.s32, and/or/xor .b32, add .u32/.s32/.u64; the same table as the shared::cluster
+/// `cp.reduce.async.bulk`) or of the global `cp.reduce.async.bulk` (§9.7.8.24.7's table: add also .f32,
+/// .f64, .f16, .bf16; min/max also .u64, .s64, .f16, .bf16; and/or/xor also .b64).
+pub(super) fn reduce_type_ok(op: AtomOp, ty: PtxType, shared_cluster: bool) -> bool {
+    use PtxType::*;
+    match (op, shared_cluster) {
+        (AtomOp::Inc | AtomOp::Dec, _) => ty == U32,
+        (AtomOp::Min | AtomOp::Max, true) => matches!(ty, U32 | S32),
+        (AtomOp::Min | AtomOp::Max, false) => matches!(ty, U32 | S32 | U64 | S64 | F16 | BF16),
+        (AtomOp::And | AtomOp::Or | AtomOp::Xor, true) => ty == B32,
+        (AtomOp::And | AtomOp::Or | AtomOp::Xor, false) => matches!(ty, B32 | B64),
+        (AtomOp::Add, true) => matches!(ty, U32 | S32 | U64),
+        (AtomOp::Add, false) => matches!(ty, U32 | S32 | U64 | F32 | F64 | F16 | BF16),
+        _ => false,
+    }
+}
+
+/// `st.async` / `red.async` (`base`): the sm_90 forms on `.shared::cluster` (or generic) addresses with
+/// `.mbarrier::complete_tx::bytes` completion (PTX ISA §9.7.8.12, §9.7.12.7). The sm_100 forms
+/// (`.release` to global memory, `.mmio`) and invalid type/operation pairs decode to `Unsupported`.
+pub(super) fn decode_async_store(
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    types: &[PtxType],
+) -> Kind {
+    use PtxType::*;
+    let unsupported = || Kind::Unsupported(opcode.to_string());
+    let sm100 = ["release", "mmio", "global", "gpu", "sys"]
+        .iter()
+        .any(|m| has(mods, m));
+    let mbar = has(mods, "mbarrier::complete_tx::bytes");
+    let generic = !has(mods, "shared::cluster");
+    let vecw = if has(mods, "v4") {
+        4
+    } else if has(mods, "v2") {
+        2
+    } else {
+        1
+    };
+    let [ty] = types[..] else {
+        return unsupported();
+    };
+    if sm100 || (base == "st" && !mbar) {
+        return unsupported();
+    }
+    if base == "st" {
+        let ok = matches!(ty, B32 | B64 | U32 | U64 | S32 | S64 | F32 | F64)
+            && (vecw != 4 || ty.size() == 4);
+        return if ok {
+            Kind::AsyncStore {
+                op: None,
+                ty,
+                vecw,
+                generic,
+            }
+        } else {
+            unsupported()
+        };
+    }
+    match reduce_op(mods) {
+        // `.add.s64` is the same bits as `.add.u64`; the ISA's table omits it but ptxas 13.5 accepts it.
+        Some(op)
+            if vecw == 1 && (reduce_type_ok(op, ty, true) || (op == AtomOp::Add && ty == S64)) =>
+        {
+            Kind::AsyncStore {
+                op: Some(op),
+                ty,
+                vecw,
+                generic,
+            }
+        }
+        _ => unsupported(),
+    }
+}
+
+/// `cp.reduce.async.bulk(.tensor)` (PTX ISA §9.7.8.24.7, §9.7.8.24.10): the global `.bulk_group` and the
+/// shared::cluster `.mbarrier::complete_tx::bytes` forms with the ISA's operation/type table (f16/bf16
+/// add only with `.noftz`), and the tensor form in tile mode. Others (im2col) decode to `Unsupported`.
+pub(super) fn decode_bulk_reduce(opcode: &str, mods: &[&str], types: &[PtxType]) -> Kind {
+    let unsupported = || Kind::Unsupported(opcode.to_string());
+    let Some(op) = reduce_op(mods) else {
+        return unsupported();
+    };
+    let dst = mods
+        .iter()
+        .find(|m| m.starts_with("shared") || **m == "global")
+        .copied();
+    let src_cta = has(mods, "shared::cta") || has(mods, "shared");
+    if mods.iter().any(|m| m.starts_with("tensor")) {
+        let rank = mods
+            .iter()
+            .find_map(|m| m.strip_suffix('d').and_then(|d| d.parse::<u8>().ok()))
+            .filter(|r| (1..=5).contains(r));
+        let tiled = !mods.iter().any(|m| m.starts_with("im2col"));
+        return match rank {
+            Some(rank) if tiled && dst == Some("global") && has(mods, "bulk_group") => {
+                Kind::BulkReduceTensor { rank, op }
+            }
+            _ => unsupported(),
+        };
+    }
+    let [ty] = types[..] else {
+        return unsupported();
+    };
+    let half = matches!(ty, PtxType::F16 | PtxType::BF16);
+    match dst {
+        Some("global") if src_cta && has(mods, "bulk_group") => {
+            let ok = reduce_type_ok(op, ty, false)
+                && !(half && op == AtomOp::Add && !has(mods, "noftz"));
+            if ok {
+                Kind::BulkReduce {
+                    op,
+                    ty,
+                    cluster: false,
+                }
+            } else {
+                unsupported()
+            }
+        }
+        Some("shared::cluster")
+            if src_cta
+                && has(mods, "mbarrier::complete_tx::bytes")
+                && reduce_type_ok(op, ty, true) =>
+        {
+            Kind::BulkReduce {
+                op,
+                ty,
+                cluster: true,
+            }
+        }
+        _ => unsupported(),
     }
 }

@@ -1,4 +1,5 @@
-//! Tensor-map copies (`cp.async.bulk.tensor.Nd`, tile mode, PTX §9.7.9.27) and `stmatrix` (PTX §9.7.14.5.16).
+//! Tensor-map copies (`cp.async.bulk.tensor.Nd`, tile mode, PTX §9.7.9.27; with `cp.reduce.async.bulk.tensor`,
+//! a store that reduces) and `stmatrix` (PTX §9.7.14.5.16).
 //!
 //! A load copies one box of the tensor a map describes into shared memory and performs `complete_tx` of
 //! the box's bytes on the mbarrier; a store copies a box from shared memory to global memory. Both complete
@@ -39,7 +40,7 @@ struct BoxCopy {
 }
 
 impl L<'_> {
-    fn operand_addr(
+    pub(super) fn operand_addr(
         &self,
         b: &Block,
         w: &Warp,
@@ -210,6 +211,24 @@ impl L<'_> {
         };
         let ins = &self.m.code[pc as usize];
         let args = &ins.args;
+        // `cp.reduce.async.bulk.tensor`: a store whose writes reduce into global memory, on the element
+        // types the PTX ISA's table allows for the operation.
+        let red = match ins.kind {
+            super::ptx::Kind::BulkReduceTensor { op, .. } => {
+                match super::async_red::tensor_reduce_type(op, bx.map.data_type) {
+                    Some(ty) => Some((op, ty)),
+                    None => {
+                        let msg = format!(
+                            "cp.reduce.async.bulk.tensor: {op:?} is not a reduction on the tensor map's {:?} elements (PTX ISA, cp.reduce.async.bulk.tensor)",
+                            bx.map.data_type
+                        );
+                        self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+                        return false;
+                    }
+                }
+            }
+            _ => None,
+        };
         // Multicast: the box lands at the same offset in every block of the mask (bit r = rank r), and each
         // of them gets complete_tx on its mbarrier at the same offset. Only `.multicast::cluster` has a mask
         // operand (the fourth); without it a fourth operand is the `.L2::cache_hint` policy.
@@ -260,7 +279,7 @@ impl L<'_> {
                 return !self.abort;
             }
         }
-        let writes = match self.copy_box_rows(b, wi, l, pc, &bx, load) {
+        let writes = match self.copy_box_rows(b, wi, l, pc, &bx, load, red) {
             Some(w) => w,
             None => return false,
         };
@@ -272,7 +291,9 @@ impl L<'_> {
     }
 
     /// Copies the box row by row: a load returns the bytes it writes into shared memory (offset in the
-    /// region, value; out-of-bounds elements filled), a store writes global memory and returns nothing.
+    /// region, value; out-of-bounds elements filled), a store writes global memory (`red`: reduces into
+    /// it, element by element) and returns nothing.
+    #[allow(clippy::too_many_arguments)]
     fn copy_box_rows(
         &mut self,
         b: &mut Block,
@@ -281,6 +302,7 @@ impl L<'_> {
         pc: u32,
         bx: &BoxCopy,
         load: bool,
+        red: Option<(super::ptx::AtomOp, super::ptx::PtxType)>,
     ) -> Option<Vec<(usize, u8)>> {
         let (map, c, n, es, smem, mode) = (&bx.map, &bx.c, &bx.n, bx.es, bx.smem, bx.mode);
         let mut writes: Vec<(usize, u8)> = Vec::new();
@@ -323,8 +345,7 @@ impl L<'_> {
                         let lin = (row as usize * bx.pitch + at + k) as u64;
                         *v = s[(swizzle(smem + lin, mode) - smem) as usize];
                     }
-                    self.track(b, wi, l, gloc, len, Acc::Write, pc, ga);
-                    self.mem_slice(b, gloc)[..len].copy_from_slice(&buf[at..at + len]);
+                    self.store_box_run(b, wi, l, pc, gloc, ga, &buf[at..at + len], red);
                 }
             }
             if load {
@@ -335,6 +356,40 @@ impl L<'_> {
             }
         }
         Some(writes)
+    }
+
+    /// One in-bounds run of a TMA store's row into global memory at `gloc` (address `ga`): written, or
+    /// with `red` reduced element by element (each element its own relaxed atomic, PTX ISA
+    /// `cp.reduce.async.bulk.tensor`).
+    #[allow(clippy::too_many_arguments)]
+    fn store_box_run(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        gloc: super::Loc,
+        ga: u64,
+        data: &[u8],
+        red: Option<(super::ptx::AtomOp, super::ptx::PtxType)>,
+    ) {
+        let len = data.len();
+        match red {
+            None => {
+                self.track(b, wi, l, gloc, len, Acc::Write, pc, ga);
+                self.mem_slice(b, gloc)[..len].copy_from_slice(data);
+            }
+            Some((op, ty)) => {
+                self.track(b, wi, l, gloc, len, Acc::Atomic, pc, ga);
+                let es = ty.size();
+                for k in (0..len).step_by(es) {
+                    let x = super::exec_fast::read_le(data, k, es);
+                    let at = super::offset_loc(gloc, k);
+                    let old = self.load(b, at, es);
+                    self.store(b, at, es, super::atomic_op(op, ty, old, x, 0));
+                }
+            }
+        }
     }
 
     /// A loaded box's bytes into every block of `targets` (this one and, for a multicast, the others of the

@@ -67,6 +67,66 @@ impl L<'_> {
         }
     }
 
+    /// complete_tx of `bytes` on the mbarrier at shared::cluster address `sa` (a `mapa` result or this
+    /// block's own shared offset) on behalf of an asynchronous store into block rank `dst_rank` (`what`
+    /// names the instruction). The PTX ISA (§9.7.8.12 `st.async`, §9.7.12.7 `red.async`, §9.7.8.24
+    /// `cp(.reduce).async.bulk`) has the mbarrier in the destination's block; anything else is undefined
+    /// behaviour, reported here. A remote mbarrier is updated through the cluster's lent state (the
+    /// owner's race bookkeeping catches up in `mbar_sync_remote`). False after a fault.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn mbar_complete_tx_at(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        sa: u64,
+        dst_rank: u32,
+        bytes: i64,
+        what: &str,
+    ) -> bool {
+        let tag = ((sa >> 24) & 0x3F) as u32;
+        let rank = if tag == 0 { b.crank } else { tag - 1 };
+        let off = (sa & 0xFF_FFFF) as u32;
+        let problem = if sa >> 30 != 0 {
+            Some((
+                FaultKind::InvalidOperation,
+                format!("{what}: mbarrier address {sa:#x} is not a shared::cluster address"),
+            ))
+        } else if !off.is_multiple_of(8) {
+            Some((
+                FaultKind::Misaligned,
+                format!("{what}: mbarrier address {sa:#x} is not 8-byte aligned"),
+            ))
+        } else if rank != dst_rank {
+            Some((FaultKind::InvalidOperation, format!(
+                "{what}: the mbarrier at {sa:#x} is in block rank {rank} but the destination in block rank {dst_rank}; the PTX ISA requires both in the same block"
+            )))
+        } else {
+            None
+        };
+        if let Some((kind, msg)) = problem {
+            self.fault(b, wi, Some(l as u32), pc, kind, msg);
+            return false;
+        }
+        if rank == b.crank {
+            return self.mbar_complete_tx(b, wi, l, pc, off, bytes);
+        }
+        let res = match self.remote_mbar_mut(rank as usize, off) {
+            None => Err(format!(
+                "{what}: complete_tx on block rank {rank}'s mbarrier at shared offset {off:#x}, which is not initialised"
+            )),
+            Some(mb) => mb.remote_update(0, -bytes),
+        };
+        match res {
+            Ok(()) => true,
+            Err(msg) => {
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+                false
+            }
+        }
+    }
+
     /// Completes the happens-before bookkeeping of phases another block flipped (see `Mbar::remote_flips`):
     /// whoever arrived or completed transactions in them is ordered before their waiters.
     pub(super) fn mbar_sync_remote(&mut self, b: &mut Block, off: u32) {

@@ -338,6 +338,25 @@ impl L<'_> {
             Kind::CpAsyncBulkTensor { rank, load, .. } => {
                 return self.exec_bulk_tensor(b, wi, w, pc, mask, exec, rank, load)
             }
+            Kind::BulkReduceTensor { rank, .. } => {
+                return self.exec_bulk_tensor(b, wi, w, pc, mask, exec, rank, &false)
+            }
+            Kind::AsyncStore {
+                op,
+                ty,
+                vecw,
+                generic,
+            } => {
+                let form = (*op, *ty, *vecw, *generic);
+                return self.exec_async_store(b, wi, w, pc, mask, exec, form);
+            }
+            Kind::BulkReduce { op, ty, cluster } => {
+                let red = Some((*op, *ty));
+                return self.exec_bulk_async(b, wi, w, pc, mask, exec, red, *cluster);
+            }
+            Kind::BulkCopyCluster => {
+                return self.exec_bulk_async(b, wi, w, pc, mask, exec, None, true)
+            }
             Kind::Misc(op) => return self.exec_misc(b, wi, w, pc, mask, exec, *op),
             Kind::Unsupported(name) => {
                 self.fault(

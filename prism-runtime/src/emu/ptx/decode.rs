@@ -187,8 +187,12 @@ impl Parser {
                 | Kind::BulkGroup(_)
                 | Kind::Mapa(_)
                 | Kind::Setmaxnreg(_)
+                | Kind::BulkReduce { .. }
+                | Kind::BulkCopyCluster
                 | Kind::Bar(_) => PtxType::U32,
-                Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } => PtxType::S32,
+                Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } | Kind::BulkReduceTensor { .. } => {
+                    PtxType::S32
+                }
                 _ => imm_ty,
             };
             match self.operand(p, a, t, labels) {
@@ -311,6 +315,16 @@ fn operand_shapes(kind: &Kind, args: &[Operand], opcode: &str) -> Result<(), Str
             }
         }
     }
+    // `st.async`'s value: one register (or immediate), or a brace list of `.v2/.v4` elements.
+    if let &Kind::AsyncStore { vecw, .. } = kind {
+        let is_vec = matches!(args[1], Operand::Vec(_));
+        if is_vec != (vecw > 1) || args[1].elements().len() != vecw as usize {
+            return Err(format!(
+                "'{opcode}' takes {vecw} value(s){}",
+                if vecw > 1 { " in braces" } else { "" }
+            ));
+        }
+    }
     if let &Kind::Atom(_, _, _, red, vw @ 2..) = kind {
         let vi = if red { 1 } else { 2 };
         let lens = [args[0].elements().len(), args[vi].elements().len()];
@@ -404,7 +418,10 @@ fn min_args(kind: &Kind) -> usize {
                 1
             }
         }
-        Kind::CpAsyncBulk | Kind::Mapa(_) => 3,
+        Kind::CpAsyncBulk | Kind::Mapa(_) | Kind::AsyncStore { .. } => 3,
+        Kind::BulkReduce { cluster, .. } => 3 + *cluster as usize,
+        Kind::BulkCopyCluster => 4,
+        Kind::BulkReduceTensor { .. } => 2,
         Kind::Elect => 2,
         _ => 0,
     }

@@ -20,8 +20,10 @@ pub(super) fn decode_regop(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
     let has = |m: &str| mods.contains(&m);
     let alu = |op: AluOp| Kind::Alu(op, ty0, m);
     let kind = match base {
-        // st.async / red.async (remote shared memory with mbarrier completion), st.bulk: not modelled.
-        "st" | "red" if has("async") || has("bulk") => Kind::Unsupported(p.opcode.clone()),
+        // st.async / red.async: stores and reductions into a cluster block's shared memory with mbarrier
+        // completion (sm_90); st.bulk (sm_100): not modelled.
+        "st" | "red" if has("async") => sm90::decode_async_store(&p.opcode, base, mods, types),
+        "st" if has("bulk") => Kind::Unsupported(p.opcode.clone()),
         "add" | "sub" | "mad" if has("cc") => pmisc::carry(base, true, m.hi, ty0),
         "addc" | "subc" | "madc" => pmisc::carry(base, has("cc"), m.hi, ty0),
         "cvt" if has("pack") => pmisc::cvt_pack(&p.opcode, types),
@@ -427,8 +429,8 @@ pub(super) fn decode_copy(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
     let kind = match base {
         "cp" => {
             if has("reduce") {
-                // cp.reduce.async.bulk(.tensor): reductions into global memory, not modelled.
-                Kind::Unsupported(p.opcode.clone())
+                // cp.reduce.async.bulk(.tensor): bulk copies whose writes are element-wise reductions.
+                sm90::decode_bulk_reduce(&p.opcode, mods, o.types)
             } else if has("prefetch") {
                 // cp.async.bulk.prefetch(.tensor) only warms the L2: nothing to do.
                 Kind::Nop
@@ -464,6 +466,13 @@ pub(super) fn decode_copy(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
                     // cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size: a bulk store.
                     Some(&"global") => Kind::Misc(MiscOp::BulkStore),
                     Some(_) if has("global") => Kind::CpAsyncBulk,
+                    // cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes: shared memory
+                    // to a cluster block's shared memory.
+                    Some(&"shared::cluster")
+                        if has("shared::cta") && has("mbarrier::complete_tx::bytes") =>
+                    {
+                        Kind::BulkCopyCluster
+                    }
                     _ => Kind::Unsupported(p.opcode.clone()),
                 }
             } else if has("async") && has("commit_group") {
