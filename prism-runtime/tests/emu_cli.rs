@@ -903,3 +903,94 @@ fn multi_launch_mistakes_are_usage_errors() {
         "{err}"
     );
 }
+
+/// `tex:` and `surf:` make texture and surface objects over new buffers and pass their handles:
+/// `tex1Dfetch` over an `iota` texture, a surface stencil whose output surface is dumped by name.
+#[test]
+fn texture_and_surface_arguments() {
+    let p = fixture("texture.ptx");
+    let dir = tmpdir("tex");
+    let ds = dir.to_str().unwrap();
+    let (code, _, err) = run(&[
+        &p,
+        "fetch1d",
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "tex:f32:10:iota",
+        "buf:f32:14:zero",
+        "i32:10",
+        "--dump",
+        ds,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let got: Vec<f32> = std::fs::read(dir.join("arg1.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<f32> = (0..14)
+        .map(|i| {
+            if (2..12).contains(&i) {
+                (i - 2) as f32
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_eq!(got, want);
+    let (code, _, err) = run(&[
+        &p,
+        "surf_stencil",
+        "--grid",
+        "1,3",
+        "--block",
+        "32",
+        "surf:f32:5x3:iota",
+        "o=surf:f32:5x3:zero",
+        "i32:5",
+        "i32:3",
+        "--dump",
+        ds,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let o: Vec<f32> = std::fs::read(dir.join("o.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let v = |x: usize, y: i64| {
+        if (0..3).contains(&y) {
+            (y as usize * 5 + x) as f32
+        } else {
+            0.0
+        }
+    };
+    for y in 0..3 {
+        for x in 0..5 {
+            let want = 2.0 * v(x, y) + 1.0 + v(x, y - 1) + v(x, y + 1) + 0.5 * v((x + 1).min(4), y);
+            assert_eq!(o[y as usize * 5 + x], want, "({x}, {y})");
+        }
+    }
+    // A descriptor the runtime refuses, and an option it does not know: usage errors.
+    for (arg, want) in [
+        ("tex:i32:8:iota:linear", "linear filtering"),
+        ("tex:f32:8:iota:bilinear", "texture option 'bilinear'"),
+    ] {
+        let (code, _, err) = run(&[
+            &p,
+            "fetch1d",
+            "--grid",
+            "1",
+            "--block",
+            "32",
+            arg,
+            "buf:f32:12:zero",
+            "i32:8",
+        ]);
+        assert_eq!(code, 2, "{arg}: {err}");
+        assert!(err.contains(want), "{arg}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,12 +32,12 @@ mod args;
 mod session;
 
 use super::*;
-use args::{parse_ref, parse_struct, split_name, struct_size};
+use args::{parse_ref, parse_struct, parse_texture, split_name, struct_size};
 pub use args::{BufferRef, StructField};
 pub use session::{execute, execute_all};
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG... [--then KERNEL --grid .. --block .. [--cluster ..] [--smem ..] [--cooperative] ARG...]...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter) | NAME=buf:… (a named buffer, kept for later launches and dumped as NAME.bin) | ref:NAME[+BYTES] (its address, emulator only) | struct:F,F,… (a struct by value laid out as C does; F: u32:V i32:V u64:V i64:V f32:V f64:V ref:NAME[+BYTES])";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG... [--then KERNEL --grid .. --block .. [--cluster ..] [--smem ..] [--cooperative] ARG...]...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter) | NAME=buf:… (a named buffer, kept for later launches and dumped as NAME.bin) | ref:NAME[+BYTES] (its address, emulator only) | tex:TYPE[xC]:DIMS:INIT[:OPTS] (a texture object over a new buffer; OPTS point|linear,clamp|wrap|mirror|border,norm,nf,border=V; emulator only) | surf:TYPE[xC]:DIMS:INIT (a surface object) | struct:F,F,… (a struct by value laid out as C does; F: u32:V i32:V u64:V i64:V f32:V f64:V ref:NAME[+BYTES])";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -292,6 +292,20 @@ pub enum Input {
     Ref(BufferRef),
     /// `struct:F,F,…`: a struct passed by value, laid out as C does, whose fields may be buffer addresses.
     Struct(Vec<StructField>),
+    /// `tex:…` / `surf:…`: a buffer of texels and a texture or surface object over it, passed as its
+    /// handle (`cudaTextureObject_t`, `cudaSurfaceObject_t`; emulator only).
+    Texture {
+        /// Element type of the buffer, as written on the command line.
+        ty: String,
+        /// Initial contents.
+        bytes: Vec<u8>,
+        /// The object (its address set when the buffer is allocated).
+        desc: TextureDesc,
+        /// A surface rather than a texture.
+        surface: bool,
+        /// `NAME=tex:…`: the buffer's name.
+        name: Option<String>,
+    },
     /// A struct passed by value: its raw bytes.
     Bytes(Vec<u8>),
     /// A tensor map and the global buffer it describes (`map.global_address` is set when the buffer is
@@ -656,9 +670,9 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
     let mut inputs = Vec::with_capacity(kargs.len());
     for (idx, (full, d)) in kargs.iter().zip(decls).enumerate() {
         let (name, a) = split_name(full);
-        if name.is_some() && !a.starts_with("buf:") {
+        if name.is_some() && !["buf:", "tex:", "surf:"].iter().any(|p| a.starts_with(p)) {
             return Err(format!(
-                "argument {idx} '{full}': only buffers are named (NAME=buf:TYPE:COUNT:INIT)"
+                "argument {idx} '{full}': only buffers are named (NAME=buf:…, NAME=tex:…, NAME=surf:…)"
             ));
         }
         let (kind, rest) = a
@@ -686,6 +700,20 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
                 Input::Buffer {
                     ty: parts[0].to_string(),
                     bytes,
+                    name: name.map(str::to_string),
+                }
+            }
+            "tex" | "surf" => {
+                let surface = kind == "surf";
+                let (ty, count, init, desc) = parse_texture(rest, surface)
+                    .map_err(|e| format!("argument {idx} '{a}': {e}"))?;
+                let bytes = init_buffer(&ty, count, init, &mut rng)
+                    .map_err(|e| format!("argument {idx}: {e}"))?;
+                Input::Texture {
+                    ty,
+                    bytes,
+                    desc,
+                    surface,
                     name: name.map(str::to_string),
                 }
             }
@@ -720,7 +748,7 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
         };
         let size = match &input {
             Input::Scalar(p) => p.to_bytes().len(),
-            Input::Buffer { .. } | Input::Ref(_) => 8,
+            Input::Buffer { .. } | Input::Ref(_) | Input::Texture { .. } => 8,
             Input::Struct(f) => struct_size(f),
             Input::Bytes(b) => b.len(),
             Input::TensorMap {
@@ -777,9 +805,12 @@ pub(super) fn run_gpu(
             (Input::Buffer { bytes, .. }, _) => RawArg::Buffer(bytes),
             (Input::Bytes(b), _) => RawArg::Value(b),
             (Input::Scalar(_), Some(b)) => RawArg::Value(b),
-            // (Maps, references and structs were refused above.)
+            // (Maps, references, structs and textures were refused above.)
             (Input::Scalar(_), None)
-            | (Input::TensorMap { .. } | Input::Ref(_) | Input::Struct(_), _) => RawArg::Value(&[]),
+            | (
+                Input::TensorMap { .. } | Input::Ref(_) | Input::Struct(_) | Input::Texture { .. },
+                _,
+            ) => RawArg::Value(&[]),
         })
         .collect();
     let run = gpu

@@ -31,6 +31,8 @@ mod wgmma;
 // TMA tensor copies and stmatrix (sm_90).
 #[path = "tma.rs"]
 mod tma;
+// Texture and surface instructions on the emulator's objects.
+mod texfetch;
 // `st.async`, `red.async`, `cp.reduce.async.bulk` and the shared::cluster bulk copy (sm_90).
 #[path = "async_red.rs"]
 mod async_red;
@@ -475,6 +477,8 @@ struct L<'a> {
     heap: Option<DeviceHeap>,
     /// A cooperative launch's grid workspace (what `%envreg1/2` hold), 0 for an ordinary launch.
     grid_ws: u64,
+    /// Texture and surface objects, by handle − 1 (`exec/texfetch.rs`).
+    objects: Vec<Option<TexObject>>,
     cfg: EmuConfig,
     grid: [u32; 3],
     bdim: [u32; 3],

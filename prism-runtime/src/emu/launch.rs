@@ -14,6 +14,8 @@ pub(crate) struct LaunchArgs {
     pub gaddrs: Vec<u64>,
     /// `cuLaunchCooperativeKernel`: every block resident at once, a grid workspace in `%envreg1/2`.
     pub cooperative: bool,
+    /// The emulator's texture and surface objects (their handles index it).
+    pub objects: Vec<Option<TexObject>>,
 }
 
 /// Bytes of a cooperative launch's grid workspace: cooperative groups' `grid_workspace` is
@@ -114,6 +116,7 @@ impl<'a> L<'a> {
             allocs,
             heap: None,
             grid_ws: 0,
+            objects: a.objects.clone(),
             xrel: HashMap::new(),
             xstamp: 0,
             cfg,

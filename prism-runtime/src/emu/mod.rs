@@ -18,9 +18,11 @@ pub mod limits;
 mod printf;
 mod ptx;
 mod tensormap;
+mod texture;
 
 pub use ptx::{Module, ParamDecl, PtxError, PtxType};
 pub use tensormap::{TensorDataType, TensorL2Promotion, TensorMap, TensorMapError, TensorSwizzle};
+pub use texture::{AddressMode, FilterMode, ReadMode, TexelType, TextureDesc};
 
 /// Order in which warps (and, in independent mode, diverged lane groups) are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -374,6 +376,15 @@ pub struct Emulator {
     pub(crate) serial_kernels: std::collections::HashSet<(u64, usize)>,
     /// The device heap of `malloc` / `free`, made by the first launch that needs it (`exec/heap.rs`).
     pub(crate) heap: Option<exec::DeviceHeap>,
+    /// Texture and surface objects (`texture.rs`): handle `k + 1` is entry `k`, `None` once destroyed.
+    pub(crate) objects: Vec<Option<TexObject>>,
+}
+
+/// A texture or surface object of the emulator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TexObject {
+    pub desc: TextureDesc,
+    pub surface: bool,
 }
 
 impl Emulator {
@@ -387,6 +398,7 @@ impl Emulator {
             launches: 0,
             serial_kernels: Default::default(),
             heap: None,
+            objects: Vec::new(),
         }
     }
 
@@ -440,6 +452,56 @@ impl Emulator {
                 addr
             ))),
         }
+    }
+
+    /// `cudaCreateTextureObject`: a texture over the device memory `desc` describes (within one
+    /// allocation), sampled as its fields say (docs/EMULATOR.md, "Textures and surfaces"). Returns the
+    /// object's handle, nonzero, which a kernel takes as a `.u64` parameter (`cudaTextureObject_t`).
+    pub fn create_texture(&mut self, desc: &TextureDesc) -> Result<u64, EmuError> {
+        self.create_object(desc, false)
+    }
+
+    /// `cudaCreateSurfaceObject`: a surface over the device memory `desc` describes, which `suld`/`sust`
+    /// read and write as raw bytes (the sampler fields are not used). Returns its handle.
+    pub fn create_surface(&mut self, desc: &TextureDesc) -> Result<u64, EmuError> {
+        self.create_object(desc, true)
+    }
+
+    /// `cudaDestroyTextureObject` / `cudaDestroySurfaceObject`: a later fetch through `handle` faults.
+    pub fn destroy_object(&mut self, handle: u64) -> Result<(), EmuError> {
+        match handle
+            .checked_sub(1)
+            .and_then(|k| self.objects.get_mut(k as usize))
+        {
+            Some(o @ Some(_)) => {
+                *o = None;
+                Ok(())
+            }
+            _ => Err(EmuError::BadParams(format!(
+                "{handle:#x} is not a live texture or surface object"
+            ))),
+        }
+    }
+
+    fn create_object(&mut self, desc: &TextureDesc, surface: bool) -> Result<u64, EmuError> {
+        let what = if surface { "surface" } else { "texture" };
+        desc.validate(surface)
+            .map_err(|e| EmuError::BadParams(format!("{what} {desc}: {e}")))?;
+        let inside = self.find(desc.addr).is_some_and(|i| {
+            let a = &self.allocs[i];
+            desc.addr - a.base + desc.span() <= a.data.len() as u64
+        });
+        if !inside {
+            return Err(EmuError::BadParams(format!(
+                "{what} {desc}: its {} bytes are not inside one allocation",
+                desc.span()
+            )));
+        }
+        self.objects.push(Some(TexObject {
+            desc: *desc,
+            surface,
+        }));
+        Ok(self.objects.len() as u64)
     }
 
     /// Copies host bytes to device memory.
@@ -719,6 +781,7 @@ impl Emulator {
             params: pbuf,
             gaddrs,
             cooperative,
+            objects: self.objects.clone(),
         };
         exec::run_launch(self, module, args)
     }

@@ -228,6 +228,10 @@ impl Operand {
     }
 }
 
+// Texture and surface instructions in unified mode: their decoded types and decoder.
+#[path = "ptx_tex.rs"]
+pub(crate) mod tex;
+pub(crate) use tex::{SurfOob, SurfOp, TexOp, TexQuery};
 // The sm_70..sm_90a tensor-core instruction forms (wmma, wgmma): their decoded types and decoders.
 #[path = "ptx_sm90.rs"]
 mod sm90;
@@ -584,6 +588,12 @@ pub(crate) enum Kind {
     Setmaxnreg(bool),
     /// The smaller families (`emu/ptx_misc.rs` decodes them, `emu/exec_misc.rs` runs them).
     Misc(MiscOp),
+    /// `tex` (unified mode): sample the texture object of the address operand's handle.
+    Tex(TexOp),
+    /// `suld.b` / `sust.b`: raw bytes of a surface object.
+    Surf(SurfOp),
+    /// `txq` / `suq` (`true`): a property of a texture or surface object.
+    Txq(TexQuery, bool),
     Unsupported(String),
 }
 

@@ -4,7 +4,7 @@
 //! (`--then`) and passes the parameter blocks public code builds on the host (`struct Params { float* x;
 //! int n; }`).
 
-use super::ParamValue;
+use super::{AddressMode, FilterMode, ParamValue, ReadMode, TexelType, TextureDesc};
 
 /// A field of a `struct:` argument.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,6 +115,65 @@ pub(crate) fn struct_bytes(
     }
     out.resize(out.len().next_multiple_of(align), 0);
     Ok(out)
+}
+
+/// `TYPE[xC]:DIMS:INIT[:OPTS]` after `tex:` or `surf:`: the texel type and channels (`f32`, `u8x4`), the
+/// extent (`64x32`, width first, up to 3), the buffer's initial contents (as `buf:`), and for textures
+/// the sampler, a comma list of `point|linear`, `clamp|wrap|mirror|border`, `norm` (normalized
+/// coordinates), `nf` (integers read as normalized floats), `border=V`. Returns the buffer's element type
+/// and count and the descriptor (address 0 until the buffer exists).
+pub(crate) fn parse_texture(
+    rest: &str,
+    surface: bool,
+) -> Result<(String, usize, &str, TextureDesc), String> {
+    let parts: Vec<&str> = rest.splitn(4, ':').collect();
+    if parts.len() < 3 || (surface && parts.len() > 3) {
+        return Err(if surface {
+            "expected surf:TYPE[xC]:DIMS:INIT".into()
+        } else {
+            "expected tex:TYPE[xC]:DIMS:INIT[:OPTIONS]".into()
+        });
+    }
+    let (ty, channels) = match parts[0].split_once('x') {
+        Some((t, c)) => (
+            t,
+            c.parse::<u32>()
+                .map_err(|_| format!("bad channel count in '{}'", parts[0]))?,
+        ),
+        None => (parts[0], 1),
+    };
+    let texel = TexelType::parse(ty)
+        .filter(|t| *t != TexelType::S8)
+        .ok_or_else(|| format!("texel type '{ty}': u8, u16, i16, u32, i32, f16 or f32"))?;
+    let dims: Vec<u32> = parts[1]
+        .split('x')
+        .map(|d| d.parse::<u32>().ok())
+        .collect::<Option<_>>()
+        .filter(|v: &Vec<u32>| (1..=3).contains(&v.len()))
+        .ok_or_else(|| format!("bad DIMS '{}' (e.g. 64x32)", parts[1]))?;
+    let mut desc = TextureDesc::new(0, texel, channels, &dims);
+    for o in parts.get(3).into_iter().flat_map(|o| o.split(',')) {
+        match o {
+            "point" => desc.filter = FilterMode::Point,
+            "linear" => desc.filter = FilterMode::Linear,
+            "clamp" => desc.address = [AddressMode::Clamp; 3],
+            "wrap" => desc.address = [AddressMode::Wrap; 3],
+            "mirror" => desc.address = [AddressMode::Mirror; 3],
+            "border" => desc.address = [AddressMode::Border; 3],
+            "norm" => desc.normalized = true,
+            "nf" => desc.read = ReadMode::NormalizedFloat,
+            _ => match o.strip_prefix("border=").map(str::parse::<f32>) {
+                Some(Ok(v)) => desc.border = [v; 4],
+                _ => {
+                    return Err(format!(
+                        "texture option '{o}': point, linear, clamp, wrap, mirror, border, norm, nf, border=V"
+                    ))
+                }
+            },
+        }
+    }
+    let count = dims.iter().map(|&d| d as usize).product::<usize>() * channels as usize;
+    Ok((ty.to_string(), count, parts[2], desc))
 }
 
 /// The struct's size in bytes (its layout with placeholder addresses).

@@ -29,10 +29,10 @@ pub fn execute_all(src: &str, inv: &Invocation) -> Result<Vec<Outcome>, CliError
         let inputs = inputs_for(&module, inv, 0)?;
         if inputs
             .iter()
-            .any(|i| matches!(i, Input::Ref(_) | Input::Struct(_)))
+            .any(|i| matches!(i, Input::Ref(_) | Input::Struct(_) | Input::Texture { .. }))
         {
             return Err(CliError::Usage(
-                "ref: and struct: arguments run on the emulator only for now".into(),
+                "ref:, struct:, tex: and surf: arguments run on the emulator only for now".into(),
             ));
         }
         return Ok(vec![run_gpu(src, inv, inputs)?]);
@@ -218,6 +218,31 @@ fn launch_on(
                 } else {
                     Some(ParamValue::Bytes(map.encode().to_vec()))
                 }
+            }
+            Input::Texture {
+                ty,
+                bytes,
+                mut desc,
+                surface,
+                name,
+            } => {
+                let addr = emu.alloc(bytes.len());
+                emu.write(addr, &bytes).map_err(usage)?;
+                if let Some(n) = &name {
+                    named
+                        .add(n, addr, bytes.len())
+                        .map_err(|e| format!("argument {idx}: {e}"))?;
+                }
+                bufs.push((idx, ty, addr, bytes.len(), name));
+                desc.addr = addr;
+                let h = if surface {
+                    emu.create_surface(&desc)
+                } else {
+                    emu.create_texture(&desc)
+                };
+                Some(ParamValue::U64(h.map_err(|e| {
+                    CliError::Usage(format!("argument {idx}: {e}"))
+                })?))
             }
             later @ (Input::Ref(_) | Input::Struct(_)) => {
                 pending.push((idx, later));

@@ -358,6 +358,9 @@ impl L<'_> {
                 return self.exec_bulk_async(b, wi, w, pc, mask, exec, None, true)
             }
             Kind::Misc(op) => return self.exec_misc(b, wi, w, pc, mask, exec, *op),
+            Kind::Tex(op) => return self.exec_tex(b, wi, w, pc, mask, exec, *op),
+            Kind::Surf(op) => return self.exec_surf(b, wi, w, pc, mask, exec, *op),
+            Kind::Txq(q, s) => return self.exec_txq(b, wi, w, pc, mask, exec, (*q, *s)),
             Kind::Unsupported(name) => {
                 self.fault(
                     b,

@@ -190,6 +190,9 @@ impl Parser {
                 | Kind::BulkReduce { .. }
                 | Kind::BulkCopyCluster
                 | Kind::Bar(_) => PtxType::U32,
+                // Texture coordinates are read in their own type; surface coordinates are integers.
+                Kind::Tex(op) if i >= 1 && !op.float_coords => PtxType::S32,
+                Kind::Surf(_) | Kind::Txq(..) => PtxType::S32,
                 Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } | Kind::BulkReduceTensor { .. } => {
                     PtxType::S32
                 }
@@ -242,7 +245,8 @@ enum Decoded {
 /// An opcode's family decoders, tried in order (the order of the arms of one match: earlier arms with
 /// guards, such as `st.async` before `st`, stay earlier); the smaller families of `ptx_misc.rs` last.
 type Family = fn(&OpInfo) -> Result<Option<Decoded>, PtxError>;
-const FAMILIES: [Family; 6] = [
+const FAMILIES: [Family; 7] = [
+    decode_texture,
     decode_regop,
     decode_memory,
     decode_control,

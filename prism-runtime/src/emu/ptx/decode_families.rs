@@ -513,6 +513,23 @@ pub(super) fn decode_copy(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
 }
 
 /// The sm_90 and tensor cores: `elect`, `setmaxnreg`, `movmatrix`, `wmma`, `stmatrix`, `wgmma`, `mbarrier`; `None` for another family's opcode.
+/// Textures and surfaces: `tex`, `tld4`, `txq`, `suld`, `sust`, `sured`, `suq`.
+pub(super) fn decode_texture(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
+    let OpInfo {
+        base,
+        p,
+        mods,
+        types,
+        ..
+    } = *o;
+    Ok(match base {
+        "tex" | "tld4" | "txq" | "suld" | "sust" | "sured" | "suq" => Some(Decoded::Kind(
+            super::tex::decode(&p.opcode, base, mods, types),
+        )),
+        _ => None,
+    })
+}
+
 pub(super) fn decode_sm90(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
     let OpInfo {
         base,
