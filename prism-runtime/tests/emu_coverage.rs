@@ -89,7 +89,7 @@ fn every_unsupported_form_parses_and_faults_only_if_run() {
         Err(EmuError::Faulted { faults, .. }) => assert!(
             faults
                 .iter()
-                .any(|f| f.kind == FaultKind::Unsupported && f.message.contains("tld4.r.2d")),
+                .any(|f| f.kind == FaultKind::Unsupported && f.message.contains("tld4.r.cube")),
             "{faults:?}"
         ),
         other => panic!("expected an Unsupported fault, got {other:?}"),

@@ -435,3 +435,57 @@ fn bad_objects_and_accesses_are_refused() {
         "{err}"
     );
 }
+
+/// `tex2Dgather` (`tld4.g`): the green components of the four texels around each coordinate, in the PTX
+/// ISA's order (counter-clockwise from the lower left), clamped at the edges.
+#[test]
+fn tex2dgather_returns_the_bilinear_footprint() {
+    let m = module();
+    let mut rng = Rng(6);
+    let (w, h, n) = (11usize, 6usize, 200usize);
+    let data: Vec<f32> = (0..w * h * 2)
+        .map(|_| rng.range(-500, 500) as f32)
+        .collect();
+    let mut e = Emulator::new(EmuConfig::default());
+    let buf = upload(&mut e, &le(&data, f32::to_le_bytes));
+    let t = e
+        .create_texture(&TextureDesc::new(
+            buf,
+            TexelType::F32,
+            2,
+            &[w as u32, h as u32],
+        ))
+        .unwrap();
+    let coords: Vec<f32> = (0..2 * n)
+        .map(|k| [w, h][k % 2] as f32 * rng.range(-100, 1100) as f32 / 1000.0)
+        .collect();
+    let xy = upload(&mut e, &le(&coords, f32::to_le_bytes));
+    let out = upload(&mut e, &vec![0; 16 * n]);
+    let p = ParamValue::Ptr;
+    launch(
+        &mut e,
+        &m,
+        "gather_g",
+        n,
+        &[ParamValue::U64(t), p(xy), p(out), ParamValue::I32(n as i32)],
+    );
+    let got = read(&e, out, 4 * n, f32::from_le_bytes);
+    let g = |x: i64, y: i64| {
+        let (x, y) = (
+            x.clamp(0, w as i64 - 1) as usize,
+            y.clamp(0, h as i64 - 1) as usize,
+        );
+        data[2 * (y * w + x) + 1]
+    };
+    for i in 0..n {
+        let x0 = (coords[2 * i] - 0.5).floor() as i64;
+        let y0 = (coords[2 * i + 1] - 0.5).floor() as i64;
+        let want = [g(x0, y0 + 1), g(x0 + 1, y0 + 1), g(x0 + 1, y0), g(x0, y0)];
+        assert_eq!(
+            &got[4 * i..4 * i + 4],
+            &want,
+            "at {:?}",
+            &coords[2 * i..2 * i + 2]
+        );
+    }
+}

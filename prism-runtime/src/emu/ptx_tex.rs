@@ -1,7 +1,7 @@
 //! Decoding of the texture and surface instructions in unified mode (PTX ISA §9.7.9 `tex`, `txq`; §9.7.10
 //! `suld`, `sust`, `suq`): the object is a `.u64` handle operand (`cudaTextureObject_t`), not a module
 //! `.texref`. What the emulator does not model decodes to `Unsupported` (layered, cube and multisample
-//! geometries, `tld4`, formatted surface stores `sust.p`, `sured`, queries of formats).
+//! geometries, formatted surface stores `sust.p`, `sured`, queries of formats).
 
 use super::{Kind, PtxType};
 
@@ -22,6 +22,8 @@ pub(crate) struct TexOp {
     pub float_result: bool,
     /// `.f32` coordinates (else `.s32`: texel indices).
     pub float_coords: bool,
+    /// `tld4.{r,g,b,a}`: the component (0..=3) gathered from the four texels of the bilinear footprint.
+    pub gather: Option<u8>,
 }
 
 /// A `suld.b` / `sust.b` instruction: geometry, vector width, element bits, out-of-range mode.
@@ -78,7 +80,26 @@ pub(crate) fn decode(opcode: &str, base: &str, mods: &[&str], types: &[PtxType])
                 dims,
                 float_result,
                 float_coords: *c == PtxType::F32,
+                gather: None,
             })
+        }
+        // tld4.{r,g,b,a}.2d.v4.{f32,s32,u32}.f32 (§9.7.9.4).
+        "tld4" => {
+            let comp = ["r", "g", "b", "a"].iter().position(|c| mods.contains(c));
+            let float_result = match types {
+                [PtxType::F32, PtxType::F32] => true,
+                [PtxType::S32 | PtxType::U32, PtxType::F32] => false,
+                _ => return unsupported(),
+            };
+            match (comp, geometry(mods)) {
+                (Some(c), Some(2)) if mods.contains(&"v4") => Kind::Tex(TexOp {
+                    dims: 2,
+                    float_result,
+                    float_coords: true,
+                    gather: Some(c as u8),
+                }),
+                _ => unsupported(),
+            }
         }
         "suld" | "sust" => {
             let Some(dims) = geometry(mods) else {
@@ -163,15 +184,25 @@ mod tests {
             Kind::Tex(TexOp {
                 dims: 2,
                 float_result: true,
-                float_coords: true
+                float_coords: true,
+                gather: None
             })
         );
+        assert!(matches!(
+            kind("tld4.b.2d.v4.s32.f32"),
+            Kind::Tex(TexOp {
+                gather: Some(2),
+                float_result: false,
+                ..
+            })
+        ));
         assert!(matches!(
             kind("tex.1d.v4.s32.s32"),
             Kind::Tex(TexOp {
                 dims: 1,
                 float_result: false,
-                float_coords: false
+                float_coords: false,
+                gather: None
             })
         ));
         assert!(matches!(kind("tex.level.3d.v4.u32.f32"), Kind::Tex(_)));
@@ -199,7 +230,7 @@ mod tests {
             "suld.b.2d.v4.b64.trap",
             "txq.channel_order.b32",
             "suq.filter_mode.b32",
-            "tld4.r.2d.v4.f32.f32",
+            "tld4.r.cube.v4.f32.f32",
         ] {
             assert!(matches!(kind(op), Kind::Unsupported(_)), "{op}");
         }

@@ -433,6 +433,35 @@ pub(crate) fn sample(
     Some(t)
 }
 
+/// `tld4`: component `comp` of the four texels linear filtering at `x` would weigh, in the order the PTX
+/// ISA gives (counter-clockwise from the lower left): (i, j+1), (i+1, j+1), (i+1, j), (i, j) with
+/// (i, j) = floor(u − 0.5, v − 0.5); the address mode applies to each.
+pub(crate) fn gather(
+    desc: &TextureDesc,
+    x: [f32; 3],
+    comp: usize,
+    read: &mut impl FnMut(u64, usize) -> Option<u64>,
+) -> Option<Texel> {
+    let scale = |d: usize| {
+        if desc.normalized {
+            desc.extent[d] as f64
+        } else {
+            1.0
+        }
+    };
+    let i = (x[0] as f64 * scale(0) - 0.5).floor() as i64;
+    let j = (x[1] as f64 * scale(1) - 0.5).floor() as i64;
+    let mut out = Texel {
+        f: [0.0; 4],
+        i: [0; 4],
+    };
+    for (k, (di, dj)) in [(0, 1), (1, 1), (1, 0), (0, 0)].into_iter().enumerate() {
+        let t = texel_moded(desc, [i + di, j + dj, 0], read)?;
+        (out.f[k], out.i[k]) = (t.f[comp], t.i[comp]);
+    }
+    Some(out)
+}
+
 /// `tex` at integer coordinates (`tex1Dfetch`, `.s32` coordinates): texel indices, no filtering; a 1D
 /// texture reads zero outside its extent (CUDA's textures over linear memory), the others follow the
 /// address mode.

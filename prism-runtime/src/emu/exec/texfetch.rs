@@ -86,7 +86,10 @@ impl L<'_> {
             let c: Vec<u64> = coords.iter().map(|o| self.val(b, w, wi, o, l)).collect();
             let at = |k: usize| c.get(k).copied().unwrap_or(0);
             let mut read = |a: u64, s: usize| self.tex_read(b, wi, l, pc, a, s);
-            let t: Option<Texel> = if op.float_coords {
+            let t: Option<Texel> = if let Some(comp) = op.gather {
+                let x = [0, 1, 2].map(|k| f32::from_bits(at(k) as u32));
+                texture::gather(&obj.desc, x, comp as usize, &mut read)
+            } else if op.float_coords {
                 let x = [0, 1, 2].map(|k| f32::from_bits(at(k) as u32));
                 texture::sample(&obj.desc, x, &mut read)
             } else {
