@@ -33,6 +33,8 @@ mod wgmma;
 mod tma;
 // Texture and surface instructions on the emulator's objects.
 mod texfetch;
+// Tensor-map edits in device memory.
+mod tmap_edit;
 // `st.async`, `red.async`, `cp.reduce.async.bulk` and the shared::cluster bulk copy (sm_90).
 #[path = "async_red.rs"]
 mod async_red;

@@ -232,6 +232,10 @@ impl Operand {
 #[path = "ptx_tex.rs"]
 pub(crate) mod tex;
 pub(crate) use tex::{SurfOob, SurfOp, TexOp, TexQuery};
+// Tensor-map edits in device memory (sm_90a).
+#[path = "ptx_tmap.rs"]
+pub(crate) mod tmap;
+pub(crate) use tmap::TmField;
 // The sm_70..sm_90a tensor-core instruction forms (wmma, wgmma): their decoded types and decoders.
 #[path = "ptx_sm90.rs"]
 mod sm90;
@@ -594,6 +598,11 @@ pub(crate) enum Kind {
     Surf(SurfOp),
     /// `txq` / `suq` (`true`): a property of a texture or surface object.
     Txq(TexQuery, bool),
+    /// `tensormap.replace.tile.FIELD`: one field of the tensor map at the address operand (global or
+    /// shared memory).
+    TensormapReplace(TmField, Space),
+    /// `tensormap.cp_fenceproxy.global.shared::cta…`: a map's 128 bytes from shared to global memory.
+    TensormapCopy,
     Unsupported(String),
 }
 

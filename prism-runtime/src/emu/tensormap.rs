@@ -34,7 +34,7 @@
 
 use std::fmt;
 
-const MAGIC: u32 = 0x5041_4D54;
+pub(crate) const MAGIC: u32 = 0x5041_4D54;
 
 /// Element type of a tensor map (`CUtensorMapDataType`, same numbering).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

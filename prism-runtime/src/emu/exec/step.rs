@@ -361,6 +361,10 @@ impl L<'_> {
             Kind::Tex(op) => return self.exec_tex(b, wi, w, pc, mask, exec, *op),
             Kind::Surf(op) => return self.exec_surf(b, wi, w, pc, mask, exec, *op),
             Kind::Txq(q, s) => return self.exec_txq(b, wi, w, pc, mask, exec, (*q, *s)),
+            Kind::TensormapReplace(f, sp) => {
+                return self.exec_tensormap_replace(b, wi, w, pc, mask, exec, (*f, *sp))
+            }
+            Kind::TensormapCopy => return self.exec_tensormap_copy(b, wi, w, pc, mask, exec),
             Kind::Unsupported(name) => {
                 self.fault(
                     b,

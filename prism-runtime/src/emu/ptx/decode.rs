@@ -193,6 +193,8 @@ impl Parser {
                 // Texture coordinates are read in their own type; surface coordinates are integers.
                 Kind::Tex(op) if i >= 1 && !op.float_coords => PtxType::S32,
                 Kind::Surf(_) | Kind::Txq(..) => PtxType::S32,
+                // `ord` and 32-bit values are integers; a 64-bit value is read as its type says.
+                Kind::TensormapReplace(..) | Kind::TensormapCopy => PtxType::U32,
                 Kind::Wgmma(_) | Kind::CpAsyncBulkTensor { .. } | Kind::BulkReduceTensor { .. } => {
                     PtxType::S32
                 }

@@ -513,7 +513,7 @@ pub(super) fn decode_copy(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
 }
 
 /// The sm_90 and tensor cores: `elect`, `setmaxnreg`, `movmatrix`, `wmma`, `stmatrix`, `wgmma`, `mbarrier`; `None` for another family's opcode.
-/// Textures and surfaces: `tex`, `tld4`, `txq`, `suld`, `sust`, `sured`, `suq`.
+/// Textures and surfaces (`tex`, `tld4`, `txq`, `suld`, `sust`, `sured`, `suq`) and tensor-map edits.
 pub(super) fn decode_texture(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
     let OpInfo {
         base,
@@ -526,6 +526,7 @@ pub(super) fn decode_texture(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
         "tex" | "tld4" | "txq" | "suld" | "sust" | "sured" | "suq" => Some(Decoded::Kind(
             super::tex::decode(&p.opcode, base, mods, types),
         )),
+        "tensormap" => Some(Decoded::Kind(super::tmap::decode(&p.opcode, mods, o.space))),
         _ => None,
     })
 }
