@@ -245,3 +245,29 @@ fn a_hand_off_through_a_third_block_orders_the_data() {
         assert!(racy.contains("DataRace"), "{name}: {racy}");
     }
 }
+
+/// 20,480 threads in 80 blocks count themselves into one word with fenced or `acq_rel` atomics: the count
+/// is exact and no race is reported. (Each RMW is an acquire and a release the race detector follows; a
+/// hot word used to make every acquire merge every block's earlier acquisitions, minutes for this launch.)
+#[test]
+fn a_hot_counter_of_ordered_atomics_is_race_free() {
+    let m = module();
+    for mode in [0, 1] {
+        let mut e = Emulator::new(EmuConfig::default());
+        let c = upload(&mut e, &[0; 4]);
+        e.launch(
+            &m,
+            "hot_counter",
+            [80, 1, 1],
+            [256, 1, 1],
+            0,
+            &[ParamValue::Ptr(c), ParamValue::I32(mode)],
+        )
+        .unwrap_or_else(|err| panic!("mode {mode}: {err}"));
+        assert_eq!(
+            read(&e, c, 1, i32::from_le_bytes),
+            vec![80 * 256],
+            "mode {mode}"
+        );
+    }
+}

@@ -374,15 +374,18 @@ struct Foreign {
     stamp: u64,
     t: u32,
     e_t: u32,
+    /// The global location the acquire was on.
+    from: u64,
 }
 
+/// A block's acquisitions from other blocks, by (releasing block, acquiring thread): one entry each.
+type ForeignMap = std::collections::BTreeMap<(u32, u32), Foreign>;
+
 impl Foreign {
-    /// The acquisitions of releases by `block` in `fo` (kept sorted by block, then acquiring thread).
+    /// The acquisitions of releases by `block` in `fo`.
     #[inline]
-    fn of_block(fo: &[Foreign], block: u32) -> &[Foreign] {
-        let lo = fo.partition_point(|f| f.block < block);
-        let hi = lo + fo[lo..].partition_point(|f| f.block == block);
-        &fo[lo..hi]
+    fn of_block(fo: &ForeignMap, block: u32) -> impl Iterator<Item = &Foreign> {
+        fo.range((block, 0)..=(block, u32::MAX)).map(|(_, f)| f)
     }
 
     /// Whether thread `u`'s (global id, blocks of `nthreads`) access at epoch `ep_u` was before the release.
@@ -432,7 +435,7 @@ struct Block {
     strong_loads: HashMap<u32, Loc>,
     /// What this block's threads acquired from other blocks' releases (`race.rs`, "Across blocks").
     /// (Shared with the race checks of each access, which take it without copying.)
-    foreign: std::sync::Arc<Vec<Foreign>>,
+    foreign: std::sync::Arc<ForeignMap>,
     /// Per (thread, global address): the [`XLocation::latest`] release its last acquire there merged.
     xseen: HashMap<(u32, u64), u64>,
     /// In-flight `wgmma` ops and groups, per warpgroup.

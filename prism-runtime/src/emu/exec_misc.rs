@@ -131,7 +131,7 @@ impl L<'_> {
                 snap: std::sync::Arc::new(b.thr_inst.iter().map(|l| l.len() as u32).collect()),
                 stamp: self.xstamp,
             };
-            let via = passed_on(b, &rel.snap, t, self.nthreads);
+            let via = passed_on(b, &rel.snap, t, self.nthreads, key.1);
             let at = self.xrel.entry(key.1).or_default();
             at.latest = self.xstamp;
             match at.rels.iter_mut().find(|x| x.rel.block == b.lin) {
@@ -209,51 +209,58 @@ impl L<'_> {
             .filter(|r| r.rel.stamp > since)
             .flat_map(|r| std::iter::once(&r.rel).chain(r.via.iter()));
         let foreign = std::sync::Arc::make_mut(&mut b.foreign);
-        for r in released {
-            if r.block == b.lin {
-                continue;
-            }
+        for r in released.filter(|r| r.block != b.lin) {
             let f = Foreign {
                 block: r.block,
                 snap: r.snap.clone(),
                 stamp: r.stamp,
                 t: tg,
                 e_t,
+                from: addr,
             };
-            // Sorted by (block, acquiring thread): the race checks look up one block's entries.
-            match foreign.binary_search_by_key(&(f.block, tg), |x| (x.block, x.t)) {
-                // A later release of that block covers more; the same one acquired earlier orders more.
-                Ok(k) => {
-                    if f.stamp > foreign[k].stamp {
-                        foreign[k] = f;
+            // One entry per (releasing block, acquiring thread): a later release of that block covers
+            // more; the same one acquired earlier orders more.
+            match foreign.entry((r.block, tg)) {
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    if f.stamp > o.get().stamp {
+                        o.insert(f);
                     }
                 }
-                Err(k) => {
-                    // Full: the acquisition of the oldest release goes (later accesses mostly meet recent
-                    // hand-offs).
-                    if foreign.len() >= FOREIGN_KEPT {
-                        let old = (0..foreign.len()).min_by_key(|&j| foreign[j].stamp);
-                        if let Some(j) = old {
-                            foreign.remove(j);
-                            let k = if j < k { k - 1 } else { k };
-                            foreign.insert(k, f);
-                            continue;
-                        }
-                    }
-                    foreign.insert(k, f);
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(f);
                 }
             }
+        }
+        if foreign.len() > FOREIGN_KEPT {
+            // Full: the acquisitions of the oldest releases go (later accesses mostly meet recent
+            // hand-offs), a quarter at a time.
+            let mut stamps: Vec<u64> = foreign.values().map(|f| f.stamp).collect();
+            let cut = foreign.len() - FOREIGN_KEPT * 3 / 4;
+            let (_, &mut floor, _) = stamps.select_nth_unstable(cut);
+            foreign.retain(|_, f| f.stamp >= floor);
         }
     }
 }
 
-/// What a release by thread `t` (of `b`, at epochs `snap`) passes on of the block's acquisitions from
+/// What a release by thread `t` (of `b`, at epochs `snap`, on global location `at`) passes on of the block's acquisitions from
 /// other blocks: those of `t` itself, and those of threads that passed a synchronization instance after
 /// their acquire (`e_t < snap`, the rule an access of theirs is covered by) — the latest per block.
-fn passed_on(b: &Block, snap: &Snapshot, t: u32, nthreads: u32) -> std::sync::Arc<[Released]> {
+fn passed_on(
+    b: &Block,
+    snap: &Snapshot,
+    t: u32,
+    nthreads: u32,
+    at: u64,
+) -> std::sync::Arc<[Released]> {
     let mut via: Vec<Released> = Vec::new();
     let tg = b.lin * nthreads + t;
-    for f in b.foreign.iter() {
+    for f in b.foreign.values() {
+        // What was acquired at the released location itself, an acquirer there meets directly (the
+        // location keeps each block's latest release): passing it on would only repeat it — and made a
+        // hot counter's every acquire merge every block's list.
+        if f.from == at {
+            continue;
+        }
         let local = (f.t % nthreads.max(1)) as usize;
         if f.t != tg && snap.get(local).is_none_or(|&s| f.e_t >= s) {
             continue;

@@ -269,7 +269,7 @@ pub(super) struct LaneOrder<'a> {
     pub(super) ntb: (u32, u32),
     pub(super) t: u32,
     /// What the block acquired from other blocks.
-    pub(super) fo: &'a [Foreign],
+    pub(super) fo: &'a ForeignMap,
 }
 
 impl Order for LaneOrder<'_> {
@@ -287,7 +287,7 @@ impl Order for LaneOrder<'_> {
 /// acquire is ordered before this access (`after(f.t, f.e_t)`, this block's happens-before).
 #[inline]
 pub(super) fn foreign_ordered(
-    fo: &[Foreign],
+    fo: &ForeignMap,
     nthreads: u32,
     u: u32,
     ep_u: u32,
@@ -296,9 +296,7 @@ pub(super) fn foreign_ordered(
     if fo.is_empty() || nthreads == 0 {
         return false;
     }
-    Foreign::of_block(fo, u / nthreads)
-        .iter()
-        .any(|f| f.covers(nthreads, u, ep_u) && after(f.t, f.e_t))
+    Foreign::of_block(fo, u / nthreads).any(|f| f.covers(nthreads, u, ep_u) && after(f.t, f.e_t))
 }
 
 /// A conflicting earlier access: (its global thread id, its instruction, whether it was a write).

@@ -28,7 +28,7 @@ pub(super) struct OrderMemo {
     /// waiters (none when not completed).
     inst: [(u32, u32); 2],
     /// What the block acquired from other blocks (`race.rs`, `foreign_ordered`).
-    foreign: std::sync::Arc<Vec<Foreign>>,
+    foreign: std::sync::Arc<ForeignMap>,
 }
 
 impl OrderMemo {
@@ -46,7 +46,7 @@ impl OrderMemo {
     }
 
     /// The memo of a block that acquired `foreign` from other blocks.
-    pub(super) fn with_foreign(mut self, foreign: &std::sync::Arc<Vec<Foreign>>) -> OrderMemo {
+    pub(super) fn with_foreign(mut self, foreign: &std::sync::Arc<ForeignMap>) -> OrderMemo {
         self.foreign = foreign.clone();
         self
     }
@@ -507,7 +507,7 @@ mod tests {
                 ins: insts,
                 ntb: (nt, base),
                 t,
-                fo: &[],
+                fo: &ForeignMap::new(),
             };
             if let Some(c) = check_cells(sh, t, ep, 3, acc, &mut lo) {
                 first = first.or(Some((l, c)));
@@ -729,7 +729,7 @@ mod tests {
                     ins: &insts,
                     ntb: (nt, base),
                     t,
-                    fo: &[],
+                    fo: &ForeignMap::new(),
                 };
                 let want = check_cells(sh, t, ep, pc, acc, &mut lo);
                 let sh = &mut other[offs[l]..offs[l] + size];
