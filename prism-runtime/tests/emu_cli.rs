@@ -994,3 +994,67 @@ fn texture_and_surface_arguments() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--buffer NAME=buf:…` makes named buffers before the first launch, for a kernel that reaches its buffers
+/// only through a struct (`struct Axpy { const float* x; float* y; int n; float a; }`); a `--then` not
+/// followed by a kernel name says so.
+#[test]
+fn buffers_for_a_struct_of_pointers() {
+    let p = fixture("cli_multi.ptx");
+    let dir = tmpdir("buffer");
+    let ds = dir.to_str().unwrap();
+    let (code, _, err) = run(&[
+        &p,
+        "axpy_params",
+        "--grid",
+        "2",
+        "--block",
+        "64",
+        "--buffer",
+        "x=buf:f32:100:iota",
+        "--buffer",
+        "y=buf:f32:100:iota",
+        "struct:ref:x,ref:y,i32:90,f32:2.5",
+        "--dump",
+        ds,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let y: Vec<f32> = std::fs::read(dir.join("y.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<f32> = (0..100)
+        .map(|i| if i < 90 { 3.5 * i as f32 } else { i as f32 })
+        .collect();
+    assert_eq!(y, want);
+    for (tail, msg) in [
+        (&["--then"][..], "--then must be followed by a kernel name"),
+        (
+            &["--then", "--grid", "1", "--block", "32", "ref:x"][..],
+            "--then must be followed by a kernel name",
+        ),
+        (&["--buffer", "x"][..], "expected NAME=buf:TYPE:COUNT:INIT"),
+    ] {
+        let mut v = vec![
+            p.as_str(),
+            "axpy_params",
+            "--grid",
+            "1",
+            "--block",
+            "32",
+            "--buffer",
+            "x=buf:f32:4:zero",
+        ];
+        v.extend_from_slice(&[
+            "--buffer",
+            "y=buf:f32:4:zero",
+            "struct:ref:x,ref:y,i32:4,f32:1",
+        ]);
+        v.extend_from_slice(tail);
+        let (code, _, err) = run(&v);
+        assert_eq!(code, 2, "{tail:?}: {err}");
+        assert!(err.contains(msg), "{tail:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -378,6 +378,22 @@ fn bad_objects_and_accesses_are_refused() {
     assert!(e
         .create_texture(&TextureDesc::new(buf, TexelType::F32, 3, &[4]))
         .is_err());
+    // cudaCreateTextureObject's alignments: a 1D texture's base (512 bytes), a pitched one's base and
+    // pitch (32 bytes); a packed 2D texture stands for a CUDA array.
+    let err = e
+        .create_texture(&TextureDesc::new(buf + 4, TexelType::F32, 1, &[8]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("512-byte aligned"), "{err}");
+    let mut pitched = TextureDesc::new(buf, TexelType::F32, 1, &[7, 4]);
+    pitched.pitch = 32;
+    assert!(e.create_texture(&pitched).is_ok());
+    pitched.pitch = 36;
+    let err = e.create_texture(&pitched).unwrap_err().to_string();
+    assert!(err.contains("texturePitchAlignment"), "{err}");
+    assert!(e
+        .create_texture(&TextureDesc::new(buf + 4, TexelType::F32, 1, &[7, 4]))
+        .is_ok());
     // A handle that is not an object (0, or destroyed) faults where the kernel uses it.
     let out = upload(&mut e, &[0; 64]);
     let t = e

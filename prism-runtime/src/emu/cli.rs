@@ -37,7 +37,7 @@ pub use args::{BufferRef, StructField};
 pub use session::{execute, execute_all};
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--backend emulator|gpu] ARG... [--then KERNEL --grid .. --block .. [--cluster ..] [--smem ..] [--cooperative] ARG...]...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter) | NAME=buf:… (a named buffer, kept for later launches and dumped as NAME.bin) | ref:NAME[+BYTES] (its address, emulator only) | tex:TYPE[xC]:DIMS:INIT[:OPTS] (a texture object over a new buffer; OPTS point|linear,clamp|wrap|mirror|border,norm,nf,border=V; emulator only) | surf:TYPE[xC]:DIMS:INIT (a surface object) | struct:F,F,… (a struct by value laid out as C does; F: u32:V i32:V u64:V i64:V f32:V f64:V ref:NAME[+BYTES])";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--buffer NAME=buf:TYPE:COUNT:INIT]... [--backend emulator|gpu] ARG... [--then KERNEL --grid .. --block .. [--cluster ..] [--smem ..] [--cooperative] ARG...]...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter) | NAME=buf:… (a named buffer, kept for later launches and dumped as NAME.bin) | ref:NAME[+BYTES] (its address, emulator only) | tex:TYPE[xC]:DIMS:INIT[:OPTS] (a texture object over a new buffer; OPTS point|linear,clamp|wrap|mirror|border,norm,nf,border=V; emulator only) | surf:TYPE[xC]:DIMS:INIT (a surface object) | struct:F,F,… (a struct by value laid out as C does; F: u32:V i32:V u64:V i64:V f32:V f64:V ref:NAME[+BYTES])";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -257,6 +257,9 @@ pub struct Invocation {
     pub symbols: Vec<(String, String)>,
     /// The kernel arguments, in parameter order, as written (`u32:7`, `buf:f32:512:rand`, ...).
     pub args: Vec<String>,
+    /// `--buffer NAME=buf:TYPE:COUNT:INIT`: named buffers made before the first launch (for kernels that
+    /// only reach their buffers through a struct, `struct:ref:NAME,…`), dumped as `NAME.bin`.
+    pub buffers: Vec<String>,
     /// The launches after this one (`--then KERNEL ...`), in order, on the same device memory: each has its
     /// own kernel, shape and arguments; the options that concern the whole run (seed, dump, backend, race
     /// detection, ...) are this one's.
@@ -484,7 +487,8 @@ pub fn run_cli(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32
 }
 
 /// Options that concern the whole run, not one launch: not allowed after `--then`.
-const RUN_OPTIONS: [&str; 11] = [
+const RUN_OPTIONS: [&str; 12] = [
+    "--buffer",
     "--seed",
     "--dump",
     "--json",
@@ -507,6 +511,12 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
         return Ok(Parsed::Help);
     };
     for (k, seg) in segments.enumerate() {
+        if seg.first().is_none_or(|a| a.starts_with("--")) {
+            return Err(format!(
+                "launch {}: --then must be followed by a kernel name (--then KERNEL --grid .. --block .. ARG...)",
+                k + 1
+            ));
+        }
         if let Some(o) = seg.iter().find(|a| RUN_OPTIONS.contains(&a.as_str())) {
             return Err(format!(
                 "launch {}: {o} concerns the whole run: give it before the first --then",
@@ -530,6 +540,7 @@ pub fn parse_invocation(args: &[String]) -> Result<Parsed, String> {
             threads: inv.threads,
             backend: inv.backend,
             symbols: Vec::new(),
+            buffers: Vec::new(),
             ..next
         });
     }
@@ -553,6 +564,7 @@ fn parse_launch(args: &[String]) -> Result<Parsed, String> {
     let mut threads: Option<usize> = None;
     let mut backend = CliBackend::Emulator;
     let mut symbols = Vec::new();
+    let mut buffers = Vec::new();
     let mut i = 0;
     let value = |i: &mut usize, name: &str| -> Result<String, String> {
         *i += 1;
@@ -579,6 +591,7 @@ fn parse_launch(args: &[String]) -> Result<Parsed, String> {
                 )
             }
             "--dump" => dump = Some(value(&mut i, "--dump")?),
+            "--buffer" => buffers.push(value(&mut i, "--buffer")?),
             "--symbol" => {
                 let v = value(&mut i, "--symbol")?;
                 let (name, init) = v
@@ -649,6 +662,7 @@ fn parse_launch(args: &[String]) -> Result<Parsed, String> {
         backend,
         symbols,
         args: pos.collect(),
+        buffers,
         then: Vec::new(),
     }))
 }

@@ -412,12 +412,13 @@ impl Emulator {
         self.cfg = cfg;
     }
 
-    /// Allocates `bytes` of zero-filled global memory; returns a non-zero, 256-aligned device address.
-    /// Allocations are separated by unmapped gaps so that overruns are detected.
+    /// Allocates `bytes` of zero-filled global memory; returns a non-zero, 512-aligned device address (what
+    /// `cudaMalloc` returns in practice, and the base alignment textures need). Allocations are separated
+    /// by unmapped gaps of at least 256 bytes so that overruns are detected.
     pub fn alloc(&mut self, bytes: usize) -> u64 {
         let base = self.next_addr;
-        let span = (bytes as u64).div_ceil(256) * 256 + 256;
-        self.next_addr += span.max(512);
+        let span = (bytes as u64 + 256).div_ceil(512) * 512;
+        self.next_addr += span;
         self.allocs.push(Alloc {
             base,
             data: vec![0; bytes],

@@ -124,7 +124,8 @@ pub struct TextureDesc {
     pub dims: u8,
     /// Width, height, depth in texels (1 for the dimensions not used).
     pub extent: [u32; 3],
-    /// Bytes from one row to the next (0: `extent[0]` texels, packed).
+    /// Bytes from one row to the next (0: `extent[0]` texels, packed, as in a CUDA array; otherwise a
+    /// pitch-2D resource, base and pitch multiples of 32 bytes).
     pub pitch: u64,
     /// Address mode per dimension.
     pub address: [AddressMode; 3],
@@ -221,6 +222,22 @@ impl TextureDesc {
         }
         if surface {
             return Ok(());
+        }
+        // cudaCreateTextureObject's alignment rules: a 1D texture is over linear memory (its base aligned to
+        // textureAlignment, 512 bytes); a texture given a pitch is a pitch-2D resource (base and pitch
+        // multiples of texturePitchAlignment, 32 bytes). A packed 2D/3D texture stands for a CUDA array,
+        // whose layout is the runtime's own.
+        if self.dims == 1 && !self.addr.is_multiple_of(512) {
+            return Err(format!(
+                "a 1D texture's base {:#x} must be 512-byte aligned (textureAlignment)",
+                self.addr
+            ));
+        }
+        if self.pitch != 0 && (!self.pitch.is_multiple_of(32) || !self.addr.is_multiple_of(32)) {
+            return Err(format!(
+                "a pitched texture's base {:#x} and pitch {} must be multiples of 32 bytes (texturePitchAlignment)",
+                self.addr, self.pitch
+            ));
         }
         if self.read == ReadMode::NormalizedFloat && !matches!(self.texel.size(), 1 | 2) {
             return Err("normalized-float reads need 8- or 16-bit integer texels".into());

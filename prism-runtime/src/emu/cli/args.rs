@@ -13,6 +13,8 @@ pub enum StructField {
     Scalar(ParamValue),
     /// The address of a named buffer plus a byte offset (8 bytes, 8-aligned).
     Ref(BufferRef),
+    /// An 8- or 16-bit integer, little-endian (`u8`, `i8`, `u16`, `i16`).
+    Bytes(Vec<u8>),
 }
 
 /// `ref:NAME[+BYTES]`: the address of the buffer named `NAME` (by `NAME=buf:…` in this launch or an
@@ -60,7 +62,8 @@ pub(crate) fn parse_ref(s: &str) -> Result<BufferRef, String> {
     })
 }
 
-/// The fields of `struct:F,F,…`: `u32:V`, `i32:V`, `u64:V`, `i64:V`, `f32:V`, `f64:V`, `ref:NAME[+B]`.
+/// The fields of `struct:F,F,…`: `u8:V`, `i8:V`, `u16:V`, `i16:V`, `u32:V`, `i32:V`, `u64:V`, `i64:V`, `f32:V`,
+/// `f64:V`, `ref:NAME[+B]`.
 pub(crate) fn parse_struct(s: &str) -> Result<Vec<StructField>, String> {
     let mut fields = Vec::new();
     for f in s.split(',') {
@@ -69,6 +72,10 @@ pub(crate) fn parse_struct(s: &str) -> Result<Vec<StructField>, String> {
             .ok_or_else(|| format!("struct field '{f}': expected TYPE:VALUE or ref:NAME"))?;
         let bad = || format!("struct field '{f}': bad {kind} value");
         fields.push(match kind {
+            "u8" => StructField::Bytes(vec![v.parse::<u8>().map_err(|_| bad())?]),
+            "i8" => StructField::Bytes(vec![v.parse::<i8>().map_err(|_| bad())? as u8]),
+            "u16" => StructField::Bytes(v.parse::<u16>().map_err(|_| bad())?.to_le_bytes().to_vec()),
+            "i16" => StructField::Bytes(v.parse::<i16>().map_err(|_| bad())?.to_le_bytes().to_vec()),
             "u32" => StructField::Scalar(ParamValue::U32(v.parse().map_err(|_| bad())?)),
             "i32" => StructField::Scalar(ParamValue::I32(v.parse().map_err(|_| bad())?)),
             "u64" => StructField::Scalar(ParamValue::U64(v.parse().map_err(|_| bad())?)),
@@ -78,7 +85,7 @@ pub(crate) fn parse_struct(s: &str) -> Result<Vec<StructField>, String> {
             "ref" => StructField::Ref(parse_ref(v)?),
             _ => {
                 return Err(format!(
-                    "struct field '{f}': unknown type '{kind}' (u32, i32, u64, i64, f32, f64, ref)"
+                    "struct field '{f}': unknown type '{kind}' (u8, i8, u16, i16, u32, i32, u64, i64, f32, f64, ref)"
                 ))
             }
         });
@@ -93,6 +100,7 @@ fn field_size(f: &StructField) -> usize {
     match f {
         StructField::Scalar(p) => p.to_bytes().len(),
         StructField::Ref(_) => 8,
+        StructField::Bytes(b) => b.len(),
     }
 }
 
@@ -111,6 +119,7 @@ pub(crate) fn struct_bytes(
         match f {
             StructField::Scalar(p) => out.extend(p.to_bytes()),
             StructField::Ref(r) => out.extend(addr(r)?.to_le_bytes()),
+            StructField::Bytes(b) => out.extend(b),
         }
     }
     out.resize(out.len().next_multiple_of(align), 0);
@@ -219,6 +228,10 @@ mod tests {
         assert!(parse_ref("a+b").is_err());
         assert!(parse_ref("").is_err());
         assert!(parse_struct("u32:1,q:2").is_err());
+        // struct { short s; char c; int n; } -> 2 + 1 + pad 1 + 4
+        let f = parse_struct("i16:-2,u8:7,i32:9").unwrap();
+        let b = struct_bytes(&f, |_| Ok(0)).unwrap();
+        assert_eq!(b, [0xfe, 0xff, 7, 0, 9, 0, 0, 0]);
         assert!(parse_struct("u32:x").is_err());
         assert!(parse_struct("u32").is_err());
     }

@@ -1,7 +1,7 @@
 //! A run of the CLI: its launches in order on one emulator (or the GPU), the buffers they name kept from
 //! one to the next.
 
-use super::args::struct_bytes;
+use super::args::{split_name, struct_bytes};
 use super::*;
 
 /// Runs `inv` with the PTX text `src` (read from `inv.ptx_path` by the CLI; a test may embed it) on the
@@ -40,6 +40,7 @@ pub fn execute_all(src: &str, inv: &Invocation) -> Result<Vec<Outcome>, CliError
     let mut emu = Emulator::new(emu_config(inv));
     let syms = set_symbols(&mut emu, &module, inv)?;
     let mut named = Named::default();
+    make_buffers(&mut emu, inv, &mut named)?;
     let mut out = Vec::with_capacity(launches.len());
     for (k, l) in launches.into_iter().enumerate() {
         let inputs = inputs_for(&module, l, k)?;
@@ -104,6 +105,33 @@ fn emu_config(inv: &Invocation) -> EmuConfig {
         max_steps: inv.max_steps.unwrap_or(EmuConfig::default().max_steps),
         threads: inv.threads.unwrap_or_else(super::default_threads),
     }
+}
+
+/// `--buffer NAME=buf:TYPE:COUNT:INIT`: named buffers before the first launch (`rand` from the seed's
+/// stream, after the first launch's arguments would have drawn: a stream of their own).
+fn make_buffers(emu: &mut Emulator, inv: &Invocation, named: &mut Named) -> Result<(), CliError> {
+    let mut rng = inv.seed.unwrap_or(0) ^ 0x6275_6666_6572;
+    for b in &inv.buffers {
+        let bad = |e: String| CliError::Usage(format!("--buffer {b}: {e}"));
+        let (Some(name), rest) = split_name(b) else {
+            return Err(bad("expected NAME=buf:TYPE:COUNT:INIT".into()));
+        };
+        let parts: Vec<&str> = rest
+            .strip_prefix("buf:")
+            .map(|r| r.splitn(3, ':').collect())
+            .unwrap_or_default();
+        let [ty, count, init] = parts[..] else {
+            return Err(bad("expected NAME=buf:TYPE:COUNT:INIT".into()));
+        };
+        let count: usize = count
+            .parse()
+            .map_err(|_| bad(format!("bad COUNT '{count}'")))?;
+        let bytes = init_buffer(ty, count, init, &mut rng).map_err(bad)?;
+        let addr = emu.alloc(bytes.len());
+        emu.write(addr, &bytes).map_err(|e| bad(e.to_string()))?;
+        named.add(name, addr, bytes.len()).map_err(bad)?;
+    }
+    Ok(())
 }
 
 /// `--symbol`: module variables set before the first launch (`cudaMemcpyToSymbol`): (name, address, bytes).
