@@ -76,10 +76,7 @@ impl L<'_> {
             }
             _ => return self.tex_operand_fault(b, wi, mask, pc),
         };
-        let mut mm = exec;
-        while mm != 0 {
-            let l = mm.trailing_zeros() as usize;
-            mm &= mm - 1;
+        lanes!(exec, l, {
             let Some(obj) = self.object(b, w, wi, l, pc, handle, false) else {
                 return Step::Stop;
             };
@@ -107,7 +104,7 @@ impl L<'_> {
                 };
                 Self::set(w, d, l, v as u64);
             }
-        }
+        });
         self.finish_access(pc);
         Self::advance(w, mask);
         Step::Continue
@@ -152,10 +149,7 @@ impl L<'_> {
         };
         let eb = op.bits as usize / 8;
         let size = eb * op.vec as usize;
-        let mut mm = exec;
-        while mm != 0 {
-            let l = mm.trailing_zeros() as usize;
-            mm &= mm - 1;
+        lanes!(exec, l, {
             let Some(obj) = self.object(b, w, wi, l, pc, handle, true) else {
                 return Step::Stop;
             };
@@ -227,7 +221,7 @@ impl L<'_> {
                     self.store(b, loc, eb, v);
                 }
             }
-        }
+        });
         self.finish_access(pc);
         Self::advance(w, mask);
         Step::Continue
@@ -249,10 +243,7 @@ impl L<'_> {
         let (Some(dst), Some(handle)) = (args.first(), args.get(1)) else {
             return self.tex_operand_fault(b, wi, mask, pc);
         };
-        let mut mm = exec;
-        while mm != 0 {
-            let l = mm.trailing_zeros() as usize;
-            mm &= mm - 1;
+        lanes!(exec, l, {
             let Some(obj) = self.object(b, w, wi, l, pc, handle, surface) else {
                 return Step::Stop;
             };
@@ -272,7 +263,7 @@ impl L<'_> {
                 },
             };
             Self::set(w, dst, l, v as u64);
-        }
+        });
         Self::advance(w, mask);
         Step::Continue
     }

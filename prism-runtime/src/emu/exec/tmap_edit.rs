@@ -65,10 +65,7 @@ impl L<'_> {
     ) -> Step {
         let args = &self.m.code[pc as usize].args;
         let with_ord = crate::emu::ptx::tmap::has_ord(f);
-        let mut mm = exec;
-        while mm != 0 {
-            let l = mm.trailing_zeros() as usize;
-            mm &= mm - 1;
+        lanes!(exec, l, {
             let at = self.operand_addr(b, w, wi, &args[0], l, space == Space::Generic);
             let ord = if with_ord {
                 self.val(b, w, wi, &args[1], l)
@@ -97,7 +94,7 @@ impl L<'_> {
             for (k, byte) in bytes.iter().enumerate() {
                 self.store(b, offset_loc(floc, k), 1, *byte as u64);
             }
-        }
+        });
         self.finish_access(pc);
         Self::advance(w, mask);
         Step::Continue
