@@ -471,6 +471,8 @@ pub(crate) enum MmaKind {
     },
     /// f64 (DMMA): m8n8k4 (sm_80; `m` 8, `k` 4) and m16n8k4 / m16n8k8 / m16n8k16 (sm_90).
     F64 { m: u8, k: u8 },
+    /// m16n8k32 f32 += {e4m3,e5m2} * {e4m3,e5m2} (sm_89+): the 8-bit integer m16n8k32's fragments.
+    Fp8 { a_e5m2: bool, b_e5m2: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

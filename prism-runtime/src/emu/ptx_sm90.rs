@@ -141,6 +141,26 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
         return None;
     }
     let int8 = |t: PtxType| matches!(t, PtxType::S8 | PtxType::U8);
+    // FP8 (sm_89+): m16n8k32 with .e4m3/.e5m2 A and B and f32 C/D, the integer m16n8k32's fragments.
+    let fp8: Vec<bool> = mods
+        .iter()
+        .filter_map(|m| match *m {
+            "e4m3" => Some(false),
+            "e5m2" => Some(true),
+            _ => None,
+        })
+        .collect();
+    if !fp8.is_empty() {
+        return match (shape, &fp8[..], types) {
+            ("m16n8k32", [a, b], [PtxType::F32, PtxType::F32]) if !has(mods, "satfinite") => {
+                Some(MmaKind::Fp8 {
+                    a_e5m2: *a,
+                    b_e5m2: *b,
+                })
+            }
+            _ => None,
+        };
+    }
     match types {
         [PtxType::S32, a, b, PtxType::S32] if int8(*a) && int8(*b) => {
             let (m16, k32) = match shape {
@@ -187,6 +207,7 @@ pub(crate) fn mma_regs(kind: MmaKind) -> Option<[usize; 4]> {
             let cd = m * 8 / 32;
             Some([cd, m * k / 32, k * 8 / 32, cd])
         }
+        MmaKind::Fp8 { .. } => Some([4, 4, 2, 4]),
         _ => None,
     }
 }

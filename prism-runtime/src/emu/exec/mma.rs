@@ -16,7 +16,10 @@ pub(super) fn exec_mma(
     kind: MmaKind,
     args: &[Operand],
 ) {
-    if matches!(kind, MmaKind::Int { .. } | MmaKind::F64 { .. }) {
+    if matches!(
+        kind,
+        MmaKind::Int { .. } | MmaKind::F64 { .. } | MmaKind::Fp8 { .. }
+    ) {
         return exec_mma_int_f64(l, b, w, wi, kind, args);
     }
     let regs = Operand::elements;
@@ -89,7 +92,7 @@ pub(super) fn exec_mma(
                 bm[2 * t][g] = half(v, false);
                 bm[2 * t + 1][g] = half(v, true);
             }
-            MmaKind::Int { .. } | MmaKind::F64 { .. } => {}
+            MmaKind::Int { .. } | MmaKind::F64 { .. } | MmaKind::Fp8 { .. } => {}
         }
         if c.len() == 2 {
             // f16 accumulators: two f16x2 registers, rows g and g + 8.
@@ -179,6 +182,7 @@ fn exec_mma_int_f64(
     let (mm, kk) = match kind {
         MmaKind::Int { m16, k32, .. } => (if m16 { 16 } else { 8 }, if k32 { 32 } else { 16 }),
         MmaKind::F64 { m, k } => (m as usize, k as usize),
+        MmaKind::Fp8 { .. } => (16, 32),
         _ => return,
     };
     // Row-major M×K, K×8 and M×8 matrices of values (integers are exact in f64: |products| < 2^16).
@@ -212,6 +216,17 @@ fn exec_mma_int_f64(
                     bm[k * 8 + n] = byte(rv(bb, e / 4), e, b_signed);
                 }
             }
+            MmaKind::Fp8 { a_e5m2, b_e5m2 } => {
+                let code = |v: u64, e: usize| (v >> (8 * (e % 4))) as u8;
+                for e in 0..a.len() * 4 {
+                    let (r, k) = int_a_pos(true, g, t, e);
+                    am[r * kk + k] = super::misc::fp8_value(code(rv(a, e / 4), e), a_e5m2);
+                }
+                for e in 0..bb.len() * 4 {
+                    let (k, n) = int_b_pos(g, t, e);
+                    bm[k * 8 + n] = super::misc::fp8_value(code(rv(bb, e / 4), e), b_e5m2);
+                }
+            }
             _ => {
                 // f64: a_i = (g + 8 (i % 2), t + 4 (i / 2)) (m8n8k4 has only a0); b_i = (t + 4i, g).
                 for i in 0..a.len() {
@@ -242,6 +257,15 @@ fn exec_mma_int_f64(
                         acc as i32
                     };
                     v as u32 as u64
+                }
+                // FP8: the products (exact in f64) summed with C, rounded once to f32, as the emulator's
+                // wgmma FP8 does.
+                MmaKind::Fp8 { .. } => {
+                    let mut acc = f32::from_bits(cm[i] as u32) as f64;
+                    for k in 0..kk {
+                        acc += am[r * kk + k] * bm[k * 8 + n];
+                    }
+                    (acc as f32).to_bits() as u64
                 }
                 _ => {
                     let mut acc = f64::from_bits(cm[i]);
