@@ -424,10 +424,9 @@ pub(crate) fn sample(
         return texel_moded(desc, idx, read);
     }
     // Linear: the 2^dims texels around u - 0.5, weighed by the quantized fractions.
-    let base: Vec<i64> = (0..dims).map(|d| (u[d] - 0.5).floor() as i64).collect();
-    let frac: Vec<f64> = (0..dims)
-        .map(|d| weight(u[d] - 0.5 - base[d] as f64))
-        .collect();
+    // (No allocation per fetch: the unused dimensions hold 0 and are not read.)
+    let base = u.map(|v| (v - 0.5).floor() as i64);
+    let frac = [0, 1, 2].map(|d| weight(u[d] - 0.5 - base[d] as f64));
     let mut acc = [0f64; 4];
     for corner in 0..(1usize << dims) {
         let mut idx = [0i64; 3];

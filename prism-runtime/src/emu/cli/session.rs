@@ -127,9 +127,7 @@ fn make_buffers(emu: &mut Emulator, inv: &Invocation, named: &mut Named) -> Resu
             .parse()
             .map_err(|_| bad(format!("bad COUNT '{count}'")))?;
         let bytes = init_buffer(ty, count, init, &mut rng).map_err(bad)?;
-        let addr = emu.alloc(bytes.len());
-        emu.write(addr, &bytes).map_err(|e| bad(e.to_string()))?;
-        named.add(name, addr, bytes.len()).map_err(bad)?;
+        upload(emu, named, &bytes, Some(name)).map_err(bad)?;
     }
     Ok(())
 }
@@ -196,6 +194,21 @@ impl Named {
     }
 }
 
+/// A new buffer holding `bytes`, recorded under `name` when it has one: its address.
+fn upload(
+    emu: &mut Emulator,
+    named: &mut Named,
+    bytes: &[u8],
+    name: Option<&str>,
+) -> Result<u64, String> {
+    let addr = emu.alloc(bytes.len());
+    emu.write(addr, bytes).map_err(|e| e.to_string())?;
+    if let Some(n) = name {
+        named.add(n, addr, bytes.len())?;
+    }
+    Ok(addr)
+}
+
 /// One launch on the emulator `emu`: buffers allocated (named ones recorded in `named` first, so a
 /// `ref:` may name a buffer of the same launch), references and structs resolved, the launch run, every
 /// buffer and symbol read back.
@@ -216,13 +229,8 @@ fn launch_on(
             Input::Scalar(p) => Some(p),
             Input::Bytes(b) => Some(ParamValue::Bytes(b)),
             Input::Buffer { ty, bytes, name } => {
-                let addr = emu.alloc(bytes.len());
-                emu.write(addr, &bytes).map_err(usage)?;
-                if let Some(n) = &name {
-                    named
-                        .add(n, addr, bytes.len())
-                        .map_err(|e| format!("argument {idx}: {e}"))?;
-                }
+                let addr = upload(emu, named, &bytes, name.as_deref())
+                    .map_err(|e| format!("argument {idx}: {e}"))?;
                 bufs.push((idx, ty, addr, bytes.len(), name));
                 Some(ParamValue::Ptr(addr))
             }
@@ -232,8 +240,7 @@ fn launch_on(
                 mut map,
                 by_pointer,
             } => {
-                let addr = emu.alloc(bytes.len());
-                emu.write(addr, &bytes).map_err(usage)?;
+                let addr = upload(emu, named, &bytes, None)?;
                 bufs.push((idx, ty, addr, bytes.len(), None));
                 map.global_address = addr;
                 map.validate()
@@ -254,13 +261,8 @@ fn launch_on(
                 surface,
                 name,
             } => {
-                let addr = emu.alloc(bytes.len());
-                emu.write(addr, &bytes).map_err(usage)?;
-                if let Some(n) = &name {
-                    named
-                        .add(n, addr, bytes.len())
-                        .map_err(|e| format!("argument {idx}: {e}"))?;
-                }
+                let addr = upload(emu, named, &bytes, name.as_deref())
+                    .map_err(|e| format!("argument {idx}: {e}"))?;
                 bufs.push((idx, ty, addr, bytes.len(), name));
                 desc.addr = addr;
                 let h = if surface {
@@ -280,13 +282,14 @@ fn launch_on(
     }
     for (idx, input) in pending {
         let err = |e: String| CliError::Usage(format!("argument {idx}: {e}"));
-        params[idx] = Some(match input {
-            Input::Ref(r) => ParamValue::Ptr(named.address(&r).map_err(err)?),
-            Input::Struct(f) => {
-                ParamValue::Bytes(struct_bytes(&f, |r| named.address(r)).map_err(err)?)
-            }
-            _ => unreachable!("only references and structs are pending"),
-        });
+        params[idx] = match input {
+            Input::Ref(r) => Some(ParamValue::Ptr(named.address(&r).map_err(err)?)),
+            Input::Struct(f) => Some(ParamValue::Bytes(
+                struct_bytes(&f, |r| named.address(r)).map_err(err)?,
+            )),
+            // (Only references and structs are pending.)
+            _ => None,
+        };
     }
     let params: Vec<ParamValue> = params.into_iter().flatten().collect();
     let t0 = std::time::Instant::now();

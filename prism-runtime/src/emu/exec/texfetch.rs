@@ -80,8 +80,8 @@ impl L<'_> {
             let Some(obj) = self.object(b, w, wi, l, pc, handle, false) else {
                 return Step::Stop;
             };
-            let c: Vec<u64> = coords.iter().map(|o| self.val(b, w, wi, o, l)).collect();
-            let at = |k: usize| c.get(k).copied().unwrap_or(0);
+            let c = [0, 1, 2].map(|k| coords.get(k).map_or(0, |o| self.val(b, w, wi, o, l)));
+            let at = |k: usize| c[k];
             let mut read = |a: u64, s: usize| self.tex_read(b, wi, l, pc, a, s);
             let t: Option<Texel> = if let Some(comp) = op.gather {
                 let x = [0, 1, 2].map(|k| f32::from_bits(at(k) as u32));
@@ -154,13 +154,11 @@ impl L<'_> {
                 return Step::Stop;
             };
             let d = obj.desc;
-            let c: Vec<i64> = coords
-                .iter()
-                .map(|o| self.val(b, w, wi, o, l) as u32 as i32 as i64)
-                .collect();
             let mut xyz = [0i64; 3];
             for (k, v) in xyz.iter_mut().enumerate().take(d.dims as usize) {
-                *v = c.get(k).copied().unwrap_or(0);
+                *v = coords
+                    .get(k)
+                    .map_or(0, |o| self.val(b, w, wi, o, l) as u32 as i32 as i64);
             }
             if xyz[0] % eb as i64 != 0 {
                 let msg = format!(
