@@ -74,40 +74,14 @@ impl<'a> Cx<'a> {
         self.t_function_call(e, name, callee, generics, args, sink, code)
     }
 
-    /// [T-FUNCTION-CALL] the callee's perspective signature is satisfied at the call site (§3.6).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn t_function_call(
+    /// T-FUNCTION-CALL's perspective side: the callee's broadest `requires` (returned) must hold at `code`,
+    /// and its inner thread (block) requirements for the caller's threads per block (blocks per grid).
+    fn call_perspectives(
         &mut self,
-        e: &Expr,
         name: &Ident,
         callee: &Function,
-        generics: &[Expr],
-        args: &[Expr],
-        sink: &Sink,
         code: Perspective,
-    ) -> Ty {
-        if callee.kind == FnKind::Kernel {
-            self.errors.push(
-                err(
-                    "T-FUNCTION-CALL",
-                    name.span,
-                    format!("`{}` is a kernel and cannot be called", name.name),
-                )
-                .help("call `#[prism_device]` functions"),
-            );
-            return Ty::Err;
-        }
-        if callee.name.name == self.f.name.name {
-            self.errors.push(
-                err(
-                    "T-FUNCTION-CALL",
-                    name.span,
-                    format!("recursive call of `{}`", name.name),
-                )
-                .help("device functions are inlined: recursion is not supported"),
-            );
-            return Ty::Err;
-        }
+    ) -> Perspective {
         let ctop = callee
             .requires
             .first()
@@ -155,6 +129,44 @@ impl<'a> Cx<'a> {
                 }
             }
         }
+        ctop
+    }
+
+    /// [T-FUNCTION-CALL] the callee's perspective signature is satisfied at the call site (§3.6).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn t_function_call(
+        &mut self,
+        e: &Expr,
+        name: &Ident,
+        callee: &Function,
+        generics: &[Expr],
+        args: &[Expr],
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
+        if callee.kind == FnKind::Kernel {
+            self.errors.push(
+                err(
+                    "T-FUNCTION-CALL",
+                    name.span,
+                    format!("`{}` is a kernel and cannot be called", name.name),
+                )
+                .help("call `#[prism_device]` functions"),
+            );
+            return Ty::Err;
+        }
+        if callee.name.name == self.f.name.name {
+            self.errors.push(
+                err(
+                    "T-FUNCTION-CALL",
+                    name.span,
+                    format!("recursive call of `{}`", name.name),
+                )
+                .help("device functions are inlined: recursion is not supported"),
+            );
+            return Ty::Err;
+        }
+        let ctop = self.call_perspectives(name, callee, code);
         // Const generics.
         let mut gvals: Vec<Option<i64>> = Vec::new();
         if generics.len() != callee.const_params.len() {
