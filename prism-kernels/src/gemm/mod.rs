@@ -140,16 +140,23 @@ pub fn wgmma_tile_to_f32<const N: u32>(
         |q, e| base + (r0 + q) * ld + c0 + e,
         |c_t| {
             group(thread[1], || {
-                for i in 0..N {
-                    let dr: u32 = 8 * ((i / 2) % 2);
-                    let dc: u32 = 8 * (i / 4) + i % 2;
-                    if r0 + dr < rows && c0 + dc < cols {
-                        // BLAS semantics: with beta = 0, C is not read (it may hold NaN).
-                        let mut v: f32 = alpha * acc[i];
-                        if beta != 0.0 {
-                            v = v + beta * c_t[(dr, dc)];
+                // BLAS semantics: with beta = 0, C is not read (it may hold NaN). One uniform branch
+                // around the fragment, not one per element (see `scale_fragment_box`).
+                if beta != 0.0 {
+                    for i in 0..N {
+                        let dr: u32 = 8 * ((i / 2) % 2);
+                        let dc: u32 = 8 * (i / 4) + i % 2;
+                        if r0 + dr < rows && c0 + dc < cols {
+                            c_t[(dr, dc)] = alpha * acc[i] + beta * c_t[(dr, dc)];
                         }
-                        c_t[(dr, dc)] = v;
+                    }
+                } else {
+                    for i in 0..N {
+                        let dr: u32 = 8 * ((i / 2) % 2);
+                        let dc: u32 = 8 * (i / 4) + i % 2;
+                        if r0 + dr < rows && c0 + dc < cols {
+                            c_t[(dr, dc)] = alpha * acc[i];
+                        }
                     }
                 }
             });
@@ -182,12 +189,21 @@ pub fn scale_fragment_box<T: Scalar, const N: u32, const W: u32>(
     #[at(thread[1])]
     let c0: u32 = 2 * (t % 4);
     group(thread[1], || {
-        for q in 0..W / 2 {
-            let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
-            let col: u32 = col0 + W * j + c0 + 8 * (q / 4) + q % 2;
-            acc[(W / 2) * j + q] = alpha * acc[(W / 2) * j + q];
-            if beta != 0.0 && row < m && col < n {
-                acc[(W / 2) * j + q] = acc[(W / 2) * j + q] + beta * (c[row * n + col] as f32);
+        // One uniform branch around the box: with beta = 0 (the common case) the epilogue is 32
+        // multiplies, not 32 guarded loads whose address and bounds arithmetic the consumers would
+        // issue, predicated off, while the tensor cores wait for the next tile.
+        if beta != 0.0 {
+            for q in 0..W / 2 {
+                let row: u32 = row0 + r0 + 8 * ((q / 2) % 2);
+                let col: u32 = col0 + W * j + c0 + 8 * (q / 4) + q % 2;
+                acc[(W / 2) * j + q] = alpha * acc[(W / 2) * j + q];
+                if row < m && col < n {
+                    acc[(W / 2) * j + q] = acc[(W / 2) * j + q] + beta * (c[row * n + col] as f32);
+                }
+            }
+        } else {
+            for q in 0..W / 2 {
+                acc[(W / 2) * j + q] = alpha * acc[(W / 2) * j + q];
             }
         }
     });
