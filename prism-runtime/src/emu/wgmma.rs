@@ -94,10 +94,11 @@ struct PerWarp {
     issued: usize,
     uncommitted: Vec<usize>,
     committed: VecDeque<Vec<usize>>,
-    /// The last op this warp issued and its accumulator registers, while it is not retired: a following
-    /// wgmma into the same registers accumulates onto its result (PTX §9.7.15.7.1: back-to-back wgmmas of
-    /// one shape into the same accumulators are ordered without a fence).
-    last: Option<(usize, Vec<u32>)>,
+    /// For each set of accumulator registers, the last op this warp issued into it, while that op is not
+    /// retired: a following wgmma into the same registers accumulates onto its result (PTX §9.7.15.7.1:
+    /// wgmmas of one shape are ordered on their common accumulators without a fence, also when wgmmas into
+    /// other accumulators come between them, as in a tile of two 64-row halves).
+    last: Vec<(usize, Vec<u32>)>,
 }
 
 struct WgOp {
@@ -502,10 +503,8 @@ impl L<'_> {
         reg_indices(&args[0], &mut dst_regs);
         let state = b.wg.groups.entry(g).or_default();
         let idx = state.warps[q].issued;
-        let chain = match &state.warps[q].last {
-            Some((prev, regs)) if *regs == dst_regs && state.ops[*prev].shape == shape => {
-                Some(*prev)
-            }
+        let chain = match state.warps[q].last.iter().find(|(_, r)| *r == dst_regs) {
+            Some(&(prev, _)) if state.ops[prev].shape == shape => Some(prev),
             _ => None,
         };
         if idx == state.ops.len() {
@@ -555,7 +554,8 @@ impl L<'_> {
         let state_w = &mut state.warps[q];
         state_w.issued += 1;
         state_w.uncommitted.push(idx);
-        state_w.last = Some((idx, dst_regs));
+        state_w.last.retain(|(_, r)| *r != dst_regs);
+        state_w.last.push((idx, dst_regs));
         b.wg.mark(wi, &owned_regs(args, shape.a_regs));
         if b.wg.groups.entry(g).or_default().ops[idx].arrived == 0xF {
             return self.wgmma_complete(b, wi, pc, g, idx);
@@ -658,11 +658,7 @@ impl L<'_> {
                 return Some(false);
             }
             state.warps[q].committed.pop_front();
-            if let Some((last, _)) = state.warps[q].last {
-                if group.contains(&last) {
-                    state.warps[q].last = None;
-                }
-            }
+            state.warps[q].last.retain(|(op, _)| !group.contains(op));
             let mut released = Vec::new();
             for &i in &group {
                 let op = &state.ops[i];

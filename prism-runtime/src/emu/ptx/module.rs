@@ -130,7 +130,7 @@ impl Parser {
         let mut labels: HashMap<String, u32> = HashMap::new();
         let fn_start_pending = self.pending.len();
         self.push_scope();
-        self.stmts(body, &mut labels)?;
+        self.stmts(body, &mut labels, &mut BlockLabels::default())?;
         self.scopes.pop();
         self.scope_gen += 1;
         let pend: Vec<(usize, PendingInstr)> = self.pending.drain(fn_start_pending..).collect();
@@ -145,19 +145,29 @@ impl Parser {
         &mut self,
         stmts: &[model::Stmt],
         labels: &mut HashMap<String, u32>,
+        blocks: &mut BlockLabels,
     ) -> Result<(), PtxError> {
         for s in stmts {
             match s {
                 model::Stmt::Block(b) => {
                     self.push_scope();
-                    self.stmts(&b.stmts, labels)?;
+                    blocks.enter(&b.stmts);
+                    self.stmts(&b.stmts, labels, blocks)?;
+                    blocks.open.pop();
                     self.scopes.pop();
                     self.scope_gen += 1;
                 }
                 model::Stmt::Label(l) => {
-                    labels.insert(l.name.clone(), self.code.len() as u32);
+                    labels.insert(blocks.key(&l.name), self.code.len() as u32);
                 }
-                model::Stmt::Instr(i) => self.instruction(i),
+                model::Stmt::Instr(i) => {
+                    self.instruction(i);
+                    if !blocks.open.is_empty() {
+                        if let Some((_, p)) = self.pending.last_mut() {
+                            p.args.iter_mut().for_each(|a| blocks.rename(a));
+                        }
+                    }
+                }
                 model::Stmt::Reg(r) => self.reg_decl(r)?,
                 model::Stmt::Var(v) => self.body_var(v)?,
                 // `.loc`, `.file`, `.pragma` and unknown directives: no meaning here.
@@ -230,6 +240,58 @@ impl Parser {
                 self.declare(name, Name::Sym(SymRef::Local(off)));
                 Ok(())
             }
+        }
+    }
+}
+
+/// Labels of nested `{ }` blocks are local to their block, as its registers are (PTX ISA 11.1: a block is a
+/// scope; a branch names the innermost visible label). nvcc pastes an inline-asm block once per use, so one
+/// function may hold several blocks that each define `LAB_WAIT:` and `DONE:` (CUTLASS's
+/// `ClusterBarrier::wait`). Their labels are stored under a key unique to the block, and the operands of the
+/// block's instructions are renamed to the keys of the labels they see; the function body's own labels keep
+/// their names.
+#[derive(Default)]
+pub(super) struct BlockLabels {
+    /// The open nested blocks, outermost first: each one's labels and their keys.
+    open: Vec<HashMap<String, String>>,
+    /// Blocks entered so far in this function (numbers the keys).
+    count: u32,
+}
+
+impl BlockLabels {
+    /// Opens a block whose statements are `stmts`: the labels it defines itself become visible.
+    fn enter(&mut self, stmts: &[model::Stmt]) {
+        self.count += 1;
+        let own = stmts
+            .iter()
+            .filter_map(|s| match s {
+                model::Stmt::Label(l) => {
+                    Some((l.name.clone(), format!("{}\u{1}{}", l.name, self.count)))
+                }
+                _ => None,
+            })
+            .collect();
+        self.open.push(own);
+    }
+
+    /// The key of a label defined in the innermost open block (its own name at function level).
+    fn key(&self, name: &str) -> String {
+        match self.open.last().and_then(|m| m.get(name)) {
+            Some(k) => k.clone(),
+            None => name.to_string(),
+        }
+    }
+
+    /// Renames a name operand that is a label of an open block (innermost first) to its key.
+    fn rename(&self, op: &mut RawOp) {
+        match op {
+            RawOp::Name(n) => {
+                if let Some(k) = self.open.iter().rev().find_map(|m| m.get(n.as_str())) {
+                    *n = k.clone();
+                }
+            }
+            RawOp::Vec(v) | RawOp::List(v) => v.iter_mut().for_each(|o| self.rename(o)),
+            _ => {}
         }
     }
 }
