@@ -566,11 +566,12 @@ pub enum StmtKind {
         name: Ident,
         body: Block,
     },
-    /// `fill(r, i, |a_s, b_s| { body })` (`fill == true`) or `drain(r, i, |a_s, b_s| { body })`: the slot of
-    /// step `i` (slot `i % S`), after it was drained (fill) or filled (drain); async names for `fill`,
-    /// read-only names for `drain`.
+    /// `fill(r, i, |a_s, b_s| { body })` or `drain(r, i, |a_s, b_s| { body })`: the slot of step `i` (slot
+    /// `i % S`), after it was drained (fill) or filled (drain); async names for `fill`, read-only names for
+    /// `drain`. `turn(r, c, || { body })` (no names): consumer `c` (0 or 1) of a ring whose two consumers
+    /// take turns draining it (`RingOp::Turn`).
     RingUse {
-        fill: bool,
+        op: RingOp,
         ring: Ident,
         index: Expr,
         names: Vec<Ident>,
@@ -763,4 +764,15 @@ pub enum ExprKind {
         template: String,
         operands: Vec<AsmOperand>,
     },
+}
+
+/// What a ring statement does with the ring (`StmtKind::RingUse`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingOp {
+    /// `fill(r, i, |..| ..)`: the producer's step `i`.
+    Fill,
+    /// `drain(r, i, |..| ..)`: a consumer's step `i`.
+    Drain,
+    /// `turn(r, c, || ..)`: a turn of consumer `c` of a ring drained in turns (ping-pong).
+    Turn,
 }

@@ -285,6 +285,8 @@ struct Em {
     wgmma_names: Vec<String>,
     /// Inside a ring: the drain whose slot waits to be handed back (`ring::Deferred`).
     drain_deferred: Option<ring::Deferred>,
+    /// Inside `turn(r, c, ..)`: ring `r`'s id and the consumer `c` (its drains count as that consumer's).
+    turn: Option<(usize, u32)>,
     /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
     sm90a: bool,
     /// The box and layout each `TensorMap` parameter is loaded with.
@@ -357,6 +359,7 @@ impl Em {
             wgmma_inflight: false,
             wgmma_names: Vec::new(),
             drain_deferred: None,
+            turn: None,
             sm90a: false,
             tma_uses: HashMap::new(),
             set_max_regs_used: Vec::new(),

@@ -408,6 +408,31 @@ impl Cx<'_> {
         self.vars.truncate(mark);
     }
 
+    /// [TURN] `turn(r, c, || ..)`: consumer `c` (the constant 0 or 1, checked where the kernel is emitted) of a
+    /// ring whose two consumers take turns: its drains of `r` run inside turns, and a turn of one consumer
+    /// starts when the other's previous turn has waited for all its slots (the ping-pong schedule).
+    pub(super) fn t_turn(&mut self, ring: &Ident, index: &Expr, body: &Block, code: Perspective) {
+        match self.use_var(ring).map(|vi| self.vars[vi].ty.clone()) {
+            Some(Ty::Ring(_)) | Some(Ty::Err) | None => {}
+            Some(other) => self.errors.push(err(
+                "TURN",
+                ring.span,
+                format!("`turn` takes a ring, `{}` is {other}", ring.name),
+            )),
+        }
+        let sink = Sink {
+            p: code,
+            rule: "READ-UP",
+            what: format!("the consumer of `turn` at code perspective {code}"),
+            id_target: None,
+        };
+        let t = self.expr(index, &sink, code);
+        self.expect_int(&t, index.span, "a consumer (0 or 1)");
+        let mark = self.vars.len();
+        self.block_in_scope(body, code);
+        self.vars.truncate(mark);
+    }
+
     /// [CLUSTER] `peer(s, r, |s_r| ..)`: a cluster collective (code at `block[N]`, N = `cluster` ≥ 2) over a
     /// shared allocation; `s_r` is a read-only view of block rank `r`'s `s`, and `s` itself is hidden inside
     /// ([PEER-HIDDEN]): between the construct's two cluster barriers nobody writes it.

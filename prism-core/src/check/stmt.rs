@@ -140,12 +140,19 @@ impl<'a> Cx<'a> {
                 body,
             } => self.t_ring(s.span, stages, targets, name, body, code),
             StmtKind::RingUse {
-                fill,
+                op: RingOp::Turn,
+                ring,
+                index,
+                body,
+                ..
+            } => self.t_turn(ring, index, body, code),
+            StmtKind::RingUse {
+                op,
                 ring,
                 index,
                 names,
                 body,
-            } => self.t_ring_use(*fill, ring, index, names, body, code),
+            } => self.t_ring_use(*op == RingOp::Fill, ring, index, names, body, code),
             StmtKind::Peer {
                 target,
                 rank,

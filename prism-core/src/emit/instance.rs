@@ -411,6 +411,10 @@ impl Em {
                     vec![n],
                 ));
             }
+            if ring.turn_count > 0 {
+                let name = format!("__prism_ring{r}_turn");
+                items.push(shared_decl(&name, false, 8, ".b64", vec![]));
+            }
         }
         let mut perfs = Vec::new();
         if let Some(t) = threads {
@@ -515,6 +519,10 @@ impl Em {
                     let empty = at(&format!("__prism_ring{r}_empty"), Some(8 * i));
                     pro.push(ins(init, vec![full, imm(ring.full_count as i64)]));
                     pro.push(ins(init, vec![empty, imm(ring.empty_count as i64)]));
+                }
+                if ring.turn_count > 0 {
+                    let turn = at(&format!("__prism_ring{r}_turn"), None);
+                    pro.push(ins(init, vec![turn, imm(ring.turn_count as i64)]));
                 }
             }
             pro.push(label_stmt(&skip));

@@ -18,6 +18,17 @@ pub(super) struct RingInfo {
     drains: ring_sites::Arrivals,
     /// Its fills multicast into every block of the cluster: drains release the slot in every block.
     pub cluster: bool,
+    /// `turn(r, c, ..)` sites of consumers 0 and 1, and the drains inside each consumer's turns: a ring
+    /// drained in turns hands each step to one consumer, so a phase of its empty mbarriers is one
+    /// consumer's arrivals, and its turn mbarrier's phase one turn's.
+    turns: [ring_sites::Arrivals; 2],
+    turn_drains: [ring_sites::Arrivals; 2],
+    /// Arrivals that end a turn (0: the ring is not drained in turns).
+    pub turn_count: u32,
+    /// Where diagnostics about turns point: the first `turn` of each consumer, the first drain outside
+    /// any turn.
+    turn_spans: [Option<Span>; 2],
+    plain_drain: Option<Span>,
 }
 
 /// How one `fill` / `drain` site arrives on a slot's mbarrier.
@@ -98,6 +109,11 @@ impl Em {
             fills: Default::default(),
             drains: Default::default(),
             cluster,
+            turns: Default::default(),
+            turn_drains: Default::default(),
+            turn_count: 0,
+            turn_spans: [None; 2],
+            plain_drain: None,
         });
         let pending = self.fresh(ScalarType::Bool);
         let prev = self.fresh(ScalarType::U32);
@@ -118,8 +134,14 @@ impl Em {
         self.wgmma_retire();
         self.drain_deferred = outer;
         r?;
+        self.turn_counts(id, span)?;
         let ring = &mut self.rings[id];
-        let (Some(full), Some(empty)) = (ring.fills.count(), ring.drains.count()) else {
+        let drains = if ring.turn_count > 0 {
+            &ring.turn_drains[0]
+        } else {
+            &ring.drains
+        };
+        let (Some(full), Some(empty)) = (ring.fills.count(), drains.count()) else {
             return Err(err(
                 "RING",
                 span,
@@ -191,11 +213,22 @@ impl Em {
             per_warp: ring_sites::whole_warps(&units),
             cluster: if fill { 1 } else { cluster },
         };
+        let turn = self.turn.filter(|&(r, _)| r == id).map(|(_, c)| c as usize);
+        if fill && turn.is_some() {
+            return Err(err(
+                "TURN",
+                span,
+                "a `fill` inside a `turn` of its own ring: the producer fills, the consumers take turns draining",
+            ));
+        }
         let ring_info = &mut self.rings[id];
-        if fill {
-            &mut ring_info.fills
-        } else {
-            &mut ring_info.drains
+        if !fill && turn.is_none() {
+            ring_info.plain_drain.get_or_insert(span);
+        }
+        match turn {
+            Some(c) => &mut ring_info.turn_drains[c],
+            None if fill => &mut ring_info.fills,
+            None => &mut ring_info.drains,
         }
         .add(&units, release.per_warp);
         let step = self.scalar(index)?;
@@ -277,6 +310,115 @@ impl Em {
             self.wgmma_retire();
         }
         self.ring_arrive(&arrive_addr, None, release);
+        Ok(())
+    }
+
+    /// `turn(r, c, || ..)`: consumer `c` of a ring drained in turns (ping-pong). The turn waits on the ring's
+    /// turn mbarrier until the other consumer's previous turn has ended, runs the body (its drains are this
+    /// consumer's), and ends by arriving on the same mbarrier. With two consumers one mbarrier suffices: a
+    /// turn of consumer 0 waits for phases of parity 1 (consumer 1's turns; a fresh mbarrier reports the one
+    /// before phase 0 complete, so consumer 0 goes first), consumer 1 for parity 0, and a consumer's own
+    /// previous turn has always completed the phase before the one it waits for. Why turns at all: a
+    /// consumer that skips the other's steps may wait on a slot whose full mbarrier is two phases behind,
+    /// which `try_wait.parity` cannot tell from the phase it wants; once the other consumer's turn has
+    /// waited for every slot before this turn's first, each wait is within one phase.
+    pub(super) fn turn(&mut self, ring: &Ident, index: &Expr, body: &Block, span: Span) -> R<()> {
+        let id = match self.lookup(ring)? {
+            Binding::Ring { id, .. } => id,
+            _ => return Err(bug("TURN", ring.span, "expected a ring")),
+        };
+        let c = self.const_u32(index)?;
+        if c > 1 {
+            return Err(err(
+                "TURN",
+                index.span,
+                format!("consumer {c}: a ring's drains take turns between consumers 0 and 1"),
+            )
+            .help(
+                "`turn(r, 0, ..)` in the consumer that drains first, `turn(r, 1, ..)` in the other",
+            ));
+        }
+        if self.rings[id].cluster {
+            return Err(err(
+                "TURN",
+                span,
+                "turns on a ring that multicasts in a cluster are not supported",
+            ));
+        }
+        if self.turn.is_some() {
+            return Err(err("TURN", span, "a `turn` inside a `turn`"));
+        }
+        let counted = self.threads.is_some() && self.ctx.persp.level == Level::Thread;
+        if !counted {
+            return Err(err(
+                "TURN",
+                span,
+                "`turn` runs in a consumer's thread code of a kernel that declares `threads = N`",
+            )
+            .help("the compiler counts the threads that end each turn"));
+        }
+        let units = self.ctx.units.clone();
+        let per_warp = ring_sites::whole_warps(&units);
+        self.rings[id].turns[c as usize].add(&units, per_warp);
+        self.rings[id].turn_spans[c as usize].get_or_insert(span);
+        let addr = self.fresh(ScalarType::U32);
+        self.line(format!("mov.u32 {addr}, __prism_ring{id}_turn;"));
+        let p = self.fresh(ScalarType::Bool);
+        let again = self.label();
+        self.put_label(&again);
+        self.line(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{addr}], {};",
+            1 - c
+        ));
+        self.line(format!("@!{p} bra {again};"));
+        let outer = self.turn.replace((id, c));
+        let r = self.block_inner(body);
+        self.turn = outer;
+        r?;
+        // The turn passes once this consumer has waited for its last slot; its wgmmas may still run.
+        let release = Release {
+            per_warp,
+            cluster: 1,
+        };
+        self.ring_arrive(&addr, None, release);
+        Ok(())
+    }
+
+    /// At the end of ring `id`: a ring with `turn`s has both consumers' turns, by different threads of the
+    /// same count, and every drain inside a turn, the same number of arrivals in each consumer's; sets the
+    /// arrivals of its turn mbarrier.
+    fn turn_counts(&mut self, id: usize, span: Span) -> R<()> {
+        let ring = &mut self.rings[id];
+        if ring.turns.iter().all(|t| t.is_empty()) {
+            return Ok(());
+        }
+        let first_turn = ring.turn_spans.iter().flatten().next().copied();
+        let fail_at = |at: Span, m: &str| -> R<()> {
+            Err(err("TURN", at, m.to_string()).help(
+                "drain a ring in turns from two consumer arms of the same size: `turn(r, 0, || { .. drain(r, ..) .. })` in one, `turn(r, 1, ..)` in the other",
+            ))
+        };
+        let fail = |m: &str| fail_at(first_turn.unwrap_or(span), m);
+        if let Some(at) = ring.plain_drain {
+            return fail_at(at, "this ring is drained in turns (it has a `turn`): every drain of it runs inside a `turn`, where it counts as that consumer's");
+        }
+        if ring.turns.iter().any(|t| t.is_empty()) {
+            return fail("this ring is drained in turns by one consumer only: `turn(r, 0, ..)` and `turn(r, 1, ..)` are both needed");
+        }
+        if ring.turns[0].meets(&ring.turns[1]) {
+            return fail("the two consumers of a ring's turns are different threads");
+        }
+        let (Some(a), Some(b)) = (ring.turns[0].count(), ring.turns[1].count()) else {
+            return fail("some threads take a turn both as whole warps and alone: the compiler cannot count its arrivals");
+        };
+        let (Some(da), Some(db)) = (ring.turn_drains[0].count(), ring.turn_drains[1].count())
+        else {
+            return fail("some threads drain a turn's slots both as whole warps and alone: the compiler cannot count its arrivals");
+        };
+        if a != b || da != db || da == 0 {
+            return fail("the two consumers of a ring's turns must be alike: the same threads per turn, each draining inside its turns");
+        }
+        ring.turn_count = a;
         Ok(())
     }
 

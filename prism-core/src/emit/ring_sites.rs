@@ -81,6 +81,18 @@ impl Arrivals {
         .extend_from_slice(units);
     }
 
+    /// No site at all.
+    pub(super) fn is_empty(&self) -> bool {
+        self.threads.is_empty() && self.warps.is_empty()
+    }
+
+    /// Whether a thread of these sites is also one of `other`'s.
+    pub(super) fn meets(&self, other: &Arrivals) -> bool {
+        let mine = self.threads.iter().chain(&self.warps);
+        mine.clone()
+            .any(|&(s, l)| meets(&other.threads, s, s + l) || meets(&other.warps, s, s + l))
+    }
+
     /// Arrivals per phase: the distinct threads of the thread sites plus the distinct warps of the warp
     /// sites; `None` when a thread is in both (it would arrive twice, or its warp would count for it).
     pub(super) fn count(&self) -> Option<u32> {

@@ -40,7 +40,13 @@ impl Em {
     pub(super) fn stmt(&mut self, s: &Stmt) -> R<()> {
         // A drain may start while the previous drain's wgmmas are in flight (it only issues more into the
         // same accumulators): every other statement could touch them, so it waits.
-        let drain = matches!(&s.kind, StmtKind::RingUse { fill: false, .. });
+        let drain = matches!(
+            &s.kind,
+            StmtKind::RingUse {
+                op: RingOp::Drain,
+                ..
+            }
+        );
         let keeps_group = drain && !self.wgmma_open;
         // A simple statement that names no accumulator or operand of the wgmmas in flight runs while they do
         // (the wait goes as late as the dependences allow); compound statements branch, so they wait.
@@ -164,12 +170,19 @@ impl Em {
                 body,
             } => self.ring(stages, targets, name, body, s.span),
             StmtKind::RingUse {
-                fill,
+                op: RingOp::Turn,
+                ring,
+                index,
+                body,
+                ..
+            } => self.turn(ring, index, body, s.span),
+            StmtKind::RingUse {
+                op,
                 ring,
                 index,
                 names,
                 body,
-            } => self.ring_use(*fill, ring, index, names, body, s.span),
+            } => self.ring_use(*op == RingOp::Fill, ring, index, names, body, s.span),
             StmtKind::Peer {
                 target,
                 rank,
@@ -518,8 +531,18 @@ pub(super) fn stmt_mentions(s: &Stmt, var: &str) -> bool {
     }
 }
 
-/// A statement that is a call of a wgmma intrinsic: consecutive ones form one run (one commit group).
+/// A statement that is a call of a wgmma intrinsic (or of a device function named `wgmma_..`), or a `for`
+/// loop of nothing else: consecutive ones form one run (one commit group). A loop that the emitter does not
+/// unroll still ends the run at its branch (`ends_wgmma_run`).
 pub(super) fn is_wgmma_stmt(s: &Stmt) -> bool {
-    matches!(&s.kind, StmtKind::Expr(Expr { kind: ExprKind::Call { path, .. }, .. })
-        if path.last().is_some_and(|p| p.name.starts_with("wgmma_")))
+    match &s.kind {
+        StmtKind::Expr(Expr {
+            kind: ExprKind::Call { path, .. },
+            ..
+        }) => path.last().is_some_and(|p| p.name.starts_with("wgmma_")),
+        StmtKind::For { body, .. } => {
+            !body.stmts.is_empty() && body.stmts.iter().all(is_wgmma_stmt)
+        }
+        _ => false,
+    }
 }

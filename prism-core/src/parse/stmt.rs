@@ -18,6 +18,7 @@ pub(super) fn construct_name(e: &syn::Expr) -> Option<String> {
                     | "ring"
                     | "fill"
                     | "drain"
+                    | "turn"
                     | "peer"
             ) {
                 return Some(n);
@@ -570,11 +571,29 @@ impl Cx {
                     ));
                 }
                 StmtKind::RingUse {
-                    fill: name == "fill",
+                    op: if name == "fill" {
+                        RingOp::Fill
+                    } else {
+                        RingOp::Drain
+                    },
                     ring,
                     index,
                     names,
                     body: self.closure_block(body, &format!("`{name}`"))?,
+                }
+            }
+            "turn" => {
+                arity(3, "turn(r, consumer, || { .. })")?;
+                let ring = self.target(args[0], &name)?;
+                let index = self.expr(args[1])?;
+                let (names, body) = self.closure(args[2], "the `turn` body", Some(0))?;
+                debug_assert!(names.is_empty());
+                StmtKind::RingUse {
+                    op: RingOp::Turn,
+                    ring,
+                    index,
+                    names,
+                    body: self.closure_block(body, "`turn`")?,
                 }
             }
             _ => {
