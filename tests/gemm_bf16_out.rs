@@ -9,8 +9,8 @@ mod e2e_util;
 use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{
     gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16, gemm_bf16_out_bf16_with,
-    gemm_bf16_out_bf16_with_schedule, gemm_bf16_tma_store, gemm_bf16_tma_store_wide,
-    gemm_bf16_tma_store_x2, GemmBf16OutVariant, GemmError, TileSchedule,
+    gemm_bf16_out_bf16_with_schedule, gemm_bf16_pingpong, gemm_bf16_tma_store,
+    gemm_bf16_tma_store_wide, gemm_bf16_tma_store_x2, GemmBf16OutVariant, GemmError, TileSchedule,
 };
 use prism::runtime::half::bf16;
 use prism::runtime::{
@@ -100,7 +100,12 @@ fn launch_typed(
     sched: &DeviceBuffer<u32>,
 ) -> Result<LaunchReport, RuntimeError> {
     let (m, n, k) = (p.m as u32, p.n as u32, p.k as u32);
-    let (ma, mb) = p.maps(da, db, 128, 256);
+    let bn = if v == GemmBf16OutVariant::PingPong128 {
+        128
+    } else {
+        256
+    };
+    let (ma, mb) = p.maps(da, db, 128, bn);
     let mut md = TensorMapMut::tiled(
         dd,
         [n as u64, m as u64],
@@ -128,6 +133,9 @@ fn launch_typed(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
         ),
         GemmBf16OutVariant::TmaStore256x2 => gemm_bf16_tma_store_x2::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+        ),
+        GemmBf16OutVariant::PingPong128 => gemm_bf16_pingpong::<6, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
         ),
     }
@@ -259,6 +267,24 @@ fn two_stage_bf16_output_every_element() {
     run_variant(v, 200, 328, 136, 0.75, 0.0, 62, None);
     run_variant(v, 72, 264, 40, -1.0, 2.0, 63, None);
     run_variant(v, 300, 264, 72, 1.0, 0.5, 64, Some(2));
+}
+
+/// Rung 8, the ping-pong schedule (each consumer warpgroup a whole 128 × 128 tile, the two taking turns on
+/// one ring): through the host API at a tile multiple and at ragged sizes with and without `C`, and with
+/// fewer persistent blocks than tiles, so that both consumers take several turns: one block over nine
+/// tiles (consumer 0 takes five turns, consumer 1 four), two and three blocks, and k-tiles that wrap the
+/// 6-slot ring within a turn (k = 520: nine k-tiles, the last ragged). The emulator checks the turns for
+/// races and deadlocks as it runs them.
+#[test]
+fn pingpong_bf16_output_every_element() {
+    let v = GemmBf16OutVariant::PingPong128;
+    run_variant(v, 384, 512, 192, 1.5, -0.5, 71, None);
+    run_variant(v, 200, 328, 136, 0.75, 0.0, 72, None);
+    run_variant(v, 72, 264, 40, -1.0, 2.0, 73, None);
+    run_variant(v, 300, 264, 72, 1.0, 0.5, 74, Some(1));
+    run_variant(v, 300, 264, 72, 1.0, 0.0, 75, Some(2));
+    run_variant(v, 256, 256, 520, 1.0, 0.5, 76, Some(2));
+    run_variant(v, 384, 136, 64, -0.5, 1.0, 77, Some(3));
 }
 
 /// Rungs 5 + 6 + 7 (persistent 2-block clusters, B multicast, TMA-store epilogue): through the host API at
@@ -420,6 +446,10 @@ fn rung_7_fits_the_shared_memory_of_an_sm() {
     for other in [table, cluster, cluster_table] {
         assert_eq!(other.smem_bytes(), c.smem_bytes());
     }
+    // Rung 8: a 6-slot ring of 128 × 64 A and B boxes (32 KiB a slot) and the two consumers' boxes.
+    let pp = gemm_bf16_pingpong::<6, 8>::INFO.contract();
+    println!("gemm_bf16_pingpong_6_8: {} bytes", pp.smem_bytes());
+    assert!(pp.smem_bytes() >= 6 * 32 * 1024 + 2 * 8192 && pp.smem_bytes() <= 227 * 1024);
 }
 
 // docs/GUIDE.md §7 "Building blocks", verbatim: a k-step device function over shared tiles and a bf16

@@ -310,17 +310,21 @@ pub enum GemmBf16OutVariant {
     /// 64 × 64 boxes per consumer taking turns (a box is written while the other's store reads; one barrier
     /// per box instead of two).
     TmaStore256x2,
+    /// Rung 8, [`super::gemm_bf16_pingpong`]`<6, 8>`: the ping-pong schedule, each consumer warpgroup a
+    /// whole 128 × 128 tile, the two taking turns on a 6-slot ring (one's epilogue under the other's wgmmas).
+    PingPong128,
 }
 
 impl GemmBf16OutVariant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16OutVariant; 6] = [
+    pub const ALL: [GemmBf16OutVariant; 7] = [
         GemmBf16OutVariant::TmaStore256,
         GemmBf16OutVariant::TmaStoreHilbert256,
         GemmBf16OutVariant::TmaStoreWide256,
         GemmBf16OutVariant::ClusterTmaStore256,
         GemmBf16OutVariant::ClusterTmaStoreHilbert256,
         GemmBf16OutVariant::TmaStore256x2,
+        GemmBf16OutVariant::PingPong128,
     ];
     /// The variant [`gemm_bf16_out_bf16`] runs: the fastest or within 2 % of it at every shape of
     /// `benches/gemm_bf16.rs` on an H200 (2026-11-27: 0.95–1.02× cuBLAS bf16 at 4096³, 0.98–1.01× at 8192³;
@@ -340,6 +344,7 @@ impl GemmBf16OutVariant {
             GemmBf16OutVariant::TmaStoreHilbert256 => "5+7 persistent hilbert tma-store 128x256 x4",
             GemmBf16OutVariant::TmaStoreWide256 => "7 persistent tma-store 4 boxes 128x256 x3",
             GemmBf16OutVariant::TmaStore256x2 => "7 persistent tma-store 2-stage 128x256 x4",
+            GemmBf16OutVariant::PingPong128 => "8 persistent ping-pong 128x128 x6",
         }
     }
 
@@ -356,6 +361,7 @@ impl GemmBf16OutVariant {
             GemmBf16OutVariant::TmaStoreHilbert256 => &gemm_bf16_tma_store::<256, 4, 0>::INFO,
             GemmBf16OutVariant::TmaStoreWide256 => &super::gemm_bf16_tma_store_wide::<3, 8>::INFO,
             GemmBf16OutVariant::TmaStore256x2 => &gemm_bf16_tma_store_x2::<256, 4, 8>::INFO,
+            GemmBf16OutVariant::PingPong128 => &super::gemm_bf16_pingpong::<6, 8>::INFO,
         }
     }
 
@@ -444,7 +450,12 @@ pub fn gemm_bf16_out_bf16_with_schedule(
             emu: None,
         });
     }
-    let tiles = m.div_ceil(128) as u64 * n.div_ceil(256) as u64;
+    // Tile width: 128 columns for the ping-pong rung (a consumer's tile), 256 for the others (a block's).
+    let bn = match variant {
+        GemmBf16OutVariant::PingPong128 => 128,
+        _ => 256,
+    };
+    let tiles = m.div_ceil(128) as u64 * n.div_ceil(bn) as u64;
     if tiles > i32::MAX as u64 {
         return Err(GemmError::TooLarge(m, n));
     }
@@ -457,7 +468,7 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         &mut owned,
     )?;
     let ma = super::operand_map(a, m, k, 128, 64)?;
-    let mb = super::operand_map(b, n, k, 256, 64)?;
+    let mb = super::operand_map(b, n, k, bn, 64)?;
     // With beta = 0 the kernel never reads `c`: any bf16 buffer stands in.
     let c = c.unwrap_or(a);
     let mut md = TensorMapMut::tiled(
@@ -472,7 +483,8 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         GemmBf16OutVariant::TmaStore256
         | GemmBf16OutVariant::TmaStoreHilbert256
         | GemmBf16OutVariant::TmaStoreWide256
-        | GemmBf16OutVariant::TmaStore256x2 => tiles.min(super::sms(dev)),
+        | GemmBf16OutVariant::TmaStore256x2
+        | GemmBf16OutVariant::PingPong128 => tiles.min(super::sms(dev)),
         GemmBf16OutVariant::ClusterTmaStore256 | GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
             let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
             2 * pairs.min(super::resident_clusters(dev, variant.info()))
@@ -490,6 +502,9 @@ pub fn gemm_bf16_out_bf16_with_schedule(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
         ),
         GemmBf16OutVariant::TmaStore256x2 => gemm_bf16_tma_store_x2::<256, 4, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
+        ),
+        GemmBf16OutVariant::PingPong128 => super::gemm_bf16_pingpong::<6, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
         ),
         GemmBf16OutVariant::ClusterTmaStore256 => {

@@ -1,0 +1,161 @@
+//! Rung 8 of the bf16 GEMM ladder: the ping-pong schedule (CUTLASS's `KernelTmaWarpSpecializedPingpong`).
+//! The two consumer warpgroups work on different 128 × 128 tiles and take turns draining one ring, so one
+//! consumer's epilogue runs while the other's wgmmas keep the tensor cores busy. In the cooperative rungs
+//! (5 and 7) both consumers share a tile and reach their epilogue together, and the tensor cores idle
+//! through it.
+
+use prism_macros::{prism_device, prism_kernel};
+
+/// Consumer `C` (0 or 1) of [`gemm_bf16_pingpong`]: the block's tiles `C, C + 2, ..` of its `iters` (tile
+/// `it` is `first + it · stride` of the [`tile_at`](super::tile_at)`::<GROUP_M>` order over `tiles_m × tiles_n` tiles of
+/// 128 × 128). Each tile's `k_tiles` drains of the ring `r` (steps `it · k_tiles ..`, as the producer
+/// [`fill_tiles`](super::fill_tiles)`::<128, GROUP_M>` fills them) are one `turn`: consumer 0 drains the block's first tile,
+/// consumer 1 the second, and neither starts a tile before the other has waited for every slot of its own
+/// previous one. Two accumulators of 64 rows ([`wgmma_k_tile`](super::wgmma_k_tile) over each half of the A slot); the
+/// epilogue as rung 7's ([`scale_fragment_box`](super::scale_fragment_box), `stmatrix_bf16`, `tma_store` through the consumer's own
+/// 64 × 64 box `e`), while the other consumer's turn runs.
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn consume_turns_bf16<const C: u32, const GROUP_M: u32>(
+    r: Ring<(bf16, bf16)>,
+    e: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    d: TensorMapMut<bf16, 2>,
+    c: *const bf16,
+    sched: *const u32,
+    first: u32,
+    stride: u32,
+    iters: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    #[at(thread[1])]
+    let mut top = [0.0f32; 64];
+    #[at(thread[1])]
+    let mut bottom = [0.0f32; 64];
+    for j in 0..(iters + 1 - C) / 2 {
+        let it: u32 = 2 * j + C;
+        let tile: u32 = tile_at::<GROUP_M>(first + it * stride, tiles_m, tiles_n, sched);
+        turn(r, C, || {
+            for kt in 0..k_tiles {
+                drain(r, it * k_tiles + kt, |sa_s, sb_s| {
+                    wgmma_k_tile::<0, 64>(&mut top, sa_s, sb_s, kt == 0);
+                    wgmma_k_tile::<1, 64>(&mut bottom, sa_s, sb_s, kt == 0);
+                });
+            }
+        });
+        let row0: u32 = (tile >> 16) * 128;
+        let col0: u32 = (tile & 65535) * 128;
+        for jb in 0..2 {
+            scale_fragment_box::<bf16, 64, 64>(&mut top, jb, row0, col0, m, n, alpha, beta, c);
+            stmatrix_bf16(e, &top, jb);
+            match split(thread) {
+                1 => {
+                    tma_store(d, e, col0 + 64 * jb, row0);
+                }
+            }
+        }
+        for jb in 0..2 {
+            scale_fragment_box::<bf16, 64, 64>(
+                &mut bottom,
+                jb,
+                row0 + 64,
+                col0,
+                m,
+                n,
+                alpha,
+                beta,
+                c,
+            );
+            stmatrix_bf16(e, &bottom, jb);
+            match split(thread) {
+                1 => {
+                    tma_store(d, e, col0 + 64 * jb, row0 + 64);
+                }
+            }
+        }
+    }
+}
+
+/// Rung 8: `D = alpha · A · Bᵀ + beta · C` with a bf16 `D` on the ping-pong schedule. A persistent grid
+/// (tiles in [`tile_at`](super::tile_at)`::<GROUP_M>` order, grouped or from the table `sched` with `GROUP_M` = 0); a
+/// producer warpgroup (setmaxnreg 40) fills a `STAGES`-slot ring with each tile's 128 × 64 A and 128 × 64 B
+/// boxes ([`fill_tiles`](super::fill_tiles)`::<128, GROUP_M>`); two consumer warpgroups (setmaxnreg 232) take the block's tiles
+/// in turns ([`consume_turns_bf16`]), each a whole 128 × 128 tile. Launch `min(tiles, SMs)` blocks of 384
+/// threads; `a` maps `A` with box 64 × 128, `b` maps `B` with box 64 × 128, `d` maps `D` with box 64 × 64,
+/// all with 128-byte swizzle.
+#[prism_kernel(
+    requires(grid[1], block[1], warpgroup),
+    threads = 384,
+    instances = [(6, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_pingpong<const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const bf16,
+    d: TensorMapMut<bf16, 2>,
+    sched: *const u32,
+) {
+    let tiles_m: u32 = (m + 127) / 128;
+    let tiles_n: u32 = (n + 127) / 128;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let nblk: u32 = grid_dim();
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let iters: u32 = (tiles + nblk - 1 - blk) / nblk; // 0 when blk >= tiles (blk < nblk)
+    group(block[1], || {
+        let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let sb: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        // Each consumer warpgroup's epilogue box (handed to it whole: `|x| x`).
+        let e1: Shared<[bf16; 64 * 64], Swizzle128>;
+        let e2: Shared<[bf16; 64 * 64], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    e2,
+                    thread[128],
+                    |x| x,
+                    |e2_w| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                fill_tiles::<128, GROUP_M>(
+                                    r, a, b, sched, blk, nblk, iters, tiles_m, tiles_n, k_tiles,
+                                );
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_turns_bf16::<0, GROUP_M>(
+                                    r, e1_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
+                                    k_tiles, m, n, alpha, beta,
+                                );
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_turns_bf16::<1, GROUP_M>(
+                                    r, e2_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
+                                    k_tiles, m, n, alpha, beta,
+                                );
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    });
+}
