@@ -8,9 +8,10 @@ mod e2e_util;
 
 use e2e_util::gemm::{BLayout, Problem};
 use prism::kernels::gemm::{
-    gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16, gemm_bf16_out_bf16_with,
-    gemm_bf16_out_bf16_with_schedule, gemm_bf16_pingpong, gemm_bf16_tma_store,
-    gemm_bf16_tma_store_wide, gemm_bf16_tma_store_x2, GemmBf16OutVariant, GemmError, TileSchedule,
+    gemm_bf16_cluster_pingpong, gemm_bf16_cluster_tma_store, gemm_bf16_out_bf16,
+    gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule, gemm_bf16_pingpong,
+    gemm_bf16_tma_store, gemm_bf16_tma_store_wide, gemm_bf16_tma_store_x2, GemmBf16OutVariant,
+    GemmError, TileSchedule,
 };
 use prism::runtime::half::bf16;
 use prism::runtime::{
@@ -100,10 +101,9 @@ fn launch_typed(
     sched: &DeviceBuffer<u32>,
 ) -> Result<LaunchReport, RuntimeError> {
     let (m, n, k) = (p.m as u32, p.n as u32, p.k as u32);
-    let bn = if v == GemmBf16OutVariant::PingPong128 {
-        128
-    } else {
-        256
+    let bn = match v {
+        GemmBf16OutVariant::PingPong128 | GemmBf16OutVariant::ClusterPingPong128 => 128,
+        _ => 256,
     };
     let (ma, mb) = p.maps(da, db, 128, bn);
     let mut md = TensorMapMut::tiled(
@@ -136,6 +136,9 @@ fn launch_typed(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
         ),
         GemmBf16OutVariant::PingPong128 => gemm_bf16_pingpong::<6, 8>::launch(
+            dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
+        ),
+        GemmBf16OutVariant::ClusterPingPong128 => gemm_bf16_cluster_pingpong::<6, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, dc, d, sched,
         ),
     }
@@ -285,6 +288,18 @@ fn pingpong_bf16_output_every_element() {
     run_variant(v, 300, 264, 72, 1.0, 0.0, 75, Some(2));
     run_variant(v, 256, 256, 520, 1.0, 0.5, 76, Some(2));
     run_variant(v, 384, 136, 64, -0.5, 1.0, 77, Some(3));
+}
+
+/// Rungs 8 + 6, ping-pong in 2-block clusters (B multicast by rank 0, each slot released in both blocks by
+/// the consumer whose turn it is): through the host API, and with one and two clusters over several
+/// 256 × 128 cluster tiles (odd and even turn counts), k-steps wrapping the ring.
+#[test]
+fn cluster_pingpong_bf16_output_every_element() {
+    let v = GemmBf16OutVariant::ClusterPingPong128;
+    run_variant(v, 512, 256, 192, 1.5, -0.5, 81, None);
+    run_variant(v, 200, 328, 136, 0.75, 0.0, 82, None);
+    run_variant(v, 600, 264, 72, 1.0, 0.5, 83, Some(2));
+    run_variant(v, 600, 264, 520, 1.0, 0.0, 84, Some(4));
 }
 
 /// Rungs 5 + 6 + 7 (persistent 2-block clusters, B multicast, TMA-store epilogue): through the host API at

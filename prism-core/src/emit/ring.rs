@@ -321,7 +321,10 @@ impl Em {
     /// previous turn has always completed the phase before the one it waits for. Why turns at all: a
     /// consumer that skips the other's steps may wait on a slot whose full mbarrier is two phases behind,
     /// which `try_wait.parity` cannot tell from the phase it wants; once the other consumer's turn has
-    /// waited for every slot before this turn's first, each wait is within one phase.
+    /// waited for every slot before this turn's first, each wait is within one phase. In a cluster ring
+    /// the turns are each block's own (its full mbarriers are its own); consumer `c` of every block drains
+    /// the same steps and releases each slot in every block, so a phase of the empty mbarriers is consumer
+    /// `c`'s arrivals from every block.
     pub(super) fn turn(&mut self, ring: &Ident, index: &Expr, body: &Block, span: Span) -> R<()> {
         let id = match self.lookup(ring)? {
             Binding::Ring { id, .. } => id,
@@ -336,13 +339,6 @@ impl Em {
             )
             .help(
                 "`turn(r, 0, ..)` in the consumer that drains first, `turn(r, 1, ..)` in the other",
-            ));
-        }
-        if self.rings[id].cluster {
-            return Err(err(
-                "TURN",
-                span,
-                "turns on a ring that multicasts in a cluster are not supported",
             ));
         }
         if self.turn.is_some() {

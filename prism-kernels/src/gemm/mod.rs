@@ -14,7 +14,7 @@
 //! | 5 (space-filling) | [`gemm_bf16_persistent`]`<BN, STAGES, 0>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); every persistent kernel takes its order from [`tile_at`], so each has a table-driven instance |
 //! | 5 + 6 | [`gemm_bf16_cluster_persistent`]`<BN, STAGES, GROUP_M>` | rung 5 run by 2-block clusters multicasting B |
 //! | 7 | [`gemm_bf16_tma_store`]`<256, 4, GROUP_M>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]); [`gemm_bf16_cluster_tma_store`] is the same on rung 5 + 6 |
-//! | 8 | [`gemm_bf16_pingpong`]`<6, 8>` | the ping-pong schedule: each consumer warpgroup a whole 128 × 128 tile, the two taking `turn`s draining one 6-slot ring, so one's epilogue runs under the other's wgmmas ([`GemmBf16OutVariant::PingPong128`]) |
+//! | 8 | [`gemm_bf16_pingpong`]`<6, 8>` | the ping-pong schedule: each consumer warpgroup a whole 128 × 128 tile, the two taking `turn`s draining one 6-slot ring, so one's epilogue runs under the other's wgmmas ([`GemmBf16OutVariant::PingPong128`]); [`gemm_bf16_cluster_pingpong`] the same in 2-block clusters multicasting B |
 //! | 7 (f32) | [`gemm_bf16_tma_store_f32`]`<256, 4, 8>` | rung 7 with an f32 `D` (32-column boxes, `store_fragment_f32`), [`GemmBf16Variant::BEST`]; [`gemm_bf16_tma_store_f32x2`] the same with two boxes per consumer taking turns, [`gemm_bf16_cluster_tma_store_f32`] that on rung 5 + 6 |
 //!
 //! Ragged `m`, `n`, `k` go through TMA's out-of-bounds handling (zero-filled boxes) and guarded stores, not a
@@ -384,7 +384,7 @@ mod tma_store_wide;
 pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
 pub use hilbert::{hilbert_order, wave_footprint};
-pub use pingpong::{consume_turns_bf16, gemm_bf16_pingpong};
+pub use pingpong::{consume_turns_bf16, gemm_bf16_cluster_pingpong, gemm_bf16_pingpong};
 pub use schedule::{pack_order, TileSchedule};
 pub use tma_store::{
     gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,

@@ -8,7 +8,7 @@ use prism_macros::{prism_device, prism_kernel};
 
 /// Consumer `C` (0 or 1) of [`gemm_bf16_pingpong`]: the block's tiles `C, C + 2, ..` of its `iters` (tile
 /// `it` is `first + it · stride` of the [`tile_at`](super::tile_at)`::<GROUP_M>` order over `tiles_m × tiles_n` tiles of
-/// 128 × 128). Each tile's `k_tiles` drains of the ring `r` (steps `it · k_tiles ..`, as the producer
+/// `tile_rows` × 128, of which this block computes rows `row_off .. row_off + 128`). Each tile's `k_tiles` drains of the ring `r` (steps `it · k_tiles ..`, as the producer
 /// [`fill_tiles`](super::fill_tiles)`::<128, GROUP_M>` fills them) are one `turn`: consumer 0 drains the block's first tile,
 /// consumer 1 the second, and neither starts a tile before the other has waited for every slot of its own
 /// previous one. Two accumulators of 64 rows ([`wgmma_k_tile`](super::wgmma_k_tile) over each half of the A slot); the
@@ -28,6 +28,8 @@ pub fn consume_turns_bf16<const C: u32, const GROUP_M: u32>(
     tiles_m: u32,
     tiles_n: u32,
     k_tiles: u32,
+    tile_rows: u32,
+    row_off: u32,
     m: u32,
     n: u32,
     alpha: f32,
@@ -48,7 +50,7 @@ pub fn consume_turns_bf16<const C: u32, const GROUP_M: u32>(
                 });
             }
         });
-        let row0: u32 = (tile >> 16) * 128;
+        let row0: u32 = (tile >> 16) * tile_rows + row_off;
         let col0: u32 = (tile & 65535) * 128;
         for jb in 0..2 {
             scale_fragment_box::<bf16, 64, 64>(&mut top, jb, row0, col0, m, n, alpha, beta, c);
@@ -142,14 +144,128 @@ pub fn gemm_bf16_pingpong<const STAGES: u32, const GROUP_M: u32>(
                                 set_max_regs(232);
                                 consume_turns_bf16::<0, GROUP_M>(
                                     r, e1_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
-                                    k_tiles, m, n, alpha, beta,
+                                    k_tiles, 128, 0, m, n, alpha, beta,
                                 );
                             }
                             1 => {
                                 set_max_regs(232);
                                 consume_turns_bf16::<1, GROUP_M>(
                                     r, e2_w, d, c, sched, blk, nblk, iters, tiles_m, tiles_n,
-                                    k_tiles, m, n, alpha, beta,
+                                    k_tiles, 128, 0, m, n, alpha, beta,
+                                );
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    });
+}
+
+/// Rungs 8 + 6: [`gemm_bf16_pingpong`] in 2-block clusters. A cluster takes 256 × 128 tiles (each block 128
+/// rows of it) in [`tile_at`](super::tile_at)`::<GROUP_M>` order; each block loads its own 128 × 64 A box and
+/// block rank 0 multicasts the shared 128 × 64 B box into both blocks' slot
+/// ([`fill_cluster_tiles`](super::fill_cluster_tiles)`::<128, GROUP_M>`), halving B's traffic from L2. In
+/// each block the two consumers take turns as in rung 8; consumer `c` of both blocks drains the same steps
+/// and releases each slot in both. Launch `2 · min(cluster tiles, resident clusters)` blocks of 384
+/// threads; maps as for [`gemm_bf16_pingpong`].
+#[prism_kernel(
+    requires(grid[1], block[2], block[1], warpgroup),
+    threads = 384,
+    cluster = 2,
+    instances = [(6, 8)]
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16_cluster_pingpong<const STAGES: u32, const GROUP_M: u32>(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    c: *const bf16,
+    d: TensorMapMut<bf16, 2>,
+    sched: *const u32,
+) {
+    let tiles_m: u32 = (m + 255) / 256;
+    let tiles_n: u32 = (n + 127) / 128;
+    let tiles: u32 = tiles_m * tiles_n;
+    let k_tiles: u32 = (k + 63) / 64;
+    let clusters: u32 = grid_dim() / 2;
+    #[at(block[1])]
+    let blk: u32 = id();
+    #[at(block[1])]
+    let rank: u32 = blk % 2;
+    #[at(block[1])]
+    let cl: u32 = blk / 2;
+    #[at(block[1])]
+    let iters: u32 = (tiles + clusters - 1 - cl) / clusters; // 0 when cl >= tiles (cl < clusters)
+    group(block[1], || {
+        let sa: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let sb: Shared<[bf16; STAGES * 128 * 64], Swizzle128>;
+        let e1: Shared<[bf16; 64 * 64], Swizzle128>;
+        let e2: Shared<[bf16; 64 * 64], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    e2,
+                    thread[128],
+                    |x| x,
+                    |e2_w| {
+                        ring(STAGES, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                set_max_regs(40);
+                                fill_cluster_tiles::<128, GROUP_M>(
+                                    r, a, b, sched, cl, clusters, iters, tiles_m, tiles_n, k_tiles,
+                                    rank,
+                                );
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_turns_bf16::<0, GROUP_M>(
+                                    r,
+                                    e1_w,
+                                    d,
+                                    c,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
+                                );
+                            }
+                            1 => {
+                                set_max_regs(232);
+                                consume_turns_bf16::<1, GROUP_M>(
+                                    r,
+                                    e2_w,
+                                    d,
+                                    c,
+                                    sched,
+                                    cl,
+                                    clusters,
+                                    iters,
+                                    tiles_m,
+                                    tiles_n,
+                                    k_tiles,
+                                    256,
+                                    rank * 128,
+                                    m,
+                                    n,
+                                    alpha,
+                                    beta,
                                 );
                             }
                         });

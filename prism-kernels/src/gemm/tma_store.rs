@@ -313,11 +313,14 @@ pub enum GemmBf16OutVariant {
     /// Rung 8, [`super::gemm_bf16_pingpong`]`<6, 8>`: the ping-pong schedule, each consumer warpgroup a
     /// whole 128 × 128 tile, the two taking turns on a 6-slot ring (one's epilogue under the other's wgmmas).
     PingPong128,
+    /// Rungs 8 + 6, [`super::gemm_bf16_cluster_pingpong`]`<6, 8>`: the ping-pong schedule in 2-block clusters
+    /// multicasting the 128 × 64 B box (256 × 128 cluster tiles).
+    ClusterPingPong128,
 }
 
 impl GemmBf16OutVariant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16OutVariant; 7] = [
+    pub const ALL: [GemmBf16OutVariant; 8] = [
         GemmBf16OutVariant::TmaStore256,
         GemmBf16OutVariant::TmaStoreHilbert256,
         GemmBf16OutVariant::TmaStoreWide256,
@@ -325,6 +328,7 @@ impl GemmBf16OutVariant {
         GemmBf16OutVariant::ClusterTmaStoreHilbert256,
         GemmBf16OutVariant::TmaStore256x2,
         GemmBf16OutVariant::PingPong128,
+        GemmBf16OutVariant::ClusterPingPong128,
     ];
     /// The variant [`gemm_bf16_out_bf16`] runs: the fastest or within 2 % of it at every shape of
     /// `benches/gemm_bf16.rs` on an H200 (2026-11-27: 0.95–1.02× cuBLAS bf16 at 4096³, 0.98–1.01× at 8192³;
@@ -345,6 +349,9 @@ impl GemmBf16OutVariant {
             GemmBf16OutVariant::TmaStoreWide256 => "7 persistent tma-store 4 boxes 128x256 x3",
             GemmBf16OutVariant::TmaStore256x2 => "7 persistent tma-store 2-stage 128x256 x4",
             GemmBf16OutVariant::PingPong128 => "8 persistent ping-pong 128x128 x6",
+            GemmBf16OutVariant::ClusterPingPong128 => {
+                "8+6 persistent cluster2 ping-pong 128x128 x6"
+            }
         }
     }
 
@@ -362,6 +369,9 @@ impl GemmBf16OutVariant {
             GemmBf16OutVariant::TmaStoreWide256 => &super::gemm_bf16_tma_store_wide::<3, 8>::INFO,
             GemmBf16OutVariant::TmaStore256x2 => &gemm_bf16_tma_store_x2::<256, 4, 8>::INFO,
             GemmBf16OutVariant::PingPong128 => &super::gemm_bf16_pingpong::<6, 8>::INFO,
+            GemmBf16OutVariant::ClusterPingPong128 => {
+                &super::gemm_bf16_cluster_pingpong::<6, 8>::INFO
+            }
         }
     }
 
@@ -452,7 +462,7 @@ pub fn gemm_bf16_out_bf16_with_schedule(
     }
     // Tile width: 128 columns for the ping-pong rung (a consumer's tile), 256 for the others (a block's).
     let bn = match variant {
-        GemmBf16OutVariant::PingPong128 => 128,
+        GemmBf16OutVariant::PingPong128 | GemmBf16OutVariant::ClusterPingPong128 => 128,
         _ => 256,
     };
     let tiles = m.div_ceil(128) as u64 * n.div_ceil(bn) as u64;
@@ -485,8 +495,10 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         | GemmBf16OutVariant::TmaStoreWide256
         | GemmBf16OutVariant::TmaStore256x2
         | GemmBf16OutVariant::PingPong128 => tiles.min(super::sms(dev)),
-        GemmBf16OutVariant::ClusterTmaStore256 | GemmBf16OutVariant::ClusterTmaStoreHilbert256 => {
-            let pairs = m.div_ceil(256) as u64 * n.div_ceil(256) as u64;
+        GemmBf16OutVariant::ClusterTmaStore256
+        | GemmBf16OutVariant::ClusterTmaStoreHilbert256
+        | GemmBf16OutVariant::ClusterPingPong128 => {
+            let pairs = m.div_ceil(256) as u64 * n.div_ceil(bn) as u64;
             2 * pairs.min(super::resident_clusters(dev, variant.info()))
         }
     };
@@ -507,6 +519,11 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         GemmBf16OutVariant::PingPong128 => super::gemm_bf16_pingpong::<6, 8>::launch(
             dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
         ),
+        GemmBf16OutVariant::ClusterPingPong128 => {
+            super::gemm_bf16_cluster_pingpong::<6, 8>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
+            )
+        }
         GemmBf16OutVariant::ClusterTmaStore256 => {
             super::gemm_bf16_cluster_tma_store::<256, 4, 8>::launch(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, &mut md, table,
