@@ -1365,7 +1365,7 @@ fn consumers_taking_turns_on_one_ring() {
     assemble_all(&ks);
     let k = &ks[0];
     for want in [
-        "mbarrier.init.shared::cta.b64 [__prism_ring0_turn], 4;",
+        "mbarrier.init.shared::cta.b64 [__prism_ring0_turn+8], 4;",
         "mbarrier.init.shared::cta.b64 [__prism_ring0_empty+0], 4;",
     ] {
         assert!(k.ptx.contains(want), "{want}\n{}", k.ptx);
@@ -1393,7 +1393,7 @@ fn dropping_a_turn_wait_is_reported() {
             lines[..i]
                 .iter()
                 .rev()
-                .take(3)
+                .take(6)
                 .any(|l| l.contains("__prism_ring0_turn"))
         })
         .collect();

@@ -2,7 +2,8 @@
 //! program with producer/consumer rings, wgmma drains and `set_max_regs` that the checker accepts runs on the
 //! emulator (race detection on, random schedules) without a collective misused, an mbarrier misused, an
 //! operation in flight touched, a data race, a deadlock, or a spin past the step budget (a ring whose phases
-//! never complete). A third run in 2-block clusters with multicast fills. `PRISM_SOUNDNESS_CASES` sets the
+//! never complete). A third run in 2-block clusters with multicast fills; some rings' two consumers take
+//! turns (`turn`, ping-pong). `PRISM_SOUNDNESS_CASES` sets the
 //! number of programs (default 300).
 
 use prism_core::ast::FnKind;
@@ -43,7 +44,7 @@ fn hopper_programs_never_misuse_collectives() {
     let mut rng = Rng(0x40_9e_e5);
     let (mut accepted, mut with_regs, mut two_rings, mut with_tma, mut multicast) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
-    let (mut device_steps, mut epilogues) = (0u64, 0u64);
+    let (mut device_steps, mut epilogues, mut turns) = (0u64, 0u64, 0u64);
     let mut rules = std::collections::BTreeMap::<String, u64>::new();
     for case in 0..cases() {
         let src = generate_hopper(&mut rng);
@@ -72,6 +73,7 @@ fn hopper_programs_never_misuse_collectives() {
             device_steps += src.contains("k_step::<") as u64;
             epilogues += src.contains("stmatrix_bf16(") as u64;
             multicast += src.contains("tma_load_multicast") as u64;
+            turns += src.contains("turn(rr") as u64;
             for k in kernels {
                 let module = Module::parse(&k.ptx).unwrap_or_else(|e| {
                     panic!(
@@ -152,7 +154,7 @@ fn hopper_programs_never_misuse_collectives() {
         }
     }
     println!(
-        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills, {multicast} multicast in clusters, {device_steps} with k-steps in a device function, {epilogues} storing a tile with stmatrix and TMA); \
+        "{} generated Hopper programs, {accepted} well-typed ({with_regs} with set_max_regs, {two_rings} with two rings, {with_tma} with TMA fills, {multicast} multicast in clusters, {device_steps} with k-steps in a device function, {epilogues} storing a tile with stmatrix and TMA, {turns} with consumers taking turns); \
          rejected by rule: {rules:?}; none went wrong on the emulator",
         cases()
     );
@@ -166,7 +168,8 @@ fn hopper_programs_never_misuse_collectives() {
             && with_tma > 0
             && multicast > 0
             && device_steps > 0
-            && epilogues > 0,
-        "the generator must cover set_max_regs, consecutive rings, TMA fills and multicast"
+            && epilogues > 0
+            && turns > 0,
+        "the generator must cover set_max_regs, consecutive rings, TMA fills, multicast and turns"
     );
 }

@@ -413,7 +413,7 @@ impl Em {
             }
             if ring.turn_count > 0 {
                 let name = format!("__prism_ring{r}_turn");
-                items.push(shared_decl(&name, false, 8, ".b64", vec![]));
+                items.push(shared_decl(&name, false, 8, ".b64", vec![Some(2)]));
             }
         }
         let mut perfs = Vec::new();
@@ -520,8 +520,8 @@ impl Em {
                     pro.push(ins(init, vec![full, imm(ring.full_count as i64)]));
                     pro.push(ins(init, vec![empty, imm(ring.empty_count as i64)]));
                 }
-                if ring.turn_count > 0 {
-                    let turn = at(&format!("__prism_ring{r}_turn"), None);
+                for c in 0..2 * (ring.turn_count > 0) as i64 {
+                    let turn = at(&format!("__prism_ring{r}_turn"), Some(8 * c));
                     pro.push(ins(init, vec![turn, imm(ring.turn_count as i64)]));
                 }
             }

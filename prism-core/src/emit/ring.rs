@@ -29,6 +29,8 @@ pub(super) struct RingInfo {
     /// any turn.
     turn_spans: [Option<Span>; 2],
     plain_drain: Option<Span>,
+    /// A register holding the parity of the turns its thread's consumer has taken (0 at the ring's start).
+    turn_parity: String,
 }
 
 /// How one `fill` / `drain` site arrives on a slot's mbarrier.
@@ -97,6 +99,8 @@ impl Em {
             views.push(view);
         }
         let id = self.rings.len();
+        let turn_parity = self.fresh(ScalarType::U32);
+        self.line(format!("mov.u32 {turn_parity}, 0;"));
         // Multicast fills, here or in a producer written as a device function with `cluster = N`.
         let body_of = |name: &str| self.synced.get(name).map(|f| &f.body);
         let multicast = |name: &str| name == "tma_load_multicast";
@@ -114,6 +118,7 @@ impl Em {
             turn_count: 0,
             turn_spans: [None; 2],
             plain_drain: None,
+            turn_parity,
         });
         let pending = self.fresh(ScalarType::Bool);
         let prev = self.fresh(ScalarType::U32);
@@ -313,12 +318,14 @@ impl Em {
         Ok(())
     }
 
-    /// `turn(r, c, || ..)`: consumer `c` of a ring drained in turns (ping-pong). The turn waits on the ring's
-    /// turn mbarrier until the other consumer's previous turn has ended, runs the body (its drains are this
-    /// consumer's), and ends by arriving on the same mbarrier. With two consumers one mbarrier suffices: a
-    /// turn of consumer 0 waits for phases of parity 1 (consumer 1's turns; a fresh mbarrier reports the one
-    /// before phase 0 complete, so consumer 0 goes first), consumer 1 for parity 0, and a consumer's own
-    /// previous turn has always completed the phase before the one it waits for. Why turns at all: a
+    /// `turn(r, c, || ..)`: consumer `c` of a ring drained in turns (ping-pong). Each consumer has a turn
+    /// mbarrier that the other's turns complete: turn `k` of consumer 0 waits for phase `k - 1` of its own
+    /// (consumer 1's turn `k - 1`; a fresh mbarrier reports the phase before 0 complete, so consumer 0 goes
+    /// first), turn `k` of consumer 1 for phase `k` of its own (consumer 0's turn `k`); a turn ends by
+    /// arriving on the other's. One mbarrier for both would not do: a consumer is several warps, and one
+    /// that has arrived for turn `k` could wait for turn `k + 1` while its phase is still open, two phases
+    /// before the one it wants, which parity cannot tell. With two, the phase a warp waits for is at most
+    /// one ahead: it passed the wait for the one before. Why turns at all: a
     /// consumer that skips the other's steps may wait on a slot whose full mbarrier is two phases behind,
     /// which `try_wait.parity` cannot tell from the phase it wants; once the other consumer's turn has
     /// waited for every slot before this turn's first, each wait is within one phase. In a cluster ring
@@ -357,26 +364,41 @@ impl Em {
         let per_warp = ring_sites::whole_warps(&units);
         self.rings[id].turns[c as usize].add(&units, per_warp);
         self.rings[id].turn_spans[c as usize].get_or_insert(span);
-        let addr = self.fresh(ScalarType::U32);
-        self.line(format!("mov.u32 {addr}, __prism_ring{id}_turn;"));
+        let base = self.fresh(ScalarType::U32);
+        self.line(format!("mov.u32 {base}, __prism_ring{id}_turn;"));
+        let (mine, theirs) = (self.fresh(ScalarType::U32), self.fresh(ScalarType::U32));
+        self.line(format!("add.u32 {mine}, {base}, {};", 8 * c));
+        self.line(format!("add.u32 {theirs}, {base}, {};", 8 * (1 - c)));
+        // Turn k (`par` = k % 2) waits for phase k - 1 (consumer 0) or k (consumer 1) of its own mbarrier.
+        let par = self.rings[id].turn_parity.clone();
+        let want = if c == 0 {
+            let w = self.fresh(ScalarType::U32);
+            self.line(format!("xor.b32 {w}, {par}, 1;"));
+            w
+        } else {
+            par.clone()
+        };
         let p = self.fresh(ScalarType::Bool);
         let again = self.label();
         self.put_label(&again);
         self.line(format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{addr}], {};",
-            1 - c
+            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{mine}], {want};"
         ));
         self.line(format!("@!{p} bra {again};"));
         let outer = self.turn.replace((id, c));
         let r = self.block_inner(body);
         self.turn = outer;
         r?;
-        // The turn passes once this consumer has waited for its last slot; its wgmmas may still run.
+        // The turn passes once this consumer has waited for its last slot; its wgmmas may still run. Then
+        // they retire and the turn's last slot goes back: kept until this consumer's next drain, it would
+        // wait for the other consumer's turn, whose steps may need that slot refilled first (a deadlock).
         let release = Release {
             per_warp,
             cluster: 1,
         };
-        self.ring_arrive(&addr, None, release);
+        self.ring_arrive(&theirs, None, release);
+        self.raw_line(&format!("xor.b32 {par}, {par}, 1;"));
+        self.wgmma_retire();
         Ok(())
     }
 

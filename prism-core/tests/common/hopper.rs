@@ -110,7 +110,18 @@ fn steps(rng: &mut Rng) -> Vec<(String, String)> {
 
 fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
     let slots = 1 + rng.below(4);
-    let loops = steps(rng);
+    let mut loops = steps(rng);
+    // Two consumer warpgroups may take turns (ping-pong): `tiles` turns of `per` steps each, consumer 0 the
+    // even turns, consumer 1 the odd ones; the producer fills every step in order. Rarely one consumer
+    // forgets its `turn` (rejected, TURN).
+    let turns = groups == 3 && rng.below(3) == 0;
+    let (tiles, per) = (
+        *rng.pick(&["1", "2", "3", "5", "n"]),
+        *rng.pick(&["1", "2", "3", "n"]),
+    );
+    if turns {
+        loops = vec![("0".into(), format!("{tiles} * {per}"))];
+    }
     let wide = rng.below(2) == 0;
     let tma = rng.below(3) != 0;
     let multicast = rng.below(4) != 0;
@@ -139,6 +150,7 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
     // T-SPLIT wants arms that divide the block: {1, 1} of 3 warpgroups, {1, 1, 1} of 4 (and sometimes arms that
     // do not divide it or are misaligned, to be rejected).
     let arms = match (groups, rng.below(6)) {
+        (3, _) if turns => vec![1, 1],
         (_, 0) => vec![groups - 1],
         (3, _) => vec![1, 1],
         (4, 1) => vec![2, 1],
@@ -146,6 +158,32 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
         _ => vec![1],
     };
     let arms_n = arms.len();
+    if turns {
+        let forget = rng.below(8) == 0;
+        for c in 0..2u32 {
+            out.push_str("1 => {\n");
+            if rng.below(2) == 0 {
+                out.push_str(&format!("set_max_regs({});\n", regs(rng, false)));
+            }
+            out.push_str("#[at(thread[1])] let mut racc = [0.0f32; 32];\n");
+            let (open, close) = if forget && c == 1 {
+                (String::new(), "")
+            } else {
+                (format!("turn(rr, {c}, || {{\n"), "});\n")
+            };
+            out.push_str(&format!(
+                "for j in 0..({tiles} + 1 - {c}) / 2 {{\n{open}for kt in 0..{per} {{\n\
+                 drain(rr, (2 * j + {c}) * {per} + kt, |rs_d, rt_d| {{\n\
+                 wgmma_bf16(&mut racc, rs_d, 0, rt_d, 0, kt > 0);\n}});\n}}\n{close}}}\n"
+            ));
+            if rng.below(2) == 0 {
+                out.push_str("#[at(thread[1])] let rv: f32 = racc[2];\n");
+            }
+            out.push_str("}\n");
+        }
+        out.push_str("}\n});\n");
+        return;
+    }
     for n in arms {
         out.push_str(&format!("{n} => {{\n"));
         // Two consumer warpgroups in one arm work as two `thread[128]` units (mostly).
