@@ -290,6 +290,44 @@ fn pingpong_bf16_output_every_element() {
     run_variant(v, 384, 136, 64, -0.5, 1.0, 77, Some(3));
 }
 
+/// The ping-pong rungs under the emulator's random schedules (warps, quanta and lane groups in a seeded random
+/// order, race detection on): the consumers' turns hold whatever order the warps run in.
+#[test]
+fn pingpong_turns_hold_under_random_schedules() {
+    if std::env::var(prism::runtime::BACKEND_ENV).is_ok_and(|v| v.trim() == "gpu") {
+        println!("skipped: random schedules are the emulator's (PRISM_BACKEND=gpu)");
+        return;
+    }
+    for seed in 0..3u64 {
+        let dev = Device::emulator_with(prism::runtime::emu::EmuConfig {
+            schedule: prism::runtime::emu::Schedule::Random { seed },
+            ..Default::default()
+        });
+        for v in [
+            GemmBf16OutVariant::PingPong128,
+            GemmBf16OutVariant::ClusterPingPong128,
+        ] {
+            let (m, n, k) = (384usize, 264usize, 200usize);
+            let p = Problem::new((m, n, k), BLayout::NByK, 90 + seed);
+            let c: Vec<bf16> = vec![bf16::from_f32(0.0); m * n];
+            let (da, db, _) = p.upload(&dev);
+            let mut dd = dev.htod(&c).unwrap();
+            gemm_bf16_out_bf16_with(
+                &dev, v, m as u32, n as u32, k as u32, 1.0, &da, &db, 0.0, None, &mut dd,
+            )
+            .unwrap_or_else(|e| panic!("{} (seed {seed}): {e}", v.name()));
+            let bad = wrong_bf16(&p, &c, &dev.dtoh(&dd).unwrap(), 1.0, 0.0);
+            assert!(
+                bad.is_empty(),
+                "{} (seed {seed}): {} wrong, first {:?}",
+                v.name(),
+                bad.len(),
+                bad.first()
+            );
+        }
+    }
+}
+
 /// Rungs 8 + 6, ping-pong in 2-block clusters (B multicast by rank 0, each slot released in both blocks by
 /// the consumer whose turn it is): through the host API, and with one and two clusters over several
 /// 256 × 128 cluster tiles (odd and even turn counts), k-steps wrapping the ring.
