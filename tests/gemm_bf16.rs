@@ -665,7 +665,7 @@ fn ring_device_functions_fill_and_drain() {
 /// the stored boxes at `D`'s edges in both directions (sizes one past and short of the 128 × 256 tile, the
 /// 256-row cluster tile and the 32-column box), `beta = 0` never reads `C` (pre-filled with NaN here, which
 /// any read would spread), and `n` not a multiple of 4 (rows TMA cannot store) takes the same tiles through
-/// the register epilogue.
+/// the register epilogue. Rung 8 (`PingPong128`) likewise, with 128 × 128 tiles taken in turns.
 #[test]
 fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
     let dev = e2e_util::device();
@@ -680,6 +680,10 @@ fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
         (GemmBf16Variant::TmaStore256x2, 129, 260, 64, 28),
         (GemmBf16Variant::TmaStore256x2, 127, 36, 72, 29),
         (GemmBf16Variant::TmaStore256x2, 65, 30, 16, 30),
+        (GemmBf16Variant::PingPong128, 129, 260, 64, 31),
+        (GemmBf16Variant::PingPong128, 127, 36, 72, 32),
+        (GemmBf16Variant::PingPong128, 65, 30, 16, 33),
+        (GemmBf16Variant::PingPong128, 300, 264, 200, 34),
     ];
     for (v, m, n, k, seed) in cases {
         let mut p = Problem::new((m, n, k), BLayout::NByK, seed);
@@ -730,7 +734,8 @@ fn f32_tma_store_clips_and_ignores_c_when_beta_is_zero() {
 #[test]
 fn f32_tma_store_blocks_run_several_tiles() {
     use prism::kernels::gemm::{
-        gemm_bf16_cluster_tma_store_f32, gemm_bf16_tma_store_f32, gemm_bf16_tma_store_f32x2,
+        gemm_bf16_cluster_tma_store_f32, gemm_bf16_pingpong_f32, gemm_bf16_tma_store_f32,
+        gemm_bf16_tma_store_f32x2,
     };
     use prism::runtime::TensorMapMut;
     let dev = e2e_util::device();
@@ -741,12 +746,16 @@ fn f32_tma_store_blocks_run_several_tiles() {
         ("two boxes", 300, 4),
         ("clusters", 600, 2),
         ("clusters", 600, 4),
+        ("ping-pong", 300, 1),
+        ("ping-pong", 300, 2),
     ] {
         let (n, k) = (328usize, 72usize); // 3 × 2 tiles (cluster tiles for m = 600), ragged
         let p = Problem::new((m, n, k), BLayout::NByK, 71);
         let (da, db, mut dd) = p.upload(&dev);
         let dc = dev.htod(&p.c).unwrap();
-        let (ma, mb) = p.maps(&da, &db, 128, 256);
+        // Ping-pong: 3 × 3 tiles of 128 × 128, taken in turns by each block's two consumers.
+        let bn = if kernel == "ping-pong" { 128 } else { 256 };
+        let (ma, mb) = p.maps(&da, &db, 128, bn);
         let mut md = TensorMapMut::tiled(
             &mut dd,
             [n as u64, m as u64],
@@ -761,6 +770,9 @@ fn f32_tma_store_blocks_run_several_tiles() {
                 &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &dc, &mut md, &no_table,
             ),
             "two boxes" => gemm_bf16_tma_store_f32x2::<256, 4, 8>::launch(
+                &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &dc, &mut md, &no_table,
+            ),
+            "ping-pong" => gemm_bf16_pingpong_f32::<6, 8>::launch(
                 &dev, dims, &ma, &mb, mu, nu, ku, ALPHA, BETA, &dc, &mut md, &no_table,
             ),
             _ => gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(

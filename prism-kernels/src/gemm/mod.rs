@@ -14,6 +14,7 @@
 //! | 5 (space-filling) | [`gemm_bf16_persistent`]`<BN, STAGES, 0>` | rung 5 with the tile order read from a [`TileSchedule`] the host builds once per shape (a generalized Hilbert curve, [`hilbert_order`]); every persistent kernel takes its order from [`tile_at`], so each has a table-driven instance |
 //! | 5 + 6 | [`gemm_bf16_cluster_persistent`]`<BN, STAGES, GROUP_M>` | rung 5 run by 2-block clusters multicasting B |
 //! | 7 | [`gemm_bf16_tma_store`]`<256, 4, GROUP_M>` | rung 5 with a bf16 `D` written through shared memory and `tma_store` ([`gemm_bf16_out_bf16`]); [`gemm_bf16_cluster_tma_store`] is the same on rung 5 + 6 |
+//! | 8 (f32) | [`gemm_bf16_pingpong_f32`]`<6, 8>` | rung 8 with an f32 `D` (64 × 32 boxes), [`GemmBf16Variant::PingPong128`] |
 //! | 8 | [`gemm_bf16_pingpong`]`<6, 8>` | the ping-pong schedule: each consumer warpgroup a whole 128 × 128 tile, the two taking `turn`s draining one 6-slot ring, so one's epilogue runs under the other's wgmmas ([`GemmBf16OutVariant::PingPong128`]); [`gemm_bf16_cluster_pingpong`] the same in 2-block clusters multicasting B |
 //! | 7 (f32) | [`gemm_bf16_tma_store_f32`]`<256, 4, 8>` | rung 7 with an f32 `D` (32-column boxes, `store_fragment_f32`), [`GemmBf16Variant::BEST`]; [`gemm_bf16_tma_store_f32x2`] the same with two boxes per consumer taking turns, [`gemm_bf16_cluster_tma_store_f32`] that on rung 5 + 6 |
 //!
@@ -384,7 +385,10 @@ mod tma_store_wide;
 pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
 pub use hilbert::{hilbert_order, wave_footprint};
-pub use pingpong::{consume_turns_bf16, gemm_bf16_cluster_pingpong, gemm_bf16_pingpong};
+pub use pingpong::{
+    consume_turns_bf16, consume_turns_f32, drain_turn, gemm_bf16_cluster_pingpong,
+    gemm_bf16_pingpong, gemm_bf16_pingpong_f32,
+};
 pub use schedule::{pack_order, TileSchedule};
 pub use tma_store::{
     gemm_bf16_out_bf16, gemm_bf16_out_bf16_with, gemm_bf16_out_bf16_with_schedule,
@@ -915,11 +919,16 @@ pub enum GemmBf16Variant {
     /// `TmaStore256` with two boxes per consumer taking turns, so a box is written while the other's store
     /// still reads (one barrier per box instead of two). Falls back as `TmaStore256` does.
     TmaStore256x2,
+    /// Rung 8 with an f32 `D`, [`gemm_bf16_pingpong_f32`]`<6, 8>`: the ping-pong schedule (each consumer a
+    /// whole 128 × 128 tile, the two taking turns on a 6-slot ring), 64 × 32 f32 boxes stored with TMA. For
+    /// `n` not a multiple of 4 the same tiles run `Persistent128`'s epilogue; `beta ≠ 0` reads `C` from a
+    /// device copy.
+    PingPong128,
 }
 
 impl GemmBf16Variant {
     /// Every variant, in ladder order.
-    pub const ALL: [GemmBf16Variant; 14] = [
+    pub const ALL: [GemmBf16Variant; 15] = [
         GemmBf16Variant::TmaWgmma64,
         GemmBf16Variant::TmaWgmma128,
         GemmBf16Variant::WarpSpecialized128,
@@ -934,6 +943,7 @@ impl GemmBf16Variant {
         GemmBf16Variant::TmaStore256,
         GemmBf16Variant::ClusterTmaStore256,
         GemmBf16Variant::TmaStore256x2,
+        GemmBf16Variant::PingPong128,
     ];
     /// The variant [`gemm_bf16`] picks by default: the fastest f32-output rung at every benchmarked shape on
     /// an H200 (2026-11-27: 0.95× cuBLAS at 4096³, 0.99× at 8192³, docs/BENCHMARKS.md); for `n` not a
@@ -961,6 +971,7 @@ impl GemmBf16Variant {
                 "5+6+7 persistent cluster2 tma-store f32 128x256 x4"
             }
             GemmBf16Variant::TmaStore256x2 => "7 persistent tma-store f32 2-stage 128x256 x4",
+            GemmBf16Variant::PingPong128 => "8 persistent ping-pong f32 128x128 x6",
         }
     }
 
@@ -987,6 +998,7 @@ impl GemmBf16Variant {
                 &gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::INFO
             }
             GemmBf16Variant::TmaStore256x2 => &gemm_bf16_tma_store_f32x2::<256, 4, 8>::INFO,
+            GemmBf16Variant::PingPong128 => &gemm_bf16_pingpong_f32::<6, 8>::INFO,
         }
     }
 
@@ -995,7 +1007,9 @@ impl GemmBf16Variant {
         match self {
             GemmBf16Variant::TmaWgmma64 => (64, 64),
             GemmBf16Variant::TmaWgmma128 => (64, 128),
-            GemmBf16Variant::WarpSpecialized128 | GemmBf16Variant::Persistent128 => (128, 128),
+            GemmBf16Variant::WarpSpecialized128
+            | GemmBf16Variant::Persistent128
+            | GemmBf16Variant::PingPong128 => (128, 128),
             GemmBf16Variant::SetMaxNReg256x3
             | GemmBf16Variant::SetMaxNReg256x4
             | GemmBf16Variant::Persistent256
@@ -1190,7 +1204,8 @@ pub fn gemm_bf16_with_schedule(
         | GemmBf16Variant::Persistent256
         | GemmBf16Variant::PersistentHilbert256
         | GemmBf16Variant::TmaStore256
-        | GemmBf16Variant::TmaStore256x2 => blocks.min(sms(dev)),
+        | GemmBf16Variant::TmaStore256x2
+        | GemmBf16Variant::PingPong128 => blocks.min(sms(dev)),
         // Clusters of two along M: pairs of 128-row tiles.
         GemmBf16Variant::Cluster256 => 2 * m.div_ceil(256) as u64 * n.div_ceil(tn) as u64,
         // Persistent clusters: as many pairs as can be resident at once.
@@ -1245,6 +1260,11 @@ pub fn gemm_bf16_with_schedule(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
             )
         }
+        GemmBf16Variant::PingPong128 if !n.is_multiple_of(4) => {
+            gemm_bf16_persistent::<128, 4, 8>::launch(
+                dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
+            )
+        }
         GemmBf16Variant::ClusterTmaStore256 if !n.is_multiple_of(4) => {
             gemm_bf16_cluster_persistent::<256, 4, 8>::launch(
                 dev, dims, &ma, &mb, m, n, k, alpha, beta, c, table,
@@ -1252,7 +1272,8 @@ pub fn gemm_bf16_with_schedule(
         }
         GemmBf16Variant::TmaStore256
         | GemmBf16Variant::ClusterTmaStore256
-        | GemmBf16Variant::TmaStore256x2 => {
+        | GemmBf16Variant::TmaStore256x2
+        | GemmBf16Variant::PingPong128 => {
             return launch_tma_store_f32(
                 dev,
                 variant,
@@ -1301,6 +1322,9 @@ fn launch_tma_store_f32(
             dev, dims, ma, mb, m, n, k, alpha, beta, &c_old, d, table,
         ),
         GemmBf16Variant::TmaStore256x2 => gemm_bf16_tma_store_f32x2::<256, 4, 8>::launch(
+            dev, dims, ma, mb, m, n, k, alpha, beta, &c_old, d, table,
+        ),
+        GemmBf16Variant::PingPong128 => gemm_bf16_pingpong_f32::<6, 8>::launch(
             dev, dims, ma, mb, m, n, k, alpha, beta, &c_old, d, table,
         ),
         _ => gemm_bf16_cluster_tma_store_f32::<256, 4, 8>::launch(
