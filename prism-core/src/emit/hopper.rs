@@ -132,6 +132,7 @@ impl Em {
             Some(a) => a,
             None => format!("__prism_mbar_{}", self.bulk_mbarrier(&args[0])?),
         };
+        self.tma_issuer("tma_load", &args[0], span)?;
         let dst = self.mem_arg(&args[0])?;
         self.tma_smem_aligned(&dst, "the box's destination", args[0].span)?;
         let (param, map, elem, rank) = self.tensor_map(&args[1])?;
@@ -238,6 +239,7 @@ impl Em {
                 format!("`tma_store` with a rank-{rank} map takes {rank} coordinates"),
             ));
         }
+        self.tma_issuer("tma_store", &args[1], span)?;
         let src = self.mem_arg(&args[1])?;
         self.tma_smem_aligned(&src, "the stored box", args[1].span)?;
         if src.space != Space::Shared || !whole_allocation(&src) || src.elem != elem {
@@ -719,6 +721,36 @@ impl Em {
     /// `cp.async.bulk.tensor`): the dynamic shared memory starts on 128 bytes in a kernel that uses TMA, and
     /// an allocation at a known offset that is not a multiple of 128 is refused here (swizzled layouts are
     /// aligned further; a linear one is aligned only to 16 bytes after another allocation).
+    /// [TMA] A TMA copy moves a whole box per call: one thread issues it for each copy of the memory it moves.
+    /// Called from code that runs several threads per unit (`group(thread[1], ..)` in a warp, a warp's
+    /// code), or from several units while the shared memory is the block's (not partitioned per unit),
+    /// every thread would copy the same box: duplicate writes and, for loads, transaction bytes the
+    /// mbarrier does not expect.
+    pub(super) fn tma_issuer(&mut self, what: &str, mem: &Expr, span: Span) -> R<()> {
+        let units = self.ctx.units.clone();
+        let one_each = units.iter().all(|&(_, l)| l == 1);
+        let blocks_own = match &mem.kind {
+            ExprKind::Var(id) => matches!(
+                self.lookup(id)?,
+                Binding::Mem { persp, .. } if persp.level != crate::ast::Level::Thread
+            ),
+            _ => false,
+        };
+        if one_each && !(blocks_own && units.len() > 1) {
+            return Ok(());
+        }
+        let threads = ring_sites::distinct(&units);
+        Err(err(
+            "TMA",
+            span,
+            format!(
+                "`{what}` copies a whole box and is issued by one thread, but {threads} threads run this call (code at {}) and each would copy the same box",
+                self.ctx.persp
+            ),
+        )
+        .help("issue it from one thread of the block: `match split(thread) { 1 => { .. } }`"))
+    }
+
     pub(super) fn tma_smem_aligned(&mut self, view: &View, what: &str, span: Span) -> R<()> {
         self.smem_align = self.smem_align.max(128);
         if let Val::Imm(super::Imm::Int(off), _) = &view.base {

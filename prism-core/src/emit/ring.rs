@@ -495,6 +495,7 @@ impl Em {
                 "`tma_load_multicast` fills a slot of a ring (a `fill` name): every block's fill expects its bytes",
             ));
         };
+        self.tma_issuer("tma_load_multicast", &args[0], span)?;
         let dst = self.mem_arg(&args[0])?;
         self.tma_smem_aligned(&dst, "the box's destination", args[0].span)?;
         let (param, map, elem, rank) = self.tensor_map(&args[1])?;
