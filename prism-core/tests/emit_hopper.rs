@@ -711,7 +711,9 @@ pub fn store_swizzled(out: TensorMapMut<f32, 2>) {
     #[at(block[1])]
     let b: u32 = id();
     group(block[1], || {
-        // 64 rows of 32 f32 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8): the 128-byte swizzle.
+        // 64 rows of 32 f32 (128 bytes), written by logical index: the compiler places element (r, c) where
+        // the 128-byte swizzle puts it (16-byte chunk c / 4 of row r at chunk (c / 4) ^ (r % 8)), which is
+        // where the TMA store reads it.
         let tile: Shared<[f32; 64 * 32], Swizzle128>;
         #[at(thread[1])]
         let t: u32 = id();
@@ -721,7 +723,7 @@ pub fn store_swizzled(out: TensorMapMut<f32, 2>) {
                     let e: u32 = t * 16 + j;
                     let r: u32 = e / 32;
                     let c: u32 = e % 32;
-                    tile_t[r * 32 + ((c / 4) ^ (r % 8)) * 4 + c % 4] = (1000 * (b * 64 + r) + c) as f32;
+                    tile_t[r * 32 + c] = (1000 * (b * 64 + r) + c) as f32;
                 }
             });
         });
@@ -1444,4 +1446,88 @@ fn dropping_a_turn_wait_is_reported() {
         run(&mut emu, &broken.ptx).is_err(),
         "dropping consumer 1's turn wait went unnoticed"
     );
+}
+
+/// A TMA-loaded swizzled tile read back by index: `s[r * W + c]` is element `(r, c)` of the box (the
+/// compiler applies the layout's swizzle to the address), in every swizzle mode.
+const TMA_THEN_READ: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]
+pub fn tma_then_read(src: TensorMap<bf16, 2>, out: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(out, block[1], |x| b * 32 * @W@ + x, |o_blk| {
+        group(block[1], || {
+            let s: Shared<[bf16; 32 * @W@], @L@>;
+            async_(s, |s_async| match split(thread) {
+                1 => {
+                    tma_load(s_async, src, 0, b * 32);
+                }
+            });
+            #[at(thread[1])]
+            let t: u32 = id();
+            partition(o_blk, thread[1], |x| t * (@W@ / 4) + x, |o_t| {
+                group(thread[1], || {
+                    for i in 0..@W@ / 4 {
+                        o_t[i] = s[t * (@W@ / 4) + i] as f32;
+                    }
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn swizzled_tiles_are_read_by_logical_index() {
+    for (layout, w, sw) in [
+        ("Swizzle128", 64u64, TensorSwizzle::B128),
+        ("Swizzle64", 32, TensorSwizzle::B64),
+        ("Swizzle32", 16, TensorSwizzle::B32),
+    ] {
+        let src = TMA_THEN_READ
+            .replace("@L@", layout)
+            .replace("@W@", &w.to_string());
+        let ks = compile_src(&src);
+        assemble_all(&ks);
+        let k = &ks[0];
+        let rows = 96u64; // three blocks of 32 rows
+        let (bytes, vals) = matrix(rows as usize, w as usize, 7 + w);
+        let mut emu = Emulator::new(EmuConfig::default());
+        let a = buf(&mut emu, &bytes);
+        let out = buf(
+            &mut emu,
+            &f32::NAN.to_le_bytes().repeat((rows * w) as usize),
+        );
+        let m = TensorMap::tiled(
+            TensorDataType::Bf16,
+            a,
+            &[w, rows],
+            &[w * 2],
+            &[w as u32, 32],
+            sw,
+        )
+        .expect("map");
+        let module = Module::parse(&k.ptx).expect("parse");
+        emu.launch(
+            &module,
+            &k.entry,
+            [3, 1, 1],
+            [128, 1, 1],
+            k.contract.smem_bytes,
+            &[ParamValue::Bytes(m.encode().to_vec()), ParamValue::Ptr(out)],
+        )
+        .unwrap_or_else(|e| panic!("{layout}: {e}"));
+        let got = emu.read(out, (rows * w * 4) as usize).expect("read");
+        let wrong = got
+            .chunks_exact(4)
+            .zip(&vals)
+            .filter(|(g, v)| f32::from_le_bytes([g[0], g[1], g[2], g[3]]) != **v)
+            .count();
+        assert_eq!(
+            wrong,
+            0,
+            "{layout}: {wrong} of {} elements read from the wrong place",
+            rows * w
+        );
+    }
 }

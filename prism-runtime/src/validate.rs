@@ -78,8 +78,8 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
     if let Some(n) = c.blocks_exact() {
         if g != n {
             return bad(format!(
-                "grid of {} blocks, but the kernel requires exactly {} (blocks = {})",
-                g,
+                "grid of {}, but the kernel requires exactly {} (blocks = {})",
+                plural(g as u64, "block"),
                 plural(n as u64, "block"),
                 n
             ));
@@ -87,8 +87,8 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
     }
     if c.blocks_multiple_of() > 1 && !g.is_multiple_of(c.blocks_multiple_of()) {
         return bad(format!(
-            "grid of {} blocks is not a multiple of {} (kernel requires block[{}])",
-            g,
+            "grid of {} is not a multiple of {} (kernel requires block[{}])",
+            plural(g as u64, "block"),
             c.blocks_multiple_of(),
             c.blocks_multiple_of()
         ));
@@ -105,8 +105,10 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
     }
     if !g.is_multiple_of(cl) {
         return bad(format!(
-            "grid of {} blocks is not a multiple of the cluster size {} (cluster = {})",
-            g, cl, cl
+            "grid of {} is not a multiple of the cluster size {} (cluster = {})",
+            plural(g as u64, "block"),
+            cl,
+            cl
         ));
     }
     if c.smem_bytes() > MAX_SMEM_BYTES {

@@ -72,9 +72,22 @@ impl Cx<'_> {
                 }
                 if let Some((r, mutable)) = self.tensor_map_arg(name, &args[0]) {
                     if !mutable {
+                        let (pname, elem) = match &args[0].kind {
+                            ExprKind::Var(id) => {
+                                let el = self
+                                    .use_var(id)
+                                    .and_then(|vi| match &self.vars[vi].ty {
+                                        Ty::TensorMap { elem, .. } => Some(elem.to_string()),
+                                        _ => None,
+                                    })
+                                    .unwrap_or_else(|| "T".into());
+                                (id.name.clone(), el)
+                            }
+                            _ => ("d".into(), "T".into()),
+                        };
                         self.errors.push(
                             err("TMA", args[0].span, "`tma_store` writes global memory through its map: the parameter must be a `TensorMapMut<T, RANK>`")
-                                .help("declare it `c: TensorMapMut<f32, 2>`; the host passes `&mut prism_runtime::TensorMapMut`"),
+                                .help(format!("declare it `{pname}: TensorMapMut<{elem}, {r}>`; the host passes `&mut prism_runtime::TensorMapMut`")),
                         );
                     }
                     if args.len() != 2 + r as usize {
@@ -137,7 +150,9 @@ impl Cx<'_> {
                 let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
                 match c {
                     Some(c @ 2..=8) => self.need_perspective(name, Perspective::block(c as u32), code),
-                    _ => self.errors.push(
+                    // A `cluster = N` out of range is reported where it is declared.
+                    Some(_) => {}
+                    None => self.errors.push(
                         err("CLUSTER", name.span, "`sync_cluster()` needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
                             .help("add `cluster = 2` to the kernel attribute, and `block[2]` to `requires`"),
                     ),

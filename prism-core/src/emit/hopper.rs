@@ -147,7 +147,18 @@ impl Em {
                 ),
             ));
         }
-        if dst.space != Space::Shared || !dst.maps.is_empty() || dst.elem != elem {
+        if dst.space == Space::Shared && dst.maps.is_empty() && dst.elem != elem {
+            return Err(err(
+                "TMA",
+                args[0].span,
+                format!(
+                    "`tma_load` of a map of {elem} into shared memory of {}: the element types must match",
+                    dst.elem
+                ),
+            )
+            .help(format!("load a `TensorMap<{}, RANK>`, or declare the allocation `Shared<[{elem}; N], L>`", dst.elem)));
+        }
+        if dst.space != Space::Shared || !dst.maps.is_empty() {
             return Err(err(
                 "TMA",
                 args[0].span,
@@ -164,7 +175,7 @@ impl Em {
         })?;
         self.record_tma_use(param, box_dims, dst.layout, args[0].span)?;
         let bytes = dst.len as u64 * elem.size() as u64;
-        let da = self.address(&dst, vec![Val::imm_u32(0)], args[0].span)?;
+        let da = self.address_raw(&dst, vec![Val::imm_u32(0)], args[0].span)?;
         let mut coords = Vec::new();
         for c in &args[2..] {
             let v = self.scalar(c)?;
@@ -252,7 +263,7 @@ impl Em {
         let box_dims =
             tma_box(src.layout, src.len, elem, rank).map_err(|m| err("TMA", args[1].span, m))?;
         self.record_tma_use(param, box_dims, src.layout, args[1].span)?;
-        let sa = self.address(&src, vec![Val::imm_u32(0)], args[1].span)?;
+        let sa = self.address_raw(&src, vec![Val::imm_u32(0)], args[1].span)?;
         let mut coords = Vec::new();
         for c in &args[2..] {
             let v = self.scalar(c)?;
@@ -411,7 +422,7 @@ impl Em {
                 ),
             ));
         }
-        let addr = self.address(&view, vec![Val::imm_u32(off_e)], off.span)?;
+        let addr = self.address_raw(&view, vec![Val::imm_u32(off_e)], off.span)?;
         let a64 = self.fresh(ScalarType::U64);
         let desc = self.fresh(ScalarType::U64);
         let mode: u64 = match span_b {
@@ -471,7 +482,7 @@ impl Em {
                 "STMATRIX",
                 args[2].span,
                 format!(
-                    "box {j} of a {}-register fragment: a box is {regs} registers ({cols} columns), the fragment has {}",
+                    "box {j} of a {}-register fragment: a box is {regs} registers ({cols} columns), the fragment has {} box(es)",
                     frag.len(),
                     frag.len() / regs
                 ),
@@ -504,7 +515,7 @@ impl Em {
         let row = self.u32_bin("add", &row, &r);
         let hi = self.u32_bin("div", &l, &Val::imm_u32(16));
         let row_bytes = self.u32_bin("mul", &row, &Val::imm_u32(128));
-        let base = self.address(&tile, vec![Val::imm_u32(0)], args[0].span)?;
+        let base = self.address_raw(&tile, vec![Val::imm_u32(0)], args[0].span)?;
         let line = self.u32_bin("add", &Val::Reg(base, ScalarType::U32), &row_bytes);
         for q in 0..4u32 {
             let cb = self.u32_bin("add", &hi, &Val::imm_u32(2 * q));
@@ -554,7 +565,7 @@ impl Em {
         let w16 = self.u32_bin("mul", &w, &Val::imm_u32(16));
         let row = self.u32_bin("add", &w16, &r);
         let row_bytes = self.u32_bin("mul", &row, &Val::imm_u32(128));
-        let base = self.address(&tile, vec![Val::imm_u32(0)], args[0].span)?;
+        let base = self.address_raw(&tile, vec![Val::imm_u32(0)], args[0].span)?;
         let line = self.u32_bin("add", &Val::Reg(base, ScalarType::U32), &row_bytes);
         let quad = self.u32_bin("rem", &l, &Val::imm_u32(4));
         let pair = self.u32_bin("div", &quad, &Val::imm_u32(2));
@@ -652,7 +663,8 @@ impl Em {
     /// register file, a multiple of 8, at most 256 (ptxas needs a known entry count, PTX ISA §9.7.19.5).
     pub(super) fn maxnreg_entry(&self) -> u32 {
         let t = self.threads.unwrap_or(1024).max(1);
-        (65536 / t / 8 * 8).min(256)
+        // ptxas ignores (with a warning) a `.maxnreg` above 255: the largest multiple of 8 below it.
+        (65536 / t / 8 * 8).min(248)
     }
 }
 

@@ -159,11 +159,17 @@ impl Em {
         // in all of them).
         ring.empty_count = empty * if cluster { self.cluster } else { 1 };
         if ring.full_count == 0 || ring.empty_count == 0 {
+            let missing = if ring.full_count == 0 {
+                "no `fill`"
+            } else {
+                "no `drain`"
+            };
             return Err(err(
                 "RING",
                 span,
-                "a ring is filled by one `fill` and emptied by `drain`s: both are needed",
-            ));
+                format!("this ring has {missing}: a ring is filled by one `fill` (a producer) and emptied by `drain`s (consumers), else one side waits forever"),
+            )
+            .help("fill each step in one arm (`fill(r, i, |a_s, ..| ..)`) and drain it in the others (`drain(r, i, |a_s, ..| ..)`)"));
         }
         Ok(())
     }
@@ -510,7 +516,7 @@ impl Em {
         let box_dims =
             tma_box(dst.layout, dst.len, elem, rank).map_err(|m| err("TMA", args[0].span, m))?;
         self.record_tma_use(param, box_dims, dst.layout, args[0].span)?;
-        let da = self.address(&dst, vec![Val::imm_u32(0)], args[0].span)?;
+        let da = self.address_raw(&dst, vec![Val::imm_u32(0)], args[0].span)?;
         let mut coords = Vec::new();
         for c in &args[2..] {
             let v = self.scalar(c)?;

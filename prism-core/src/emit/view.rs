@@ -131,7 +131,28 @@ impl Em {
     }
 
     /// Applies the view's index closures (innermost partition first) and returns the address register.
-    pub(super) fn address(&mut self, view: &View, mut idx: Vec<Val>, span: Span) -> R<String> {
+    /// The address of element `idx` of `view` (through its partitions' index maps). In a swizzled shared
+    /// allocation the element is the logical one: row `r`, column `c` of the layout's rows is where TMA puts
+    /// element `(r, c)` of its box and where wgmma reads it, so the address gets the same XOR of 16-byte
+    /// chunks (PTX ISA §5.5.7, on the shared address's bits 7–9 as the hardware does; allocations are
+    /// aligned for their swizzle).
+    pub(super) fn address(&mut self, view: &View, idx: Vec<Val>, span: Span) -> R<String> {
+        self.address_in(view, idx, span, true)
+    }
+
+    /// The unswizzled address of offset `idx` (wgmma descriptors, TMA boxes and `stmatrix` tiles start at
+    /// an allocation's layout-aligned rows: the hardware swizzles their accesses itself).
+    pub(super) fn address_raw(&mut self, view: &View, idx: Vec<Val>, span: Span) -> R<String> {
+        self.address_in(view, idx, span, false)
+    }
+
+    fn address_in(
+        &mut self,
+        view: &View,
+        mut idx: Vec<Val>,
+        span: Span,
+        logical: bool,
+    ) -> R<String> {
         for m in view.maps.iter().rev() {
             if m.params.len() != idx.len() {
                 return Err(bug(
@@ -206,9 +227,22 @@ impl Em {
                 };
                 let off = self.u32_bin("mul", &i, &Val::imm_u32(size as u32));
                 let off = self.u32_bin("add", &view.base, &off);
-                let r = self.fresh(ScalarType::U32);
+                let mut r = self.fresh(ScalarType::U32);
                 let o = self.op(&off, ScalarType::U32);
                 self.line(format!("add.s32 {r}, {smem}, {o};"));
+                let mask = match view.layout.span() {
+                    128 => 7,
+                    64 => 3,
+                    32 => 1,
+                    _ => 0,
+                };
+                if logical && mask != 0 {
+                    let (t, s) = (self.fresh(ScalarType::U32), self.fresh(ScalarType::U32));
+                    self.line(format!("shr.u32 {t}, {r}, 3;"));
+                    self.line(format!("and.b32 {t}, {t}, {};", mask << 4));
+                    self.line(format!("xor.b32 {s}, {r}, {t};"));
+                    r = s;
+                }
                 if let Some(rank) = &view.peer {
                     // The same offset in block `rank` of the cluster (PTX ISA `mapa`).
                     let rr = self.op(rank, ScalarType::U32);
