@@ -1411,13 +1411,8 @@ fn dropping_a_turn_wait_is_reported() {
     let (m, n, kk) = (128u32, 64u32, 64 * 8);
     let (ab, _) = matrix(m as usize, kk as usize, 9);
     let (bb, _) = matrix(n as usize, kk as usize, 10);
-    // The consumers then wait forever on phases that never complete: a step limit well above what the
-    // intact kernel needs (checked first) ends the run.
-    let cfg = EmuConfig {
-        max_steps: 2_000_000,
-        ..EmuConfig::default()
-    };
-    let mut emu = Emulator::new(cfg.clone());
+    // The consumers then wait forever on phases that never complete: the emulator reports the deadlock.
+    let mut emu = Emulator::new(EmuConfig::default());
     let da = buf(&mut emu, &ab);
     let db = buf(&mut emu, &bb);
     let dd = buf(&mut emu, &vec![0u8; (m * n * 4) as usize]);
@@ -1441,11 +1436,15 @@ fn dropping_a_turn_wait_is_reported() {
         );
         r.map(|_| ())
     };
-    run(&mut emu, &k.ptx).expect("the intact kernel runs within the step limit");
-    assert!(
-        run(&mut emu, &broken.ptx).is_err(),
-        "dropping consumer 1's turn wait went unnoticed"
-    );
+    use prism_runtime::emu::{EmuError, FaultKind};
+    run(&mut emu, &k.ptx).expect("the intact kernel runs");
+    match run(&mut emu, &broken.ptx) {
+        Err(EmuError::Faulted { faults, .. }) => assert!(
+            faults.iter().any(|f| f.kind == FaultKind::Deadlock),
+            "{faults:?}"
+        ),
+        other => panic!("dropping consumer 1's turn wait went unnoticed: {other:?}"),
+    }
 }
 
 /// A TMA-loaded swizzled tile read back by index: `s[r * W + c]` is element `(r, c)` of the box (the

@@ -76,6 +76,34 @@ WAIT:
     mbarrier.arrive.shared.b64 %rd1, [mb];
     ret;
 }
+
+.visible .entry mbar_never(.param .u32 n)
+{
+    .shared .align 8 .b64 mb;
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<2>;
+    ld.param.u32 %r5, [n];
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 mbarrier.init.shared.b64 [mb], 2;
+    bar.sync 0;
+    setp.lt.u32 %p3, %r1, 32;
+    @!%p3 bra WAIT;
+    mov.u32 %r2, 0;
+LOOP:
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p2, %r2, %r5;
+    @%p2 bra LOOP;
+    @%p1 mbarrier.arrive.shared.b64 %rd1, [mb];
+    setp.gt.u32 %p2, %r5, 1;
+    and.pred %p2, %p2, %p1;
+    @%p2 mbarrier.arrive.shared.b64 %rd1, [mb];
+WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p2, [mb], 0;
+    @!%p2 bra WAIT;
+    ret;
+}
 "#;
 
 fn data() -> Vec<f32> {
@@ -174,4 +202,52 @@ fn mbarrier_misuse() {
         }
         other => panic!("expected MbarrierMisuse, got {:?}", other.map(|_| ())),
     }
+}
+
+/// Every warp waiting on an mbarrier phase that cannot complete (2 arrivals expected, 1 made): a deadlock,
+/// reported with the mbarrier's state soon after every warp has spun 2^18 steps, not as a `Livelock` at the
+/// step limit.
+#[test]
+fn mbarrier_deadlock_is_reported_at_once() {
+    let m = Module::parse(PTX).unwrap();
+    let mut e = Emulator::new(EmuConfig::default());
+    let t = std::time::Instant::now();
+    match e.launch(
+        &m,
+        "mbar_never",
+        [1, 1, 1],
+        [128, 1, 1],
+        0,
+        &[ParamValue::U32(1)],
+    ) {
+        Err(EmuError::Faulted { faults, .. }) => {
+            assert_eq!(faults[0].kind, FaultKind::Deadlock, "{}", faults[0].message);
+            assert!(
+                faults[0].message.contains("1 of 2 arrivals"),
+                "{}",
+                faults[0].message
+            );
+        }
+        other => panic!("expected Deadlock, got {:?}", other.map(|_| ())),
+    }
+    println!("deadlock reported after {:?}", t.elapsed());
+}
+
+/// Warps that wait on an mbarrier while another computes for millions of steps before it arrives are not
+/// deadlocked: the worker's steps are not a spin.
+#[test]
+fn a_long_wait_for_a_working_warp_is_no_deadlock() {
+    let m = Module::parse(PTX).unwrap();
+    let mut e = Emulator::new(EmuConfig::default());
+    // Warp 0 loops 4·10^5 times (about 1.2·10^6 of its steps, past the 2^18 a spin takes to be a deadlock)
+    // and then makes both arrivals.
+    e.launch(
+        &m,
+        "mbar_never",
+        [1, 1, 1],
+        [128, 1, 1],
+        0,
+        &[ParamValue::U32(400_000)],
+    )
+    .unwrap_or_else(|e| panic!("a working warp was taken for a deadlock: {e}"));
 }

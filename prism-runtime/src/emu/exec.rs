@@ -216,6 +216,9 @@ struct Warp {
     part: (u32, u64),
     stack: Vec<Vec<Frame>>,
     steps: u64,
+    /// A tight spin on an mbarrier wait: the warp step its current run of failed waits began at, and the
+    /// step of the last one (a run continues while failed waits come at most `SPIN_GAP` steps apart).
+    spin: (u64, u64),
     exist: u32,
     coll_member: u32,
     /// The group `pick_group` would choose next, when the last step was a fast-path instruction of a
@@ -238,6 +241,7 @@ impl Warp {
             part: (0, 0),
             stack: Vec::new(),
             steps: 0,
+            spin: (0, 0),
             exist: 0,
             coll_member: 0,
             hint: None,

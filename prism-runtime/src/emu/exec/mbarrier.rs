@@ -322,11 +322,69 @@ impl L<'_> {
                 if done {
                     // the waiter is ordered after all arrivals of the completed phase
                     mark_mbar_waiter(b, off, t);
+                } else if w.spin.1 != w.steps && self.mbar_spin(b, wi, w, l, pc, off, tok) {
+                    return false;
                 }
                 Self::set(w, &args[0], l, done as u64);
             }
             _ => {}
         }
+        true
+    }
+
+    /// A failed mbarrier wait by warp `w` (once per instruction): extends or starts its run of failed waits,
+    /// and when every live warp of the block has spun on such waits for `SPIN_LIMIT` of its steps, reports
+    /// the deadlock (true: faulted). The emulator completes asynchronous copies when they are issued, so
+    /// a block whose every warp only waits on mbarriers has nobody left to arrive: what would otherwise
+    /// run into the step limit as a `Livelock` after minutes is reported at once, with the mbarrier.
+    #[allow(clippy::too_many_arguments)]
+    fn mbar_spin(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        l: usize,
+        pc: u32,
+        off: u32,
+        tok: u32,
+    ) -> bool {
+        if w.steps - w.spin.1 > SPIN_GAP {
+            w.spin.0 = w.steps;
+        }
+        let before = w.spin.1.saturating_sub(w.spin.0);
+        w.spin.1 = w.steps;
+        let run = w.steps - w.spin.0;
+        // Look at the block once per 1024 steps of the run, from SPIN_LIMIT on.
+        if run < SPIN_LIMIT || run >> 10 == before >> 10 {
+            return false;
+        }
+        let spinning = |o: &Warp| {
+            o.exist == 0
+                || o.all_exited()
+                || (o.steps - o.spin.1 <= SPIN_GAP && o.steps - o.spin.0 >= SPIN_LIMIT / 2)
+        };
+        if !b
+            .warps
+            .iter()
+            .enumerate()
+            .all(|(i, o)| i == wi || spinning(o))
+        {
+            return false;
+        }
+        let Some(mb) = b.mbar.get(&off).copied() else {
+            return false;
+        };
+        let msg = format!(
+            "deadlock: every warp of the block keeps waiting on mbarriers whose phases cannot complete (no thread is left to arrive); \
+             this one waits at shared 0x{off:x} for the phase of parity {} while it is in phase {} with {} of {} arrivals and {} transaction bytes outstanding \
+             (a producer and a consumer visiting different steps of a ring, a missing arrive, or a wait for the wrong parity)",
+            tok & 1,
+            mb.phase,
+            mb.pending,
+            mb.expected,
+            mb.tx
+        );
+        self.fault(b, wi, Some(l as u32), pc, FaultKind::Deadlock, msg);
         true
     }
 
@@ -419,3 +477,9 @@ fn note_arrival_hops(b: &mut Block, t: usize, inst: u32) {
 
 /// How many of an arriving thread's last barrier instances its arrive carries over.
 const ARRIVAL_HOPS: usize = 4;
+
+/// Failed mbarrier waits of one warp at most this many of its steps apart are one spin (a wait, its branch
+/// back and a few register instructions).
+const SPIN_GAP: u64 = 8;
+/// Steps of spinning, by every live warp of a block, after which the block is deadlocked.
+const SPIN_LIMIT: u64 = 1 << 18;
