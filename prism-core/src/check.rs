@@ -130,7 +130,12 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
             cx.run();
             cx.errors
                 .extend(crate::consteval::check_overflow(f, vals.as_deref()));
-            for d in cx.errors.drain(..) {
+            for mut d in cx.errors.drain(..) {
+                // Shared memory depends on the instance: say which one is too large.
+                if let (Some(v @ [_, ..]), "SMEM-LIMIT") = (vals.as_deref(), d.rule) {
+                    let list: Vec<String> = v.iter().map(i64::to_string).collect();
+                    d.message = format!("{} (instance ({}))", d.message, list.join(", "));
+                }
                 // The same error in every instance is reported once.
                 let key = (
                     d.rule,

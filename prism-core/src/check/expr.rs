@@ -338,7 +338,7 @@ impl<'a> Cx<'a> {
                     "TYPE",
                     id.span,
                     format!(
-                        "the tensor map `{}` is only an argument of `tma_load`",
+                        "the tensor map `{}` is only an argument of `tma_load`, `tma_load_multicast` or `tma_store`, or of a device function's map parameter",
                         id.name
                     ),
                 ));

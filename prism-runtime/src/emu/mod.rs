@@ -288,7 +288,7 @@ pub struct InstrCounters {
 }
 
 /// Result of a launch.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct LaunchReport {
     /// Kernel totals.
     pub counters: Counters,
@@ -302,6 +302,23 @@ pub struct LaunchReport {
     /// Blocks that ran to completion one after another on this thread in a kept speculative run (the
     /// parallel scheme with one worker: one OS thread, or a grid of 2 or 3 blocks); 0 otherwise.
     pub isolated_blocks: u64,
+}
+
+/// Short enough for a panic message (`unwrap` on a faulted launch prints it): the counters and `printf`
+/// lines, the per-instruction counters by count only.
+impl fmt::Debug for LaunchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaunchReport")
+            .field("counters", &self.counters)
+            .field(
+                "per_instruction",
+                &format_args!("[{} instructions]", self.per_instruction.len()),
+            )
+            .field("printf", &self.printf)
+            .field("parallel_blocks", &self.parallel_blocks)
+            .field("isolated_blocks", &self.isolated_blocks)
+            .finish()
+    }
 }
 
 /// Emulator errors.
