@@ -623,3 +623,134 @@ fn the_guides_bf16_tile_gemm() {
         }
     }
 }
+
+// docs/GUIDE.md §7 "Consumers taking turns (ping-pong)", verbatim.
+
+/// Consumer `C` (0 or 1): the block's tiles C, C + 2, ..; each tile's k-steps are one turn.
+#[prism_device(requires(thread[128]))]
+pub fn take_turns<const C: u32>(
+    r: Ring<(bf16, bf16)>,
+    e: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    d: TensorMapMut<bf16, 2>,
+    tiles: u32,
+    tiles_n: u32,
+    k_tiles: u32,
+) {
+    #[at(thread[1])]
+    let mut acc = [0.0f32; 32];
+    for j in 0..(tiles + 1 - C) / 2 {
+        let t: u32 = 2 * j + C;
+        turn(r, C, || {
+            for kt in 0..k_tiles {
+                drain(r, t * k_tiles + kt, |sa_s, sb_s| {
+                    for kk in 0..4 {
+                        // the tile's first k-step overwrites the accumulator
+                        wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16, kt > 0 || kk > 0);
+                    }
+                });
+            }
+        });
+        store_tile(&acc, e, d, (t / tiles_n) * 64, (t % tiles_n) * 64); // while the other consumer's turn runs
+    }
+}
+
+#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 384)]
+pub fn pingpong_gemm_bf16(
+    a: TensorMap<bf16, 2>,
+    b: TensorMap<bf16, 2>,
+    d: TensorMapMut<bf16, 2>,
+    n: u32,
+    k: u32,
+    tiles: u32,
+) {
+    let tiles_n: u32 = n / 64;
+    let k_tiles: u32 = k / 64;
+    group(block[1], || {
+        let sa: Shared<[bf16; 4 * 64 * 64], Swizzle128>;
+        let sb: Shared<[bf16; 4 * 64 * 64], Swizzle128>;
+        let e1: Shared<[bf16; 64 * 64], Swizzle128>;
+        let e2: Shared<[bf16; 64 * 64], Swizzle128>;
+        partition(
+            e1,
+            thread[128],
+            |x| x,
+            |e1_w| {
+                partition(
+                    e2,
+                    thread[128],
+                    |x| x,
+                    |e2_w| {
+                        ring(4, (sa, sb), |r| match split(warpgroup) {
+                            1 => {
+                                // the producer: every tile's k-steps, in the order the turns take them
+                                for t in 0..tiles {
+                                    for kt in 0..k_tiles {
+                                        fill(r, t * k_tiles + kt, |sa_s, sb_s| {
+                                            match split(thread) {
+                                                1 => {
+                                                    tma_load(sa_s, a, kt * 64, (t / tiles_n) * 64);
+                                                    tma_load(sb_s, b, kt * 64, (t % tiles_n) * 64);
+                                                }
+                                            }
+                                        });
+                                    }
+                                }
+                            }
+                            1 => {
+                                take_turns::<0>(r, e1_w, d, tiles, tiles_n, k_tiles);
+                            }
+                            1 => {
+                                take_turns::<1>(r, e2_w, d, tiles, tiles_n, k_tiles);
+                            }
+                        });
+                    },
+                );
+            },
+        );
+    });
+}
+
+/// The guide's ping-pong kernel, one block: an even and an odd number of tiles (consumer 0 takes one turn
+/// more), every element of `D` checked.
+#[test]
+fn the_guides_pingpong_gemm() {
+    let dev = e2e_util::device();
+    for (m, n, k, seed) in [(128usize, 192usize, 128usize, 79u64), (320, 64, 192, 80)] {
+        let p = Problem::new((m, n, k), BLayout::NByK, seed);
+        let (da, db, _) = p.upload(&dev);
+        let mut dd = dev.htod(&vec![bf16::from_f32(1234.0); m * n]).unwrap();
+        let (ma, mb) = p.maps(&da, &db, 64, 64);
+        let mut md = TensorMapMut::tiled(
+            &mut dd,
+            [n as u64, m as u64],
+            &[2 * n as u64],
+            [64, 64],
+            TensorSwizzle::B128,
+        )
+        .unwrap();
+        let tiles = ((m / 64) * (n / 64)) as u32;
+        pingpong_gemm_bf16::launch(
+            &dev,
+            LaunchDims::new(1, 384),
+            &ma,
+            &mb,
+            &mut md,
+            n as u32,
+            k as u32,
+            tiles,
+        )
+        .unwrap();
+        drop(md);
+        let d = dev.dtoh(&dd).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let (s, f32_tol) = p.expected(i, j, 1.0, 0.0, 0.0);
+                let got = d[i * n + j].to_f32() as f64;
+                assert!(
+                    (got - s).abs() <= s.abs() / 128.0 + f32_tol,
+                    "{m}×{n}×{k}: D[{i}][{j}] = {got}, want {s}"
+                );
+            }
+        }
+    }
+}
