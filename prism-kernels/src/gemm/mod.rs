@@ -211,6 +211,63 @@ pub fn scale_fragment_box<T: Scalar, const N: u32, const W: u32>(
     });
 }
 
+/// Rung 7's bf16 epilogue of one 64-row accumulator fragment (`N` registers: `2N` columns): 64 columns at a
+/// time, [`scale_fragment_box`] (`alpha · acc + beta · C`, `C` read only when `beta ≠ 0`), `stmatrix_bf16`
+/// into the warpgroup's own 64 × 64 box `e` and one thread's `tma_store` to `(row0, col0 + 64j)` of `D`
+/// (TMA clips the box at `D`'s edges). The compiler orders the box's writes before each store and each
+/// store's reads before the box is written again.
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn store_boxes_bf16<const N: u32>(
+    acc: &mut [f32; N],
+    e: SharedMut<[bf16; 64 * 64], Swizzle128>,
+    d: TensorMapMut<bf16, 2>,
+    c: *const bf16,
+    row0: u32,
+    col0: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    for j in 0..N / 32 {
+        scale_fragment_box::<bf16, N, 64>(acc, j, row0, col0, m, n, alpha, beta, c);
+        stmatrix_bf16(e, &acc, j);
+        match split(thread) {
+            1 => {
+                tma_store(d, e, col0 + 64 * j, row0);
+            }
+        }
+    }
+}
+
+/// [`store_boxes_bf16`] with an f32 `D`: 32 columns at a time into the warpgroup's own 64 × 32 f32 box `e`
+/// (`store_fragment_f32`, unrounded).
+#[prism_device(requires(thread[128]))]
+#[allow(clippy::too_many_arguments)]
+pub fn store_boxes_f32<const N: u32>(
+    acc: &mut [f32; N],
+    e: SharedMut<[f32; 64 * 32], Swizzle128>,
+    d: TensorMapMut<f32, 2>,
+    c: *const f32,
+    row0: u32,
+    col0: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    for j in 0..N / 16 {
+        scale_fragment_box::<f32, N, 32>(acc, j, row0, col0, m, n, alpha, beta, c);
+        store_fragment_f32(e, &acc, j);
+        match split(thread) {
+            1 => {
+                tma_store(d, e, col0 + 32 * j, row0);
+            }
+        }
+    }
+}
+
 /// The producer warpgroup of the persistent kernels without clusters, written once: for each of its
 /// block's `iters` tiles (`first, first + stride, ..` of the [`tile_at`]`::<GROUP_M>` order over `tiles_m ×
 /// tiles_n` tiles of 128 × `BN`), `k_tiles` fills of the ring `r` (steps `it · k_tiles ..`), in each of
@@ -361,15 +418,7 @@ pub fn consume_tiles_bf16<const HALF: u32, const N: u32, const GROUP_M: u32>(
         drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
         let row0: u32 = (tile >> 16) * tile_rows + row_off + 64 * HALF;
         let col0: u32 = (tile & 65535) * (2 * N);
-        for j in 0..N / 32 {
-            scale_fragment_box::<bf16, N, 64>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
-            stmatrix_bf16(e, &acc, j);
-            match split(thread) {
-                1 => {
-                    tma_store(d, e, col0 + 64 * j, row0);
-                }
-            }
-        }
+        store_boxes_bf16::<N>(&mut acc, e, d, c, row0, col0, m, n, alpha, beta);
     }
 }
 

@@ -34,8 +34,8 @@ pub fn drain_turn<const C: u32>(
 /// [`fill_tiles`](super::fill_tiles)`::<128, GROUP_M>` fills them) are one `turn`: consumer 0 drains the block's first tile,
 /// consumer 1 the second, and neither starts a tile before the other has waited for every slot of its own
 /// previous one ([`drain_turn`]). The
-/// epilogue as rung 7's ([`scale_fragment_box`](super::scale_fragment_box), `stmatrix_bf16`, `tma_store` through the consumer's own
-/// 64 × 64 box `e`), while the other consumer's turn runs.
+/// epilogue as rung 7's ([`store_boxes_bf16`](super::store_boxes_bf16) through the consumer's own 64 × 64
+/// box `e`, each 64-row half in turn), while the other consumer's turn runs.
 #[prism_device(requires(thread[128]))]
 #[allow(clippy::too_many_arguments)]
 pub fn consume_turns_bf16<const C: u32, const GROUP_M: u32>(
@@ -67,34 +67,8 @@ pub fn consume_turns_bf16<const C: u32, const GROUP_M: u32>(
         drain_turn::<C>(r, &mut top, &mut bottom, it * k_tiles, k_tiles);
         let row0: u32 = (tile >> 16) * tile_rows + row_off;
         let col0: u32 = (tile & 65535) * 128;
-        for jb in 0..2 {
-            scale_fragment_box::<bf16, 64, 64>(&mut top, jb, row0, col0, m, n, alpha, beta, c);
-            stmatrix_bf16(e, &top, jb);
-            match split(thread) {
-                1 => {
-                    tma_store(d, e, col0 + 64 * jb, row0);
-                }
-            }
-        }
-        for jb in 0..2 {
-            scale_fragment_box::<bf16, 64, 64>(
-                &mut bottom,
-                jb,
-                row0 + 64,
-                col0,
-                m,
-                n,
-                alpha,
-                beta,
-                c,
-            );
-            stmatrix_bf16(e, &bottom, jb);
-            match split(thread) {
-                1 => {
-                    tma_store(d, e, col0 + 64 * jb, row0 + 64);
-                }
-            }
-        }
+        store_boxes_bf16::<64>(&mut top, e, d, c, row0, col0, m, n, alpha, beta);
+        store_boxes_bf16::<64>(&mut bottom, e, d, c, row0 + 64, col0, m, n, alpha, beta);
     }
 }
 
@@ -292,8 +266,8 @@ pub fn gemm_bf16_cluster_pingpong<const STAGES: u32, const GROUP_M: u32>(
 }
 
 /// Consumer `C` of [`gemm_bf16_pingpong_f32`]: [`consume_turns_bf16`] with an f32 `D`, the epilogue as rung
-/// 7's f32 one ([`scale_fragment_box`](super::scale_fragment_box)`::<f32, 64, 32>`, `store_fragment_f32`
-/// into the consumer's own 64 × 32 f32 box `e`, one thread's `tma_store`; eight boxes per tile).
+/// 7's f32 one ([`store_boxes_f32`](super::store_boxes_f32) through the consumer's own 64 × 32 f32 box `e`;
+/// eight boxes per tile).
 #[prism_device(requires(thread[128]))]
 #[allow(clippy::too_many_arguments)]
 pub fn consume_turns_f32<const C: u32, const GROUP_M: u32>(
@@ -323,34 +297,8 @@ pub fn consume_turns_f32<const C: u32, const GROUP_M: u32>(
         drain_turn::<C>(r, &mut top, &mut bottom, it * k_tiles, k_tiles);
         let row0: u32 = (tile >> 16) * 128;
         let col0: u32 = (tile & 65535) * 128;
-        for jb in 0..4 {
-            scale_fragment_box::<f32, 64, 32>(&mut top, jb, row0, col0, m, n, alpha, beta, c);
-            store_fragment_f32(e, &top, jb);
-            match split(thread) {
-                1 => {
-                    tma_store(d, e, col0 + 32 * jb, row0);
-                }
-            }
-        }
-        for jb in 0..4 {
-            scale_fragment_box::<f32, 64, 32>(
-                &mut bottom,
-                jb,
-                row0 + 64,
-                col0,
-                m,
-                n,
-                alpha,
-                beta,
-                c,
-            );
-            store_fragment_f32(e, &bottom, jb);
-            match split(thread) {
-                1 => {
-                    tma_store(d, e, col0 + 32 * jb, row0 + 64);
-                }
-            }
-        }
+        store_boxes_f32::<64>(&mut top, e, d, c, row0, col0, m, n, alpha, beta);
+        store_boxes_f32::<64>(&mut bottom, e, d, c, row0 + 64, col0, m, n, alpha, beta);
     }
 }
 

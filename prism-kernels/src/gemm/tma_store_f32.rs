@@ -42,15 +42,7 @@ pub fn consume_tiles_f32_tma<const HALF: u32, const N: u32, const GROUP_M: u32>(
         drain_k_tiles::<HALF, N>(r, &mut acc, it * k_tiles, k_tiles);
         let row0: u32 = (tile >> 16) * tile_rows + row_off + 64 * HALF;
         let col0: u32 = (tile & 65535) * (2 * N);
-        for j in 0..N / 16 {
-            scale_fragment_box::<f32, N, 32>(&mut acc, j, row0, col0, m, n, alpha, beta, c);
-            store_fragment_f32(e, &acc, j);
-            match split(thread) {
-                1 => {
-                    tma_store(d, e, col0 + 32 * j, row0);
-                }
-            }
-        }
+        super::store_boxes_f32::<N>(&mut acc, e, d, c, row0, col0, m, n, alpha, beta);
     }
 }
 
