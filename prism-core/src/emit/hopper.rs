@@ -760,7 +760,7 @@ impl Em {
                 self.ctx.persp
             ),
         )
-        .help("issue it from one thread of the block: `match split(thread) { 1 => { .. } }`"))
+        .help("issue it from one thread of the code the memory belongs to (of the block for a block's allocation or ring slot, of the warpgroup for the tile it was handed): `match split(thread) { 1 => { .. } }`"))
     }
 
     pub(super) fn tma_smem_aligned(&mut self, view: &View, what: &str, span: Span) -> R<()> {

@@ -377,7 +377,7 @@ impl L<'_> {
         let msg = format!(
             "deadlock: every warp of the block keeps waiting on mbarriers whose phases cannot complete (no thread is left to arrive); \
              this one waits at shared 0x{off:x} for the phase of parity {} while it is in phase {} with {} of {} arrivals and {} transaction bytes outstanding \
-             (a producer and a consumer visiting different steps of a ring, a missing arrive, or a wait for the wrong parity)",
+             (a producer and a consumer visiting different steps of a ring, consumers taking turns out of order — a ring's turns alternate consumer 0, 1, 0, 1 —, a missing arrive, or a wait for the wrong parity)",
             tok & 1,
             mb.phase,
             mb.pending,
