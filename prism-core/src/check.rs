@@ -59,7 +59,7 @@ use intrinsics::*;
 use persp::*;
 use vars::*;
 use walk::*;
-pub(crate) use walk::{reaches_call, walk_calls};
+pub(crate) use walk::{reaches_call, reaches_stmt, walk_calls};
 
 /// A function that passed every rule. The emitter only accepts these.
 #[derive(Clone, Debug)]

@@ -112,6 +112,23 @@ pub(crate) fn reaches_call<'a>(
     found
 }
 
+/// Whether `b`, or a function it calls (followed as [`reaches_call`] does), has a statement `hit` names.
+pub(crate) fn reaches_stmt<'a>(
+    b: &Block,
+    body_of: &dyn Fn(&str) -> Option<&'a Block>,
+    hit: &dyn Fn(&Stmt) -> bool,
+    depth: u32,
+) -> bool {
+    let mut found = false;
+    walk_block(b, &mut |s| found = found || hit(s));
+    walk_calls(b, &mut |name, _| {
+        found = found
+            || (depth < 16
+                && body_of(name).is_some_and(|c| reaches_stmt(c, body_of, hit, depth + 1)));
+    });
+    found
+}
+
 /// The `p[i]` inside an `&p[i]` asm address operand.
 pub(super) fn asm_address_target(e: &Expr) -> &Expr {
     match &e.kind {

@@ -29,8 +29,9 @@ pub(super) struct RingInfo {
     /// any turn.
     turn_spans: [Option<Span>; 2],
     plain_drain: Option<Span>,
-    /// A register holding the parity of the turns its thread's consumer has taken (0 at the ring's start).
-    turn_parity: String,
+    /// A register holding the parity of the turns its thread's consumer has taken (0 at the ring's start),
+    /// when the ring's body reaches a `turn`.
+    turn_parity: Option<String>,
 }
 
 /// How one `fill` / `drain` site arrives on a slot's mbarrier.
@@ -99,12 +100,24 @@ impl Em {
             views.push(view);
         }
         let id = self.rings.len();
-        let turn_parity = self.fresh(ScalarType::U32);
-        self.line(format!("mov.u32 {turn_parity}, 0;"));
         // Multicast fills, here or in a producer written as a device function with `cluster = N`.
         let body_of = |name: &str| self.synced.get(name).map(|f| &f.body);
         let multicast = |name: &str| name == "tma_load_multicast";
         let cluster = crate::check::reaches_call(body, &body_of, &multicast, 0) && self.cluster > 1;
+        let is_turn = |s: &crate::ast::Stmt| {
+            matches!(
+                s.kind,
+                crate::ast::StmtKind::RingUse {
+                    op: crate::ast::RingOp::Turn,
+                    ..
+                }
+            )
+        };
+        let turned = crate::check::reaches_stmt(body, &body_of, &is_turn, 0);
+        let turn_parity = turned.then(|| self.fresh(ScalarType::U32));
+        if let Some(t) = &turn_parity {
+            self.line(format!("mov.u32 {t}, 0;"));
+        }
         self.cluster_rings |= cluster;
         self.rings.push(RingInfo {
             stages: n,
@@ -259,14 +272,8 @@ impl Em {
         };
         let wait_addr = self.ring_mbar(id, wait_side, &slot);
         let arrive_addr = self.ring_mbar(id, arrive_side, &slot);
-        let p = self.fresh(ScalarType::Bool);
-        let again = self.label();
         let par = self.op(&parity, ScalarType::U32);
-        self.put_label(&again);
-        self.line(format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{wait_addr}], {par};"
-        ));
-        self.line(format!("@!{p} bra {again};"));
+        self.wait_parity(&wait_addr, &par);
         self.env.push(Default::default());
         for (n, v) in names.iter().zip(&views) {
             let slot_bytes = v.len / stages * v.elem.size();
@@ -331,10 +338,9 @@ impl Em {
     /// arriving on the other's. One mbarrier for both would not do: a consumer is several warps, and one
     /// that has arrived for turn `k` could wait for turn `k + 1` while its phase is still open, two phases
     /// before the one it wants, which parity cannot tell. With two, the phase a warp waits for is at most
-    /// one ahead: it passed the wait for the one before. Why turns at all: a
-    /// consumer that skips the other's steps may wait on a slot whose full mbarrier is two phases behind,
-    /// which `try_wait.parity` cannot tell from the phase it wants; once the other consumer's turn has
-    /// waited for every slot before this turn's first, each wait is within one phase. In a cluster ring
+    /// one ahead: it passed the wait for the one before. Why turns at all: a consumer that skips the
+    /// other's steps could wait on a slot's full mbarrier two phases early; once the other consumer's turn
+    /// has waited for every slot before this turn's first, each wait is within one phase. In a cluster ring
     /// the turns are each block's own (its full mbarriers are its own); consumer `c` of every block drains
     /// the same steps and releases each slot in every block, so a phase of the empty mbarriers is consumer
     /// `c`'s arrivals from every block.
@@ -376,7 +382,9 @@ impl Em {
         self.line(format!("add.u32 {mine}, {base}, {};", 8 * c));
         self.line(format!("add.u32 {theirs}, {base}, {};", 8 * (1 - c)));
         // Turn k (`par` = k % 2) waits for phase k - 1 (consumer 0) or k (consumer 1) of its own mbarrier.
-        let par = self.rings[id].turn_parity.clone();
+        let Some(par) = self.rings[id].turn_parity.clone() else {
+            return Err(bug("TURN", span, "a turn in a ring whose body has none"));
+        };
         let want = if c == 0 {
             let w = self.fresh(ScalarType::U32);
             self.line(format!("xor.b32 {w}, {par}, 1;"));
@@ -384,13 +392,7 @@ impl Em {
         } else {
             par.clone()
         };
-        let p = self.fresh(ScalarType::Bool);
-        let again = self.label();
-        self.put_label(&again);
-        self.line(format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{mine}], {want};"
-        ));
-        self.line(format!("@!{p} bra {again};"));
+        self.wait_parity(&mine, &want);
         let outer = self.turn.replace((id, c));
         let r = self.block_inner(body);
         self.turn = outer;
@@ -444,6 +446,17 @@ impl Em {
         }
         ring.turn_count = a;
         Ok(())
+    }
+
+    /// Spins until the phase of parity `parity` of the mbarrier at `addr` has completed.
+    fn wait_parity(&mut self, addr: &str, parity: &str) {
+        let p = self.fresh(ScalarType::Bool);
+        let again = self.label();
+        self.put_label(&again);
+        self.line(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{addr}], {parity};"
+        ));
+        self.line(format!("@!{p} bra {again};"));
     }
 
     /// One arrival on the ring mbarrier at `addr` (under `guard` when given), as `release` says: by lane 0

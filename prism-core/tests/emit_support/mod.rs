@@ -1,6 +1,8 @@
 //! Shared helpers for the emitter tests: compile Prism source text to PTX and assemble it with ptxas.
 #![allow(dead_code)]
 
+pub mod hopper;
+
 use prism_core::ast::{FnKind, Function};
 use prism_core::sync::SyncPolicy;
 use prism_core::CompiledKernel;
