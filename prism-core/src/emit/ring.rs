@@ -237,24 +237,7 @@ impl Em {
             per_warp: ring_sites::whole_warps(&units),
             cluster: if fill { 1 } else { cluster },
         };
-        let turn = self.turn.filter(|&(r, _)| r == id).map(|(_, c)| c as usize);
-        if fill && turn.is_some() {
-            return Err(err(
-                "TURN",
-                span,
-                "a `fill` inside a `turn` of its own ring: the producer fills, the consumers take turns draining",
-            ));
-        }
-        let ring_info = &mut self.rings[id];
-        if !fill && turn.is_none() {
-            ring_info.plain_drain.get_or_insert(span);
-        }
-        match turn {
-            Some(c) => &mut ring_info.turn_drains[c],
-            None if fill => &mut ring_info.fills,
-            None => &mut ring_info.drains,
-        }
-        .add(&units, release.per_warp);
+        self.count_site(id, fill, &units, release.per_warp, span)?;
         let step = self.scalar(index)?;
         let step = self.coerce(step, ScalarType::U32, index.span)?;
         let slot = self.u32_bin("rem", &step, &Val::imm_u32(stages));
@@ -445,6 +428,37 @@ impl Em {
             return fail("the two consumers of a ring's turns must be alike: the same threads per turn, each draining inside its turns");
         }
         ring.turn_count = a;
+        Ok(())
+    }
+
+    /// Counts a `fill` / `drain` site of ring `id` among the arrivals of its fills, its drains, or (inside a
+    /// `turn` of the ring) that consumer's drains.
+    fn count_site(
+        &mut self,
+        id: usize,
+        fill: bool,
+        units: &[(u32, u32)],
+        per_warp: bool,
+        span: Span,
+    ) -> R<()> {
+        let turn = self.turn.filter(|&(r, _)| r == id).map(|(_, c)| c as usize);
+        if fill && turn.is_some() {
+            return Err(err(
+                "TURN",
+                span,
+                "a `fill` inside a `turn` of its own ring: the producer fills, the consumers take turns draining",
+            ));
+        }
+        let ring = &mut self.rings[id];
+        if !fill && turn.is_none() {
+            ring.plain_drain.get_or_insert(span);
+        }
+        match turn {
+            Some(c) => &mut ring.turn_drains[c],
+            None if fill => &mut ring.fills,
+            None => &mut ring.drains,
+        }
+        .add(units, per_warp);
         Ok(())
     }
 
