@@ -257,6 +257,15 @@ struct ClaimInfo {
     /// Length of the split-arm stack when the claim began: only arms above it count.
     arm_base: usize,
     first_use: Option<(usize, usize, Span)>,
+    /// Length of the replicating-group stack when the claim began.
+    group_base: usize,
+    /// The broadest perspective whose units all see the same elements: the claim's code perspective, or
+    /// for a partition whose index closure does not tell its units apart, the narrowest perspective the
+    /// closure reads. A `group` narrower than this between the claim and the arm replicates the arm, so
+    /// several units would use the memory.
+    same_for: Perspective,
+    /// A partition treated as a claim (its index closure gives every unit the same elements).
+    from_partition: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -290,6 +299,8 @@ struct Arm {
     split: usize,
     arm: usize,
     at: Perspective,
+    /// Length of the replicating-group stack at the split.
+    groups: usize,
 }
 
 struct Cx<'a> {
@@ -304,6 +315,8 @@ struct Cx<'a> {
     errors: Vec<Diagnostic>,
     arms: Vec<Arm>,
     next_split: usize,
+    /// The enclosing `group`s that run their body in more than one unit of the code perspective.
+    groups: Vec<Perspective>,
     loop_depth: u32,
     unsafe_depth: u32,
     shared: Vec<SharedAlloc>,
@@ -339,6 +352,7 @@ impl<'a> Cx<'a> {
             errors: Vec::new(),
             arms: Vec::new(),
             next_split: 0,
+            groups: Vec::new(),
             loop_depth: 0,
             unsafe_depth: 0,
             shared: Vec::new(),

@@ -445,3 +445,53 @@ fn param_mut_narrower_than_the_kernel() {
             .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| d.text()).collect::<Vec<_>>()));
     }
 }
+
+/// A claim or a partition that gives its units the same elements belongs to one unit: a `group` between
+/// the claim and the split arm replicates the arm (one writer per group unit), a shared `|x| x` partition
+/// used by every warpgroup or by two arms races, and an index closure that reads only a warp's position
+/// hands its 32 lanes one element.
+#[test]
+fn shared_views_belong_to_one_unit() {
+    let head = "#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64)]\nfn k() {\n    group(block[1], || {\n        let s: Shared<[f32; 64]>;\n";
+    let tail = "    });\n}\n";
+    let src = format!("{head}        claim(s, thread[1], |st| {{\n            group(warp[1], || {{\n                match split(thread) {{\n                    1 => {{ /*@*/st[0] = 1.0; }}\n                }}\n            }});\n        }});\n{tail}");
+    let d = expect(
+        &src,
+        "CLAIM-ONE-BRANCH",
+        &["`st`", "group(thread[32], ..)", "several thread[1] units"],
+    );
+    assert!(
+        d.help
+            .as_deref()
+            .unwrap_or("")
+            .contains("split at block[1]"),
+        "{}",
+        d.text()
+    );
+    let src = format!("{head}        partition(s, thread[32], |x| x, |sw| {{\n            group(thread[32], || {{\n                partition(/*@*/sw, thread[1], |i| i, |st| {{ }});\n            }});\n        }});\n{tail}");
+    expect(
+        &src,
+        "CLAIM-ONE-BRANCH",
+        &[
+            "`sw` is the same elements for every thread[32] unit of block[1]",
+            "outside a `split` arm",
+        ],
+    );
+    let src = format!("{head}        partition(s, thread[32], |x| x, |sw| {{\n            match split(warp) {{\n                1 => {{ partition(sw, thread[1], |i| i, |st| {{ }}); }}\n                1 => {{ partition(/*@*/sw, thread[1], |i| i, |st| {{ }}); }}\n            }}\n        }});\n{tail}");
+    expect(
+        &src,
+        "CLAIM-ONE-BRANCH",
+        &["`sw`", "two different split arms"],
+    );
+    let src = format!("{head}        #[at(warp[1])]\n        let w: u32 = id();\n        partition(s, thread[1], |k| w * 32 + k, |st| {{\n            group(thread[1], || {{ /*@*/st[0] = 1.0; }});\n        }});\n{tail}");
+    let d = expect(
+        &src,
+        "CLAIM-ONE-BRANCH",
+        &["`st` is the same elements for every thread[1] unit of thread[32]"],
+    );
+    assert!(
+        d.help.as_deref().unwrap_or("").contains("`|i| u + i`"),
+        "{}",
+        d.text()
+    );
+}

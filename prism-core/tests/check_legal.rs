@@ -166,7 +166,7 @@ fn more_legal_constructs() {
                 });
                 claim(buf, thread[32], |b_warp| {
                     match split(warp) {
-                        1 => { partition(b_warp, thread[1], |i| i, |b_t| { group(thread[1], || { b_t[0] = 1.0; }); }); }
+                        1 => { partition(b_warp, thread[1], |i| t + i, |b_t| { group(thread[1], || { b_t[0] = 1.0; }); }); }
                         1 => { }
                         2 => { }
                         4 => { }

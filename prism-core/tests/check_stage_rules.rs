@@ -109,7 +109,9 @@ fn shared_allocations_in_unrolled_loops_count_per_iteration() {
                 for i in 0..{iters} {{
                     group(block[1], || {{
                         let s: Shared<[f32; 16384]>;
-                        partition(s, thread[1], |j| j, |st| {{
+                        #[at(thread[1])]
+                        let t: u32 = id();
+                        partition(s, thread[1], |j| t + j, |st| {{
                             group(thread[1], || {{ st[0] = 1.0; }});
                         }});
                     }});

@@ -596,13 +596,13 @@ pub fn store_swizzled(out: TensorMapMut<f32, 2>) {
         let tile: Shared<[f32; 64 * 32], Swizzle128>;
         #[at(thread[1])]
         let t: u32 = id();
-        partition(tile, thread[1], |x| x, |tile_t| {
+        partition(tile, thread[1], |x| t * 16 + x, |tile_t| {
             group(thread[1], || {
                 for j in 0..16 {
                     let e: u32 = t * 16 + j;
                     let r: u32 = e / 32;
                     let c: u32 = e % 32;
-                    tile_t[r * 32 + c] = (1000 * (b * 64 + r) + c) as f32;
+                    tile_t[j] = (1000 * (b * 64 + r) + c) as f32;
                 }
             });
         });

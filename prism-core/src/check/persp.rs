@@ -28,6 +28,21 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// `code` holds exactly one `p` unit (alignment and exact sizes known), so nothing replicates.
+    pub(super) fn one_unit(&self, p: Perspective, code: Perspective) -> bool {
+        let exact = match (code.level, p.level) {
+            (a, b) if a == b => Some(code.n as u64),
+            (Level::Block, Level::Thread) => self.t_exact.map(|t| code.n as u64 * t as u64),
+            (Level::Grid, Level::Block) => self.b_exact.map(|b| code.n as u64 * b as u64),
+            (Level::Grid, Level::Thread) => self
+                .b_exact
+                .zip(self.t_exact)
+                .map(|(b, t)| code.n as u64 * b as u64 * t as u64),
+            _ => None,
+        };
+        exact == Some(p.n as u64)
+    }
+
     pub(super) fn t_desc(&self) -> String {
         match self.t_exact {
             Some(t) => format!("threads = {t}"),
@@ -57,7 +72,15 @@ impl<'a> Cx<'a> {
                     .help("group into a perspective narrower than the current one that divides it evenly (add thread[n] to `requires` or set `threads = N`)"),
             );
         }
+        // A group that runs its body in several units replicates every split arm inside it (claims).
+        let replicates = !self.one_unit(p, code);
+        if replicates {
+            self.groups.push(p);
+        }
         self.body(body, p);
+        if replicates {
+            self.groups.pop();
+        }
     }
 
     /// [T-SPLIT] n-ary split: the arms' sizes fit the available units, each aligned to its size (Figs. 9, 10).
@@ -139,6 +162,7 @@ impl<'a> Cx<'a> {
                 split: id,
                 arm: i,
                 at: p,
+                groups: self.groups.len(),
             });
             self.body(&a.body, p);
             self.arms.pop();
@@ -223,6 +247,7 @@ impl<'a> Cx<'a> {
         };
         let ity = self.expr(&index.body, &sink, code);
         self.expect_int(&ity, index.body.span, "the partition index");
+        let same_for = self.closure_same_for(index, code);
         self.vars.truncate(mark);
         let Some(vi) = vi else {
             self.body(body, code);
@@ -230,14 +255,65 @@ impl<'a> Cx<'a> {
         };
         let saved = self.vars[vi].hidden.replace(Hidden::Partition(span));
         let ty = self.vars[vi].ty.clone();
+        let shared = matches!(
+            ty,
+            Ty::Ptr {
+                space: Space::Shared,
+                ..
+            }
+        );
         let mutable = self.vars[vi].mutable;
         let mark = self.vars.len();
         let ni = self.declare(new_name, p, ty, mutable);
         self.vars[ni].index_arity = index.params.len();
         self.vars[ni].is_async = self.vars[vi].is_async;
+        // An index closure that cannot tell the P units of a `same_for` unit apart hands them all the same
+        // elements (`|x| x`: the whole allocation to every warpgroup): a shared view is then used as a claim,
+        // by one split arm at P (CLAIM-ONE-BRANCH), else those units would race on it. Global memory keeps
+        // this as the way to write elements chosen at run time (a persistent kernel's tiles): disjointness
+        // is then the program's, and the emulator's race detector checks it.
+        if let Some(same_for) = same_for.filter(|&f| shared && !self.one_unit(p, f)) {
+            self.vars[ni].claim = Some(ClaimInfo {
+                at: p,
+                arm_base: self.arms.len(),
+                first_use: None,
+                group_base: self.groups.len(),
+                same_for,
+                from_partition: true,
+            });
+        }
         self.block_in_scope(body, code);
         self.vars.truncate(mark);
         self.vars[vi].hidden = saved;
+    }
+
+    /// The narrowest perspective an index closure reads (its parameters aside; `code` when it reads nothing
+    /// narrower): every P unit inside one unit of it computes the same offsets. `None` when the closure
+    /// calls anything (a call may tell the units apart) or reads perspectives that are not nested.
+    fn closure_same_for(&self, index: &IndexFn, code: Perspective) -> Option<Perspective> {
+        let mut calls = false;
+        check_calls(&index.body, &mut calls);
+        if calls {
+            return None;
+        }
+        let mut finest = Some(code);
+        walk::walk_vars(&index.body, &mut |name| {
+            if index.params.iter().any(|ip| ip.name == name) {
+                return;
+            }
+            let Some(v) = self.lookup(name).map(|i| &self.vars[i]) else {
+                return;
+            };
+            if v.konst.is_some() {
+                return;
+            }
+            finest = match finest {
+                Some(f) if self.le(v.at, f) => Some(v.at),
+                Some(f) if self.le(f, v.at) => Some(f),
+                _ => None,
+            };
+        });
+        finest
     }
 
     pub(super) fn block_in_scope(&mut self, b: &Block, code: Perspective) {
@@ -293,6 +369,9 @@ impl<'a> Cx<'a> {
             at: p,
             arm_base: self.arms.len(),
             first_use: None,
+            group_base: self.groups.len(),
+            same_for: code,
+            from_partition: false,
         });
         self.block_in_scope(body, code);
         self.vars.truncate(mark);
@@ -361,6 +440,39 @@ impl<'a> Cx<'a> {
                     "call it inside `group({p}, || {{ .. }})` or a split arm of {p}"
                 )),
             );
+        }
+    }
+}
+
+/// Whether an expression contains a call (sets `found`).
+fn check_calls(e: &Expr, found: &mut bool) {
+    match &e.kind {
+        ExprKind::Call { .. } | ExprKind::MethodCall { .. } | ExprKind::Asm { .. } => *found = true,
+        ExprKind::Var(_) | ExprKind::Lit(_) => {}
+        ExprKind::Index { base, indices } => {
+            check_calls(base, found);
+            indices.iter().for_each(|i| check_calls(i, found));
+        }
+        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
+            check_calls(expr, found)
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            check_calls(lhs, found);
+            check_calls(rhs, found);
+        }
+        ExprKind::ArrayLit(items) => items.iter().for_each(|a| check_calls(a, found)),
+        ExprKind::ArrayRepeat { value, len } => {
+            check_calls(value, found);
+            check_calls(len, found);
+        }
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => {
+            check_calls(cond, found);
+            check_calls(then_value, found);
+            check_calls(else_value, found);
         }
     }
 }

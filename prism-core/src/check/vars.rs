@@ -113,36 +113,79 @@ impl<'a> Cx<'a> {
     }
 
     /// [CLAIM-ONE-BRANCH] every use of a claimed name lies in one and the same split arm (of perspective
-    /// equal to the claim's) within the claim body.
+    /// equal to the claim's) within the claim body, and no `group` between the claim and that arm
+    /// replicates the arm below the units that see the same elements. A partition whose index closure
+    /// gives its units the same elements is held to the same rule.
     pub(super) fn claim_one_branch(&mut self, i: usize, span: Span) {
         let Some(c) = self.vars[i].claim.clone() else {
             return;
         };
         let name = self.vars[i].name.clone();
-        let arm = self.arms[c.arm_base.min(self.arms.len())..].last().copied();
+        let what = if c.from_partition {
+            format!(
+                "`{name}` is the same elements for every {} unit of {} (its index closure reads nothing that tells them apart), so it is used as a claim",
+                c.at, c.same_for
+            )
+        } else {
+            format!("claimed `{name}` ({})", c.at)
+        };
+        // The arm that hands the memory to one unit: the outermost one at the claim's perspective (arms
+        // nested in it only narrow that unit further).
+        let arms = &self.arms[c.arm_base.min(self.arms.len())..];
+        let innermost = arms.last().copied();
+        let arm = arms.iter().find(|a| a.at == c.at).copied().or(innermost);
         let Some(arm) = arm else {
-            self.errors.push(
-                err(
-                    "CLAIM-ONE-BRANCH",
-                    span,
-                    format!("claimed `{name}` ({}) is used outside a `split` arm", c.at),
-                )
-                .help(format!(
-                    "use it inside one arm of `match split(..)` whose perspective is {}",
-                    c.at
-                )),
+            let mut help = format!(
+                "use it inside one arm of `match split(..)` whose perspective is {}",
+                c.at
             );
+            if c.from_partition {
+                let example = if c.at.n == 1 {
+                    "`|i| u + i`".to_string()
+                } else {
+                    format!("`|i| u * {} + i`", c.at.n)
+                };
+                help.push_str(&format!(
+                    ", or give each {} unit its own elements: an index closure that reads the unit's position ({example} with `u` a variable at {})",
+                    c.at, c.at
+                ));
+            }
+            let d = err(
+                "CLAIM-ONE-BRANCH",
+                span,
+                format!("{what}: it is used outside a `split` arm"),
+            )
+            .help(help);
+            self.errors.push(d);
             return;
         };
         if arm.at != c.at {
             self.errors.push(err(
                 "CLAIM-ONE-BRANCH",
                 span,
-                format!(
-                    "claimed `{name}` is at {} but is used in a split arm at {}",
-                    c.at, arm.at
-                ),
+                format!("{what}: it is used in a split arm at {}", arm.at),
             ));
+            return;
+        }
+        let base = c.group_base.min(arm.groups);
+        if let Some(g) = self.groups[base..arm.groups]
+            .iter()
+            .find(|g| !self.le(c.same_for, **g))
+        {
+            self.errors.push(
+                err(
+                    "CLAIM-ONE-BRANCH",
+                    span,
+                    format!(
+                        "{what}: the split arm using it runs once in every {g} unit of a `group({g}, ..)`, so several {} units use the same elements",
+                        c.at
+                    ),
+                )
+                .help(format!(
+                    "split at {} (outside the `group`), or give each unit its own memory",
+                    c.same_for
+                )),
+            );
             return;
         }
         match c.first_use {
@@ -155,10 +198,7 @@ impl<'a> Cx<'a> {
                 err(
                     "CLAIM-ONE-BRANCH",
                     span,
-                    format!(
-                        "claimed `{name}` ({}) is used in two different split arms",
-                        c.at
-                    ),
+                    format!("{what}: it is used in two different split arms"),
                 )
                 .note(first, "first used here, in another arm")
                 .help("a claim gives the memory to exactly one branch: use it in one arm only"),

@@ -217,8 +217,9 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
         if rng.below(2) == 0 {
             out.push_str("#[at(thread[1])] let rv: f32 = racc[2];\n");
         }
-        // The only consumer writes its tile out: stmatrix into its own box, a TMA store to this block's rows.
-        if arms_n == 1 && n == 1 && rng.below(3) == 0 {
+        // The only consumer writes its tile out: stmatrix into its own box, a TMA store to this block's rows
+        // (in the first ring only: the box is handed to one split arm, CLAIM-ONE-BRANCH).
+        if arms_n == 1 && n == 1 && r == 0 && rng.below(3) == 0 {
             out.push_str(
                 "stmatrix_bf16(ep_w, &racc, 0);\nmatch split(thread) {\n1 => {\ntma_store(td, ep_w, 0, eb * 64);\n}\n}\n",
             );

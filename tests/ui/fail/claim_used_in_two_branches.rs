@@ -5,17 +5,19 @@ use prism_macros::prism_kernel;
 fn k() {
     group(block[1], || {
         let s: Shared<[f32; 64]>;
+        #[at(thread[1])]
+        let t: u32 = id();
         claim(s, thread[32], |s_warp| {
             match split(thread) {
                 32 => {
-                    partition(s_warp, thread[1], |i| i, |s_t| {
+                    partition(s_warp, thread[1], |i| t % 32 + i, |s_t| {
                         group(thread[1], || {
                             s_t[0] = 1.0;
                         });
                     });
                 }
                 32 => {
-                    partition(s_warp, thread[1], |i| i, |s_t| {
+                    partition(s_warp, thread[1], |i| t % 32 + i, |s_t| {
                         group(thread[1], || {
                             s_t[0] = 2.0;
                         });
