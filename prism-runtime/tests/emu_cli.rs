@@ -1058,3 +1058,108 @@ fn buffers_for_a_struct_of_pointers() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// 8- and 16-bit scalars by value (`char`, `short`, `__half`, `__nv_bfloat16` parameters) from their
+/// `u8:`/`i8:`/`u16:`/`i16:`/`f16:`/`bf16:` forms; a 32-bit value for a 1-byte parameter stays a usage error.
+#[test]
+fn narrow_scalars_by_value() {
+    let dir = tmpdir("narrow");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = dir.join("k.ptx");
+    std::fs::write(
+        &ptx,
+        r#".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u8 a, .param .s8 b, .param .u16 c, .param .b16 h, .param .align 2 .b8 bf[2], .param .s16 e)
+{
+    .reg .b16 %h<8>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u8 %r1, [a];
+    ld.param.s8 %r2, [b];
+    ld.param.u16 %r3, [c];
+    ld.param.b16 %h1, [h];
+    ld.param.b16 %h2, [bf];
+    ld.param.s16 %r4, [e];
+    st.global.u32 [%rd1], %r1;
+    st.global.u32 [%rd1+4], %r2;
+    st.global.u32 [%rd1+8], %r3;
+    st.global.b16 [%rd1+12], %h1;
+    st.global.b16 [%rd1+14], %h2;
+    st.global.u32 [%rd1+16], %r4;
+    ret;
+}
+"#,
+    )
+    .unwrap();
+    let (p, ds) = (ptx.to_str().unwrap(), dir.join("out"));
+    let (code, out, err) = run(&[
+        p,
+        "k",
+        "--grid",
+        "1",
+        "--block",
+        "1",
+        "--dump",
+        ds.to_str().unwrap(),
+        "buf:u32:5:zero",
+        "u8:200",
+        "i8:-3",
+        "u16:65000",
+        "f16:1.5",
+        "bf16:-2.25",
+        "i16:-300",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let bytes = std::fs::read(ds.join("arg0.bin")).unwrap();
+    let w = |i: usize| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap());
+    assert_eq!(
+        (w(0), w(1) as i32, w(2), w(4) as i32),
+        (200, -3, 65000, -300)
+    );
+    assert_eq!(
+        u16::from_le_bytes([bytes[12], bytes[13]]),
+        half::f16::from_f32(1.5).to_bits()
+    );
+    assert_eq!(
+        u16::from_le_bytes([bytes[14], bytes[15]]),
+        half::bf16::from_f32(-2.25).to_bits()
+    );
+    let (code, _, err) = run(&[
+        p,
+        "k",
+        "--grid",
+        "1",
+        "--block",
+        "1",
+        "buf:u32:5:zero",
+        "u32:200",
+        "i8:1",
+        "u16:1",
+        "f16:1",
+        "bf16:1",
+        "i16:1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is 1 bytes, the value has 4"), "{err}");
+    let (code, _, err) = run(&[
+        p,
+        "k",
+        "--grid",
+        "1",
+        "--block",
+        "1",
+        "buf:u32:5:zero",
+        "u8:300",
+        "i8:1",
+        "u16:1",
+        "f16:1",
+        "bf16:1",
+        "i16:1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad u8 value"), "{err}");
+}

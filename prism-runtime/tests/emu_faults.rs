@@ -105,6 +105,78 @@ fn shfl_with_nonparticipating_lanes() {
     assert_eq!(e.read(out, 4).unwrap(), 0u32.to_le_bytes());
 }
 
+/// Lanes 0..7 shuffle among themselves (membermask 0xff): `down` by `delta` reads lane l + delta, which is
+/// a member for delta < 8 and in range (clamp 31) but not a member for delta = 16 (cuda-samples' reduce7
+/// shape): the value read is undefined, a CollectiveMisuse. With clamp 7 (width 8) the same delta is out
+/// of range and each lane keeps its own value: no fault.
+const SHFL_NONMEMBER: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry shfl_nonmember(.param .u64 out, .param .u32 delta, .param .u32 clamp)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [delta];
+    ld.param.u32 %r2, [clamp];
+    mov.u32 %r3, %laneid;
+    add.u32 %r4, %r3, 100;
+    setp.ge.u32 %p1, %r3, 8;
+    @%p1 bra DONE;
+    shfl.sync.down.b32 %r5, %r4, %r1, %r2, 0xff;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+DONE:
+    ret;
+}
+"#;
+
+#[test]
+fn shfl_reading_a_lane_outside_its_membermask() {
+    let m = Module::parse(SHFL_NONMEMBER).unwrap();
+    let mut e = Emulator::new(cfg());
+    let out = e.alloc(8 * 4);
+    let run = |e: &mut Emulator, delta: u32, clamp: u32| {
+        e.write(out, &[0; 32]).unwrap();
+        let p = [
+            ParamValue::Ptr(out),
+            ParamValue::U32(delta),
+            ParamValue::U32(clamp),
+        ];
+        faults(e.launch(&m, "shfl_nonmember", [1, 1, 1], [32, 1, 1], 0, &p))
+    };
+    let f = run(&mut e, 16, 31);
+    let x = find(&f, FaultKind::CollectiveMisuse);
+    assert!(
+        x.message
+            .contains("reads lane 16, which is not in the membermask"),
+        "{}",
+        x.message
+    );
+    assert_eq!(
+        x.ptx_line,
+        line_of(SHFL_NONMEMBER, ".entry", "shfl.sync", 0)
+    );
+    // Members only: lane l reads lane l + 4 while it is below 8, else (clamp 7: out of range) itself.
+    let ok = run(&mut e, 4, 7);
+    assert!(ok.is_empty(), "{ok:?}");
+    let got: Vec<u32> = e
+        .read(out, 32)
+        .unwrap()
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<u32> = (0..8)
+        .map(|l| if l + 4 < 8 { l + 104 } else { l + 100 })
+        .collect();
+    assert_eq!(got, want);
+    // Width 8 (clamp 7): delta 16 is out of range for every lane; each keeps its own value.
+    assert!(run(&mut e, 16, 7).is_empty());
+}
+
 const MMA_HALF: &str = r#"
 .version 8.0
 .target sm_90

@@ -37,7 +37,7 @@ pub use args::{BufferRef, StructField};
 pub use session::{execute, execute_all};
 use std::io::Write;
 
-const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--buffer NAME=buf:TYPE:COUNT:INIT]... [--backend emulator|gpu] ARG... [--then KERNEL --grid .. --block .. [--cluster ..] [--smem ..] [--cooperative] ARG...]...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter) | NAME=buf:… (a named buffer, kept for later launches and dumped as NAME.bin) | ref:NAME[+BYTES] (its address, emulator only) | tex:TYPE[xC]:DIMS:INIT[:OPTS] (a texture object over a new buffer; OPTS point|linear,clamp|wrap|mirror|border,norm,nf,border=V; emulator only) | surf:TYPE[xC]:DIMS:INIT (a surface object) | struct:F,F,… (a struct by value laid out as C does; F: u32:V i32:V u64:V i64:V f32:V f64:V ref:NAME[+BYTES])";
+const USAGE: &str = "usage: emulate FILE.ptx KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--cluster X[,Y,Z]] [--smem BYTES] [--seed N] [--dump DIR] [--json] [--cooperative] [--lockstep] [--no-races] [--max-steps N] [--threads N] [--symbol NAME=@path|0xHEX]... [--buffer NAME=buf:TYPE:COUNT:INIT]... [--backend emulator|gpu] ARG... [--then KERNEL --grid .. --block .. [--cluster ..] [--smem ..] [--cooperative] ARG...]...\n  ARG: u32:V | i32:V | u64:V | i64:V | f32:V | f64:V | u8:V | i8:V | u16:V | i16:V | f16:V | bf16:V (8- and 16-bit scalars by value) | buf:TYPE:COUNT:INIT (TYPE u8,u16,i16,i32,u32,i64,u64,f16,bf16,f32,f64; INIT zero|rand|iota|@path) | bytes:@path | bytes:0xHEX (a struct passed by value, its raw little-endian bytes) | tmap:TYPE:DIMS:BOX:SWIZZLE:INIT[:STRIDES] (a tensor map over a new buffer; DIMS/BOX innermost first like 512x256; SWIZZLE none|32|64|128; emulator only) | tmapptr:… (the same map in global memory, passed as its address: a const CUtensorMap* parameter) | NAME=buf:… (a named buffer, kept for later launches and dumped as NAME.bin) | ref:NAME[+BYTES] (its address, emulator only) | tex:TYPE[xC]:DIMS:INIT[:OPTS] (a texture object over a new buffer; OPTS point|linear,clamp|wrap|mirror|border,norm,nf,border=V; emulator only) | surf:TYPE[xC]:DIMS:INIT (a surface object) | struct:F,F,… (a struct by value laid out as C does; F: u32:V i32:V u64:V i64:V f32:V f64:V ref:NAME[+BYTES])";
 
 fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -694,6 +694,37 @@ pub fn prepare_inputs(inv: &Invocation, decls: &[ParamDecl]) -> Result<Vec<Input
             .ok_or_else(|| format!("argument {} '{}': expected TYPE:VALUE", idx, a))?;
         let bad = |what: &str| format!("argument {} '{}': bad {} value", idx, a, what);
         let input = match kind {
+            // 8- and 16-bit scalars by value (`char`, `short`, `__half`, `__nv_bfloat16` parameters): their
+            // little-endian bytes.
+            "u8" => Input::Scalar(ParamValue::Bytes(vec![rest
+                .parse::<u8>()
+                .map_err(|_| bad("u8"))?])),
+            "i8" => Input::Scalar(ParamValue::Bytes(vec![rest
+                .parse::<i8>()
+                .map_err(|_| bad("i8"))?
+                as u8])),
+            "u16" => Input::Scalar(ParamValue::Bytes(
+                rest.parse::<u16>()
+                    .map_err(|_| bad("u16"))?
+                    .to_le_bytes()
+                    .to_vec(),
+            )),
+            "i16" => Input::Scalar(ParamValue::Bytes(
+                rest.parse::<i16>()
+                    .map_err(|_| bad("i16"))?
+                    .to_le_bytes()
+                    .to_vec(),
+            )),
+            "f16" => Input::Scalar(ParamValue::Bytes(
+                half::f16::from_f32(rest.parse().map_err(|_| bad("f16"))?)
+                    .to_le_bytes()
+                    .to_vec(),
+            )),
+            "bf16" => Input::Scalar(ParamValue::Bytes(
+                half::bf16::from_f32(rest.parse().map_err(|_| bad("bf16"))?)
+                    .to_le_bytes()
+                    .to_vec(),
+            )),
             "u32" => Input::Scalar(ParamValue::U32(rest.parse().map_err(|_| bad("u32"))?)),
             "i32" => Input::Scalar(ParamValue::I32(rest.parse().map_err(|_| bad("i32"))?)),
             "u64" => Input::Scalar(ParamValue::U64(rest.parse().map_err(|_| bad("u64"))?)),

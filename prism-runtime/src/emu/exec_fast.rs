@@ -176,9 +176,10 @@ impl L<'_> {
         Some(Step::Continue)
     }
 
-    /// `shfl.sync` for a group that is exactly its immediate membermask (`shfl.sync .., -1` in a
-    /// converged warp): every member is here and none is guarded off, so `exec_collective` would have
-    /// nothing to wait for or report and would run it at once, as here. False (nothing done) otherwise.
+    /// `shfl.sync .., -1` in a converged full warp: every member is here, none is guarded off and every
+    /// source lane is a member, so `exec_collective` would have nothing to wait for or report and would
+    /// run it at once, as here. False (nothing done) otherwise (a partial mask goes the general way,
+    /// which checks that the lanes read are members).
     /// (Not inlined: `fast_step` stays small enough to be inlined into the step.)
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
@@ -197,12 +198,12 @@ impl L<'_> {
             return false;
         };
         let member = *mv as u32;
-        if exec != mask || member != exec || member & !w.exist != 0 {
+        if exec != mask || member != exec || member != u32::MAX || w.exist != u32::MAX {
             return false;
         }
         self.collective_orders(b, wi, exec);
-        self.shfl(b, wi, w, args, exec, mode, t);
-        true
+        // (a full mask: no source lane can be outside it, so the shuffle cannot fault)
+        self.shfl(b, wi, w, 0, args, exec, mode, t)
     }
 
     /// The values of a source operand for the lanes of `lanes` (other lanes: unspecified): a register's

@@ -218,7 +218,9 @@ impl L<'_> {
         }
         match &ins.kind {
             Kind::BarWarpSync => self.bar_warp_sync(b, wi, exec),
-            Kind::Shfl(mode) => self.shfl(b, wi, w, args, exec, mode, &mut [[0; 32]; 5]),
+            Kind::Shfl(mode) if !self.shfl(b, wi, w, pc, args, exec, mode, &mut [[0; 32]; 5]) => {
+                return Step::Stop;
+            }
             Kind::Vote(mode) => self.vote(b, wi, w, args, exec, mode),
             Kind::Redux(op, ty) => self.redux(b, wi, w, args, exec, op, ty),
             Kind::Match(all, ty) => self.match_sync(b, wi, w, args, exec, all, ty),
@@ -262,18 +264,21 @@ impl L<'_> {
     }
 
     /// `shfl.sync`: each lane reads the source lane of its mode (or its own value) and the in-range flag.
-    /// `t` holds the lane arrays it works in (their old values are not read).
+    /// `t` holds the lane arrays it works in (their old values are not read). `false` (a fault reported):
+    /// an in-range source lane is not in the membermask, so the value read is undefined (the lane need
+    /// not be at the instruction; CCCL's `shfl_sync` checks the same in debug mode).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn shfl(
         &mut self,
         b: &Block,
         wi: usize,
         w: &mut Warp,
+        pc: u32,
         args: &[Operand],
         exec: u32,
         mode: &ShflMode,
         t: &mut [[u64; 32]; 5],
-    ) {
+    ) -> bool {
         let (d, p, ai) = if args.len() >= 6 {
             (&args[0], Some(&args[1]), 2)
         } else {
@@ -294,21 +299,32 @@ impl L<'_> {
         // Every lane computed branch-free, then the executing lanes written (PTX ISA, shfl.sync). The
         // usual immediate lane operand and clamp are constants of the loop (vector code over 32-bit
         // lanes); register operands are read per lane.
-        match (&args[ai + 1], &args[ai + 2]) {
+        let read = match (&args[ai + 1], &args[ai + 2]) {
             (Operand::Imm(bv), Operand::Imm(c)) => {
                 let (bv, c) = (*bv, *c);
-                shfl_mode(mode, vals, |_| bv, |_| c, out, inrange);
+                shfl_mode(mode, vals, |_| bv, |_| c, out, inrange, exec)
             }
             (bop, cop) => {
                 self.gather(b, w, wi, bop, exec, bvs);
                 self.gather(b, w, wi, cop, exec, cs);
-                shfl_mode(mode, vals, |l| bvs[l], |l| cs[l], out, inrange);
+                shfl_mode(mode, vals, |l| bvs[l], |l| cs[l], out, inrange, exec)
             }
+        };
+        // `exec` is the membermask here (every member arrived, no other lane executes).
+        if read & !exec != 0 {
+            let j = (read & !exec).trailing_zeros();
+            let msg = format!(
+                "{} with membermask 0x{exec:08x} reads lane {j}, which is not in the membermask: the value is undefined",
+                self.opname(pc)
+            );
+            self.fault(b, wi, None, pc, FaultKind::CollectiveMisuse, msg);
+            return false;
         }
         exec_fast::scatter(w, d, exec, out);
         if let Some(p) = p {
             exec_fast::scatter(w, p, exec, inrange);
         }
+        true
     }
 
     /// `vote.sync`: all / any / uni / ballot over the member lanes.
@@ -512,7 +528,8 @@ impl L<'_> {
 }
 
 /// The source lane j of each lane for `mode` (PTX ISA, shfl.sync), in range when j is within the lane's
-/// segment bound: one loop per mode (the mode chosen once, not per lane).
+/// segment bound: one loop per mode (the mode chosen once, not per lane). Returns the lanes that the
+/// lanes of `exec` read in range.
 #[inline(always)]
 fn shfl_mode(
     mode: &ShflMode,
@@ -521,18 +538,19 @@ fn shfl_mode(
     c: impl Fn(usize) -> u64,
     out: &mut [u64; 32],
     inrange: &mut [u64; 32],
-) {
+    exec: u32,
+) -> u32 {
     match *mode {
-        ShflMode::Up => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, _, max| {
+        ShflMode::Up => shfl_lanes(vals, bv, c, out, inrange, exec, |lane, bv, _, max| {
             (lane - bv, lane - bv >= max)
         }),
-        ShflMode::Down => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, _, max| {
+        ShflMode::Down => shfl_lanes(vals, bv, c, out, inrange, exec, |lane, bv, _, max| {
             (lane + bv, lane + bv <= max)
         }),
-        ShflMode::Bfly => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, _, max| {
+        ShflMode::Bfly => shfl_lanes(vals, bv, c, out, inrange, exec, |lane, bv, _, max| {
             (lane ^ bv, (lane ^ bv) <= max)
         }),
-        ShflMode::Idx => shfl_lanes(vals, bv, c, out, inrange, |lane, bv, seg, max| {
+        ShflMode::Idx => shfl_lanes(vals, bv, c, out, inrange, exec, |lane, bv, seg, max| {
             let j = (lane & seg) | (bv & !seg);
             (j, j <= max)
         }),
@@ -541,7 +559,8 @@ fn shfl_mode(
 
 /// `out[l]` = the value of lane l's source lane (`src(lane, b, segmask, max_lane)` gives it and whether
 /// it is in range; `bv(l)` and `c(l)` are lane l's lane operand and clamp); an out-of-range or
-/// out-of-warp source reads the lane's own value.
+/// out-of-warp source reads the lane's own value. Returns the source lanes the lanes of `exec` read in
+/// range.
 #[inline(always)]
 fn shfl_lanes(
     vals: &[u64; 32],
@@ -549,8 +568,9 @@ fn shfl_lanes(
     c: impl Fn(usize) -> u64,
     out: &mut [u64; 32],
     inrange: &mut [u64; 32],
+    exec: u32,
     src: impl Fn(i32, i32, i32, i32) -> (i32, bool),
-) {
+) -> u32 {
     // The source lanes first (lane arithmetic only: vector code), then the reads.
     let mut from = [0u32; 32];
     for l in 0..32usize {
@@ -568,8 +588,11 @@ fn shfl_lanes(
         };
         inrange[l] = pval as u64;
     }
-    for (o, &f) in out.iter_mut().zip(&from) {
+    let mut read = 0u32;
+    for (l, (o, &f)) in out.iter_mut().zip(&from).enumerate() {
         // (`from` is a lane: the mask only spares the bounds check)
         *o = vals[f as usize & 31];
+        read |= ((exec >> l) & inrange[l] as u32 & 1) << (f & 31);
     }
+    read
 }

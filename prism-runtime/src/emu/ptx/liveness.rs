@@ -17,7 +17,7 @@
 //! unguarded moves, arithmetic, compares, selects, conversions and loads count as overwritten. Registers
 //! whose value another lane, another warp or a later event may see keep a slot of their own (*pinned*):
 //! those live at function entry (a kernel's start at zero; a function's from its previous call), and those
-//! named by warp- or warpgroup-collective, asynchronous or barrier instructions (`shfl` reads inactive
+//! named by warp- or warpgroup-collective, asynchronous or barrier instructions (`shfl` reads other
 //! lanes' registers, `wgmma` writes its accumulators at `wait_group`, `bar.red` at the barrier's
 //! completion, the in-flight check names registers).
 //!
@@ -486,8 +486,9 @@ mod tests {
 
     /// Liveness's corner cases, each stored by every lane: a register read before it is written, in a
     /// loop; a register written on one side of a branch and read after it; a device function's register
-    /// read before it is written in each call (its previous call's value); a `shfl` whose source lanes
-    /// are inactive (they keep their own value of the source register).
+    /// read before it is written in each call (its previous call's value); a `shfl` among the lanes of one
+    /// side of a branch, reading a register written before it (a source lane outside the membermask would
+    /// be undefined, a CollectiveMisuse).
     const CORNERS: &str = r#"
 .version 8.0
 .target sm_90
@@ -559,7 +560,7 @@ JOIN:
     add.u32 %r18, %r17, 1;
     bra.uni AFTER;
 SHFL:
-    shfl.sync.idx.b32 %r19, %r16, 1, 31, 0x55555555;
+    shfl.sync.idx.b32 %r19, %r16, 2, 31, 0x55555555;
     st.global.u32 [%rd3+12], %r19;
 AFTER:
     ret;
@@ -620,8 +621,8 @@ AFTER:
             let (second, _) = acc(kept, t + 5);
             assert_eq!(w[2], first.wrapping_add(second), "lane {t}: calls");
             if t % 2 == 0 {
-                // Even lanes read lane 1's %r16 (lane 1 is inactive here: its own value, 1000).
-                assert_eq!(w[3], 1000, "lane {t}: shfl");
+                // Even lanes read lane 2's %r16 (2000).
+                assert_eq!(w[3], 2000, "lane {t}: shfl");
                 assert_eq!(w[4], (t * 9 + 1) * (t * 9 + 1), "lane {t}: even side");
             } else {
                 assert_eq!((w[3], w[4]), (0xABAB_ABAB, 0xABAB_ABAB), "lane {t}");
