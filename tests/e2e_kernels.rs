@@ -461,3 +461,68 @@ fn float_remainder_is_exact_as_rust() {
         );
     }
 }
+
+/// A run-time index past a shared allocation (a `t + j` partition of 128 elements in a block of 256
+/// threads, with no `threads =` to bound the block) faults instead of writing the next allocation
+/// (SHARED-INDEX): the access goes to an address past every shared window, so the launch is an error (an
+/// `OutOfBounds` fault on the emulator). In bounds, the same kernel computes its result.
+#[prism_macros::prism_kernel(requires(grid[1], block[1], thread[1]), smem = 1024)]
+pub fn shared_index_by_thread(y: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(
+        y,
+        block[1],
+        |j| b + j,
+        |yb| {
+            group(block[1], || {
+                let s1: Shared<[f32; 128]>;
+                let s2: Shared<[f32; 128]>;
+                #[at(thread[1])]
+                let t: u32 = id();
+                partition(
+                    s2,
+                    thread[1],
+                    |j| t + j,
+                    |st| {
+                        group(thread[1], || {
+                            st[0] = 5.0;
+                        });
+                    },
+                );
+                partition(
+                    s1,
+                    thread[1],
+                    |j| t + j,
+                    |st| {
+                        group(thread[1], || {
+                            st[0] = 1.0;
+                        });
+                    },
+                );
+                claim(yb, thread[1], |y1| match split(thread) {
+                    1 => {
+                        y1[0] = s1[0] + s2[127];
+                    }
+                });
+            });
+        },
+    );
+}
+
+#[test]
+fn shared_index_out_of_bounds_faults() {
+    let dev = device();
+    let mut y = dev.htod(&[SENTINEL_F32]).unwrap();
+    shared_index_by_thread::launch(&dev, LaunchDims::new(1, 128), &mut y).unwrap();
+    assert_eq!(dev.dtoh(&y).unwrap(), vec![6.0]);
+    let err = shared_index_by_thread::launch(&dev, LaunchDims::new(1, 256), &mut y)
+        .expect_err("threads 128.. index past the 128 elements");
+    let text = err.to_string();
+    if dev.backend() == prism::Backend::Emulator {
+        assert!(
+            text.contains("OutOfBounds") && text.contains("out of bounds of a shared allocation"),
+            "{text}"
+        );
+    }
+}

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use std::rc::Rc;
 
 mod body;
+mod bounds;
 mod expr;
 mod fmod;
 mod hopper;

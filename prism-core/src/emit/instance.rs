@@ -432,6 +432,7 @@ impl Em {
         body.extend(prologue);
         body.extend(rest);
         super::proxy_fences::elide_redundant(&mut body);
+        super::bounds::elide_proven(&mut body, threads);
         // Declarations last: the passes above allocate registers too.
         let mut decls: Vec<ptx::Stmt> = REG_CLASSES
             .iter()

@@ -216,7 +216,7 @@ impl Em {
         let k: usize = if name == "load2" { 2 } else { 4 };
         let view = self.mem_arg(&args[0])?;
         let i = self.scalar(&args[1])?;
-        let addr = self.address(&view, vec![i], args[1].span)?;
+        let addr = self.address_n(&view, vec![i], args[1].span, k as u32)?;
         let t = view.elem;
         if t == ScalarType::Bool {
             return Err(bug("INTRINSIC", span, "no vector loads of bool"));
@@ -239,7 +239,7 @@ impl Em {
         let k: usize = if name == "store2" { 2 } else { 4 };
         let view = self.mem_arg(&args[0])?;
         let i = self.scalar(&args[1])?;
-        let addr = self.address(&view, vec![i], args[1].span)?;
+        let addr = self.address_n(&view, vec![i], args[1].span, k as u32)?;
         let vals = match self.expr(&args[2])? {
             Value::Arr(v, _) if v.len() == k => v,
             _ => {
@@ -286,7 +286,9 @@ impl Em {
             return Err(bug("TYPE", args[0].span, "`ldmatrix` reads shared memory"));
         }
         let i = self.scalar(&args[1])?;
-        let addr = self.address(&view, vec![i], args[1].span)?;
+        // Each lane's row is 16 bytes.
+        let row = 16 / view.elem.size().max(1);
+        let addr = self.address_n(&view, vec![i], args[1].span, row)?;
         let regs: Vec<String> = (0..k).map(|_| self.fresh(ScalarType::U32)).collect();
         self.line(format!(
             "ldmatrix.sync.aligned.m8n8.x{k}.shared.b16 {{{}}}, [{addr}];",
@@ -321,7 +323,8 @@ impl Em {
                 "`cp_async` copies from global to shared memory",
             ));
         }
-        let da = self.address(&dst, vec![di], args[1].span)?;
+        let n = (bytes as u32 / dst.elem.size().max(1)).max(1);
+        let da = self.address_n(&dst, vec![di], args[1].span, n)?;
         let sa = self.address(&src, vec![si], args[3].span)?;
         let kind = if bytes == 16 { "cg" } else { "ca" };
         self.line(format!(
@@ -354,7 +357,8 @@ impl Em {
                 "`cp_async_bulk` copies from global to shared memory",
             ));
         }
-        let da = self.address(&dst, vec![di], args[1].span)?;
+        let n = (bytes as u32 / dst.elem.size().max(1)).max(1);
+        let da = self.address_n(&dst, vec![di], args[1].span, n)?;
         let sa = self.address(&src, vec![si], args[3].span)?;
         // Announce the bytes before the copy can complete them, so the phase cannot end early.
         self.line(format!(

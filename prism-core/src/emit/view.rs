@@ -4,6 +4,10 @@
 use super::loops::for_each_block;
 use super::*;
 
+/// Where an out-of-bounds shared access goes (SHARED-INDEX): 16-byte aligned, past every shared window
+/// (228 KiB per block; a cluster's shared::cluster window is far below it too).
+const OUT_OF_BOUNDS_ADDR: &str = "0xFFFFFFF0";
+
 impl Em {
     /// The rank in threads within the current unit: blk·T + thr.
     pub(super) fn rank(&mut self) -> Val {
@@ -136,14 +140,31 @@ impl Em {
     /// element `(r, c)` of its box and where wgmma reads it, so the address gets the same XOR of 16-byte
     /// chunks (PTX ISA §5.5.7, on the shared address's bits 7–9 as the hardware does; allocations are
     /// aligned for their swizzle).
+    ///
+    /// A shared allocation's index is checked against its length (Rust indexing): a constant out of
+    /// range is a compile error (SHARED-INDEX); out of range at run time, the access goes to an address
+    /// past every shared window and faults (the launch fails) instead of touching a neighbouring
+    /// allocation. `bounds.rs` removes the checks it proves redundant.
     pub(super) fn address(&mut self, view: &View, idx: Vec<Val>, span: Span) -> R<String> {
-        self.address_in(view, idx, span, true)
+        self.address_in(view, idx, span, true, 1)
+    }
+
+    /// [`Self::address`] for an access of `extent` consecutive elements from the index (vector loads and
+    /// stores, `cp_async`): the whole extent must lie in the allocation.
+    pub(super) fn address_n(
+        &mut self,
+        view: &View,
+        idx: Vec<Val>,
+        span: Span,
+        extent: u32,
+    ) -> R<String> {
+        self.address_in(view, idx, span, true, extent.max(1))
     }
 
     /// The unswizzled address of offset `idx` (wgmma descriptors, TMA boxes and `stmatrix` tiles start at
     /// an allocation's layout-aligned rows: the hardware swizzles their accesses itself).
     pub(super) fn address_raw(&mut self, view: &View, idx: Vec<Val>, span: Span) -> R<String> {
-        self.address_in(view, idx, span, false)
+        self.address_in(view, idx, span, false, 0)
     }
 
     fn address_in(
@@ -152,6 +173,7 @@ impl Em {
         mut idx: Vec<Val>,
         span: Span,
         logical: bool,
+        extent: u32,
     ) -> R<String> {
         for m in view.maps.iter().rev() {
             if m.params.len() != idx.len() {
@@ -225,6 +247,11 @@ impl Em {
                     }
                     _ => i,
                 };
+                let out_of_bounds = if extent > 0 && view.len > 0 {
+                    self.shared_bounds(&i, view.len, extent, span)?
+                } else {
+                    None
+                };
                 let off = self.u32_bin("mul", &i, &Val::imm_u32(size as u32));
                 let off = self.u32_bin("add", &view.base, &off);
                 let mut r = self.fresh(ScalarType::U32);
@@ -248,9 +275,51 @@ impl Em {
                     let rr = self.op(rank, ScalarType::U32);
                     let m = self.fresh(ScalarType::U32);
                     self.line(format!("mapa.shared::cluster.u32 {m}, {r}, {rr};"));
-                    return Ok(m);
+                    r = m;
+                }
+                if let Some(p) = out_of_bounds {
+                    // Out of bounds, the access goes to an address past every shared window, which the
+                    // hardware refuses (an illegal-address error ends the launch) and the emulator reports
+                    // (OutOfBounds): no branch in the access path, so unrolled loops schedule as before.
+                    let a = self.fresh(ScalarType::U32);
+                    self.line(format!("selp.b32 {a}, {OUT_OF_BOUNDS_ADDR}, {r}, {p};"));
+                    r = a;
                 }
                 Ok(r)
+            }
+        }
+    }
+
+    /// [SHARED-INDEX] elements `i .. i + extent` lie in an allocation (or ring slot) of `len` elements: a
+    /// constant is checked here; for a run-time index, the predicate that it is out of range (the access
+    /// then faults, as Rust's indexing panics).
+    fn shared_bounds(&mut self, i: &Val, len: u32, extent: u32, span: Span) -> R<Option<String>> {
+        let what = if extent == 1 {
+            "index".to_string()
+        } else {
+            format!("{extent}-element access at index")
+        };
+        if extent > len {
+            return Err(err(
+                "SHARED-INDEX",
+                span,
+                format!("a {what} needs {extent} elements but the shared memory has {len}"),
+            ));
+        }
+        let last = len - extent;
+        match i {
+            Val::Imm(Imm::Int(x), _) if *x < 0 || *x > last as i128 => Err(err(
+                "SHARED-INDEX",
+                span,
+                format!("{what} {x} is out of bounds for shared memory of {len} elements"),
+            )
+            .help(format!("the last valid index is {last}"))),
+            Val::Imm(..) => Ok(None),
+            _ => {
+                let o = self.op(i, ScalarType::U32);
+                let p = self.fresh(ScalarType::Bool);
+                self.line(format!("setp.gt.u32 {p}, {o}, {last};"));
+                Ok(Some(p))
             }
         }
     }

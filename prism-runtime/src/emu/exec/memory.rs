@@ -51,6 +51,13 @@ impl L<'_> {
         }
         match sp {
             Space::Shared => {
+                // Past every shared window: where a Prism kernel's bounds check (SHARED-INDEX) sends an
+                // index out of range of its shared allocation (the GPU refuses the address too).
+                if a >= 0xFFFF_FF00 {
+                    let msg = format!("shared address 0x{a:x} is past every shared window: an index out of bounds of a shared allocation (a Prism kernel's SHARED-INDEX check sends such accesses here)");
+                    self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
+                    return None;
+                }
                 // A shared::cluster address made by `mapa` carries the target block's rank + 1 in bits
                 // 24..29; rank + 1 = 0 (or this block's own rank) is this block's shared memory.
                 let tag = ((a >> 24) & 0x3F) as u32;

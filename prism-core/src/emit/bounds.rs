@@ -1,0 +1,316 @@
+//! Drops the shared-memory bounds checks (SHARED-INDEX) whose index is in range on every path.
+//!
+//! The emitter guards every run-time index into a shared allocation with `setp.gt.u32 p, i, last` and
+//! `selp.b32 a, OUT_OF_BOUNDS, a, p`: two instructions per access, which in an unrolled sgemm mainloop are
+//! about 15% of the issued instructions. Most of those indices are built from the thread's position and
+//! unrolled constants (`ty * 8 + 3`), whose largest value the kernel already fixes.
+//!
+//! An interval analysis over the registers that have exactly one, unguarded definition in the body: such a
+//! register holds the value of that definition wherever it is read (the emitter defines before it reads),
+//! so an upper bound computed from its operands' bounds holds at every read, in loops too. A register
+//! defined twice (a mutable variable, a loop counter) or under a guard has no bound, and the checks on it
+//! stay. Only unsigned, non-wrapping arithmetic is modelled.
+
+use crate::ptx::{Instruction, Operand, Stmt};
+use std::collections::HashMap;
+
+/// The address an out-of-range access is sent to (`view.rs`), as the parser reads it.
+const OUT_OF_BOUNDS: i64 = 0xFFFF_FFF0;
+
+/// Removes the checks proven redundant; `threads` is the block's exact size when the kernel fixes it.
+pub(super) fn elide_proven(body: &mut Vec<Stmt>, threads: Option<u32>) {
+    let mut instrs = Vec::new();
+    collect(body, &mut instrs);
+    // Definitions per register (any first operand that names a register, vector and pair members too;
+    // a guarded one counts twice: the register may keep its old, undefined value).
+    let mut defs: HashMap<String, u32> = HashMap::new();
+    for i in &instrs {
+        let n = if i.guard.is_some() { 2 } else { 1 };
+        for r in dests(i) {
+            *defs.entry(r).or_default() += n;
+        }
+    }
+    let single = |r: &str| defs.get(r) == Some(&1);
+    let mut max: HashMap<String, u64> = HashMap::new();
+    // Forward in text order, a few rounds for definitions that follow their use in the text.
+    for _ in 0..4 {
+        let before = max.len();
+        for i in &instrs {
+            let Some(Operand::Name(d)) = i.operands.first() else {
+                continue;
+            };
+            if !single(d) || max.contains_key(d) {
+                continue;
+            }
+            if let Some(m) = bound(i, &max, threads) {
+                max.insert(d.clone(), m);
+            }
+        }
+        if max.len() == before {
+            break;
+        }
+    }
+    // The checks: `setp.gt.u32 p, i, last` with `i ≤ last`, whose `p` only selects the out-of-bounds address.
+    let mut never: HashMap<String, ()> = HashMap::new();
+    for i in &instrs {
+        if i.opcode != "setp.gt.u32" || i.guard.is_some() {
+            continue;
+        }
+        let (Some(Operand::Name(p)), Some(x), Some(Operand::Int(last))) =
+            (i.operands.first(), i.operands.get(1), i.operands.get(2))
+        else {
+            continue;
+        };
+        if single(p) && value_max(x, &max).is_some_and(|m| m <= *last as u64) {
+            never.insert(p.clone(), ());
+        }
+    }
+    // A predicate read anywhere but as a check's selector keeps its check.
+    for i in &instrs {
+        for (k, o) in i.operands.iter().enumerate() {
+            if let Operand::Name(n) | Operand::NotName(n) = o {
+                let selector = is_check_select(i) && k == 3;
+                if never.contains_key(n) && k > 0 && !selector {
+                    never.remove(n);
+                }
+            }
+        }
+        if let Some(g) = &i.guard {
+            never.remove(&g.pred);
+        }
+    }
+    if !never.is_empty() {
+        rewrite(body, &never);
+    }
+}
+
+fn collect<'a>(stmts: &'a [Stmt], out: &mut Vec<&'a Instruction>) {
+    for s in stmts {
+        match s {
+            Stmt::Instr(i) => out.push(i),
+            Stmt::Block(b) => collect(&b.stmts, out),
+            _ => {}
+        }
+    }
+}
+
+/// The registers an instruction writes (its first operand), as far as this analysis needs: stores,
+/// branches and barriers have an address, a label or a constant there.
+fn dests(i: &Instruction) -> Vec<String> {
+    let mut v = Vec::new();
+    match i.operands.first() {
+        Some(Operand::Name(n)) => v.push(n.clone()),
+        Some(Operand::Vector(xs)) | Some(Operand::List(xs)) => {
+            for x in xs {
+                if let Operand::Name(n) = x {
+                    v.push(n.clone());
+                }
+            }
+        }
+        Some(Operand::Pair(a, b)) => {
+            for x in [a.as_ref(), b.as_ref()] {
+                if let Operand::Name(n) = x {
+                    v.push(n.clone());
+                }
+            }
+        }
+        _ => {}
+    }
+    // `shfl.sync d|p`-style second destinations and calls' return lists.
+    for o in i.operands.iter().skip(1) {
+        if let Operand::Pair(a, b) = o {
+            for x in [a.as_ref(), b.as_ref()] {
+                if let Operand::Name(n) = x {
+                    v.push(n.clone());
+                }
+            }
+        }
+    }
+    v
+}
+
+fn is_check_select(i: &Instruction) -> bool {
+    i.opcode == "selp.b32"
+        && i.guard.is_none()
+        && matches!(i.operands.get(1), Some(Operand::Int(OUT_OF_BOUNDS)))
+}
+
+/// The largest unsigned value of an operand, when known.
+fn value_max(o: &Operand, max: &HashMap<String, u64>) -> Option<u64> {
+    match o {
+        Operand::Int(c) if (0..=u32::MAX as i64).contains(c) => Some(*c as u64),
+        Operand::Name(n) => max.get(n).copied(),
+        _ => None,
+    }
+}
+
+/// The largest value the instruction's 32-bit result can take, given its operands' bounds.
+fn bound(i: &Instruction, max: &HashMap<String, u64>, threads: Option<u32>) -> Option<u64> {
+    let ops = &i.operands;
+    let a = || ops.get(1).and_then(|o| value_max(o, max));
+    let b = || ops.get(2).and_then(|o| value_max(o, max));
+    let fits = |v: u64| (v <= u32::MAX as u64).then_some(v);
+    let signed_fits = |v: u64| (v <= i32::MAX as u64).then_some(v);
+    match i.opcode.as_str() {
+        "mov.u32" | "mov.b32" | "mov.s32" => match ops.get(1)? {
+            Operand::Name(s) if s.starts_with("%tid.") => Some(match (s.as_str(), threads) {
+                ("%tid.x", Some(t)) => t.saturating_sub(1) as u64,
+                ("%tid.x" | "%tid.y", _) => 1023,
+                _ => 63,
+            }),
+            Operand::Name(s) if s == "%laneid" => Some(31),
+            _ => a(),
+        },
+        "add.u32" => fits(a()? + b()?),
+        "add.s32" => signed_fits(a()? + b()?),
+        "mul.lo.u32" => fits(a()?.checked_mul(b()?)?),
+        "mul.lo.s32" => signed_fits(a()?.checked_mul(b()?)?),
+        "shl.b32" => match ops.get(2)? {
+            Operand::Int(k) if (0..32).contains(k) => fits(a()? << k),
+            _ => None,
+        },
+        "shr.u32" | "shr.b32" => match ops.get(2)? {
+            Operand::Int(k) if (0..32).contains(k) => Some(a()? >> k),
+            _ => a(),
+        },
+        "div.u32" => match ops.get(2)? {
+            Operand::Int(c) if *c > 0 => Some(a()? / *c as u64),
+            _ => a(),
+        },
+        "rem.u32" => match ops.get(2)? {
+            Operand::Int(c) if *c > 0 => Some(a().map_or(*c as u64 - 1, |m| m.min(*c as u64 - 1))),
+            _ => a(),
+        },
+        "and.b32" => match (a(), b()) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+            _ => None,
+        },
+        "min.u32" => match (a(), b()) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Deletes the proven checks' `setp`s and turns their `selp`s into moves of the address.
+fn rewrite(stmts: &mut Vec<Stmt>, never: &HashMap<String, ()>) {
+    stmts.retain(|s| match s {
+        Stmt::Instr(i) => {
+            !(i.opcode == "setp.gt.u32"
+                && matches!(i.operands.first(), Some(Operand::Name(p)) if never.contains_key(p)))
+        }
+        _ => true,
+    });
+    for s in stmts.iter_mut() {
+        match s {
+            Stmt::Instr(i) if is_check_select(i) => {
+                if matches!(i.operands.get(3), Some(Operand::Name(p)) if never.contains_key(p)) {
+                    let (d, a) = (i.operands[0].clone(), i.operands[2].clone());
+                    *i = Instruction::new("mov.b32", vec![d, a]);
+                }
+            }
+            Stmt::Block(b) => rewrite(&mut b.stmts, never),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::{Guard, Instruction as I};
+
+    fn n(s: &str) -> Operand {
+        Operand::Name(s.into())
+    }
+
+    fn checked(index_defs: Vec<I>, last: i64) -> Vec<Stmt> {
+        let mut v: Vec<Stmt> = index_defs.into_iter().map(Stmt::Instr).collect();
+        v.push(Stmt::Instr(I::new(
+            "setp.gt.u32",
+            vec![n("%p1"), n("%r9"), Operand::Int(last)],
+        )));
+        v.push(Stmt::Instr(I::new(
+            "selp.b32",
+            vec![n("%r10"), Operand::Int(OUT_OF_BOUNDS), n("%r8"), n("%p1")],
+        )));
+        v
+    }
+
+    fn kept(body: &[Stmt]) -> bool {
+        body.iter()
+            .any(|s| matches!(s, Stmt::Instr(i) if i.opcode == "selp.b32"))
+    }
+
+    #[test]
+    fn thread_position_times_a_stride_plus_a_constant() {
+        // tid.x < 128, tid * 8 + 7 <= 1023.
+        let defs = || {
+            vec![
+                I::new("mov.u32", vec![n("%r1"), n("%tid.x")]),
+                I::new("mul.lo.u32", vec![n("%r2"), n("%r1"), Operand::Int(8)]),
+                I::new("add.u32", vec![n("%r9"), n("%r2"), Operand::Int(7)]),
+            ]
+        };
+        let mut body = checked(defs(), 1023);
+        elide_proven(&mut body, Some(128));
+        assert!(!kept(&body), "{body:?}");
+        assert_eq!(body.len(), 3 + 1, "the setp gone, the selp a mov");
+        // Without `threads`, tid.x may reach 1023: 8191 > 1023 keeps the check.
+        let mut body = checked(defs(), 1023);
+        elide_proven(&mut body, None);
+        assert!(kept(&body));
+        // One element fewer: 1023 > 1022.
+        let mut body = checked(defs(), 1022);
+        elide_proven(&mut body, Some(128));
+        assert!(kept(&body));
+    }
+
+    #[test]
+    fn registers_defined_twice_or_under_a_guard_have_no_bound() {
+        let twice = vec![
+            I::new("mov.u32", vec![n("%r9"), Operand::Int(0)]),
+            I::new("add.u32", vec![n("%r9"), n("%r9"), Operand::Int(64)]),
+        ];
+        let mut body = checked(twice, 127);
+        elide_proven(&mut body, Some(32));
+        assert!(kept(&body), "a loop counter");
+        let mut guarded = I::new("mov.u32", vec![n("%r9"), Operand::Int(3)]);
+        guarded.guard = Some(Guard {
+            negated: false,
+            pred: "%p7".into(),
+        });
+        let mut body = checked(vec![guarded], 127);
+        elide_proven(&mut body, Some(32));
+        assert!(kept(&body), "a guarded definition");
+        // An unknown source (a load) bounds nothing.
+        let mut body = checked(vec![I::new("ld.shared.u32", vec![n("%r9"), n("%r1")])], 127);
+        elide_proven(&mut body, Some(32));
+        assert!(kept(&body));
+    }
+
+    #[test]
+    fn masks_and_remainders_bound_anything() {
+        let mut body = checked(
+            vec![
+                I::new("ld.global.u32", vec![n("%r1"), n("%rd1")]),
+                I::new("rem.u32", vec![n("%r9"), n("%r1"), Operand::Int(128)]),
+            ],
+            127,
+        );
+        elide_proven(&mut body, None);
+        assert!(!kept(&body));
+        let mut body = checked(
+            vec![
+                I::new("ld.global.u32", vec![n("%r1"), n("%rd1")]),
+                I::new("and.b32", vec![n("%r9"), n("%r1"), Operand::Int(255)]),
+            ],
+            127,
+        );
+        elide_proven(&mut body, None);
+        assert!(kept(&body), "255 > 127");
+    }
+}
