@@ -317,6 +317,9 @@ struct Cx<'a> {
     next_split: usize,
     /// The enclosing `group`s that run their body in more than one unit of the code perspective.
     groups: Vec<Perspective>,
+    /// Variables read by the index closure of an enclosing `partition` (with that partition's span and
+    /// name): assigning one inside would move the elements the units own.
+    frozen: Vec<(usize, Span, String)>,
     loop_depth: u32,
     unsafe_depth: u32,
     shared: Vec<SharedAlloc>,
@@ -353,6 +356,7 @@ impl<'a> Cx<'a> {
             arms: Vec::new(),
             next_split: 0,
             groups: Vec::new(),
+            frozen: Vec::new(),
             loop_depth: 0,
             unsafe_depth: 0,
             shared: Vec::new(),

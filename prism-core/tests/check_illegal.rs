@@ -495,3 +495,22 @@ fn shared_views_belong_to_one_unit() {
         d.text()
     );
 }
+
+/// A variable an enclosing partition's index closure reads cannot be assigned inside the partition: the
+/// views would hand their units other elements halfway through (a user moved a block's rows onto the next
+/// block's with `b = b + 1`).
+#[test]
+fn partition_closure_variables_are_frozen_inside() {
+    let src = "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(y: *mut f32) {\n    #[at(block[1])]\n    let mut b: u32 = id();\n    partition(y, block[1], |j| b * 64 + j, |yb| {\n        group(block[1], || {\n            /*@*/b = b + 1;\n        });\n    });\n}\n";
+    let d = expect(
+        src,
+        "T-PARTITION",
+        &["`b` is read by the index closure of `partition(y, ..)`"],
+    );
+    assert_eq!(d.notes[0].0.start().line, 5);
+    // After the partition, it may change.
+    let ok = "#[prism_kernel(requires(grid[1], block[1], thread[1]))]\nfn k(y: *mut f32) {\n    #[at(block[1])]\n    let mut b: u32 = id();\n    partition(y, block[1], |j| b * 64 + j, |yb| { });\n    b = b + 1;\n}\n";
+    let fs = parse_source(ok).unwrap();
+    check_function(fs.last().unwrap(), &fs)
+        .unwrap_or_else(|e| panic!("{:?}", e.iter().map(|d| d.text()).collect::<Vec<_>>()));
+}

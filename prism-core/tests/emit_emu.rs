@@ -122,3 +122,73 @@ fn fig6_mma_tf32_on_emulator() {
         }
     }
 }
+
+/// 64-bit shuffles (two 32-bit halves): butterfly sums of u64 values above 2^32 and of f64 values, every
+/// lane's result checked.
+#[test]
+fn shuffles_of_64_bit_values() {
+    let src = "
+#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 32)]
+fn k(x: *const u64, y: *const f64, s: *mut u64, t: *mut f64) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(s, thread[1], |j| i + j, |so| {
+        partition(t, thread[1], |j| i + j, |to| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let mut a: u64 = x[i];
+                #[at(thread[1])]
+                let mut b: f64 = y[i];
+                for k in 0..5 {
+                    a = a + shfl_xor(a, 16u32 >> k);
+                    b = b + shfl_xor(b, 16u32 >> k);
+                }
+                #[at(thread[1])]
+                let up: u64 = shfl_up(a, 1u32);
+                group(thread[1], || {
+                    so[0] = a + up;
+                    to[0] = b;
+                });
+            });
+        });
+    });
+}
+";
+    let ks = compile_src(src);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    let xs: Vec<u64> = (0..32u64).map(|l| (l + 1) << 33 | l * 7).collect();
+    let ys: Vec<f64> = (0..32).map(|l| 0.5 + l as f64 * 1.25).collect();
+    let (sx, sy) = (xs.iter().sum::<u64>(), ys.iter().sum::<f64>());
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = emu.alloc(256);
+    emu.write(
+        dx,
+        &xs.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let dy = emu.alloc(256);
+    emu.write(
+        dy,
+        &ys.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let (ds, dt) = (emu.alloc(256), emu.alloc(256));
+    let p = [
+        ParamValue::Ptr(dx),
+        ParamValue::Ptr(dy),
+        ParamValue::Ptr(ds),
+        ParamValue::Ptr(dt),
+    ];
+    emu.launch(&module, &k.entry, [1, 1, 1], [32, 1, 1], 0, &p)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let s = emu.read(ds, 256).unwrap();
+    let t = emu.read(dt, 256).unwrap();
+    for l in 0..32 {
+        let sv = u64::from_le_bytes(s[8 * l..8 * l + 8].try_into().unwrap());
+        // `shfl_up` by 1: lane 0 reads itself.
+        assert_eq!(sv, 2 * sx, "lane {l}: u64 sum (and its neighbour's)");
+        let tv = f64::from_le_bytes(t[8 * l..8 * l + 8].try_into().unwrap());
+        assert_eq!(tv, sy, "lane {l}: f64 sum (exact: multiples of 1/4)");
+    }
+}

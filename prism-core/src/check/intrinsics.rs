@@ -181,15 +181,21 @@ impl<'a> Cx<'a> {
         let v = self.expr(&args[0], &at(c, t1, "the value"), code);
         if !matches!(
             v,
-            Ty::Scalar(ScalarType::U32 | ScalarType::I32 | ScalarType::F32)
-                | Ty::IntLit
+            Ty::Scalar(
+                ScalarType::U32
+                    | ScalarType::I32
+                    | ScalarType::F32
+                    | ScalarType::U64
+                    | ScalarType::I64
+                    | ScalarType::F64
+            ) | Ty::IntLit
                 | Ty::FloatLit
                 | Ty::Err
         ) {
             self.errors.push(err(
                 "TYPE",
                 args[0].span,
-                format!("`{n}` shuffles 32-bit values, found {v}"),
+                format!("`{n}` shuffles 32- and 64-bit values, found {v}"),
             ));
         }
         let dp = if n == "shfl_idx" { t1 } else { w };

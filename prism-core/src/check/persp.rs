@@ -249,8 +249,24 @@ impl<'a> Cx<'a> {
         self.expect_int(&ity, index.body.span, "the partition index");
         let same_for = self.closure_same_for(index, code);
         self.vars.truncate(mark);
+        // The variables the closure reads stay as they are inside the partition (T-PARTITION).
+        let frozen_mark = self.frozen.len();
+        let mut reads = Vec::new();
+        walk::walk_vars(&index.body, &mut |name| {
+            if !index.params.iter().any(|ip| ip.name == name) {
+                reads.push(name.to_string());
+            }
+        });
+        for name in reads {
+            if let Some(i) = self.lookup(&name) {
+                if !self.frozen.iter().any(|(f, _, _)| *f == i) {
+                    self.frozen.push((i, span, target.name.clone()));
+                }
+            }
+        }
         let Some(vi) = vi else {
             self.body(body, code);
+            self.frozen.truncate(frozen_mark);
             return;
         };
         let saved = self.vars[vi].hidden.replace(Hidden::Partition(span));
@@ -285,6 +301,24 @@ impl<'a> Cx<'a> {
         self.block_in_scope(body, code);
         self.vars.truncate(mark);
         self.vars[vi].hidden = saved;
+        self.frozen.truncate(frozen_mark);
+    }
+
+    /// [T-PARTITION] `vi` is read by an enclosing partition's index closure: assigning it would hand the
+    /// units other elements halfway through (closures read their variables where the view is used).
+    pub(super) fn frozen_by_partition(&mut self, vi: usize, span: Span) {
+        if let Some((_, at, target)) = self.frozen.iter().find(|(f, _, _)| *f == vi).cloned() {
+            let name = self.vars[vi].name.clone();
+            self.errors.push(
+                err(
+                    "T-PARTITION",
+                    span,
+                    format!("`{name}` is read by the index closure of `partition({target}, ..)`: assigning it inside the partition would move the elements each unit owns"),
+                )
+                .note(at, "the partition whose closure reads it")
+                .help(format!("copy it first (`let {name}0 = {name};`) and use the copy in the closure, or assign it after the partition")),
+            );
+        }
     }
 
     /// The narrowest perspective an index closure reads (its parameters aside; `code` when it reads nothing

@@ -99,8 +99,8 @@ impl<'a> Cx<'a> {
                         "continue"
                     };
                     self.errors.push(
-                        err("LOOP", s.span, format!("`{what}` outside of a loop"))
-                            .help("`break`/`continue` cannot leave a group, split arm, partition, claim or async_ body"),
+                        err("LOOP", s.span, format!("`{what}` outside of a loop of this body"))
+                            .help("a `group`, split arm, partition, claim or `async_` body is a closure: `break`/`continue` cannot leave it, even to a loop around it"),
                     );
                 }
             }
@@ -387,6 +387,7 @@ impl<'a> Cx<'a> {
                 }
                 match v.ty.clone() {
                     Ty::Array { elem, .. } => {
+                        self.frozen_by_partition(vi, id.span);
                         // Thread-local array element: WRITE-DOWN with the array's perspective.
                         if !v.mutable {
                             self.errors.push(
@@ -475,6 +476,7 @@ impl<'a> Cx<'a> {
             );
             return;
         };
+        self.frozen_by_partition(vi, id.span);
         let v = self.vars[vi].clone();
         if v.konst.is_some() {
             self.errors.push(err(

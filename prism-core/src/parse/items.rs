@@ -137,7 +137,24 @@ impl Cx {
     /// The arguments of `#[prism_kernel(..)]` / `#[prism_device(..)]`: `requires(..)` and `key = value`s.
     fn fn_attrs(&mut self, attr_name: &str, args: &[syn::Expr]) -> FnAttrs {
         let mut at = FnAttrs::default();
+        // Each argument once: a repeated one would silently override the first.
+        let mut seen: Vec<(String, proc_macro2::Span)> = Vec::new();
         for a in args {
+            let key = match a {
+                syn::Expr::Call(c) => path_ident(&c.func).map(|i| i.to_string()),
+                syn::Expr::Assign(asg) => path_ident(&asg.left).map(|i| i.to_string()),
+                _ => None,
+            };
+            if let Some(k) = key {
+                if let Some((_, first)) = seen.iter().find(|(n, _)| *n == k) {
+                    let mut d = syntax(a.span(), format!("`{k}` is given twice in `{attr_name}`"))
+                        .help("give each argument once");
+                    d = d.note(*first, "first given here");
+                    self.err(d);
+                    continue;
+                }
+                seen.push((k, a.span()));
+            }
             match a {
                 syn::Expr::Call(c) if path_ident(&c.func).is_some_and(|i| i == "requires") => {
                     let mut ps = Vec::new();

@@ -343,6 +343,14 @@ fn syntax_errors() {
             "unknown",
         ),
         (
+            "#[prism_kernel(requires(grid[1]), threads = 64, threads = 128)] fn k() {}",
+            "`threads` is given twice",
+        ),
+        (
+            "#[prism_kernel(requires(grid[1]), requires(block[1]))] fn k() {}",
+            "`requires` is given twice",
+        ),
+        (
             "#[prism_kernel(requires(grid[1]))] fn k() { return; }",
             "`return`",
         ),
