@@ -9,51 +9,13 @@
 //! element is checked against a host reference on seeded random inputs (small integers, so every float sum is
 //! exact in any order) under round-robin, lockstep and random schedules, with race detection on.
 
+mod common;
+
+use common::{configs, Rng};
 use prism_runtime::emu::*;
 
 fn module() -> Module {
     Module::parse(include_str!("fixtures/async_copy.ptx")).expect("nvcc PTX parses")
-}
-
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// `n` integers in `lo..hi`.
-    fn ints(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
-        (0..n)
-            .map(|_| lo + (self.next() % (hi - lo) as u64) as i32)
-            .collect()
-    }
-}
-
-fn configs() -> Vec<(String, EmuConfig)> {
-    let mut v = vec![
-        ("round-robin".to_string(), EmuConfig::default()),
-        (
-            "lockstep".to_string(),
-            EmuConfig {
-                warp_mode: WarpMode::Lockstep,
-                ..EmuConfig::default()
-            },
-        ),
-    ];
-    for seed in [3u64, 77, 0xC0FFEE] {
-        v.push((
-            format!("random seed {seed}"),
-            EmuConfig {
-                schedule: Schedule::Random { seed },
-                ..EmuConfig::default()
-            },
-        ));
-    }
-    v
 }
 
 /// Sentinel: an output the kernel should have written but did not.

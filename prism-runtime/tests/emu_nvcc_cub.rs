@@ -8,58 +8,13 @@
 //! against a CPU reference on seeded random inputs, every output element checked, under the round-robin
 //! schedule, in lockstep and under random schedules, with race detection on.
 
+mod common;
+
+use common::{configs, Rng};
 use prism_runtime::emu::*;
 
 fn module() -> Module {
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/cub_block.ptx"
-    ))
-    .expect("fixture");
-    Module::parse(&src).expect("nvcc PTX parses")
-}
-
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// A value in `lo..hi`.
-    fn range(&mut self, lo: i32, hi: i32) -> i32 {
-        lo + (self.next() % (hi - lo) as u64) as i32
-    }
-    fn vec(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
-        (0..n).map(|_| self.range(lo, hi)).collect()
-    }
-}
-
-/// Round-robin, lockstep and three random schedules; race detection stays on in all of them.
-fn configs() -> Vec<(String, EmuConfig)> {
-    let mut v = vec![
-        ("round-robin".to_string(), EmuConfig::default()),
-        (
-            "lockstep".to_string(),
-            EmuConfig {
-                warp_mode: WarpMode::Lockstep,
-                ..EmuConfig::default()
-            },
-        ),
-    ];
-    for seed in [3u64, 42, 0xC0FFEE] {
-        v.push((
-            format!("random seed {seed}"),
-            EmuConfig {
-                schedule: Schedule::Random { seed },
-                ..EmuConfig::default()
-            },
-        ));
-    }
-    v
+    common::fixture_module("cub_block.ptx")
 }
 
 /// Sentinel for outputs: an element the kernel should have written but did not shows as this.
@@ -119,7 +74,7 @@ fn block_reduce_sum_and_max_over_partial_tiles() {
     ] {
         // A full last tile, a ragged one, and a tile of a single element.
         for n in [2 * block, 3 * block + 77, block + 1] {
-            let x = Rng(n as u64).vec(n, -1000, 1000);
+            let x = Rng(n as u64).ints(n, -1000, 1000);
             let blocks = n.div_ceil(block);
             let mut want = Vec::new();
             for t in x.chunks(block) {
@@ -151,7 +106,7 @@ fn block_load_scan_store_in_three_algorithms() {
     ] {
         let tile = block * items;
         let n = 2 * tile + tile / 3 + 5;
-        let x = Rng(tile as u64).vec(n, -50, 100);
+        let x = Rng(tile as u64).ints(n, -50, 100);
         let tiles = n.div_ceil(tile);
         for inclusive in [false, true] {
             let mut want = Vec::new();
@@ -292,7 +247,7 @@ fn block_radix_sort_of_floats_orders_signs_and_keeps_zeros_stable() {
 fn block_merge_sort_with_a_comparator_and_a_partial_tile() {
     let m = module();
     for n in [320usize, 301, 17] {
-        let x = Rng(n as u64 + 5).vec(n, -10_000, 10_000);
+        let x = Rng(n as u64 + 5).ints(n, -10_000, 10_000);
         let mut want = x.clone();
         want.sort_by_key(|v| v.abs());
         for (what, cfg) in configs() {
@@ -325,7 +280,7 @@ fn warp_reduce_and_scan_over_logical_warps() {
     let m = module();
     let blocks = 3usize;
     let n = 128 * blocks;
-    let x = Rng(13).vec(n, -300, 300);
+    let x = Rng(13).ints(n, -300, 300);
     for lanes in [32usize, 16, 8] {
         let groups = n / lanes;
         let mut sums = Vec::new();
@@ -435,7 +390,7 @@ fn decoupled_look_back_scan_from_cub() {
     // ScanTileState<int> is one pointer: 8-byte words (status + value), a warp's width of padding first.
     for n in [512 * 9 + 100, 512 * 40usize] {
         let tiles = n.div_ceil(512);
-        let x = Rng(n as u64).vec(n, -20, 30);
+        let x = Rng(n as u64).ints(n, -20, 30);
         let mut acc = 0;
         let want: Vec<i32> = x
             .iter()

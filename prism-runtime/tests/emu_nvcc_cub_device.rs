@@ -14,6 +14,9 @@
 //! schedule and random schedules, with race detection on. The kernels' names are CUB's mangled ones; the
 //! tests find them by their distinctive parts.
 
+mod common;
+
+use common::Rng;
 use prism_runtime::emu::*;
 
 const PTX: &str = include_str!("fixtures/cub_device.ptx");
@@ -32,18 +35,6 @@ fn entry(parts: &[&str]) -> String {
         .collect();
     assert_eq!(names.len(), 1, "entries matching {parts:?}: {names:?}");
     names[0].to_string()
-}
-
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 fn configs() -> Vec<(String, EmuConfig)> {

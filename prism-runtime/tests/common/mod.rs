@@ -26,6 +26,11 @@ impl Rng {
     pub fn range(&mut self, lo: i32, hi: i32) -> i32 {
         lo + (self.next() % (hi - lo) as u64) as i32
     }
+
+    /// `n` values in `lo..hi`.
+    pub fn ints(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
+        (0..n).map(|_| self.range(lo, hi)).collect()
+    }
 }
 
 /// A new allocation holding `bytes`.
