@@ -701,7 +701,7 @@ pub(super) fn tma_box(
 /// descriptors and TMA boxes assume of it.
 pub(super) fn shared_param(
     view: &View,
-    (elem, len, layout): (ScalarType, i64, SmemLayout),
+    (elem, len, layout, mutable): (ScalarType, i64, SmemLayout, bool),
     name: &str,
     span: Span,
 ) -> R<()> {
@@ -714,18 +714,37 @@ pub(super) fn shared_param(
     if fits {
         return Ok(());
     }
-    Err(err(
+    let kind = if mutable { "SharedMut" } else { "Shared" };
+    let what = if view.space != Space::Shared {
+        "global memory".to_string()
+    } else if !whole {
+        format!(
+            "a partition of a {}-element {} allocation into smaller parts (each unit's slice)",
+            view.len, view.elem
+        )
+    } else {
+        format!(
+            "a {}-element {} allocation in layout {}",
+            view.len, view.elem, view.layout
+        )
+    };
+    let mut d = err(
         "CALL-ARG",
         span,
         format!(
-            "parameter `{name}` is `Shared<[{elem}; {len}], {layout}>`: pass a whole shared allocation (or ring slot) \
-             of at least {len} {elem} in that layout; this is {} elements of {} ({}){}",
-            view.len,
-            view.elem,
-            view.layout,
-            if whole { "" } else { ", a partition of one" }
+            "parameter `{name}` is `{kind}<[{elem}; {len}], {layout}>`, which takes a whole shared allocation or \
+             ring slot (or an `|x| x` view of one) of at least {len} {elem} in that layout; this is {what}"
         ),
-    ))
+    );
+    if view.space == Space::Shared && !whole {
+        d = d.help(format!(
+            "a `{kind}` parameter is the allocation its wgmma descriptors and TMA boxes start at; to hand a unit its own \
+             slice, declare the parameter as a pointer at that perspective (`#[at(thread[32])] {name}: {}{elem}`) \
+             and index it",
+            if mutable { "*mut " } else { "*const " }
+        ));
+    }
+    Err(d)
 }
 
 impl Em {

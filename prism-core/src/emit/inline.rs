@@ -55,7 +55,10 @@ impl Em {
             let b = self.arg_binding(p, a, persp)?;
             if let (
                 Type::Shared {
-                    elem, len, layout, ..
+                    elem,
+                    len,
+                    layout,
+                    mutable,
                 },
                 Binding::Mem { view, .. },
             ) = (&p.ty, &b)
@@ -74,7 +77,7 @@ impl Em {
                         "the length of a `Shared` parameter must be a constant",
                     )
                 })?;
-                hopper::shared_param(view, (*elem, want, *layout), &p.name.name, a.span)?;
+                hopper::shared_param(view, (*elem, want, *layout, *mutable), &p.name.name, a.span)?;
             }
             scope.insert(p.name.name.clone(), b);
         }
