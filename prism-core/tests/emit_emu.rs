@@ -157,7 +157,7 @@ fn k(x: *const u64, y: *const f64, s: *mut u64, t: *mut f64) {
     let ks = compile_src(src);
     let k = &ks[0];
     let module = Module::parse(&k.ptx).expect("parses");
-    let xs: Vec<u64> = (0..32u64).map(|l| (l + 1) << 33 | l * 7).collect();
+    let xs: Vec<u64> = (0..32u64).map(|l| ((l + 1) << 33) | (l * 7)).collect();
     let ys: Vec<f64> = (0..32).map(|l| 0.5 + l as f64 * 1.25).collect();
     let (sx, sy) = (xs.iter().sum::<u64>(), ys.iter().sum::<f64>());
     let mut emu = Emulator::new(EmuConfig::default());
