@@ -719,12 +719,12 @@ pub(super) fn shared_param(
         "global memory".to_string()
     } else if !whole {
         format!(
-            "a partition of a {}-element {} allocation into smaller parts (each unit's slice)",
+            "a partition of an allocation of {} elements of {} into smaller parts (each unit's slice)",
             view.len, view.elem
         )
     } else {
         format!(
-            "a {}-element {} allocation in layout {}",
+            "an allocation of {} elements of {} in layout {}",
             view.len, view.elem, view.layout
         )
     };
