@@ -247,21 +247,21 @@ impl<'a> Cx<'a> {
         };
         let ity = self.expr(&index.body, &sink, code);
         self.expect_int(&ity, index.body.span, "the partition index");
-        let same_for = self.closure_same_for(index, code);
-        self.vars.truncate(mark);
-        // The variables the closure reads stay as they are inside the partition (T-PARTITION).
-        let frozen_mark = self.frozen.len();
+        // The variables the closure reads besides its parameters (declared before `mark`, so their
+        // indices outlive the truncation).
         let mut reads = Vec::new();
         walk::walk_vars(&index.body, &mut |name| {
-            if !index.params.iter().any(|ip| ip.name == name) {
-                reads.push(name.to_string());
+            if let Some(i) = self.lookup(name).filter(|&i| i < mark) {
+                reads.push(i);
             }
         });
-        for name in reads {
-            if let Some(i) = self.lookup(&name) {
-                if !self.frozen.iter().any(|(f, _, _)| *f == i) {
-                    self.frozen.push((i, span, target.name.clone()));
-                }
+        let same_for = self.closure_same_for(index, &reads, code);
+        self.vars.truncate(mark);
+        // They stay as they are inside the partition (T-PARTITION).
+        let frozen_mark = self.frozen.len();
+        for i in reads {
+            if !self.frozen.iter().any(|(f, _, _)| *f == i) {
+                self.frozen.push((i, span, target.name.clone()));
             }
         }
         let Some(vi) = vi else {
@@ -321,32 +321,37 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// The narrowest perspective an index closure reads (its parameters aside; `code` when it reads nothing
-    /// narrower): every P unit inside one unit of it computes the same offsets. `None` when the closure
-    /// calls anything (a call may tell the units apart) or reads perspectives that are not nested.
-    fn closure_same_for(&self, index: &IndexFn, code: Perspective) -> Option<Perspective> {
+    /// The narrowest perspective an index closure reads (`reads`: the variables it reads besides its
+    /// parameters; `code` when none is narrower): every P unit inside one unit of it computes the same
+    /// offsets. `None` when the closure calls anything (a call may tell the units apart) or reads
+    /// perspectives that are not nested.
+    fn closure_same_for(
+        &self,
+        index: &IndexFn,
+        reads: &[usize],
+        code: Perspective,
+    ) -> Option<Perspective> {
         let mut calls = false;
-        check_calls(&index.body, &mut calls);
+        walk::walk_exprs(&index.body, &mut |e| {
+            calls |= matches!(
+                e.kind,
+                ExprKind::Call { .. } | ExprKind::MethodCall { .. } | ExprKind::Asm { .. }
+            );
+        });
         if calls {
             return None;
         }
         let mut finest = Some(code);
-        walk::walk_vars(&index.body, &mut |name| {
-            if index.params.iter().any(|ip| ip.name == name) {
-                return;
-            }
-            let Some(v) = self.lookup(name).map(|i| &self.vars[i]) else {
-                return;
-            };
+        for v in reads.iter().map(|&i| &self.vars[i]) {
             if v.konst.is_some() {
-                return;
+                continue;
             }
             finest = match finest {
                 Some(f) if self.le(v.at, f) => Some(v.at),
                 Some(f) if self.le(f, v.at) => Some(f),
                 _ => None,
             };
-        });
+        }
         finest
     }
 
@@ -474,39 +479,6 @@ impl<'a> Cx<'a> {
                     "call it inside `group({p}, || {{ .. }})` or a split arm of {p}"
                 )),
             );
-        }
-    }
-}
-
-/// Whether an expression contains a call (sets `found`).
-fn check_calls(e: &Expr, found: &mut bool) {
-    match &e.kind {
-        ExprKind::Call { .. } | ExprKind::MethodCall { .. } | ExprKind::Asm { .. } => *found = true,
-        ExprKind::Var(_) | ExprKind::Lit(_) => {}
-        ExprKind::Index { base, indices } => {
-            check_calls(base, found);
-            indices.iter().for_each(|i| check_calls(i, found));
-        }
-        ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
-            check_calls(expr, found)
-        }
-        ExprKind::Binary { lhs, rhs, .. } => {
-            check_calls(lhs, found);
-            check_calls(rhs, found);
-        }
-        ExprKind::ArrayLit(items) => items.iter().for_each(|a| check_calls(a, found)),
-        ExprKind::ArrayRepeat { value, len } => {
-            check_calls(value, found);
-            check_calls(len, found);
-        }
-        ExprKind::Select {
-            cond,
-            then_value,
-            else_value,
-        } => {
-            check_calls(cond, found);
-            check_calls(then_value, found);
-            check_calls(else_value, found);
         }
     }
 }

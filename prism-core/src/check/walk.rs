@@ -8,41 +8,50 @@ pub(super) fn walk_vars(e: &Expr, f: &mut dyn FnMut(&str)) {
 }
 
 pub(super) fn walk_var_idents(e: &Expr, f: &mut dyn FnMut(&Ident)) {
+    walk_exprs(e, &mut |x| {
+        if let ExprKind::Var(id) = &x.kind {
+            f(id)
+        }
+    });
+}
+
+/// Every expression of `e`, itself first (an `asm!`'s operands are not expressions of the program).
+pub(super) fn walk_exprs(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
     match &e.kind {
-        ExprKind::Var(id) => f(id),
-        ExprKind::Lit(_) | ExprKind::Asm { .. } => {}
+        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Asm { .. } => {}
         ExprKind::Index { base, indices } => {
-            walk_var_idents(base, f);
-            indices.iter().for_each(|i| walk_var_idents(i, f));
+            walk_exprs(base, f);
+            indices.iter().for_each(|i| walk_exprs(i, f));
         }
         ExprKind::Unary { expr, .. } | ExprKind::Cast { expr, .. } | ExprKind::Ref { expr, .. } => {
-            walk_var_idents(expr, f)
+            walk_exprs(expr, f)
         }
         ExprKind::Binary { lhs, rhs, .. } => {
-            walk_var_idents(lhs, f);
-            walk_var_idents(rhs, f);
+            walk_exprs(lhs, f);
+            walk_exprs(rhs, f);
         }
         ExprKind::Call { args, generics, .. } => {
-            generics.iter().for_each(|a| walk_var_idents(a, f));
-            args.iter().for_each(|a| walk_var_idents(a, f));
+            generics.iter().for_each(|a| walk_exprs(a, f));
+            args.iter().for_each(|a| walk_exprs(a, f));
         }
         ExprKind::MethodCall { recv, args, .. } => {
-            walk_var_idents(recv, f);
-            args.iter().for_each(|a| walk_var_idents(a, f));
+            walk_exprs(recv, f);
+            args.iter().for_each(|a| walk_exprs(a, f));
         }
-        ExprKind::ArrayLit(items) => items.iter().for_each(|a| walk_var_idents(a, f)),
+        ExprKind::ArrayLit(items) => items.iter().for_each(|a| walk_exprs(a, f)),
         ExprKind::ArrayRepeat { value, len } => {
-            walk_var_idents(value, f);
-            walk_var_idents(len, f);
+            walk_exprs(value, f);
+            walk_exprs(len, f);
         }
         ExprKind::Select {
             cond,
             then_value,
             else_value,
         } => {
-            walk_var_idents(cond, f);
-            walk_var_idents(then_value, f);
-            walk_var_idents(else_value, f);
+            walk_exprs(cond, f);
+            walk_exprs(then_value, f);
+            walk_exprs(else_value, f);
         }
     }
 }

@@ -12,7 +12,7 @@
 //! stay. Only unsigned, non-wrapping arithmetic is modelled.
 
 use crate::ptx::{Instruction, Operand, Stmt};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The address an out-of-range access is sent to (`view.rs`), as the parser reads it.
 const OUT_OF_BOUNDS: i64 = 0xFFFF_FFF0;
@@ -51,7 +51,7 @@ pub(super) fn elide_proven(body: &mut Vec<Stmt>, threads: Option<u32>) {
         }
     }
     // The checks: `setp.gt.u32 p, i, last` with `i ≤ last`, whose `p` only selects the out-of-bounds address.
-    let mut never: HashMap<String, ()> = HashMap::new();
+    let mut never: HashSet<String> = HashSet::new();
     for i in &instrs {
         if i.opcode != "setp.gt.u32" || i.guard.is_some() {
             continue;
@@ -62,7 +62,7 @@ pub(super) fn elide_proven(body: &mut Vec<Stmt>, threads: Option<u32>) {
             continue;
         };
         if single(p) && value_max(x, &max).is_some_and(|m| m <= *last as u64) {
-            never.insert(p.clone(), ());
+            never.insert(p.clone());
         }
     }
     // A predicate read anywhere but as a check's selector keeps its check.
@@ -70,7 +70,7 @@ pub(super) fn elide_proven(body: &mut Vec<Stmt>, threads: Option<u32>) {
         for (k, o) in i.operands.iter().enumerate() {
             if let Operand::Name(n) | Operand::NotName(n) = o {
                 let selector = is_check_select(i) && k == 3;
-                if never.contains_key(n) && k > 0 && !selector {
+                if never.contains(n) && k > 0 && !selector {
                     never.remove(n);
                 }
             }
@@ -196,18 +196,18 @@ fn bound(i: &Instruction, max: &HashMap<String, u64>, threads: Option<u32>) -> O
 }
 
 /// Deletes the proven checks' `setp`s and turns their `selp`s into moves of the address.
-fn rewrite(stmts: &mut Vec<Stmt>, never: &HashMap<String, ()>) {
+fn rewrite(stmts: &mut Vec<Stmt>, never: &HashSet<String>) {
     stmts.retain(|s| match s {
         Stmt::Instr(i) => {
             !(i.opcode == "setp.gt.u32"
-                && matches!(i.operands.first(), Some(Operand::Name(p)) if never.contains_key(p)))
+                && matches!(i.operands.first(), Some(Operand::Name(p)) if never.contains(p)))
         }
         _ => true,
     });
     for s in stmts.iter_mut() {
         match s {
             Stmt::Instr(i) if is_check_select(i) => {
-                if matches!(i.operands.get(3), Some(Operand::Name(p)) if never.contains_key(p)) {
+                if matches!(i.operands.get(3), Some(Operand::Name(p)) if never.contains(p)) {
                     let (d, a) = (i.operands[0].clone(), i.operands[2].clone());
                     *i = Instruction::new("mov.b32", vec![d, a]);
                 }
