@@ -48,6 +48,7 @@ mod contract;
 mod expr;
 mod hopper;
 mod intrinsics;
+mod overlap;
 mod persp;
 mod stmt;
 mod vars;
@@ -56,6 +57,7 @@ mod walk;
 use contract::*;
 use expr::*;
 use intrinsics::*;
+use overlap::*;
 use persp::*;
 use vars::*;
 use walk::*;
@@ -282,6 +284,10 @@ struct Var {
     index_arity: usize,
     claim: Option<ClaimInfo>,
     is_async: bool,
+    /// An immutable integer binding's value as a function of the unit (T-PARTITION's overlap test).
+    sym: Option<Sym>,
+    /// A partition view whose closure hands two units the same elements: writes through it race.
+    overlap: Option<Overlap>,
 }
 
 /// Where a value flows: the perspective it must be readable at, and how to talk about it.
@@ -320,6 +326,13 @@ struct Cx<'a> {
     /// Variables read by the index closure of an enclosing `partition` (with that partition's span and
     /// name): assigning one inside would move the elements the units own.
     frozen: Vec<(usize, Span, String)>,
+    /// The unit of code the current statements run in: a fresh number for each `group` body and split
+    /// arm (ranks, and so `id()` values, are relative to it).
+    scope: usize,
+    next_scope: usize,
+    /// Partitions numbered in source order, and those whose overlap was reported.
+    next_partition: usize,
+    overlaps_reported: HashSet<usize>,
     loop_depth: u32,
     unsafe_depth: u32,
     shared: Vec<SharedAlloc>,
@@ -357,6 +370,10 @@ impl<'a> Cx<'a> {
             next_split: 0,
             groups: Vec::new(),
             frozen: Vec::new(),
+            scope: 0,
+            next_scope: 1,
+            next_partition: 0,
+            overlaps_reported: HashSet::new(),
             loop_depth: 0,
             unsafe_depth: 0,
             shared: Vec::new(),
@@ -379,6 +396,8 @@ impl<'a> Cx<'a> {
                 index_arity: 1,
                 claim: None,
                 is_async: false,
+                sym: None,
+                overlap: None,
             });
         }
         cx

@@ -589,6 +589,14 @@ impl<'a> Cx<'a> {
             ));
         }
         if *mutable {
+            self.overlapping_write(
+                &v,
+                id.span,
+                &format!(
+                    "passing `{}` to `{mut_ty}` parameter `{}` of `{}`",
+                    v.name, p.name, fname.name
+                ),
+            );
             if !vm {
                 let d = err(
                     "CONST",

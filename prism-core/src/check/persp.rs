@@ -77,7 +77,7 @@ impl<'a> Cx<'a> {
         if replicates {
             self.groups.push(p);
         }
-        self.body(body, p);
+        self.unit_body(body, p);
         if replicates {
             self.groups.pop();
         }
@@ -164,7 +164,7 @@ impl<'a> Cx<'a> {
                 at: p,
                 groups: self.groups.len(),
             });
-            self.body(&a.body, p);
+            self.unit_body(&a.body, p);
             self.arms.pop();
         }
     }
@@ -256,6 +256,15 @@ impl<'a> Cx<'a> {
             }
         });
         let same_for = self.closure_same_for(index, &reads, code);
+        let partition_id = self.next_partition;
+        self.next_partition += 1;
+        let overlap = self.partition_overlap(index, p, code).map(|units| Overlap {
+            id: partition_id,
+            span,
+            at: p,
+            target: target.name.clone(),
+            units,
+        });
         self.vars.truncate(mark);
         // They stay as they are inside the partition (T-PARTITION).
         let frozen_mark = self.frozen.len();
@@ -283,6 +292,7 @@ impl<'a> Cx<'a> {
         let ni = self.declare(new_name, p, ty, mutable);
         self.vars[ni].index_arity = index.params.len();
         self.vars[ni].is_async = self.vars[vi].is_async;
+        self.vars[ni].overlap = overlap.or_else(|| self.vars[vi].overlap.clone());
         // An index closure that cannot tell the P units of a `same_for` unit apart hands them all the same
         // elements (`|x| x`: the whole allocation to every warpgroup): a shared view is then used as a claim,
         // by one split arm at P (CLAIM-ONE-BRANCH), else those units would race on it. Global memory keeps
@@ -355,6 +365,15 @@ impl<'a> Cx<'a> {
         finest
     }
 
+    /// A `group` body or split arm: code in a new unit, whose ranks start at 0.
+    fn unit_body(&mut self, b: &Block, p: Perspective) {
+        let saved = self.scope;
+        self.scope = self.next_scope;
+        self.next_scope += 1;
+        self.body(b, p);
+        self.scope = saved;
+    }
+
     pub(super) fn block_in_scope(&mut self, b: &Block, code: Perspective) {
         let saved = self.loop_depth;
         self.loop_depth = 0;
@@ -404,6 +423,7 @@ impl<'a> Cx<'a> {
         let mark = self.vars.len();
         let ni = self.declare(new_name, p, ty, mutable);
         self.vars[ni].index_arity = self.vars[vi].index_arity;
+        self.vars[ni].overlap = self.vars[vi].overlap.clone();
         self.vars[ni].claim = Some(ClaimInfo {
             at: p,
             arm_base: self.arms.len(),

@@ -274,7 +274,10 @@ impl<'a> Cx<'a> {
                 Ty::Err
             }
         };
-        self.declare(name, p, final_ty, mutable || init.is_none());
+        let vi = self.declare(name, p, final_ty, mutable || init.is_none());
+        if let (false, Some(e)) = (mutable, init) {
+            self.vars[vi].sym = self.sym_of_binding(e, p, code);
+        }
     }
 
     /// [T-ALLOC-SHARED] shared allocations only at code perspective block[1]; sizes are static.

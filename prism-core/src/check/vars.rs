@@ -22,6 +22,8 @@ impl<'a> Cx<'a> {
             index_arity: 1,
             claim: None,
             is_async: false,
+            sym: None,
+            overlap: None,
         });
         self.vars.len() - 1
     }
@@ -288,6 +290,7 @@ impl<'a> Cx<'a> {
         if space == Space::Shared {
             self.arr_access_shared(v, span, code);
         }
+        self.overlapping_write(v, span, &format!("writing through `{}`", v.name));
     }
 
     /// [T-ARR-ACCESS-SHARED] shared memory is only accessed from code at block[1] or narrower.

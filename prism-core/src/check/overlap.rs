@@ -1,0 +1,236 @@
+//! [T-PARTITION] Partitions whose index closure hands two of its units the same elements.
+//!
+//! Paper 000 §3.4 leaves the injectivity of index closures to the programmer. This pass proves the
+//! opposite for a useful class: when the closure reads the unit only through sub-expressions that are the
+//! same for two units (`t / 2`, `t % 32` in a block of 128, `t & !1`), the two units get the same offset
+//! at every index, whatever the closure's parameters and the code's uniform values are. Writing through
+//! such a view is then a race (reads are fine: several units may read one element).
+//!
+//! Values are tracked symbolically ([`Sym`]) as functions of a thread's rank in the unit of the code that
+//! computed them (`id()`, §3.5): variables bound once by `let` carry their value; anything else the
+//! closure reads at a perspective narrower than the code is unknown, and the pass then concludes nothing.
+//! The sub-expressions that read only the rank ("atoms") are evaluated exactly for every unit of a launch
+//! the contract allows (the smallest, when sizes are not fixed); two units with equal atoms collide.
+
+use super::*;
+use std::collections::HashMap;
+
+/// Most units compared (a collision among them is a collision).
+const MAX_UNITS: u64 = 4096;
+
+/// A value as a function of a thread's rank in the unit of the code that computed it.
+#[derive(Clone, Debug)]
+pub(super) enum Sym {
+    /// `rank / div`: `id()` into a variable whose units hold `div` threads, in code scope `scope`.
+    Rank {
+        scope: usize,
+        div: u64,
+    },
+    Const(i128),
+    /// Not a function of the unit: the same for every unit compared, or a closure parameter.
+    Free,
+    Bin(BinOp, Box<Sym>, Box<Sym>),
+}
+
+impl Sym {
+    fn has_rank(&self) -> bool {
+        match self {
+            Sym::Rank { .. } => true,
+            Sym::Bin(_, a, b) => a.has_rank() || b.has_rank(),
+            _ => false,
+        }
+    }
+
+    fn has_free(&self) -> bool {
+        match self {
+            Sym::Free => true,
+            Sym::Bin(_, a, b) => a.has_free() || b.has_free(),
+            _ => false,
+        }
+    }
+
+    /// The maximal sub-expressions that read the rank and nothing free: the value depends on the unit
+    /// only through them.
+    fn atoms<'s>(&'s self, out: &mut Vec<&'s Sym>) {
+        if !self.has_rank() {
+            return;
+        }
+        if !self.has_free() {
+            out.push(self);
+        } else if let Sym::Bin(_, a, b) = self {
+            a.atoms(out);
+            b.atoms(out);
+        }
+    }
+
+    /// The value for the thread of rank `rank`; `None` where PTX's result could differ from the exact one
+    /// (outside the i32 range, shifts by 31 or more, division by zero, bit operations on negatives).
+    fn eval(&self, rank: u64) -> Option<i128> {
+        const LIM: i128 = 1 << 31;
+        let v = match self {
+            Sym::Rank { div, .. } => (rank / div) as i128,
+            Sym::Const(c) => *c,
+            Sym::Free => return None,
+            Sym::Bin(op, a, b) => {
+                let (a, b) = (a.eval(rank)?, b.eval(rank)?);
+                let bits = a >= 0 && b >= 0;
+                match op {
+                    BinOp::Add => a + b,
+                    BinOp::Sub => a - b,
+                    BinOp::Mul => a * b,
+                    BinOp::Div if b != 0 => a / b,
+                    BinOp::Rem if b != 0 => a % b,
+                    BinOp::BitAnd if bits => a & b,
+                    BinOp::BitOr if bits => a | b,
+                    BinOp::BitXor if bits => a ^ b,
+                    BinOp::Shl if bits && b < 31 => a << b,
+                    BinOp::Shr if bits && b < 31 => a >> b,
+                    _ => return None,
+                }
+            }
+        };
+        (-LIM..LIM).contains(&v).then_some(v)
+    }
+
+    fn scopes_are(&self, scope: usize) -> bool {
+        match self {
+            Sym::Rank { scope: s, .. } => *s == scope,
+            Sym::Bin(_, a, b) => a.scopes_are(scope) && b.scopes_are(scope),
+            _ => true,
+        }
+    }
+}
+
+/// Two units of a partition that get the same elements; reported at the first write through the view.
+#[derive(Clone, Debug)]
+pub(super) struct Overlap {
+    /// The partition (numbered, so that each is reported once) and its span.
+    pub(super) id: usize,
+    pub(super) span: Span,
+    pub(super) at: Perspective,
+    pub(super) target: String,
+    pub(super) units: (u64, u64),
+}
+
+impl<'a> Cx<'a> {
+    /// Threads in one unit of `p`, with the block size the analysis assumes.
+    fn unit_threads(&self, p: Perspective) -> Option<u64> {
+        let t = self.t_exact.unwrap_or(self.t).max(1) as u64;
+        match p.level {
+            Level::Thread => Some(p.n as u64),
+            Level::Block => Some(p.n as u64 * t),
+            // A grid of the contract's exact size, else of two of its block multiples (the contract allows it).
+            Level::Grid => {
+                let b = self.b_exact.unwrap_or(2 * self.b.max(1)) as u64;
+                Some(p.n as u64 * b * t)
+            }
+        }
+    }
+
+    /// The value of `e`, computed in code at `code` in the current scope, as a function of the rank;
+    /// `params` are the names of an index closure's parameters. `None`: unknown.
+    pub(super) fn sym(&self, e: &Expr, code: Perspective, params: &[Ident]) -> Option<Sym> {
+        Some(match &e.kind {
+            ExprKind::Lit(Lit::Int(v, _)) => Sym::Const(i128::try_from(*v).ok()?),
+            ExprKind::Var(id) if params.iter().any(|p| p.name == id.name) => Sym::Free,
+            ExprKind::Var(id) => {
+                let v = &self.vars[self.lookup(&id.name)?];
+                match (&v.konst, &v.sym) {
+                    (Some(Some(c)), _) => Sym::Const(*c as i128),
+                    (Some(None), _) => Sym::Free,
+                    _ if self.le(code, v.at) => Sym::Free,
+                    (None, Some(s)) if s.scopes_are(self.scope) => s.clone(),
+                    _ => return None,
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => Sym::Bin(
+                *op,
+                Box::new(self.sym(lhs, code, params)?),
+                Box::new(self.sym(rhs, code, params)?),
+            ),
+            // Widening casts keep the (small, non-negative) values the atoms are limited to.
+            ExprKind::Cast { expr, ty } if ty.size() >= 4 && ty.is_int() => {
+                self.sym(expr, code, params)?
+            }
+            ExprKind::Call { path, args, .. } if path.len() == 1 && args.is_empty() => {
+                match path[0].name.as_str() {
+                    "block_dim" | "grid_dim" => Sym::Free,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// The value `let x = init` binds at perspective `p` (immutable integer bindings only).
+    pub(super) fn sym_of_binding(
+        &self,
+        init: &Expr,
+        p: Perspective,
+        code: Perspective,
+    ) -> Option<Sym> {
+        if let ExprKind::Call { path, args, .. } = &init.kind {
+            if path.len() == 1 && path[0].name == "id" && args.is_empty() {
+                return Some(Sym::Rank {
+                    scope: self.scope,
+                    div: self.unit_threads(p)?,
+                });
+            }
+        }
+        let s = self.sym(init, code, &[])?;
+        s.has_rank().then_some(s)
+    }
+
+    /// Two `p` units of one `code` unit that the index closure hands the same offsets, if it reads the
+    /// unit only through sub-expressions equal for them.
+    pub(super) fn partition_overlap(
+        &self,
+        index: &IndexFn,
+        p: Perspective,
+        code: Perspective,
+    ) -> Option<(u64, u64)> {
+        let sym = self.sym(&index.body, code, &index.params)?;
+        let mut atoms = Vec::new();
+        sym.atoms(&mut atoms);
+        if atoms.is_empty() {
+            return None;
+        }
+        let size = self.unit_threads(p)?;
+        let units = (self.unit_threads(code)? / size).min(MAX_UNITS);
+        let mut seen: HashMap<Vec<i128>, u64> = HashMap::new();
+        for u in 0..units {
+            let key = atoms
+                .iter()
+                .map(|a| a.eval(u * size))
+                .collect::<Option<Vec<_>>>()?;
+            if let Some(&first) = seen.get(&key) {
+                return Some((first, u));
+            }
+            seen.insert(key, u);
+        }
+        None
+    }
+
+    /// A write through a view whose partition hands two units the same elements: [T-PARTITION].
+    pub(super) fn overlapping_write(&mut self, v: &Var, span: Span, what: &str) {
+        let Some(o) = v.overlap.clone() else {
+            return;
+        };
+        if !self.overlaps_reported.insert(o.id) {
+            return;
+        }
+        let (a, b) = o.units;
+        self.errors.push(
+            err(
+                "T-PARTITION",
+                span,
+                format!(
+                    "{what} races: the index closure of `partition({}, {}, ..)` gives {} units {a} and {b} the same elements of `{}` (its offsets are equal for both at every index)",
+                    o.target, o.at, o.at, o.target
+                ),
+            )
+            .note(o.span, format!("the closure reads the unit only through values that are the same for units {a} and {b}"))
+            .help("give each unit its own elements (`|j| t * K + j` for K elements each), or write from one unit (`claim` the memory, or a split arm); a view that is only read may be shared: pass it to a `*const` parameter"),
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! T-PARTITION's overlap test: a write through a partition view whose index closure gives two units the
+//! same elements (it reads the unit only through values equal for both) is a race and an error; closures
+//! that tell every unit apart, views that are only read, and closures the test cannot see through compile.
+
+use prism_core::check::check_function;
+use prism_core::parse::parse_source;
+use prism_core::Diagnostic;
+
+fn check(src: &str) -> Result<(), Vec<Diagnostic>> {
+    let fs = parse_source(src).unwrap_or_else(|e| {
+        panic!(
+            "parse: {:?}",
+            e.iter().map(|d| d.text()).collect::<Vec<_>>()
+        )
+    });
+    check_function(fs.last().expect("a function"), &fs).map(|_| ())
+}
+
+/// A block of `threads` with a shared allocation `s` of 1024 f32, `t` the thread's index in the block and
+/// `w` its warp's; `body` runs in block code.
+fn block_kernel(threads: u32, body: &str) -> String {
+    format!(
+        "#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = {threads}, smem = 4096)]\n\
+         fn k(p: *mut f32, q: *const f32, n: u32) {{\n\
+         group(block[1], || {{\n\
+         let s: Shared<[f32; 1024]>;\n\
+         #[at(thread[1])]\nlet t: u32 = id();\n\
+         #[at(thread[32])]\nlet w: u32 = id();\n\
+         {body}\n}});\n}}\n"
+    )
+}
+
+/// The overlap error: names the units, and points at the write (`/*@*/` marks the token).
+fn expect_overlap(src: &str, units: (u64, u64)) {
+    let ds = check(src).expect_err("an overlap error");
+    let d = ds
+        .iter()
+        .find(|d| d.rule == "T-PARTITION" && d.message.contains("same elements"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no overlap error; got {:#?}",
+                ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+            )
+        });
+    let (a, b) = units;
+    assert!(
+        d.message.contains(&format!("units {a} and {b}")),
+        "{}",
+        d.text()
+    );
+    let marker = src.find("/*@*/").expect("marker");
+    let line = src[..marker].matches('\n').count() + 1;
+    let col = marker - src[..marker].rfind('\n').map(|i| i + 1).unwrap_or(0) + 5;
+    let at = d.span.start();
+    assert_eq!((at.line, at.column), (line, col), "span of {}", d.text());
+    assert_eq!(
+        ds.iter()
+            .filter(|d| d.message.contains("same elements"))
+            .count(),
+        1,
+        "reported once"
+    );
+}
+
+fn expect_ok(src: &str) {
+    if let Err(ds) = check(src) {
+        panic!(
+            "expected to compile:\n{src}\n{:#?}",
+            ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+        );
+    }
+}
+
+const WRITE: &str = "group(thread[1], || { /*@*/st[0] = 1.0; st[1] = 2.0; });";
+
+#[test]
+fn pairs_of_threads_share_elements() {
+    for closure in [
+        "|j| t / 2 + j",
+        "|j| (t >> 1) * 4 + j",
+        "|j| (t & 126) + j",
+        "|j| t / 2 * 2 + j",
+    ] {
+        let src = block_kernel(
+            128,
+            &format!("partition(s, thread[1], {closure}, |st| {{ {WRITE} }});"),
+        );
+        expect_overlap(&src, (0, 1));
+    }
+}
+
+#[test]
+fn every_warp_writes_the_same_lanes() {
+    // `t % 32` is the lane: thread 32 (warp 1's lane 0) gets thread 0's elements.
+    let src = block_kernel(
+        128,
+        &format!("partition(s, thread[1], |j| (t % 32) * 4 + j, |st| {{ {WRITE} }});"),
+    );
+    expect_overlap(&src, (0, 32));
+    // Warps 0 and 2 of `w % 2`, for warp-sized units.
+    let src = block_kernel(
+        128,
+        "partition(s, thread[32], |j| (w % 2) * 32 + j, |sw| { group(thread[32], || { partition(sw, thread[1], |j| (t % 32) + j, |st| { group(thread[1], || { /*@*/st[0] = 1.0; }); }); }); });",
+    );
+    expect_overlap(&src, (0, 2));
+}
+
+#[test]
+fn through_let_bindings_and_device_calls() {
+    // The unit reaches the closure through immutable bindings.
+    let src = block_kernel(
+        256,
+        &format!("#[at(thread[1])]\nlet half: u32 = t / 2;\n#[at(thread[1])]\nlet base: u32 = half * 8;\npartition(s, thread[1], |j| base + j, |st| {{ {WRITE} }});"),
+    );
+    expect_overlap(&src, (0, 1));
+    // Passing the view to a `*mut` parameter writes it.
+    let src = format!(
+        "#[prism_device(requires(thread[1]))]\nfn put(x: *mut f32) {{ x[0] = 1.0; }}\n{}",
+        block_kernel(128, "partition(s, thread[1], |j| t / 4 + j, |st| { group(thread[1], || { put(/*@*/st); }); });")
+    );
+    expect_overlap(&src, (0, 1));
+}
+
+#[test]
+fn global_memory_blocks_that_share_a_tile() {
+    // Blocks 2b and 2b + 1 write the same 128 elements.
+    let src = "#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128)]\n\
+               fn k(p: *mut f32) {\n\
+               #[at(block[1])]\nlet b: u32 = id();\n\
+               partition(p, block[1], |j| (b / 2) * 128 + j, |pb| {\n\
+               group(block[1], || {\n#[at(thread[1])]\nlet t: u32 = id();\n\
+               partition(pb, thread[1], |j| t + j, |pt| { group(thread[1], || { /*@*/pt[0] = 1.0; }); });\n\
+               });\n});\n}\n";
+    expect_overlap(src, (0, 1));
+}
+
+#[test]
+fn closures_that_tell_units_apart_compile() {
+    for closure in [
+        "|j| t * 2 + j",
+        "|j| t + j * 128",
+        "|j| (t / 32) * 32 + t % 32 + j",
+        "|j| (t % 32) * 4 + (t / 32) * 128 + j",
+        "|j| (t ^ 1) * 2 + j",
+        // Reads something the test cannot evaluate (a parameter times the unit): no conclusion.
+        "|j| (t * n) % 1024 + j",
+    ] {
+        expect_ok(&block_kernel(128, &format!("partition(s, thread[1], {closure}, |st| {{ group(thread[1], || {{ st[0] = 1.0; }}); }});")));
+    }
+    // The wgmma accumulator layout of docs/GUIDE.md §7: three lossy pieces, jointly one-to-one.
+    expect_ok(&block_kernel(
+        128,
+        "partition(s, thread[1], |r, c| (16 * (t / 32) + (t % 32) / 4 + r) * 8 + 2 * (t % 4) + c, |st| { group(thread[1], || { st[(0, 1)] = 1.0; }); });",
+    ));
+    // Lanes in warp code: 32 units, `t % 32` tells them apart.
+    expect_ok(&block_kernel(
+        128,
+        "partition(s, thread[32], |j| w * 32 + j, |sw| { group(thread[32], || { #[at(thread[1])]\nlet l: u32 = id();\npartition(sw, thread[1], |j| (l % 32) + j, |st| { group(thread[1], || { st[0] = 1.0; }); }); }); });",
+    ));
+}
+
+#[test]
+fn shared_views_that_are_only_read_compile() {
+    expect_ok(&block_kernel(
+        128,
+        "partition(s, thread[1], |j| t / 2 + j, |st| { group(thread[1], || { #[at(thread[1])]\nlet x: f32 = st[0]; }); });",
+    ));
+}
+
+#[test]
+fn mutable_bindings_are_not_followed() {
+    // `h` may change before the partition: nothing is concluded from its initializer.
+    expect_ok(&block_kernel(
+        128,
+        "#[at(thread[1])]\nlet mut h: u32 = t / 2;\nh = t;\npartition(s, thread[1], |j| h + j, |st| { group(thread[1], || { st[0] = 1.0; }); });",
+    ));
+}
