@@ -10,6 +10,10 @@
 //! so an upper bound computed from its operands' bounds holds at every read, in loops too. A register
 //! defined twice (a mutable variable, a loop counter) or under a guard has no bound, and the checks on it
 //! stay. Only unsigned, non-wrapping arithmetic is modelled.
+//!
+//! One exception for loop counters: a `for` loop's body reads an immutable copy of its counter, made right
+//! after the loop's test (`setp.ge.u32 p, i, end; @p bra END; mov iv, i`, `emit/loops.rs`): the copy is below
+//! `end` wherever it is read, so its bound is `end`'s minus one.
 
 use crate::ptx::{Instruction, Operand, Stmt};
 use std::collections::{HashMap, HashSet};
@@ -31,6 +35,8 @@ pub(super) fn elide_proven(body: &mut Vec<Stmt>, threads: Option<u32>) {
         }
     }
     let single = |r: &str| defs.get(r) == Some(&1);
+    let mut below: HashMap<String, Operand> = HashMap::new();
+    loop_copies(body, &mut below);
     let mut max: HashMap<String, u64> = HashMap::new();
     // Forward in text order, a few rounds for definitions that follow their use in the text.
     for _ in 0..4 {
@@ -42,7 +48,11 @@ pub(super) fn elide_proven(body: &mut Vec<Stmt>, threads: Option<u32>) {
             if !single(d) || max.contains_key(d) {
                 continue;
             }
-            if let Some(m) = bound(i, &max, threads) {
+            let m = match below.get(d) {
+                Some(end) => value_max(end, &max).and_then(|e| e.checked_sub(1)),
+                None => bound(i, &max, threads),
+            };
+            if let Some(m) = m {
                 max.insert(d.clone(), m);
             }
         }
@@ -81,6 +91,41 @@ pub(super) fn elide_proven(body: &mut Vec<Stmt>, threads: Option<u32>) {
     }
     if !never.is_empty() {
         rewrite(body, &never);
+    }
+}
+
+/// The loop copies `mov iv, i` right after `setp.ge.u32 p, i, end; @p bra L;` (consecutive, no label
+/// between: nothing jumps past the test), with their `end`.
+fn loop_copies(stmts: &[Stmt], out: &mut HashMap<String, Operand>) {
+    for w in stmts.windows(3) {
+        let [Stmt::Instr(test), Stmt::Instr(exit), Stmt::Instr(copy)] = w else {
+            continue;
+        };
+        let (Some(Operand::Name(p)), Some(Operand::Name(i)), Some(end)) = (
+            test.operands.first(),
+            test.operands.get(1),
+            test.operands.get(2),
+        ) else {
+            continue;
+        };
+        let exits = exit.opcode.starts_with("bra")
+            && exit
+                .guard
+                .as_ref()
+                .is_some_and(|g| !g.negated && &g.pred == p);
+        let copies = matches!(copy.opcode.as_str(), "mov.b32" | "mov.u32")
+            && copy.guard.is_none()
+            && copy.operands.get(1) == Some(&Operand::Name(i.clone()));
+        if test.opcode == "setp.ge.u32" && test.guard.is_none() && exits && copies {
+            if let Some(Operand::Name(iv)) = copy.operands.first() {
+                out.insert(iv.clone(), end.clone());
+            }
+        }
+    }
+    for s in stmts {
+        if let Stmt::Block(b) = s {
+            loop_copies(&b.stmts, out);
+        }
     }
 }
 
@@ -289,6 +334,63 @@ mod tests {
         // An unknown source (a load) bounds nothing.
         let mut body = checked(vec![I::new("ld.shared.u32", vec![n("%r9"), n("%r1")])], 127);
         elide_proven(&mut body, Some(32));
+        assert!(kept(&body));
+    }
+
+    /// `for k in 0..end` as `emit/loops.rs` writes it, with `k * 32 + 5` as the index.
+    fn counted_loop(end: Operand, test: &str) -> Vec<Stmt> {
+        let mut exit = I::new("bra.uni", vec![n("$L__9")]);
+        exit.guard = Some(Guard {
+            negated: false,
+            pred: "%p2".into(),
+        });
+        let mut v = vec![
+            Stmt::Instr(I::new("mov.b32", vec![n("%r1"), Operand::Int(0)])),
+            Stmt::Instr(I::new(test, vec![n("%p2"), n("%r1"), end])),
+            Stmt::Instr(exit),
+            Stmt::Instr(I::new("mov.b32", vec![n("%r2"), n("%r1")])),
+        ];
+        v.extend(checked(
+            vec![
+                I::new("mul.lo.u32", vec![n("%r3"), n("%r2"), Operand::Int(32)]),
+                I::new("add.u32", vec![n("%r9"), n("%r3"), Operand::Int(5)]),
+            ],
+            1023,
+        ));
+        v.push(Stmt::Instr(I::new(
+            "add.u32",
+            vec![n("%r1"), n("%r1"), Operand::Int(1)],
+        )));
+        v
+    }
+
+    #[test]
+    fn loop_counters_are_below_their_end() {
+        // k < 32: k * 32 + 5 <= 997.
+        let mut body = counted_loop(Operand::Int(32), "setp.ge.u32");
+        elide_proven(&mut body, None);
+        assert!(!kept(&body), "{body:?}");
+        // k < 33: 32 * 32 + 5 = 1029 > 1023.
+        let mut body = counted_loop(Operand::Int(33), "setp.ge.u32");
+        elide_proven(&mut body, None);
+        assert!(kept(&body));
+        // A signed test (k may be negative) and an unknown end prove nothing.
+        let mut body = counted_loop(Operand::Int(32), "setp.ge.s32");
+        elide_proven(&mut body, None);
+        assert!(kept(&body));
+        let mut body = counted_loop(n("%r7"), "setp.ge.u32");
+        elide_proven(&mut body, None);
+        assert!(kept(&body));
+        // A label between the test and the copy: something may jump past the test.
+        let mut body = counted_loop(Operand::Int(32), "setp.ge.u32");
+        body.insert(
+            3,
+            Stmt::Label(crate::ptx::Label {
+                pos: Default::default(),
+                name: "$L__3".into(),
+            }),
+        );
+        elide_proven(&mut body, None);
         assert!(kept(&body));
     }
 
