@@ -333,6 +333,9 @@ struct Cx<'a> {
     /// Partitions numbered in source order, and those whose overlap was reported.
     next_partition: usize,
     overlaps_reported: HashSet<usize>,
+    /// The enclosing conditions, loops and split arms: the narrowest perspective each reads (`None`:
+    /// unknown, a split arm, or a loop that may `break`).
+    conds: Vec<Option<Perspective>>,
     loop_depth: u32,
     unsafe_depth: u32,
     shared: Vec<SharedAlloc>,
@@ -374,6 +377,7 @@ impl<'a> Cx<'a> {
             next_scope: 1,
             next_partition: 0,
             overlaps_reported: HashSet::new(),
+            conds: Vec::new(),
             loop_depth: 0,
             unsafe_depth: 0,
             shared: Vec::new(),

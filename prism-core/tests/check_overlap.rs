@@ -175,3 +175,33 @@ fn mutable_bindings_are_not_followed() {
         "#[at(thread[1])]\nlet mut h: u32 = t / 2;\nh = t;\npartition(s, thread[1], |j| h + j, |st| { group(thread[1], || { st[0] = 1.0; }); });",
     ));
 }
+
+#[test]
+fn writes_that_only_some_units_make_are_not_judged() {
+    // Only even threads write: no two writers share an element. Nor in a split arm, or after a `continue`.
+    for body in [
+        "if t % 2 == 0 { st[0] = 1.0; }",
+        "for k in 0..4 { if t % 2 == 1 { continue; } st[k] = 1.0; }",
+        "while n > t { st[0] = 1.0; }",
+    ] {
+        expect_ok(&block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t / 2 + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        ));
+    }
+    expect_ok(&block_kernel(
+        128,
+        "partition(s, thread[1], |j| t / 2 + j, |st| { match split(thread) { 1 => { st[0] = 1.0; } } });",
+    ));
+    // A condition or loop bound every unit evaluates the same way does not save the write.
+    for body in [
+        "if n > 4 { /*@*/st[0] = 1.0; }",
+        "for k in 0..4 { /*@*/st[k] = 1.0; }",
+        "for k in 0..n { /*@*/st[k] = 1.0; }",
+    ] {
+        expect_overlap(
+            &block_kernel(128, &format!("partition(s, thread[1], |j| t / 2 + j, |st| {{ group(thread[1], || {{ {body} }}); }});")),
+            (0, 1),
+        );
+    }
+}

@@ -108,8 +108,13 @@ pub(super) struct Overlap {
     pub(super) id: usize,
     pub(super) span: Span,
     pub(super) at: Perspective,
+    /// The partition's code perspective: its units compute one closure each.
+    pub(super) code: Perspective,
     pub(super) target: String,
     pub(super) units: (u64, u64),
+    /// Length of the condition stack at the partition: a write under a later condition that may differ
+    /// between the units (or in a split arm) may be made by one of them only, and is not reported.
+    pub(super) conds: usize,
 }
 
 impl<'a> Cx<'a> {
@@ -160,6 +165,37 @@ impl<'a> Cx<'a> {
             }
             _ => return None,
         })
+    }
+
+    /// The narrowest perspective a condition or loop bound reads (`grid[1]` for constants): every unit of
+    /// a perspective at least that broad takes the same way. `None` when it calls a function.
+    pub(super) fn cond_perspective(&self, e: &Expr) -> Option<Perspective> {
+        let mut finest = Some(Perspective::grid(1));
+        walk::walk_exprs(e, &mut |x| match &x.kind {
+            ExprKind::Call { path, .. }
+                if !matches!(
+                    path.last().map(|p| p.name.as_str()),
+                    Some("block_dim" | "grid_dim")
+                ) =>
+            {
+                finest = None
+            }
+            ExprKind::Var(id) => {
+                let Some(v) = self.lookup(&id.name).map(|i| &self.vars[i]) else {
+                    return;
+                };
+                if v.konst.is_some() {
+                    return;
+                }
+                finest = match finest {
+                    Some(f) if self.le(v.at, f) => Some(v.at),
+                    Some(f) if self.le(f, v.at) => Some(f),
+                    _ => None,
+                };
+            }
+            _ => {}
+        });
+        finest
     }
 
     /// The value `let x = init` binds at perspective `p` (immutable integer bindings only).
@@ -216,7 +252,10 @@ impl<'a> Cx<'a> {
         let Some(o) = v.overlap.clone() else {
             return;
         };
-        if !self.overlaps_reported.insert(o.id) {
+        let both_write = self.conds[o.conds.min(self.conds.len())..]
+            .iter()
+            .all(|c| c.is_some_and(|c| self.le(o.code, c)));
+        if !both_write || !self.overlaps_reported.insert(o.id) {
             return;
         }
         let (a, b) = o.units;

@@ -164,7 +164,9 @@ impl<'a> Cx<'a> {
                 at: p,
                 groups: self.groups.len(),
             });
+            self.conds.push(None);
             self.unit_body(&a.body, p);
+            self.conds.pop();
             self.arms.pop();
         }
     }
@@ -262,8 +264,10 @@ impl<'a> Cx<'a> {
             id: partition_id,
             span,
             at: p,
+            code,
             target: target.name.clone(),
             units,
+            conds: self.conds.len(),
         });
         self.vars.truncate(mark);
         // They stay as they are inside the partition (T-PARTITION).

@@ -56,16 +56,21 @@ impl<'a> Cx<'a> {
                 else_block,
             } => {
                 self.condition(cond, code, "the `if` condition");
+                self.conds.push(self.cond_perspective(cond));
                 self.block(then_block, code);
                 if let Some(e) = else_block {
                     self.block(e, code);
                 }
+                self.conds.pop();
             }
             StmtKind::While { cond, body } => {
                 self.condition(cond, code, "the `while` condition");
+                let c = self.cond_perspective(cond).filter(|_| !leaves_early(body));
+                self.conds.push(c);
                 self.loop_depth += 1;
                 self.block(body, code);
                 self.loop_depth -= 1;
+                self.conds.pop();
             }
             StmtKind::For {
                 var,
@@ -559,10 +564,29 @@ impl<'a> Cx<'a> {
         }
         let mark = self.vars.len();
         // The loop variable lives at the code perspective (it is uniform across it).
+        let mut c = self.cond_perspective(start);
+        for e in std::iter::once(end).chain(step) {
+            c = match (c, self.cond_perspective(e)) {
+                (Some(a), Some(b)) if self.le(a, b) => Some(a),
+                (Some(a), Some(b)) if self.le(b, a) => Some(b),
+                _ => None,
+            };
+        }
         self.declare(var, code, ty, false);
+        self.conds.push(c.filter(|_| !leaves_early(body)));
         self.loop_depth += 1;
         self.block(body, code);
         self.loop_depth -= 1;
+        self.conds.pop();
         self.vars.truncate(mark);
     }
+}
+
+/// A loop body with a `break` or `continue`: the statements after it may run in some units only.
+fn leaves_early(body: &Block) -> bool {
+    let mut found = false;
+    walk::walk_block(body, &mut |s| {
+        found |= matches!(s.kind, StmtKind::Break | StmtKind::Continue);
+    });
+    found
 }
