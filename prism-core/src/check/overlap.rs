@@ -187,11 +187,7 @@ impl<'a> Cx<'a> {
                 if v.konst.is_some() {
                     return;
                 }
-                finest = match finest {
-                    Some(f) if self.le(v.at, f) => Some(v.at),
-                    Some(f) if self.le(f, v.at) => Some(f),
-                    _ => None,
-                };
+                finest = self.narrower(finest, Some(v.at));
             }
             _ => {}
         });

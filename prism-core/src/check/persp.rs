@@ -360,13 +360,22 @@ impl<'a> Cx<'a> {
             if v.konst.is_some() {
                 continue;
             }
-            finest = match finest {
-                Some(f) if self.le(v.at, f) => Some(v.at),
-                Some(f) if self.le(f, v.at) => Some(f),
-                _ => None,
-            };
+            finest = self.narrower(finest, Some(v.at));
         }
         finest
+    }
+
+    /// The narrower of two nested perspectives; `None` when either is unknown or they are not nested.
+    pub(super) fn narrower(
+        &self,
+        a: Option<Perspective>,
+        b: Option<Perspective>,
+    ) -> Option<Perspective> {
+        match (a, b) {
+            (Some(a), Some(b)) if self.le(a, b) => Some(a),
+            (Some(a), Some(b)) if self.le(b, a) => Some(b),
+            _ => None,
+        }
     }
 
     /// A `group` body or split arm: code in a new unit, whose ranks start at 0.

@@ -566,11 +566,7 @@ impl<'a> Cx<'a> {
         // The loop variable lives at the code perspective (it is uniform across it).
         let mut c = self.cond_perspective(start);
         for e in std::iter::once(end).chain(step) {
-            c = match (c, self.cond_perspective(e)) {
-                (Some(a), Some(b)) if self.le(a, b) => Some(a),
-                (Some(a), Some(b)) if self.le(b, a) => Some(b),
-                _ => None,
-            };
+            c = self.narrower(c, self.cond_perspective(e));
         }
         self.declare(var, code, ty, false);
         self.conds.push(c.filter(|_| !leaves_early(body)));
