@@ -288,6 +288,8 @@ struct Var {
     sym: Option<Sym>,
     /// A partition view whose closure hands two units the same elements: writes through it race.
     overlap: Option<Overlap>,
+    /// Named by the program since its declaration (a fill's slot names must each be loaded).
+    used: bool,
 }
 
 /// Where a value flows: the perspective it must be readable at, and how to talk about it.
@@ -402,6 +404,7 @@ impl<'a> Cx<'a> {
                 is_async: false,
                 sym: None,
                 overlap: None,
+                used: false,
             });
         }
         cx

@@ -522,6 +522,123 @@ fn cluster_attribute_and_barrier() {
     cluster_ranks(&format!("{PAIR_BARRIER}{through_a_function}"));
 }
 
+/// Blocks of a cluster exchange data through global memory: each writes its half of the cluster's buffer,
+/// `sync_cluster()` (release/acquire at cluster scope) orders the halves before the sibling reads them.
+/// The checker accepts it (SYNC-GRID counts the cluster barrier for memory at `block[2]`) and the
+/// emulator's race detector, under random schedules, finds the accesses ordered; without the barrier the
+/// program is refused, with a help that names `sync_cluster()`.
+const EXCHANGE: &str = r#"
+#[prism_kernel(requires(grid[1], block[2], block[1], thread[1]), threads = 64, cluster = 2)]
+pub fn exchange(x: *const f32, tmp: *mut f32, out: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    #[at(block[2])]
+    let cl: u32 = id();
+    partition(out, block[1], |i| b * 64 + i, |o_blk| {
+        partition(tmp, block[2], |i| cl * 128 + i, |t_cl| {
+            group(block[2], || {
+                #[at(block[1])]
+                let r: u32 = id();
+                partition(t_cl, block[1], |i| r * 64 + i, |t_b| {
+                    group(block[1], || {
+                        #[at(thread[1])]
+                        let t: u32 = id();
+                        partition(t_b, thread[1], |i| t + i, |tt| {
+                            group(thread[1], || {
+                                tt[0] = x[b * 64 + t] * 2.0;
+                            });
+                        });
+                    });
+                });
+                sync_cluster();
+                group(block[1], || {
+                    #[at(thread[1])]
+                    let t: u32 = id();
+                    partition(o_blk, thread[1], |i| t + i, |o_t| {
+                        group(thread[1], || {
+                            o_t[0] = t_cl[(1 - r) * 64 + t];
+                        });
+                    });
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn blocks_of_a_cluster_exchange_through_global_memory() {
+    let ks = compile_src(EXCHANGE);
+    assemble_all(&ks);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parse");
+    let x: Vec<f32> = {
+        let mut r = rng(41);
+        (0..4 * 64).map(|_| r()).collect()
+    };
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    for seed in [0, 3, 17] {
+        let schedule = if seed == 0 {
+            prism_runtime::emu::Schedule::RoundRobin
+        } else {
+            prism_runtime::emu::Schedule::Random { seed }
+        };
+        let mut emu = Emulator::new(EmuConfig {
+            schedule,
+            check_races: true,
+            ..EmuConfig::default()
+        });
+        let dx = buf(&mut emu, &bytes);
+        let tmp = buf(&mut emu, &[0u8; 4 * 64 * 4]);
+        let out = buf(&mut emu, &[0xFFu8; 4 * 64 * 4]);
+        emu.launch_cluster(
+            &module,
+            &k.entry,
+            [4, 1, 1],
+            [64, 1, 1],
+            Some([2, 1, 1]),
+            k.contract.smem_bytes,
+            &[ParamValue::Ptr(dx), ParamValue::Ptr(tmp), ParamValue::Ptr(out)],
+        )
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let got = emu.read(out, 4 * 64 * 4).expect("read");
+        for (i, w) in got.chunks_exact(4).enumerate() {
+            let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            let want = 2.0 * x[((i / 64) ^ 1) * 64 + i % 64];
+            assert_eq!(v, want, "seed {seed}, element {i}");
+        }
+    }
+    // The same PTX without its cluster barriers: the race detector reports the sibling's read.
+    let stripped: String = k
+        .ptx
+        .lines()
+        .filter(|l| !l.contains("barrier.cluster"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(stripped.len(), k.ptx.len());
+    let module = Module::parse(&stripped).expect("parse");
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = buf(&mut emu, &bytes);
+    let tmp = buf(&mut emu, &[0u8; 4 * 64 * 4]);
+    let out = buf(&mut emu, &[0u8; 4 * 64 * 4]);
+    let e = emu
+        .launch_cluster(
+            &module,
+            &k.entry,
+            [4, 1, 1],
+            [64, 1, 1],
+            Some([2, 1, 1]),
+            k.contract.smem_bytes,
+            &[ParamValue::Ptr(dx), ParamValue::Ptr(tmp), ParamValue::Ptr(out)],
+        )
+        .expect_err("a race without the cluster barrier");
+    assert!(e.to_string().contains("data race on global memory"), "{e}");
+    let unordered = EXCHANGE.replace("sync_cluster();", "");
+    let d = emit_errors(&unordered);
+    let t = texts(&d);
+    assert!(t.contains("[SYNC-GRID]") && t.contains("sync_cluster()"), "{t}");
+}
+
 fn cluster_ranks(src: &str) {
     let ks = compile_src(src);
     assemble_all(&ks);

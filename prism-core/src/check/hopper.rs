@@ -420,6 +420,22 @@ impl Cx<'_> {
             }
         }
         self.block_in_scope(body, code);
+        // A fill completes its slot for the drains: a memory it never loads would be read as whatever the
+        // slot held before (a previous step's tile, or nothing at all).
+        if fill {
+            for (k, n) in names.iter().enumerate() {
+                if self.vars.get(mark + k).is_some_and(|v| !v.used) {
+                    self.errors.push(
+                        err(
+                            "RING",
+                            n.span,
+                            format!("`fill` never loads `{}`: the drains of this step would read its slot as it was before (an earlier step's data, or memory nothing wrote)", n.name),
+                        )
+                        .help(format!("load it in this fill (`tma_load({}, map, ..)`), or take the memory out of the ring", n.name)),
+                    );
+                }
+            }
+        }
         self.vars.truncate(mark);
     }
 
@@ -480,6 +496,18 @@ impl Cx<'_> {
         };
         let t = self.expr(rank, &sink, code);
         self.expect_int(&t, rank.span, "a block rank");
+        if let (Some(c @ 2..=8), Ok(r)) = (c, self.eval(rank)) {
+            if !(0..c).contains(&r) {
+                self.errors.push(
+                    err(
+                        "CLUSTER",
+                        rank.span,
+                        format!("block rank {r} is outside the cluster: its blocks have ranks 0..{c}"),
+                    )
+                    .help(format!("a rank in 0..{c}, e.g. `(r + 1) % {c}` for the next block")),
+                );
+            }
+        }
         let Some(vi) = self.use_var(target) else {
             self.block_in_scope(body, code);
             return;

@@ -24,6 +24,7 @@ impl<'a> Cx<'a> {
             is_async: false,
             sym: None,
             overlap: None,
+            used: false,
         });
         self.vars.len() - 1
     }
@@ -99,6 +100,7 @@ impl<'a> Cx<'a> {
             self.errors.push(d);
             return None;
         }
+        self.vars[i].used = true;
         self.claim_one_branch(i, id.span);
         Some(i)
     }
@@ -267,12 +269,17 @@ impl<'a> Cx<'a> {
                     "CONST",
                     span,
                     format!(
-                        "cannot write through `{}`: it is a `*const` pointer",
-                        v.name
+                        "cannot write through `{}`: it is {}",
+                        v.name,
+                        if space == Space::Shared { "read-only shared memory (a `peer` view of another block's allocation, a drain's slot, or a `Shared` parameter)" } else { "a `*const` pointer" }
                     ),
                 )
                 .note(v.span, "declared here")
-                .help("declare the parameter `*mut T`"),
+                .help(if space == Space::Shared {
+                    "another block's shared memory and a ring's drained slots are only read; write your own block's allocation (outside `peer`), or a `SharedMut` parameter"
+                } else {
+                    "declare the parameter `*mut T`"
+                }),
             );
             return;
         }
@@ -299,11 +306,14 @@ impl<'a> Cx<'a> {
         // checked against the caller's launch facts, which the callee does not see).
         let device_thread_code = self.f.kind == FnKind::Device && code.level == Level::Thread;
         if !device_thread_code && !self.le(code, Perspective::block(1)) {
-            self.errors.push(err(
-                "T-ARR-ACCESS-SHARED",
-                span,
-                format!("shared memory `{}` is accessed from code at {code}; shared memory belongs to one block (block[1])", v.name),
-            ));
+            self.errors.push(
+                err(
+                    "T-ARR-ACCESS-SHARED",
+                    span,
+                    format!("shared memory `{}` is accessed from code at {code}; shared memory belongs to one block (block[1])", v.name),
+                )
+                .help("access it from each block's code: `group(block[1], || { .. })` around the access (then narrow it to the threads that read it)"),
+            );
         }
     }
 

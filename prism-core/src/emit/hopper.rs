@@ -385,16 +385,24 @@ impl Em {
             )
             .help("declare it `Shared<[bf16; ROWS * 64], Swizzle128>` (or Swizzle64 / Swizzle32, or the MN-major `Swizzle128Mn` ..) and fill it with `tma_load`"));
         }
-        let off_e = self.const_u32(off).map_err(|_| {
-            err(
-                "WGMMA",
-                off.span,
-                format!(
-                    "the offset into wgmma operand {what} must be a constant (after unrolling)"
-                ),
-            )
-            .help("use constants and the variables of `for` loops with constant bounds")
-        })?;
+        let off_e = match self.const_i64(off) {
+            Ok(v) => u32::try_from(v).map_err(|_| {
+                err(
+                    "WGMMA",
+                    off.span,
+                    format!("offset {v} into wgmma operand {what} (in one of the unrolled steps) is outside the allocation: offsets are element indices from 0"),
+                )
+                .help("check the offset's arithmetic for each value of the loop variables")
+            })?,
+            Err(_) => {
+                return Err(err(
+                    "WGMMA",
+                    off.span,
+                    format!("the offset into wgmma operand {what} must be a constant (after unrolling)"),
+                )
+                .help("use constants and the variables of `for` loops with constant bounds"))
+            }
+        };
         let byte = off_e as u64 * 2;
         let (row, kb) = (byte / span_b as u64, byte % span_b as u64);
         let alloc_rows = view.len as u64 * 2 / span_b as u64;

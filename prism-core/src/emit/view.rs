@@ -276,6 +276,13 @@ impl Em {
                     let m = self.fresh(ScalarType::U32);
                     self.line(format!("mapa.shared::cluster.u32 {m}, {r}, {rr};"));
                     r = m;
+                    if !matches!(rank, Val::Imm(..)) {
+                        // A rank past the cluster (CLUSTER): `mapa` is undefined there; fault instead.
+                        let (q, a) = (self.fresh(ScalarType::Bool), self.fresh(ScalarType::U32));
+                        self.line(format!("setp.ge.u32 {q}, {rr}, {};", self.cluster));
+                        self.line(format!("selp.b32 {a}, {OUT_OF_BOUNDS_ADDR}, {r}, {q};"));
+                        r = a;
+                    }
                 }
                 if let Some(p) = out_of_bounds {
                     // Out of bounds, the access goes to an address past every shared window, which the

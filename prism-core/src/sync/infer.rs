@@ -308,6 +308,8 @@ struct Infer<'a> {
     /// Statements that made atomic accesses (keyed by position), for the notes of `SYNC-ATOMIC`.
     atomic_spans: Vec<Span>,
     atomic_keys: HashMap<Vec<usize>, usize>,
+    /// `cluster = N` of the function: `sync_cluster()` orders the accesses of a `block[N]` level.
+    cluster: Option<u32>,
 }
 
 impl<'a> Infer<'a> {
@@ -332,6 +334,7 @@ impl<'a> Infer<'a> {
             scratch: 0,
             atomic_spans: Vec::new(),
             atomic_keys: HashMap::new(),
+            cluster: None,
         }
     }
 
@@ -386,6 +389,12 @@ impl<'a> Infer<'a> {
             .map(|p| p.perspective)
             .unwrap_or(Perspective::grid(1));
         self.code = top;
+        self.cluster = f
+            .cluster
+            .as_ref()
+            .and_then(|e| crate::consteval::eval_const(e, &|_| None).ok())
+            .and_then(|c| u32::try_from(c).ok())
+            .filter(|c| (2..=8).contains(c));
         for (i, p) in f.params.iter().enumerate() {
             let l = match p.ty {
                 Type::Ptr { .. } | Type::Shared { .. } => {

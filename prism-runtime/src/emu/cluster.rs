@@ -175,6 +175,9 @@ impl L<'_> {
                     b.thr_inst[t].push(i);
                 }
             }
+            if inst.is_some() {
+                self.cluster_release(b, phase);
+            }
             let now = arrived + lanes.len() as u32;
             let v = if now >= expected {
                 (0, phase + 1)
@@ -192,9 +195,9 @@ impl L<'_> {
             }
             for &l in &lanes {
                 let t = self.tid_of(wi, l) as usize;
-                // The race detector: every thread of the block arrived before this wait returns, so the
-                // phase orders their earlier accesses before this thread's later ones (within the block;
-                // other blocks' accesses are not tracked across blocks).
+                // The race detector: every thread of the cluster arrived before this wait returns, so the
+                // phase orders their earlier accesses before this thread's later ones: within the block
+                // through the phase's instance, across the cluster's blocks as an acquire of their arrivals.
                 if self.cfg.check_races {
                     let p = b.carrive[t];
                     if let Some(&(_, i)) = b.cinst.iter().find(|x| x.0 == p) {
@@ -202,12 +205,67 @@ impl L<'_> {
                         inst.completed = true;
                         inst.waiters[t / 64] |= 1 << (t % 64);
                     }
+                    self.cluster_acquire(b, t, p);
                 }
                 b.carrive[t] = u32::MAX;
             }
         }
         Self::advance(w, mask);
         Step::Continue
+    }
+}
+
+impl L<'_> {
+    /// A thread of `b` arrived on cluster-barrier phase `phase` (`.release` semantics): the block's threads'
+    /// epochs now are what the other blocks' waits on this phase are ordered after (refreshed at each
+    /// arrival, so the block's last one covers every thread's accesses before its arrival).
+    fn cluster_release(&mut self, b: &Block, phase: u32) {
+        self.xstamp += 1;
+        let rel = Released {
+            block: b.lin,
+            snap: std::sync::Arc::new(b.thr_inst.iter().map(|l| l.len() as u32).collect()),
+            stamp: self.xstamp,
+        };
+        let rels = self.csnap.entry((b.cid, phase)).or_default();
+        match rels.iter_mut().find(|r| r.block == b.lin) {
+            Some(r) => *r = rel,
+            None => rels.push(rel),
+        }
+        // Two phases are live at most (a thread arrives on p + 1 only after its wait on p).
+        if let Some(old) = phase.checked_sub(2) {
+            self.csnap.remove(&(b.cid, old));
+        }
+    }
+
+    /// Thread `t` of `b` returns from its wait on cluster-barrier phase `phase` (`.acquire`): it is ordered
+    /// after every other block's accesses before their arrivals, as an acquire of their releases.
+    fn cluster_acquire(&mut self, b: &mut Block, t: usize, phase: u32) {
+        let Some(rels) = self.csnap.get(&(b.cid, phase)) else {
+            return;
+        };
+        let tg = b.lin * self.nthreads + t as u32;
+        let e_t = b.thr_inst[t].len() as u32;
+        let foreign = std::sync::Arc::make_mut(&mut b.foreign);
+        for r in rels.iter().filter(|r| r.block != b.lin) {
+            let f = Foreign {
+                block: r.block,
+                snap: r.snap.clone(),
+                stamp: r.stamp,
+                t: tg,
+                e_t,
+                from: u64::MAX,
+            };
+            match foreign.entry((r.block, tg)) {
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    if f.stamp > o.get().stamp {
+                        o.insert(f);
+                    }
+                }
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(f);
+                }
+            }
+        }
     }
 }
 

@@ -524,6 +524,9 @@ struct L<'a> {
     remote_mbar: Vec<Option<HashMap<u32, Mbar>>>,
     /// Cluster barriers (`barrier.cluster`), by cluster: (arrived threads, completed phases).
     cbar: HashMap<u32, (u32, u32)>,
+    /// The race detector's view of cluster barriers, by (cluster, phase): each block's threads' epochs at
+    /// its latest arrival (a release of everything they did before arriving, for the other blocks' waits).
+    csnap: HashMap<(u32, u32), Vec<Released>>,
     /// Set while a TMA load writes shared memory (an async-proxy write, not a generic one).
     async_write: bool,
     /// The (address, values) each lane of the current store issue wrote (`misc`, race detection only).

@@ -149,6 +149,7 @@ impl<'a> L<'a> {
             remote: vec![None; csize],
             remote_mbar: vec![None; csize],
             cbar: HashMap::new(),
+            csnap: HashMap::new(),
             async_write: false,
             same_st: Vec::with_capacity(32),
             fast: None,

@@ -72,7 +72,12 @@ impl Infer<'_> {
                 l.at
             ),
         )
-        .help("finish the work in one kernel without touching the original name again, or split the work into two kernels");
+        .help(match self.cluster {
+            Some(c) if l.at == Perspective::block(c) => format!(
+                "its threads are the blocks of one cluster: call `sync_cluster()` between the accesses (in block[{c}] code)"
+            ),
+            _ => "finish the work in one kernel without touching the original name again, or split the work into two kernels".to_string(),
+        });
         if let Some(n) = p.src.and_then(|n| self.nodes.get(n)) {
             d = d.note(
                 *n,

@@ -225,6 +225,15 @@ impl Infer<'_> {
                         clear(&mut st, &self.levels, at, false);
                         return st;
                     }
+                    if args.is_empty() && n == Some("sync_cluster") {
+                        // `barrier.cluster.arrive.release` + `wait.acquire`: every block of the cluster
+                        // has made its earlier accesses (global and shared) before any goes on.
+                        if let Some(c) = self.cluster {
+                            let mut st = st;
+                            clear(&mut st, &self.levels, Perspective::block(c), false);
+                            return st;
+                        }
+                    }
                 }
                 let accs = self.accs_of(&[e]);
                 self.simple(accs, st, s.span)
