@@ -72,6 +72,20 @@ fn fig9_split_does_not_fit() {
 }
 
 #[test]
+fn misfit_split_arm_reports_only_the_split() {
+    // Arm `2` of warps starts at warp 1 in a block of 3 warps: the arm's perspective (thread[64]) does not
+    // divide the block, so the `grid[1]` read inside would be refused too; only the split is reported.
+    let src = "#[prism_kernel(requires(grid[1], block[1], warp), threads = 96)]\nfn k(p: *mut f32, n: u32) {\n    group(block[1], || {\n        match split(warp) {\n            1 => { }\n            /*@*/2 => { for i in 0..n { } }\n        }\n    });\n}\n";
+    expect(src, "T-SPLIT", &["does not divide"]);
+    let ds = diags(src);
+    assert!(
+        ds.iter().all(|d| d.rule == "T-SPLIT"),
+        "{:#?}",
+        ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn fig10_split_misaligned() {
     let src = "#[prism_kernel(requires(grid[1], block[1], thread[3]))]\nfn k() {\n    group(thread[3], || {\n        match split(thread) {\n            1 => { }\n            /*@*/2 => { }\n        }\n    });\n}\n";
     let d = expect(src, "T-SPLIT", &["thread[2]", "thread[3]"]);

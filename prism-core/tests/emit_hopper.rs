@@ -598,7 +598,11 @@ fn blocks_of_a_cluster_exchange_through_global_memory() {
             [64, 1, 1],
             Some([2, 1, 1]),
             k.contract.smem_bytes,
-            &[ParamValue::Ptr(dx), ParamValue::Ptr(tmp), ParamValue::Ptr(out)],
+            &[
+                ParamValue::Ptr(dx),
+                ParamValue::Ptr(tmp),
+                ParamValue::Ptr(out),
+            ],
         )
         .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let got = emu.read(out, 4 * 64 * 4).expect("read");
@@ -629,14 +633,21 @@ fn blocks_of_a_cluster_exchange_through_global_memory() {
             [64, 1, 1],
             Some([2, 1, 1]),
             k.contract.smem_bytes,
-            &[ParamValue::Ptr(dx), ParamValue::Ptr(tmp), ParamValue::Ptr(out)],
+            &[
+                ParamValue::Ptr(dx),
+                ParamValue::Ptr(tmp),
+                ParamValue::Ptr(out),
+            ],
         )
         .expect_err("a race without the cluster barrier");
     assert!(e.to_string().contains("data race on global memory"), "{e}");
     let unordered = EXCHANGE.replace("sync_cluster();", "");
     let d = emit_errors(&unordered);
     let t = texts(&d);
-    assert!(t.contains("[SYNC-GRID]") && t.contains("sync_cluster()"), "{t}");
+    assert!(
+        t.contains("[SYNC-GRID]") && t.contains("sync_cluster()"),
+        "{t}"
+    );
 }
 
 fn cluster_ranks(src: &str) {

@@ -502,9 +502,13 @@ impl Cx<'_> {
                     err(
                         "CLUSTER",
                         rank.span,
-                        format!("block rank {r} is outside the cluster: its blocks have ranks 0..{c}"),
+                        format!(
+                            "block rank {r} is outside the cluster: its blocks have ranks 0..{c}"
+                        ),
                     )
-                    .help(format!("a rank in 0..{c}, e.g. `(r + 1) % {c}` for the next block")),
+                    .help(format!(
+                        "a rank in 0..{c}, e.g. `(r + 1) % {c}` for the next block"
+                    )),
                 );
             }
         }

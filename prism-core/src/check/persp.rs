@@ -113,6 +113,8 @@ impl<'a> Cx<'a> {
                 sizes.join(", ")
             )
         };
+        // Arms that do not fit: their bodies' perspective errors would only repeat the split's.
+        let mut bad = vec![avail.is_none(); arms.len()];
         match avail {
             None => self.errors.push(err(
                 "T-SPLIT",
@@ -123,8 +125,9 @@ impl<'a> Cx<'a> {
             )),
             Some(d) => {
                 let mut off: u64 = 0;
-                for a in arms {
+                for (k, a) in arms.iter().enumerate() {
                     let n = a.size as u64;
+                    bad[k] = off + n > d || d % n != 0 || !off.is_multiple_of(n);
                     if off + n > d {
                         self.errors.push(
                             err(
@@ -165,7 +168,16 @@ impl<'a> Cx<'a> {
                 groups: self.groups.len(),
             });
             self.conds.push(None);
+            let before = self.errors.len();
             self.unit_body(&a.body, p);
+            if bad[i] {
+                let own: Vec<Diagnostic> = self
+                    .errors
+                    .drain(before..)
+                    .filter(|d| !follows_from_perspective(d.rule))
+                    .collect();
+                self.errors.extend(own);
+            }
             self.conds.pop();
             self.arms.pop();
         }
@@ -514,4 +526,28 @@ impl<'a> Cx<'a> {
             );
         }
     }
+}
+
+/// Rules an arm's perspective decides: in an arm that does not fit its split (T-SPLIT), they would report
+/// the consequences of the wrong perspective (a `grid[1]` value that "may differ" in a `thread[256]` that
+/// does not divide the block), not mistakes of their own.
+fn follows_from_perspective(rule: &str) -> bool {
+    matches!(
+        rule,
+        "READ-UP"
+            | "WRITE-DOWN"
+            | "CALL-ARG"
+            | "T-ARR-ACCESS-SHARED"
+            | "T-GROUP"
+            | "T-SPLIT"
+            | "T-PARTITION"
+            | "T-CLAIM"
+            | "T-FUNCTION-CALL"
+            | "INTRINSIC"
+            | "STORE"
+            | "CLAIM-ONE-BRANCH"
+            | "WGMMA"
+            | "STMATRIX"
+            | "SETMAXNREG"
+    )
 }
