@@ -290,6 +290,14 @@ pub fn reduce_sum<T: Value>(
     if out.is_empty() {
         return Err(RuntimeError::BadArgs("reduce: `out` has no element".into()));
     }
+    // Before `out` is zeroed: a refused call leaves memory as it was.
+    for (what, d) in [("input", input.device()), ("out", out.device())] {
+        if d.id() != dev.id() {
+            return Err(RuntimeError::BadArgs(format!(
+                "reduce_sum: `{what}` belongs to another device than `dev`"
+            )));
+        }
+    }
     T::launch_reduce_zero(dev, LaunchDims::new(1, 32), out)?;
     if n == 0 {
         return Ok(());

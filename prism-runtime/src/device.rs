@@ -85,17 +85,27 @@ impl Device {
 
     /// GPU 0 when a CUDA driver and a device are present, else the emulator. Never panics.
     ///
-    /// The environment variable [`BACKEND_ENV`] (`PRISM_BACKEND`) overrides the choice: `emulator` forces the
-    /// emulator, `gpu` requires GPU 0 (and fails with [`RuntimeError::NoGpu`] without one).
+    /// The environment variable [`BACKEND_ENV`] (`PRISM_BACKEND`, any case) overrides the choice: `emulator`
+    /// (or `emu`) forces the emulator, `gpu` requires GPU 0 (and fails with [`RuntimeError::NoGpu`] without
+    /// one), `auto` or empty is the default; anything else is [`RuntimeError::BadArgs`] (a typo does not
+    /// silently mean "automatic").
     ///
     /// # Errors
     /// [`RuntimeError::Driver`] when a GPU is present but could not be initialized (rather than silently
     /// running on the emulator); [`RuntimeError::NoGpu`] only with `PRISM_BACKEND=gpu`.
     pub fn auto() -> Result<Device, RuntimeError> {
-        match std::env::var(BACKEND_ENV).ok().as_deref().map(str::trim) {
+        let choice = std::env::var(BACKEND_ENV)
+            .ok()
+            .map(|v| v.trim().to_ascii_lowercase());
+        match choice.as_deref() {
             Some("emulator") | Some("emu") => return Ok(Device::emulator()),
             Some("gpu") => return Device::gpu(0),
-            _ => {}
+            Some("") | Some("auto") | None => {}
+            Some(other) => {
+                return Err(RuntimeError::BadArgs(format!(
+                    "{BACKEND_ENV}={other:?}: expected `gpu`, `emulator` (or `emu`) or `auto`"
+                )))
+            }
         }
         match Device::gpu(0) {
             Ok(d) => Ok(d),
@@ -148,7 +158,8 @@ impl Device {
     }
 
     /// The emulator behind this device (for its configuration, global symbols or raw memory access), or
-    /// `None` on a GPU.
+    /// `None` on a GPU. Every `Device` method locks the same mutex: release the guard before calling one
+    /// on this thread (holding it deadlocks).
     pub fn emulator_handle(&self) -> Option<Arc<Mutex<emu::Emulator>>> {
         match &self.inner.kind {
             Kind::Emu(e) => Some(e.emu.clone()),
@@ -237,7 +248,7 @@ impl Device {
             Kind::Gpu(g) => Store::Gpu(g.htod(data)?),
             Kind::Emu(e) => {
                 let mut m = lock(&e.emu);
-                let addr = m.alloc(std::mem::size_of_val(data));
+                let addr = m.try_alloc(std::mem::size_of_val(data))?;
                 if let Err(err) = m.write(addr, &to_bytes(data)) {
                     let _ = m.free(addr);
                     return Err(err.into());
@@ -261,7 +272,7 @@ impl Device {
             Kind::Gpu(g) => Store::Gpu(g.alloc_zeros(len)?),
             // Emulator allocations are zero-filled.
             Kind::Emu(e) => Store::Emu {
-                addr: lock(&e.emu).alloc(bytes),
+                addr: lock(&e.emu).try_alloc(bytes)?,
             },
         };
         Ok(DeviceBuffer {

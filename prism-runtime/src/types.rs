@@ -306,7 +306,9 @@ impl Contract {
         self.0.blocks_exact
     }
 
-    /// Dynamic shared memory per block in bytes (`smem = N`), passed as the launch's dynamic shared memory.
+    /// Dynamic shared memory per block in bytes, passed as the launch's dynamic shared memory: what the
+    /// kernel's shared allocations and its callees' take (16-byte aligned, plus the alignment of swizzled
+    /// layouts), computed by the compiler; `smem = N` is the budget it is checked against, not this value.
     pub const fn smem_bytes(&self) -> u32 {
         self.0.smem_bytes
     }

@@ -14,5 +14,13 @@ fn prism_backend_overrides_auto() {
     std::env::set_var(BACKEND_ENV, "auto");
     let d = Device::auto().unwrap();
     assert_eq!(d.backend() == Backend::Gpu, Device::gpu(0).is_ok());
+    // Any case; a typo is an error, not a silent "automatic".
+    std::env::set_var(BACKEND_ENV, "Emulator");
+    assert_eq!(Device::auto().unwrap().backend(), Backend::Emulator);
+    std::env::set_var(BACKEND_ENV, "gpuu");
+    match Device::auto() {
+        Err(RuntimeError::BadArgs(m)) => assert!(m.contains("gpuu"), "{m}"),
+        other => panic!("expected BadArgs, got {:?}", other.map(|d| d.name())),
+    }
     std::env::remove_var(BACKEND_ENV);
 }

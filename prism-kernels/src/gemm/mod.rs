@@ -1120,6 +1120,8 @@ pub enum GemmError {
     Schedule(String),
     /// The runtime refused (tensor maps, launch).
     Runtime(RuntimeError),
+    /// An operand (`"a"`, `"b"`, `"c"`, `"d"`) belongs to another device than the one the call runs on.
+    Device(&'static str),
 }
 
 impl fmt::Display for GemmError {
@@ -1141,11 +1143,26 @@ impl fmt::Display for GemmError {
             GemmError::TooLarge(m, n) => write!(f, "{m} × {n} needs more than 2^31 - 1 blocks"),
             GemmError::Schedule(why) => write!(f, "tile schedule: {why}"),
             GemmError::Runtime(e) => write!(f, "{e}"),
+            GemmError::Device(operand) => write!(
+                f,
+                "`{operand}` belongs to another device than the one the GEMM runs on"
+            ),
         }
     }
 }
 
 impl std::error::Error for GemmError {}
+
+/// Every operand on `dev` (a buffer of another device is refused before anything runs, naming it).
+pub(crate) fn same_device(
+    dev: &Device,
+    operands: &[(&'static str, &Device)],
+) -> Result<(), GemmError> {
+    match operands.iter().find(|(_, d)| d.id() != dev.id()) {
+        Some((operand, _)) => Err(GemmError::Device(operand)),
+        None => Ok(()),
+    }
+}
 
 impl From<RuntimeError> for GemmError {
     fn from(e: RuntimeError) -> Self {
@@ -1207,6 +1224,10 @@ pub fn gemm_bf16_with_schedule(
     beta: f32,
     c: &mut DeviceBuffer<f32>,
 ) -> Result<LaunchReport, GemmError> {
+    same_device(
+        dev,
+        &[("a", a.device()), ("b", b.device()), ("c", c.device())],
+    )?;
     for (operand, rows, cols, got) in [
         ("a", m, k, a.len()),
         ("b", n, k, b.len()),
@@ -1398,6 +1419,10 @@ pub fn gemm_bf16_kn(
     beta: f32,
     c: &mut DeviceBuffer<f32>,
 ) -> Result<LaunchReport, GemmError> {
+    same_device(
+        dev,
+        &[("a", a.device()), ("b", b.device()), ("c", c.device())],
+    )?;
     for (operand, rows, cols, got) in [
         ("a", m, k, a.len()),
         ("b", k, n, b.len()),

@@ -44,7 +44,7 @@ impl TileSchedule {
 
     /// Any order of `(tile row, tile column)` pairs over a `tiles_m × tiles_n` grid. Refused
     /// ([`GemmError::Schedule`]) unless it names every tile of the grid exactly once, and each side is
-    /// 1 ..= 65536 tiles (an entry packs each coordinate in 16 bits).
+    /// 1 ..= 65536 tiles (an entry packs each coordinate in 16 bits), at most 2^26 tiles in all.
     pub fn from_order(
         dev: &Device,
         tiles_m: u32,
@@ -89,6 +89,13 @@ fn check_grid(tiles_m: u32, tiles_n: u32) -> Result<(), GemmError> {
     if tiles_m == 0 || tiles_n == 0 || tiles_m > 1 << 16 || tiles_n > 1 << 16 {
         return Err(GemmError::Schedule(format!(
             "a {tiles_m} × {tiles_n} grid of tiles: each side must be 1 ..= 65536 tiles"
+        )));
+    }
+    // The host builds the order and the table (4 bytes a tile): at most 2^26 tiles (a 256 MiB table,
+    // a 2^33-row matrix of 128-row tiles), not the 2^32 the sides allow.
+    if tiles_m as u64 * tiles_n as u64 > 1 << 26 {
+        return Err(GemmError::Schedule(format!(
+            "a {tiles_m} × {tiles_n} grid of tiles: more than 2^26 tiles in all"
         )));
     }
     Ok(())

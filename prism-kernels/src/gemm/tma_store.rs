@@ -430,9 +430,12 @@ pub fn gemm_bf16_out_bf16_with_schedule(
         ("b", n, k, b.len()),
         ("d", m, n, d.len()),
     ];
+    let mut devices = vec![("a", a.device()), ("b", b.device()), ("d", d.device())];
     if let Some(c) = c {
         lengths.push(("c", m, n, c.len()));
+        devices.push(("c", c.device()));
     }
+    super::same_device(dev, &devices)?;
     for (operand, rows, cols, got) in lengths {
         let want = rows as u64 * cols as u64;
         if want != got as u64 {

@@ -87,10 +87,21 @@ fn encode(ty: &str, v: f64, i: i64) -> Vec<u8> {
 
 fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<u8>, String> {
     let es = elem_size(ty).ok_or_else(|| format!("unknown buffer type '{}'", ty))?;
+    let total = es
+        .checked_mul(count)
+        .filter(|&b| b as u64 <= super::limits::MAX_GLOBAL_BYTES)
+        .ok_or_else(|| {
+            format!(
+                "{count} elements of {ty} is more than the emulator's global memory ({} bytes)",
+                super::limits::MAX_GLOBAL_BYTES
+            )
+        })?;
     let float = matches!(ty, "f16" | "bf16" | "f32" | "f64");
     let signed = matches!(ty, "i16" | "i32" | "i64");
     match init {
-        "zero" => Ok(vec![0u8; es * count]),
+        "zero" => {
+            super::zeroed(total).ok_or_else(|| format!("the host could not give {total} bytes"))
+        }
         "iota" => Ok((0..count)
             .flat_map(|k| encode(ty, k as f64, k as i64))
             .collect()),
@@ -111,15 +122,15 @@ fn init_buffer(ty: &str, count: usize, init: &str, rng: &mut u64) -> Result<Vec<
         p if p.starts_with('@') => {
             let data =
                 std::fs::read(&p[1..]).map_err(|e| format!("cannot read '{}': {}", &p[1..], e))?;
-            if data.len() > es * count {
+            if data.len() > total {
                 return Err(format!(
                     "file '{}' has {} bytes, buffer holds {}",
                     &p[1..],
                     data.len(),
-                    es * count
+                    total
                 ));
             }
-            let mut v = vec![0u8; es * count];
+            let mut v = vec![0u8; total];
             v[..data.len()].copy_from_slice(&data);
             Ok(v)
         }

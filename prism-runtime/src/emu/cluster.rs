@@ -34,6 +34,49 @@ impl L<'_> {
         self.cluster[0] * self.cluster[1] * self.cluster[2]
     }
 
+    /// A multicast bulk copy's `data` into the other blocks of `targets` (bit r = rank r) at the same offset
+    /// as `dst`, each with `complete_tx` of its bytes on its mbarrier at the offset of `mb`. This block's own
+    /// copy is the caller's.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn multicast_bytes(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        l: usize,
+        pc: u32,
+        targets: u32,
+        dst: u64,
+        mb: u32,
+        data: &[u8],
+    ) -> bool {
+        let (off, mb) = ((dst & 0xFF_FFFF) as usize, mb & 0xFF_FFFF);
+        for r in 0..self.cluster_size() {
+            if targets & (1 << r) == 0 || r == b.crank {
+                continue;
+            }
+            let ok = match self.remote.get_mut(r as usize).and_then(|m| m.as_mut()) {
+                Some(m) if off + data.len() <= m.len() => {
+                    m[off..off + data.len()].copy_from_slice(data);
+                    true
+                }
+                _ => false,
+            };
+            let tx_ok = ok
+                && self
+                    .remote_mbar_mut(r as usize, mb)
+                    .is_some_and(|m| m.remote_update(0, -(data.len() as i64)).is_ok());
+            if !tx_ok {
+                let msg = format!(
+                    "multicast to block rank {r}: its shared memory at {off:#x} ({} bytes) or its mbarrier at offset {mb:#x} is not there (initialised?)",
+                    data.len()
+                );
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+                return false;
+            }
+        }
+        true
+    }
+
     /// The mbarrier at shared offset `off` of block rank `r` of the cluster (lent to the running block).
     pub(super) fn remote_mbar_mut(&mut self, r: usize, off: u32) -> Option<&mut Mbar> {
         self.remote_mbar
@@ -146,7 +189,7 @@ impl L<'_> {
         exec: u32,
         arrive: bool,
     ) -> Step {
-        let expected = self.cluster_size() * self.nthreads;
+        let expected = self.cluster_expected(b.cid);
         let (arrived, phase) = self.cbar.get(&b.cid).copied().unwrap_or((0, 0));
         let lanes: Vec<usize> = (0..32).filter(|l| exec & (1 << l) != 0).collect();
         for &l in &lanes {
@@ -216,6 +259,32 @@ impl L<'_> {
 }
 
 impl L<'_> {
+    /// Threads a cluster barrier phase waits for: the cluster's threads that have not exited (PTX ISA
+    /// `barrier.cluster.wait`).
+    fn cluster_expected(&self, cid: u32) -> u32 {
+        let exited = self.cexited.get(&cid).copied().unwrap_or(0);
+        (self.cluster_size() * self.nthreads).saturating_sub(exited)
+    }
+
+    /// Thread `t` of `b` exited: the cluster's barriers stop waiting for it (an arrival it made on the
+    /// pending phase now counts as its exit), which may complete that phase.
+    pub(super) fn cluster_exit(&mut self, b: &Block, t: usize) {
+        if self.cluster_size() < 2 {
+            return;
+        }
+        let (mut arrived, phase) = self.cbar.get(&b.cid).copied().unwrap_or((0, 0));
+        if b.carrive.get(t) == Some(&phase) {
+            arrived = arrived.saturating_sub(1);
+        }
+        *self.cexited.entry(b.cid).or_default() += 1;
+        let v = if arrived > 0 && arrived >= self.cluster_expected(b.cid) {
+            (0, phase + 1)
+        } else {
+            (arrived, phase)
+        };
+        self.cbar.insert(b.cid, v);
+    }
+
     /// A thread of `b` arrived on cluster-barrier phase `phase` (`.release` semantics): the block's threads'
     /// epochs now are what the other blocks' waits on this phase are ordered after (refreshed at each
     /// arrival, so the block's last one covers every thread's accesses before its arrival).

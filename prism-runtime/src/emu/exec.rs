@@ -527,6 +527,8 @@ struct L<'a> {
     /// The race detector's view of cluster barriers, by (cluster, phase): each block's threads' epochs at
     /// its latest arrival (a release of everything they did before arriving, for the other blocks' waits).
     csnap: HashMap<(u32, u32), Vec<Released>>,
+    /// Threads of each cluster that exited (a cluster barrier waits for the others only).
+    cexited: HashMap<u32, u32>,
     /// Set while a TMA load writes shared memory (an async-proxy write, not a generic one).
     async_write: bool,
     /// The (address, values) each lane of the current store issue wrote (`misc`, race detection only).

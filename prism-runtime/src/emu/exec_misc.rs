@@ -898,6 +898,11 @@ impl L<'_> {
         };
         let (dst, src) = (addr(self, &args[0]), addr(self, &args[1]));
         let size = self.val(b, w, wi, &args[2], l) as usize;
+        if size % 16 != 0 || dst % 16 != 0 || src % 16 != 0 {
+            let msg = format!("cp.async.bulk of {size} bytes from {src:#x} to {dst:#x}: the size and both addresses must be multiples of 16");
+            self.fault(b, wi, Some(l as u32), pc, FaultKind::Misaligned, msg);
+            return false;
+        }
         let dl = self.resolve(b, wi, l, Space::Global, dst, size.max(1), pc);
         let sl = self.resolve(b, wi, l, Space::Shared, src, size.max(1), pc);
         let (Some(dl), Some(sl)) = (dl, sl) else {

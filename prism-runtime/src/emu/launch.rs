@@ -150,6 +150,7 @@ impl<'a> L<'a> {
             remote_mbar: vec![None; csize],
             cbar: HashMap::new(),
             csnap: HashMap::new(),
+            cexited: HashMap::new(),
             async_write: false,
             same_st: Vec::with_capacity(32),
             fast: None,

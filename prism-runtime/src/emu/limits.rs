@@ -24,6 +24,9 @@ pub const MAX_PARAM_BYTES: u64 = 32_764;
 pub const MAX_ALIGN: u64 = 1 << 16;
 /// Field width and precision of a device `printf` conversion (larger ones are clamped to it).
 pub const MAX_PRINTF_FIELD: usize = 4096;
+/// Global memory an emulator holds at once (all allocations; an H100's 80 GB): larger requests are
+/// `EmuError::Memory` from [`super::Emulator::try_alloc`], not an abort.
+pub const MAX_GLOBAL_BYTES: u64 = 80 << 30;
 /// Emulator memory the resident blocks of one launch may take (registers, shared memory and its race
 /// shadow, local memory, per-thread bookkeeping).
 pub const MAX_LAUNCH_BYTES: u64 = 4 << 30;

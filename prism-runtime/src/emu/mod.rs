@@ -433,16 +433,38 @@ impl Emulator {
     /// `cudaMalloc` returns in practice, and the base alignment textures need). Allocations are separated
     /// by unmapped gaps of at least 256 bytes so that overruns are detected.
     pub fn alloc(&mut self, bytes: usize) -> u64 {
+        match self.try_alloc(bytes) {
+            Ok(a) => a,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`Emulator::alloc`] as an error value: more than [`limits::MAX_GLOBAL_BYTES`] in all, or more than
+    /// the host can give, is `EmuError::Memory` (the runtime's `Device::alloc_zeros`/`htod` and the CLI
+    /// allocate through it).
+    pub fn try_alloc(&mut self, bytes: usize) -> Result<u64, EmuError> {
+        let held: u64 = self.allocs.iter().map(|a| a.data.len() as u64).sum();
+        let limit = limits::MAX_GLOBAL_BYTES;
+        if bytes as u64 > limit.saturating_sub(held) {
+            return Err(EmuError::Memory(format!(
+                "allocating {bytes} bytes would take the emulator's global memory past its limit of {limit} bytes ({held} held)"
+            )));
+        }
+        let data = zeroed(bytes).ok_or_else(|| {
+            EmuError::Memory(format!(
+                "the host could not give {bytes} bytes for the emulator's global memory"
+            ))
+        })?;
         let base = self.next_addr;
         let span = (bytes as u64 + 256).div_ceil(512) * 512;
         self.next_addr += span;
         self.allocs.push(Alloc {
             base,
-            data: vec![0; bytes],
+            data,
             shadow: exec::ShadowMem::default(),
             shadow_launch: u64::MAX,
         });
-        base
+        Ok(base)
     }
 
     fn find(&self, addr: u64) -> Option<usize> {
@@ -802,5 +824,20 @@ impl Emulator {
             objects: self.objects.clone(),
         };
         exec::run_launch(self, module, args)
+    }
+}
+
+/// `n` zero bytes, or `None` when the host cannot allocate them (zeroed pages from the allocator: a large
+/// buffer costs memory only where it is written).
+pub(crate) fn zeroed(n: usize) -> Option<Vec<u8>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size; a non-null result is `n` initialised (zero) bytes with the
+    // alignment and size a `Vec<u8>` of capacity `n` deallocates with.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout);
+        (!p.is_null()).then(|| Vec::from_raw_parts(p, n, n))
     }
 }

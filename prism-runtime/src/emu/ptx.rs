@@ -535,7 +535,11 @@ pub(crate) enum Kind {
     CpAsyncCommit,
     CpAsyncWait,
     Mbarrier(MbarOp),
-    CpAsyncBulk,
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` (`multicast`: with
+    /// `.multicast::cluster`, a CTA-mask operand after the mbarrier).
+    CpAsyncBulk {
+        multicast: bool,
+    },
     /// `wgmma.*` (sm_90a): warpgroup-collective tensor-core instructions.
     Wgmma(WgmmaOp),
     /// `cp.async.bulk.tensor.Nd` tile mode: a load global → shared (`load`, with mbarrier completion,

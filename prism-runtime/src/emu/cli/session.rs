@@ -201,7 +201,7 @@ fn upload(
     bytes: &[u8],
     name: Option<&str>,
 ) -> Result<u64, String> {
-    let addr = emu.alloc(bytes.len());
+    let addr = emu.try_alloc(bytes.len()).map_err(|e| e.to_string())?;
     emu.write(addr, bytes).map_err(|e| e.to_string())?;
     if let Some(n) = name {
         named.add(n, addr, bytes.len())?;

@@ -349,6 +349,8 @@ impl L<'_> {
     ) -> Step {
         let args = &ins.args;
         // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]
+        // (.multicast::cluster: then a CTA mask)
+        let multicast = matches!(ins.kind, Kind::CpAsyncBulk { multicast: true });
         let mut ok = true;
         lanes!(exec, l, {
             let dst = match &args[0] {
@@ -365,6 +367,24 @@ impl L<'_> {
                 Some(o) => self.val(b, w, wi, o, l),
                 None => 0,
             };
+            if size % 16 != 0 || dst % 16 != 0 || src % 16 != 0 {
+                let msg = format!("cp.async.bulk of {size} bytes from {src:#x} to {dst:#x}: the size and both addresses must be multiples of 16");
+                self.fault(b, wi, Some(l as u32), pc, FaultKind::Misaligned, msg);
+                ok = false;
+                break;
+            }
+            let targets = if multicast {
+                let mask = self.val(b, w, wi, &args[4], l) as u32 & 0xFFFF;
+                if mask >> self.cluster_size() != 0 {
+                    let msg = format!("cp.async.bulk multicast to CTA mask {mask:#06x}, but the cluster has {} block(s)", self.cluster_size());
+                    self.fault(b, wi, Some(l as u32), pc, FaultKind::InvalidOperation, msg);
+                    ok = false;
+                    break;
+                }
+                mask
+            } else {
+                1 << b.crank
+            };
             let dl = self.resolve(b, wi, l, Space::Shared, dst, size.max(1), pc);
             let sl = self.resolve(b, wi, l, Space::Global, src, size.max(1), pc);
             let (dl, sl) = match (dl, sl) {
@@ -376,10 +396,18 @@ impl L<'_> {
             };
             let data = self.mem_slice(b, sl)[..size].to_vec();
             self.track(b, wi, l, sl, size, Acc::Read, pc, src);
-            self.track(b, wi, l, dl, size, Acc::Write, pc, dst);
-            self.mem_slice(b, dl)[..size].copy_from_slice(&data);
+            if targets & (1 << b.crank) != 0 {
+                self.track(b, wi, l, dl, size, Acc::Write, pc, dst);
+                self.mem_slice(b, dl)[..size].copy_from_slice(&data);
+            }
             self.finish_access(pc);
-            if !self.mbar_complete_tx(b, wi, l, pc, mb as u32, size as i64) {
+            if !self.multicast_bytes(b, wi, l, pc, targets, dst, mb as u32, &data) {
+                ok = false;
+                break;
+            }
+            if targets & (1 << b.crank) != 0
+                && !self.mbar_complete_tx(b, wi, l, pc, mb as u32, size as i64)
+            {
                 ok = false;
                 break;
             }

@@ -79,6 +79,7 @@ impl L<'_> {
                 b.exit_gen[t] = b.gen;
                 b.exits_this_gen += 1;
                 b.exited += 1;
+                self.cluster_exit(b, t);
             }
             // pending block-wide barriers may now be complete
             for id in 0..16 {

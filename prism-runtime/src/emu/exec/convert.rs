@@ -167,12 +167,12 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, flags: u8, a: u64) -> u6
             (0.0, 2f64.powi(db as i32) - 1.0)
         };
         let x = x.clamp(lo, hi);
-        let v = if dty.is_signed() {
-            x as i64 as u64
-        } else {
-            x as u64
-        };
-        return v & mask_bits(db);
+        if dty.is_signed() {
+            // Sign-extended to (at least) 32 bits like the integer forms: `cvt.rni.s8.f32` into a `.b32`
+            // register holds -2, not 254.
+            return (x as i64 as u64) & mask_bits(db.max(32));
+        }
+        return (x as u64) & mask_bits(db);
     }
     // destination float: the source's exact value (an integer of up to 64 bits, or any float as an f64)
     // rounded once to the destination format.
@@ -233,13 +233,27 @@ pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, flags: u8, a: u64) -> u6
         F64 => x.to_bits(),
         F32 => f64_to_f32(x, rnd).to_bits() as u64,
         TF32 => {
+            // An f32 with 10 explicit mantissa bits: the low 13 bits rounded off the magnitude (sign and
+            // magnitude, so adding to the bits rounds away from zero).
             let b = (x as f32).to_bits();
-            // round to nearest, ties away (cvt.rna.tf32.f32)
-            let r = b.wrapping_add(0x1000) & 0xffff_e000;
-            if (x as f32).is_finite() {
-                r as u64
+            if !(x as f32).is_finite() {
+                return if satfinite && x.is_infinite() {
+                    (0x7F7F_E000 | (b & 0x8000_0000)) as u64
+                } else {
+                    b as u64
+                };
+            }
+            let r = match rnd {
+                Rnd::Rz => b & 0xffff_e000,
+                // Ties to even.
+                Rnd::Rn => b.wrapping_add(0xFFF + ((b >> 13) & 1)) & 0xffff_e000,
+                // `.rna`: ties away from zero.
+                _ => b.wrapping_add(0x1000) & 0xffff_e000,
+            };
+            if satfinite && r & 0x7FFF_FFFF == 0x7F80_0000 {
+                (0x7F7F_E000 | (r & 0x8000_0000)) as u64
             } else {
-                b as u64
+                r as u64
             }
         }
         F16 => half::f16::from_f64(x).to_bits() as u64,

@@ -152,19 +152,22 @@ pub(super) fn half_op(ty: PtxType, op: AluOp, m: Mods, a: u64, b: u64, c: u64) -
     }
     // Add, multiply and fma are exact or once-rounded in f64, then rounded once to the 16-bit format
     // (through f32 they were rounded twice).
+    // A sum far below the other operand is inexact in f64: it is rounded to odd there, which a second
+    // rounding to 8 or 11 bits cannot turn into a tie (f64 has more than 2 × 11 + 2 bits).
     let g = |x: u64| to_f64(ty, x);
     let r = match op {
-        AluOp::Add => g(a) + g(b),
-        AluOp::Sub => g(a) - g(b),
+        AluOp::Add => sum_round_odd(g(a), g(b)),
+        AluOp::Sub => sum_round_odd(g(a), -g(b)),
         AluOp::Mul => g(a) * g(b),
-        AluOp::Mad | AluOp::Fma => g(a).mul_add(g(b), g(c)),
+        // The product of two 16-bit floats is exact in f64.
+        AluOp::Mad | AluOp::Fma => sum_round_odd(g(a) * g(b), g(c)),
         _ => f32_alu(op, m, f(a), f(b), f(c)) as f64,
     };
     let r = if matches!(
         op,
         AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Mad | AluOp::Fma
     ) {
-        f32_saturate(m, r as f32).map_or(r, |s| s as f64)
+        f64_saturate(m, r)
     } else {
         r
     };
@@ -180,6 +183,42 @@ pub(super) fn half_op(ty: PtxType, op: AluOp, m: Mods, a: u64, b: u64, c: u64) -
         };
     }
     super::convert::cvt(ty, PtxType::F64, Rnd::Rn, 0, r.to_bits()) as u16
+}
+
+/// `x + y` rounded to odd (the odd one of the two f64 values around the exact sum when it is inexact).
+fn sum_round_odd(x: f64, y: f64) -> f64 {
+    let s = x + y;
+    if !s.is_finite() {
+        return s;
+    }
+    // TwoSum: the exact error of `s`.
+    let yv = s - x;
+    let err = (x - (s - yv)) + (y - yv);
+    if err == 0.0 || s.to_bits() & 1 == 1 {
+        return s;
+    }
+    // `s` is even: the odd neighbour on the side of the exact sum.
+    let up = (err > 0.0) == (s > 0.0);
+    let bits = s.to_bits();
+    if s == 0.0 {
+        return f64::from_bits(1).copysign(err);
+    }
+    f64::from_bits(if up { bits + 1 } else { bits - 1 })
+}
+
+/// `.sat` / `.relu` of a 16-bit operation's f64 result (no rounding on the way).
+fn f64_saturate(m: Mods, r: f64) -> f64 {
+    if m.sat {
+        if r.is_nan() || r <= 0.0 {
+            0.0
+        } else {
+            r.min(1.0)
+        }
+    } else if m.relu && r < 0.0 {
+        0.0
+    } else {
+        r
+    }
 }
 
 /// `.sat` / `.relu` of a float result when one applies: `None` leaves the result as it is.
@@ -206,6 +245,15 @@ pub(super) fn fminmax(a: f32, b: f32, max: bool) -> f32 {
     }
     if b.is_nan() {
         return a;
+    }
+    if a == 0.0 && b == 0.0 {
+        // -0.0 orders below +0.0 (CUDA's `__hmax`/`__hmin`: "+0.0 > -0.0"), whichever operand comes first.
+        let neg = if max {
+            a.is_sign_negative() && b.is_sign_negative()
+        } else {
+            a.is_sign_negative() || b.is_sign_negative()
+        };
+        return if neg { -0.0 } else { 0.0 };
     }
     if max {
         a.max(b)
@@ -356,7 +404,12 @@ pub(super) fn int_alu(op: AluOp, ty: PtxType, m: Mods, a: u64, b: u64, c: u64, d
         }
         AluOp::Mad => {
             let p = x.wrapping_mul(y);
-            if m.hi {
+            if m.hi && m.sat && signed && bits == 32 {
+                // `mad.hi.sat.s32`: the sum clamped to the s32 range, not wrapped.
+                mul_hi(x, y, bits, signed)
+                    .wrapping_add(z)
+                    .clamp(i32::MIN as i128, i32::MAX as i128)
+            } else if m.hi {
                 mul_hi(x, y, bits, signed).wrapping_add(z)
             } else if m.wide {
                 let cz = if signed {
@@ -444,7 +497,10 @@ fn mul24(op: AluOp, signed: bool, m: Mods, a: u64, b: u64, z: i128) -> i128 {
     };
     let p = t(a) * t(b);
     let p = if m.hi { p >> 16 } else { p };
-    if op == AluOp::Mad24 {
+    if op == AluOp::Mad24 && m.hi && m.sat && signed {
+        // `mad24.hi.sat.s32` clamps to the s32 range.
+        (p + z).clamp(i32::MIN as i128, i32::MAX as i128)
+    } else if op == AluOp::Mad24 {
         p + z
     } else {
         p

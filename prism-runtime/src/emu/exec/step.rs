@@ -322,7 +322,9 @@ impl L<'_> {
             Kind::Mbarrier(op) => {
                 return self.exec_mbarrier(b, wi, w, pc, mask, exec, *op);
             }
-            Kind::CpAsyncBulk => return self.exec_cp_async_bulk(b, wi, w, ins, pc, mask, exec),
+            Kind::CpAsyncBulk { .. } => {
+                return self.exec_cp_async_bulk(b, wi, w, ins, pc, mask, exec)
+            }
             Kind::Wgmma(op) => {
                 return self.exec_wgmma(b, wi, w, pc, mask, exec, *op);
             }

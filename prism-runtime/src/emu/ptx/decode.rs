@@ -18,7 +18,20 @@ impl Parser {
         let base = parts[0];
         let mods = &parts[1..];
         let types: Vec<PtxType> = mods.iter().filter_map(|m| PtxType::from_name(m)).collect();
+        if types.contains(&PtxType::B128) {
+            // Registers are 64 bits wide here: a `.b128` value would be truncated, so its instructions fault
+            // as unsupported instead of computing with half of it.
+            return Ok(pmisc::unsupported(
+                &format!("{} (128-bit `.b128` operands)", p.opcode),
+                line,
+            ));
+        }
         let has = |m: &str| mods.contains(&m);
+        if has("xorsign") || has("oob") {
+            // `min/max.xorsign.abs` (|a| vs |b|, sign of a ^ b) and `fma.oob` (0 for an out-of-bounds NaN
+            // operand) change the result; not modelled, so they fault instead of computing plain min/fma.
+            return Ok(pmisc::unsupported(&p.opcode, line));
+        }
         let space = state_space(mods);
         let vecw = if has("v2") {
             2
@@ -424,7 +437,7 @@ fn min_args(kind: &Kind) -> usize {
                 1
             }
         }
-        Kind::CpAsyncBulk | Kind::Mapa(_) | Kind::AsyncStore { .. } => 3,
+        Kind::CpAsyncBulk { .. } | Kind::Mapa(_) | Kind::AsyncStore { .. } => 3,
         Kind::BulkReduce { cluster, .. } => 3 + *cluster as usize,
         Kind::BulkCopyCluster => 4,
         Kind::BulkReduceTensor { .. } => 2,

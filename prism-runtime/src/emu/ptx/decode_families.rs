@@ -465,7 +465,9 @@ pub(super) fn decode_copy(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
                 match first {
                     // cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size: a bulk store.
                     Some(&"global") => Kind::Misc(MiscOp::BulkStore),
-                    Some(_) if has("global") => Kind::CpAsyncBulk,
+                    Some(_) if has("global") => Kind::CpAsyncBulk {
+                        multicast: mods.iter().any(|m| m.starts_with("multicast")),
+                    },
                     // cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes: shared memory
                     // to a cluster block's shared memory.
                     Some(&"shared::cluster")

@@ -1,0 +1,301 @@
+//! Edge cases of instruction semantics that users' nvcc programs found wrong, each against the value the
+//! PTX ISA (or CUDA's documentation) gives: rounding of 16-bit fma and tf32 conversions, sign extension of
+//! float → narrow-integer conversions, `mad.hi.sat`, the order of signed zeros in `min`/`max`, operands
+//! the emulator does not model faulting instead of computing something else (`.b128`, `xorsign`, `oob`),
+//! bulk copies' 16-byte rule, multicast bulk copies, and cluster barriers with exited threads.
+
+use prism_runtime::emu::*;
+
+/// Runs `body` (PTX statements; `%rd1` holds `out`, `%rd2` holds `inp`) in one thread and returns `n` u32
+/// words of `out`, or the launch's error.
+fn run(regs: &str, body: &str, inp: &[u32], n: usize) -> Result<Vec<u32>, EmuError> {
+    let ptx = format!(
+        ".version 8.5\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 out, .param .u64 inp)\n{{\n\
+         .reg .pred %p<4>;\n.reg .b16 %h<8>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<8>;\n.reg .f32 %f<8>;\n{regs}\n\
+         ld.param.u64 %rd1, [out];\nld.param.u64 %rd2, [inp];\n{body}\nret;\n}}\n"
+    );
+    let m = Module::parse(&ptx).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+    let mut e = Emulator::new(EmuConfig::default());
+    let out = e.alloc(4 * n);
+    let input = e.alloc(4 * inp.len().max(1));
+    let bytes: Vec<u8> = inp.iter().flat_map(|v| v.to_le_bytes()).collect();
+    e.write(input, &bytes).unwrap();
+    e.launch(
+        &m,
+        "k",
+        [1, 1, 1],
+        [1, 1, 1],
+        0,
+        &[ParamValue::Ptr(out), ParamValue::Ptr(input)],
+    )?;
+    let got = e.read(out, 4 * n).unwrap();
+    Ok(got
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect())
+}
+
+#[test]
+fn sixteen_bit_fma_rounds_once() {
+    // 0xb928 · 0xbb98 is exactly a bf16 tie; the tiny negative addend decides it downwards (0x3547).
+    // Through an f64 that rounds the addend away, the tie went to even (0x3548).
+    let body =
+        "ld.global.b16 %h1, [%rd2];\nld.global.b16 %h2, [%rd2+2];\nld.global.b16 %h3, [%rd2+4];\n\
+                fma.rn.bf16 %h4, %h1, %h2, %h3;\ncvt.u32.u16 %r1, %h4;\nst.global.u32 [%rd1], %r1;";
+    let got = run("", body, &[0xbb98_b928, 0x8994], 1).unwrap();
+    assert_eq!(got[0], 0x3547);
+}
+
+#[test]
+fn tf32_conversions_round_as_named() {
+    // 1 + 2^-11 is a tie at tf32's precision; 0x3f803000 a tie with an odd last bit.
+    let inputs = [
+        0x3f80_1000u32,
+        0x3f80_0fff,
+        0x3f80_1fff,
+        0x3f80_3000,
+        0x7f80_0000,
+        0x7f7f_ffff,
+    ];
+    let mut body = String::new();
+    for (i, _) in inputs.iter().enumerate() {
+        body += &format!("ld.global.f32 %f1, [%rd2+{}];\n", 4 * i);
+        for (j, op) in [
+            "cvt.rn.tf32.f32",
+            "cvt.rz.tf32.f32",
+            "cvt.rna.tf32.f32",
+            "cvt.rna.satfinite.tf32.f32",
+        ]
+        .iter()
+        .enumerate()
+        {
+            body += &format!(
+                "{op} %r1, %f1;\nst.global.u32 [%rd1+{}], %r1;\n",
+                4 * (4 * i + j)
+            );
+        }
+    }
+    let got = run("", &body, &inputs, 4 * inputs.len()).unwrap();
+    let want = [
+        [0x3f80_0000, 0x3f80_0000, 0x3f80_2000, 0x3f80_2000],
+        [0x3f80_0000, 0x3f80_0000, 0x3f80_0000, 0x3f80_0000],
+        [0x3f80_2000, 0x3f80_0000, 0x3f80_2000, 0x3f80_2000],
+        [0x3f80_4000, 0x3f80_2000, 0x3f80_4000, 0x3f80_4000],
+        // +inf: kept, except `.satfinite` (the largest finite tf32).
+        [0x7f80_0000, 0x7f80_0000, 0x7f80_0000, 0x7f7f_e000],
+        // FLT_MAX rounds up to inf to nearest, and saturates.
+        [0x7f80_0000, 0x7f7f_e000, 0x7f80_0000, 0x7f7f_e000],
+    ];
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&got[4 * i..4 * i + 4], w, "input {:#x}", inputs[i]);
+    }
+}
+
+#[test]
+fn float_to_narrow_signed_integers_sign_extend() {
+    let body = "ld.global.f32 %f1, [%rd2];\ncvt.rni.sat.s8.f32 %r1, %f1;\nst.global.u32 [%rd1], %r1;\n\
+                cvt.rni.s16.f32 %r2, %f1;\nst.global.u32 [%rd1+4], %r2;\n\
+                ld.global.f32 %f2, [%rd2+4];\ncvt.rni.sat.s8.f32 %r3, %f2;\nst.global.u32 [%rd1+8], %r3;";
+    let got = run("", body, &[(-2.0f32).to_bits(), (-300.0f32).to_bits()], 3).unwrap();
+    assert_eq!(got, [-2i32 as u32, -2i32 as u32, -128i32 as u32]);
+}
+
+#[test]
+fn mad_hi_sat_clamps() {
+    let (a, b, c) = (-1_273_196_018i32, -864_569_372i32, 2_020_287_978i32);
+    let body =
+        "ld.global.s32 %r1, [%rd2];\nld.global.s32 %r2, [%rd2+4];\nld.global.s32 %r3, [%rd2+8];\n\
+                mad.hi.sat.s32 %r4, %r1, %r2, %r3;\nst.global.u32 [%rd1], %r4;\n\
+                mad.hi.s32 %r5, %r1, %r2, %r3;\nst.global.u32 [%rd1+4], %r5;";
+    let got = run("", body, &[a as u32, b as u32, c as u32], 2).unwrap();
+    let hi = ((a as i64 * b as i64) >> 32) + c as i64;
+    assert!(hi > i32::MAX as i64);
+    assert_eq!(got, [i32::MAX as u32, hi as i32 as u32]);
+}
+
+#[test]
+fn negative_zero_orders_below_positive_zero() {
+    let body = "ld.global.f32 %f1, [%rd2];\nld.global.f32 %f2, [%rd2+4];\n\
+                max.f32 %f3, %f1, %f2;\nst.global.f32 [%rd1], %f3;\nmin.f32 %f3, %f2, %f1;\nst.global.f32 [%rd1+4], %f3;\n\
+                max.f32 %f3, %f2, %f1;\nst.global.f32 [%rd1+8], %f3;\nmin.f32 %f3, %f1, %f2;\nst.global.f32 [%rd1+12], %f3;";
+    let got = run("", body, &[(-0.0f32).to_bits(), 0.0f32.to_bits()], 4).unwrap();
+    assert_eq!(got, [0, 0x8000_0000, 0, 0x8000_0000]);
+}
+
+#[test]
+fn unmodelled_operands_fault_instead_of_computing_something_else() {
+    for (regs, body, what) in [
+        (".reg .b128 %q<2>;", "ld.global.b128 %q1, [%rd2];\nmov.b128 {%rd3, %rd4}, %q1;\nst.global.u64 [%rd1], %rd3;", "b128"),
+        ("", "ld.global.f32 %f1, [%rd2];\nmax.xorsign.abs.f32 %f2, %f1, %f1;\nst.global.f32 [%rd1], %f2;", "xorsign"),
+        ("", "ld.global.b16 %h1, [%rd2];\nfma.rn.oob.bf16 %h2, %h1, %h1, %h1;\nst.global.b16 [%rd1], %h2;", "oob"),
+    ] {
+        match run(regs, body, &[0x3f80_0000, 0x3f80_0000, 0, 0], 2) {
+            Err(EmuError::Faulted { faults, .. }) => assert!(
+                faults[0].kind == FaultKind::Unsupported && faults[0].message.contains(what),
+                "{faults:?}"
+            ),
+            other => panic!("{what}: expected an Unsupported fault, got {other:?}"),
+        }
+    }
+}
+
+const BULK: &str = r#"
+.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry bulk(.param .u64 out, .param .u64 inp, .param .u32 bytes, .param .u32 mask)
+.reqnctapercluster 2, 1, 1
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b8 buf[256];
+    .shared .align 8 .b64 mbar;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [inp];
+    ld.param.u32 %r1, [bytes];
+    ld.param.u32 %r9, [mask];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %cluster_ctarank;
+    mov.u32 %r4, buf;
+    mov.u32 %r5, mbar;
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 mbarrier.init.shared.b64 [%r5], 1;
+    barrier.cluster.arrive.release;
+    barrier.cluster.wait.acquire;
+    @%p1 mbarrier.arrive.expect_tx.shared.b64 %rd3, [%r5], %r1;
+    setp.eq.u32 %p2, %r3, 0;
+    and.pred %p2, %p2, %p1;
+    @%p2 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r4], [%rd2], %r1, [%r5], %r9;
+WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p3, [%r5], 0;
+    @!%p3 bra WAIT;
+    mul.wide.u32 %rd4, %r2, 4;
+    add.u32 %r6, %r4, %r2;
+    add.u32 %r6, %r6, %r2;
+    add.u32 %r6, %r6, %r2;
+    add.u32 %r6, %r6, %r2;
+    ld.shared.u32 %r7, [%r6];
+    mov.u32 %r8, %ctaid.x;
+    mul.lo.u32 %r8, %r8, 256;
+    cvt.u64.u32 %rd5, %r8;
+    add.u64 %rd4, %rd4, %rd5;
+    add.u64 %rd4, %rd4, %rd1;
+    st.global.u32 [%rd4], %r7;
+    barrier.cluster.arrive.release;
+    barrier.cluster.wait.acquire;
+    ret;
+}
+"#;
+
+#[test]
+fn multicast_bulk_copies_reach_every_block_of_the_mask() {
+    let m = Module::parse(BULK).unwrap();
+    let mut e = Emulator::new(EmuConfig::default());
+    let src: Vec<u8> = (0..256u32)
+        .flat_map(|i| (i * 7 + 1).to_le_bytes())
+        .take(256)
+        .collect();
+    let inp = e.alloc(256);
+    e.write(inp, &src).unwrap();
+    let out = e.alloc(2 * 64 * 4);
+    let params = |bytes: u32| {
+        [
+            ParamValue::Ptr(out),
+            ParamValue::Ptr(inp),
+            ParamValue::U32(bytes),
+            ParamValue::U32(0b11),
+        ]
+    };
+    e.launch_cluster(
+        &m,
+        "bulk",
+        [2, 1, 1],
+        [64, 1, 1],
+        Some([2, 1, 1]),
+        0,
+        &params(256),
+    )
+    .unwrap();
+    let got = e.read(out, 2 * 64 * 4).unwrap();
+    for blk in 0..2 {
+        assert_eq!(&got[blk * 256..blk * 256 + 256], &src[..], "block {blk}");
+    }
+    // A size that is not a multiple of 16 faults (Misaligned), naming the rule.
+    match e.launch_cluster(
+        &m,
+        "bulk",
+        [2, 1, 1],
+        [64, 1, 1],
+        Some([2, 1, 1]),
+        0,
+        &params(100),
+    ) {
+        Err(EmuError::Faulted { faults, .. }) => assert!(
+            faults
+                .iter()
+                .any(|f| f.kind == FaultKind::Misaligned && f.message.contains("multiples of 16")),
+            "{faults:?}"
+        ),
+        other => panic!("expected a Misaligned fault, got {other:?}"),
+    }
+}
+
+const EXIT: &str = r#"
+.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry skip(.param .u64 out)
+.reqnctapercluster 2, 1, 1
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %cluster_ctarank;
+    mov.u32 %r2, %ctaid.x;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.u64 %rd2, %rd2, %rd1;
+    setp.eq.u32 %p1, %r1, 1;
+    @%p1 bra DONE;
+    barrier.cluster.arrive.release;
+    barrier.cluster.wait.acquire;
+    st.global.u32 [%rd2], 1;
+DONE:
+    ret;
+}
+"#;
+
+#[test]
+fn cluster_barriers_do_not_wait_for_exited_threads() {
+    // Rank 1 of each cluster returns at once; rank 0's barrier waits for the threads that have not exited
+    // (PTX ISA `barrier.cluster.wait`), so it goes on instead of spinning until the step limit.
+    let m = Module::parse(EXIT).unwrap();
+    let mut e = Emulator::new(EmuConfig::default());
+    let out = e.alloc(16);
+    e.launch_cluster(
+        &m,
+        "skip",
+        [4, 1, 1],
+        [32, 1, 1],
+        Some([2, 1, 1]),
+        0,
+        &[ParamValue::Ptr(out)],
+    )
+    .unwrap();
+    let got = e.read(out, 16).unwrap();
+    let words: Vec<u32> = got
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    assert_eq!(words, [1, 0, 1, 0]);
+}
+
+#[test]
+fn oversized_allocations_are_error_values() {
+    let mut e = Emulator::new(EmuConfig::default());
+    assert!(matches!(e.try_alloc(1 << 46), Err(EmuError::Memory(_))));
+    assert!(matches!(e.try_alloc(usize::MAX), Err(EmuError::Memory(_))));
+    let a = e.try_alloc(64).unwrap();
+    assert_eq!(e.read(a, 64).unwrap(), vec![0u8; 64]);
+}
