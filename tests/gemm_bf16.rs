@@ -94,7 +94,11 @@ fn a_map_with_another_box_is_refused() {
         &mut c,
     );
     match r {
-        Err(RuntimeError::BadArgs(m)) => assert!(m.contains("box [64, 64]"), "{m}"),
+        Err(RuntimeError::BadArgs(m)) => assert!(
+            m.contains("a box of 64 rows × 64 columns")
+                && m.contains("the map has box_dims [64, 32] with TensorSwizzle::B128"),
+            "{m}"
+        ),
         other => panic!("expected BadArgs, got {other:?}"),
     }
     let mb64 = TensorMap::row_major_2d(&b, 64, 64, 64, 64, TensorSwizzle::B64);

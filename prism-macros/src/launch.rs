@@ -241,13 +241,21 @@ fn tensor_map_param(
             32 => quote!(B32),
             _ => quote!(None),
         };
-        let want = format!("box {box_dims:?} with swizzle {swizzle}");
+        // In the host API's words (`TensorSwizzle`, `box_dims` innermost first; rows × columns for 2-d,
+        // the order `row_major_2d` takes them in), so a matching half does not read as a mismatch.
+        let sw_name = sw.to_string();
+        let want = match box_dims {
+            [cols, rows] => format!(
+                "a box of {rows} rows × {cols} columns (box_dims {box_dims:?}, innermost first) with TensorSwizzle::{sw_name}"
+            ),
+            _ => format!("box_dims {box_dims:?} (innermost first) with TensorSwizzle::{sw_name}"),
+        };
         quote! {
             if #name.box_dims()[..] != [#(#box_dims),*][..]
                 || #name.swizzle() != ::prism_runtime::TensorSwizzle::#sw
             {
                 return ::core::result::Result::Err(::prism_runtime::RuntimeError::BadArgs(::std::format!(
-                    "tensor map `{}`: the kernel's TMA copies move {}, the map has box {:?} with swizzle {:?}",
+                    "tensor map `{}`: the kernel's TMA copies move {}; the map has box_dims {:?} with TensorSwizzle::{:?}",
                     #pname, #want, #name.box_dims(), #name.swizzle()
                 )));
             }

@@ -15,8 +15,8 @@ pub enum RuntimeError {
     Driver(String),
     /// The launch dimensions or shared memory violate the kernel's contract or the device's limits.
     BadLaunch(String),
-    /// The arguments do not match the kernel's parameters (count, kind, element type, mutability,
-    /// owning device).
+    /// Bad arguments: to a kernel (count, kind, element type, mutability, owning device, a tensor map's
+    /// box), or to a host API (lengths, sizes, the backend named in `PRISM_BACKEND`); the message says which.
     BadArgs(String),
     /// The emulator rejected the launch or the kernel faulted there.
     Emulator(emu::EmuError),
@@ -35,9 +35,11 @@ impl fmt::Display for RuntimeError {
             RuntimeError::NoGpu(m) => write!(f, "no GPU available: {}", m),
             RuntimeError::Driver(m) => write!(f, "CUDA driver error: {}", m),
             RuntimeError::BadLaunch(m) => write!(f, "launch violates the kernel contract: {}", m),
-            RuntimeError::BadArgs(m) => write!(f, "bad kernel arguments: {}", m),
+            RuntimeError::BadArgs(m) => write!(f, "bad arguments: {}", m),
             RuntimeError::Emulator(e) => write!(f, "emulator: {}", e),
-            RuntimeError::WrongDevice => f.write_str("buffer belongs to a different device"),
+            RuntimeError::WrongDevice => f.write_str(
+                "the buffer belongs to another device than the one the call was made on",
+            ),
             RuntimeError::Ptx(m) => write!(f, "PTX could not be loaded: {}", m),
             RuntimeError::TensorMap(m) => write!(f, "invalid tensor map: {}", m),
         }
