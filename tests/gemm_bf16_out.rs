@@ -473,7 +473,10 @@ fn a_store_map_with_another_box_is_refused() {
         &no_table,
     );
     match r {
-        Err(RuntimeError::BadArgs(w)) => assert!(w.contains("box [64, 64]"), "{w}"),
+        Err(RuntimeError::BadArgs(w)) => assert!(
+            w.contains("a box of 64 rows × 64 columns (box_dims [64, 64]"),
+            "{w}"
+        ),
         other => panic!("expected BadArgs, got {other:?}"),
     }
     assert!(dev

@@ -367,7 +367,7 @@ impl L<'_> {
                 Some(o) => self.val(b, w, wi, o, l),
                 None => 0,
             };
-            if size % 16 != 0 || dst % 16 != 0 || src % 16 != 0 {
+            if !size.is_multiple_of(16) || !dst.is_multiple_of(16) || !src.is_multiple_of(16) {
                 let msg = format!("cp.async.bulk of {size} bytes from {src:#x} to {dst:#x}: the size and both addresses must be multiples of 16");
                 self.fault(b, wi, Some(l as u32), pc, FaultKind::Misaligned, msg);
                 ok = false;
