@@ -577,35 +577,40 @@ fn blocks_of_a_cluster_exchange_through_global_memory() {
         (0..4 * 64).map(|_| r()).collect()
     };
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let run = |module: &Module, config: EmuConfig| {
+        let mut emu = Emulator::new(config);
+        let dx = buf(&mut emu, &bytes);
+        let tmp = buf(&mut emu, &[0u8; 4 * 64 * 4]);
+        let out = buf(&mut emu, &[0xFFu8; 4 * 64 * 4]);
+        let params = [
+            ParamValue::Ptr(dx),
+            ParamValue::Ptr(tmp),
+            ParamValue::Ptr(out),
+        ];
+        let (grid, block, cluster) = ([4, 1, 1], [64, 1, 1], Some([2, 1, 1]));
+        emu.launch_cluster(
+            module,
+            &k.entry,
+            grid,
+            block,
+            cluster,
+            k.contract.smem_bytes,
+            &params,
+        )
+        .map(|_| emu.read(out, 4 * 64 * 4).expect("read"))
+    };
     for seed in [0, 3, 17] {
         let schedule = if seed == 0 {
             prism_runtime::emu::Schedule::RoundRobin
         } else {
             prism_runtime::emu::Schedule::Random { seed }
         };
-        let mut emu = Emulator::new(EmuConfig {
+        let config = EmuConfig {
             schedule,
             check_races: true,
             ..EmuConfig::default()
-        });
-        let dx = buf(&mut emu, &bytes);
-        let tmp = buf(&mut emu, &[0u8; 4 * 64 * 4]);
-        let out = buf(&mut emu, &[0xFFu8; 4 * 64 * 4]);
-        emu.launch_cluster(
-            &module,
-            &k.entry,
-            [4, 1, 1],
-            [64, 1, 1],
-            Some([2, 1, 1]),
-            k.contract.smem_bytes,
-            &[
-                ParamValue::Ptr(dx),
-                ParamValue::Ptr(tmp),
-                ParamValue::Ptr(out),
-            ],
-        )
-        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let got = emu.read(out, 4 * 64 * 4).expect("read");
+        };
+        let got = run(&module, config).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         for (i, w) in got.chunks_exact(4).enumerate() {
             let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             let want = 2.0 * x[((i / 64) ^ 1) * 64 + i % 64];
@@ -620,26 +625,11 @@ fn blocks_of_a_cluster_exchange_through_global_memory() {
         .collect::<Vec<_>>()
         .join("\n");
     assert_ne!(stripped.len(), k.ptx.len());
-    let module = Module::parse(&stripped).expect("parse");
-    let mut emu = Emulator::new(EmuConfig::default());
-    let dx = buf(&mut emu, &bytes);
-    let tmp = buf(&mut emu, &[0u8; 4 * 64 * 4]);
-    let out = buf(&mut emu, &[0u8; 4 * 64 * 4]);
-    let e = emu
-        .launch_cluster(
-            &module,
-            &k.entry,
-            [4, 1, 1],
-            [64, 1, 1],
-            Some([2, 1, 1]),
-            k.contract.smem_bytes,
-            &[
-                ParamValue::Ptr(dx),
-                ParamValue::Ptr(tmp),
-                ParamValue::Ptr(out),
-            ],
-        )
-        .expect_err("a race without the cluster barrier");
+    let e = run(
+        &Module::parse(&stripped).expect("parse"),
+        EmuConfig::default(),
+    )
+    .expect_err("a race without the cluster barrier");
     assert!(e.to_string().contains("data race on global memory"), "{e}");
     let unordered = EXCHANGE.replace("sync_cluster();", "");
     let d = emit_errors(&unordered);

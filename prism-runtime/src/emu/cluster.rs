@@ -324,16 +324,7 @@ impl L<'_> {
                 e_t,
                 from: u64::MAX,
             };
-            match foreign.entry((r.block, tg)) {
-                std::collections::btree_map::Entry::Occupied(mut o) => {
-                    if f.stamp > o.get().stamp {
-                        o.insert(f);
-                    }
-                }
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(f);
-                }
-            }
+            Foreign::insert(foreign, f);
         }
     }
 }

@@ -386,6 +386,21 @@ struct Foreign {
 type ForeignMap = std::collections::BTreeMap<(u32, u32), Foreign>;
 
 impl Foreign {
+    /// Records the acquisition `f` in `fo`: one entry per (releasing block, acquiring thread), a later
+    /// release of that block covering more (the same one acquired earlier orders more).
+    fn insert(fo: &mut ForeignMap, f: Foreign) {
+        match fo.entry((f.block, f.t)) {
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                if f.stamp > o.get().stamp {
+                    o.insert(f);
+                }
+            }
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(f);
+            }
+        }
+    }
+
     /// The acquisitions of releases by `block` in `fo`.
     #[inline]
     fn of_block(fo: &ForeignMap, block: u32) -> impl Iterator<Item = &Foreign> {

@@ -218,18 +218,7 @@ impl L<'_> {
                 e_t,
                 from: addr,
             };
-            // One entry per (releasing block, acquiring thread): a later release of that block covers
-            // more; the same one acquired earlier orders more.
-            match foreign.entry((r.block, tg)) {
-                std::collections::btree_map::Entry::Occupied(mut o) => {
-                    if f.stamp > o.get().stamp {
-                        o.insert(f);
-                    }
-                }
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(f);
-                }
-            }
+            Foreign::insert(foreign, f);
         }
         if foreign.len() > FOREIGN_KEPT {
             // Full: the acquisitions of the oldest releases go (later accesses mostly meet recent
