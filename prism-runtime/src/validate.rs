@@ -86,11 +86,22 @@ pub fn validate_launch(kernel: &KernelInfo, dims: LaunchDims) -> Result<(), Runt
         }
     }
     if c.blocks_multiple_of() > 1 && !g.is_multiple_of(c.blocks_multiple_of()) {
+        let why = if c.cluster_blocks() == c.blocks_multiple_of() {
+            format!(
+                "the cluster size {} (cluster = {})",
+                c.cluster_blocks(),
+                c.cluster_blocks()
+            )
+        } else {
+            format!(
+                "{} (kernel requires block[{}])",
+                c.blocks_multiple_of(),
+                c.blocks_multiple_of()
+            )
+        };
         return bad(format!(
-            "grid of {} is not a multiple of {} (kernel requires block[{}])",
-            plural(g as u64, "block"),
-            c.blocks_multiple_of(),
-            c.blocks_multiple_of()
+            "grid of {} is not a multiple of {why}",
+            plural(g as u64, "block")
         ));
     }
     let cl = c.cluster_blocks();

@@ -101,6 +101,23 @@ fn float_to_narrow_signed_integers_sign_extend() {
 }
 
 #[test]
+fn double_literals_keep_their_bits_in_64_bit_moves() {
+    // nvcc (and Prism) write f64 constants as `mov.b64 %fd, 0d..`: the bits of the double, not of a float.
+    let body =
+        ".reg .f64 %fd<4>;\nmov.b64 %fd1, 0d3FB999999999999A;\nst.global.f64 [%rd1], %fd1;\n\
+                mov.f64 %fd2, 0d3FF8000000000000;\nst.global.f64 [%rd1+8], %fd2;\n\
+                mov.b64 %rd3, 0d4000000000000000;\nst.global.u64 [%rd1+16], %rd3;\n\
+                mov.b32 %r1, 0d3FF8000000000000;\nst.global.u32 [%rd1+24], %r1;";
+    let got = run("", body, &[0], 7).unwrap();
+    let word = |i: usize| got[2 * i] as u64 | (got[2 * i + 1] as u64) << 32;
+    assert_eq!(f64::from_bits(word(0)), 0.1);
+    assert_eq!(f64::from_bits(word(1)), 1.5);
+    assert_eq!(f64::from_bits(word(2)), 2.0);
+    // A 32-bit move takes the double rounded to single.
+    assert_eq!(f32::from_bits(got[6]), 1.5);
+}
+
+#[test]
 fn mad_hi_sat_clamps() {
     let (a, b, c) = (-1_273_196_018i32, -864_569_372i32, 2_020_287_978i32);
     let body =

@@ -121,13 +121,16 @@ impl<'a> Cx<'a> {
     /// Threads in one unit of `p`, with the block size the analysis assumes.
     fn unit_threads(&self, p: Perspective) -> Option<u64> {
         let t = self.t_exact.unwrap_or(self.t).max(1) as u64;
+        let n = (p.n as u64).max(1);
         match p.level {
-            Level::Thread => Some(p.n as u64),
-            Level::Block => Some(p.n as u64 * t),
+            Level::Thread => Some(n),
+            Level::Block => n.checked_mul(t),
             // A grid of the contract's exact size, else of two of its block multiples (the contract allows it).
             Level::Grid => {
-                let b = self.b_exact.unwrap_or(2 * self.b.max(1)) as u64;
-                Some(p.n as u64 * b * t)
+                let b = self
+                    .b_exact
+                    .map_or(2 * self.b.max(1) as u64, |b| b.max(1) as u64);
+                n.checked_mul(b)?.checked_mul(t)
             }
         }
     }
@@ -233,7 +236,7 @@ impl<'a> Cx<'a> {
         for u in 0..units {
             let key = atoms
                 .iter()
-                .map(|a| a.eval(u * size))
+                .map(|a| a.eval(u.checked_mul(size)?))
                 .collect::<Option<Vec<_>>>()?;
             if let Some(&first) = seen.get(&key) {
                 return Some((first, u));

@@ -1151,7 +1151,14 @@ impl fmt::Display for GemmError {
     }
 }
 
-impl std::error::Error for GemmError {}
+impl std::error::Error for GemmError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GemmError::Runtime(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Every operand on `dev` (a buffer of another device is refused before anything runs, naming it).
 pub(crate) fn same_device(

@@ -45,12 +45,14 @@ impl Parser {
             } else {
                 *b as u64
             }),
-            RawOp::F64Bits(b) => Operand::Imm(if ty == PtxType::F64 {
+            // A `0d` literal is a double: its bits for any 64-bit type (`mov.b64 %fd, 0d3FF0..` is how
+            // nvcc writes f64 constants), rounded to single for 32-bit ones.
+            RawOp::F64Bits(b) => Operand::Imm(if ty.size() == 8 {
                 *b
             } else {
                 (f64::from_bits(*b) as f32).to_bits() as u64
             }),
-            RawOp::Float(f) => Operand::Imm(if ty == PtxType::F64 {
+            RawOp::Float(f) => Operand::Imm(if ty.size() == 8 {
                 f.to_bits()
             } else {
                 (*f as f32).to_bits() as u64
