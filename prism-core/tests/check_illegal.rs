@@ -124,6 +124,15 @@ fn requires_kernel_not_at_grid() {
 }
 
 #[test]
+fn requires_sizes_no_launch_has() {
+    let src = "#[prism_kernel(requires(grid[1], block[1], /*@*/thread[2048]))]\nfn k() {\n}\n";
+    expect(src, "REQUIRES", &["thread[2048]", "1024", "no launch"]);
+    let src =
+        "#[prism_kernel(requires(grid[1], /*@*/block[4294967295], thread[32]))]\nfn k() {\n}\n";
+    expect(src, "REQUIRES", &["2147483647", "blocks a grid"]);
+}
+
+#[test]
 fn requires_order() {
     let src = "#[prism_kernel(requires(grid[1], thread[32], /*@*/block[1]))]\nfn k() {}\n";
     expect(src, "REQUIRES", &["block[1] follows thread[32]"]);

@@ -64,6 +64,27 @@ pub(super) fn requires_rule(f: &Function, errors: &mut Vec<Diagnostic>) -> Facts
             );
         }
     }
+    // Perspectives no launch can hold: a block has at most 1024 threads, a grid at most 2^31 - 1 blocks.
+    for p in &f.requires {
+        let (n, limit, what) = match p.perspective.level {
+            Level::Thread => (p.perspective.n, 1024, "threads a block can have"),
+            Level::Block => (p.perspective.n, i32::MAX as u32, "blocks a grid can have"),
+            Level::Grid => continue,
+        };
+        if n > limit {
+            errors.push(
+                Diagnostic::new(
+                    "REQUIRES",
+                    p.span,
+                    format!(
+                        "{} is more than the {limit} {what}: no launch satisfies it",
+                        p.perspective
+                    ),
+                )
+                .help("use a size a launch can have (`thread[32]`, `thread[128]`, `block[2]`, ..)"),
+            );
+        }
+    }
     let mut t_mult = 1u32;
     let mut b_mult = 1u32;
     for p in &f.requires {

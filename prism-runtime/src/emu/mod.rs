@@ -755,6 +755,12 @@ impl Emulator {
                 grid
             )));
         }
+        if grid[0] > i32::MAX as u32 {
+            return Err(EmuError::BadLaunch(format!(
+                "grid {:?}: x is limited to 2147483647 (2^31 - 1)",
+                grid
+            )));
+        }
         if let Some(r) = f.reqntid {
             if r != block {
                 return Err(EmuError::BadLaunch(format!(
