@@ -316,15 +316,7 @@ impl L<'_> {
         let e_t = b.thr_inst[t].len() as u32;
         let foreign = std::sync::Arc::make_mut(&mut b.foreign);
         for r in rels.iter().filter(|r| r.block != b.lin) {
-            let f = Foreign {
-                block: r.block,
-                snap: r.snap.clone(),
-                stamp: r.stamp,
-                t: tg,
-                e_t,
-                from: u64::MAX,
-            };
-            Foreign::insert(foreign, f);
+            Foreign::acquire(foreign, r, tg, e_t, u64::MAX);
         }
     }
 }

@@ -386,9 +386,18 @@ struct Foreign {
 type ForeignMap = std::collections::BTreeMap<(u32, u32), Foreign>;
 
 impl Foreign {
-    /// Records the acquisition `f` in `fo`: one entry per (releasing block, acquiring thread), a later
-    /// release of that block covering more (the same one acquired earlier orders more).
-    fn insert(fo: &mut ForeignMap, f: Foreign) {
+    /// Records that thread `t` (global id, at its epoch `e_t`) acquired release `r` through location
+    /// `from`: one entry per (releasing block, acquiring thread), a later release of that block covering
+    /// more (the same one acquired earlier orders more).
+    fn acquire(fo: &mut ForeignMap, r: &Released, t: u32, e_t: u32, from: u64) {
+        let f = Foreign {
+            block: r.block,
+            snap: r.snap.clone(),
+            stamp: r.stamp,
+            t,
+            e_t,
+            from,
+        };
         match fo.entry((f.block, f.t)) {
             std::collections::btree_map::Entry::Occupied(mut o) => {
                 if f.stamp > o.get().stamp {

@@ -210,15 +210,7 @@ impl L<'_> {
             .flat_map(|r| std::iter::once(&r.rel).chain(r.via.iter()));
         let foreign = std::sync::Arc::make_mut(&mut b.foreign);
         for r in released.filter(|r| r.block != b.lin) {
-            let f = Foreign {
-                block: r.block,
-                snap: r.snap.clone(),
-                stamp: r.stamp,
-                t: tg,
-                e_t,
-                from: addr,
-            };
-            Foreign::insert(foreign, f);
+            Foreign::acquire(foreign, r, tg, e_t, addr);
         }
         if foreign.len() > FOREIGN_KEPT {
             // Full: the acquisitions of the oldest releases go (later accesses mostly meet recent
