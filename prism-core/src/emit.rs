@@ -286,6 +286,9 @@ struct Em {
     wgmma_names: Vec<String>,
     /// Inside a ring: the drain whose slot waits to be handed back (`ring::Deferred`).
     drain_deferred: Option<ring::Deferred>,
+    /// Run-time loops around the code being emitted, through inlined calls (a ring inside one starts afresh
+    /// at every iteration: `ring::reinit`).
+    runtime_loops: u32,
     /// Inside `turn(r, c, ..)`: ring `r`'s id and the consumer `c` (its drains count as that consumer's).
     turn: Option<(usize, u32)>,
     /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
@@ -360,6 +363,7 @@ impl Em {
             wgmma_inflight: false,
             wgmma_names: Vec::new(),
             drain_deferred: None,
+            runtime_loops: 0,
             turn: None,
             sm90a: false,
             tma_uses: HashMap::new(),

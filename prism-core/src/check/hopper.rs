@@ -10,8 +10,9 @@
 //!   builds (rule WGMMA for shapes and offsets).
 //! * `set_max_regs(n)`: `setmaxnreg` for the executing warpgroup (rule SETMAXNREG: 24..=256, a multiple of 8).
 
+use super::walk::{walk_calls, walk_vars};
 use super::{err, Cx, Hidden, Sink, Space, Ty};
-use crate::ast::{Block, Expr, ExprKind, Ident, Perspective, ScalarType};
+use crate::ast::{Block, Expr, ExprKind, Ident, Lit, Perspective, ScalarType, StmtKind};
 use proc_macro2::Span;
 
 impl Cx<'_> {
@@ -435,6 +436,15 @@ impl Cx<'_> {
                         )
                         .help(format!("load it in this fill (`tma_load({}, map, ..)`), or take the memory out of the ring", n.name)),
                     );
+                } else if !loads_on_every_path(body, &n.name) {
+                    self.errors.push(
+                        err(
+                            "RING",
+                            n.span,
+                            format!("`fill` loads `{}` only on some paths (under an `if`, or in a loop that may not run): where it does not, the drains of this step read its slot as it was before", n.name),
+                        )
+                        .help("load every memory of the ring in every fill; to leave a step out, leave it out of the fills and the drains alike (both sides visit the steps 0, 1, 2, .. in order)"),
+                    );
                 }
             }
         }
@@ -655,4 +665,53 @@ impl Cx<'_> {
             )),
         }
     }
+}
+
+/// [RING] Whether every run of a fill's body `b` loads the slot of fill name `n`: a simple statement that
+/// names it (a fill name is only ever a copy's destination, ASYNC-ONLY), an `if` both of whose sides do, a
+/// body that runs (`group`, a split arm, a partition, claim or `async_` scope, a `for` over a non-empty
+/// literal range); not a `while` or another `for`, which may not run. A `tma_load_multicast` counts under
+/// any condition: in a cluster ring one block loads the slot for all of them (`if rank == 0 { .. }`), and
+/// each block's full mbarrier expects its bytes whichever block issues it.
+fn loads_on_every_path(b: &Block, n: &str) -> bool {
+    let mut multicast = false;
+    walk_calls(b, &mut |name, call| {
+        if let ExprKind::Call { args, .. } = &call.kind {
+            multicast |= name == "tma_load_multicast"
+                && matches!(args.first().map(|a| &a.kind), Some(ExprKind::Var(v)) if v.name == n);
+        }
+    });
+    multicast || surely(b, n)
+}
+
+fn surely(b: &Block, n: &str) -> bool {
+    let names = |e: &Expr| {
+        let mut hit = false;
+        walk_vars(e, &mut |v| hit |= v == n);
+        hit
+    };
+    let lit = |e: &Expr| match &e.kind {
+        ExprKind::Lit(Lit::Int(v, _)) => Some(*v),
+        _ => None,
+    };
+    b.stmts.iter().any(|s| match &s.kind {
+        StmtKind::Let { init, .. } => init.as_ref().is_some_and(names),
+        StmtKind::Assign { place, value, .. } => names(place) || names(value),
+        StmtKind::Expr(e) => names(e),
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => surely(then_block, n) && else_block.as_ref().is_some_and(|e| surely(e, n)),
+        StmtKind::For {
+            start, end, body, ..
+        } => matches!((lit(start), lit(end)), (Some(a), Some(z)) if a < z) && surely(body, n),
+        StmtKind::Group { body, .. }
+        | StmtKind::Partition { body, .. }
+        | StmtKind::Claim { body, .. }
+        | StmtKind::Async { body, .. }
+        | StmtKind::Unsafe { body } => surely(body, n),
+        StmtKind::Split { arms, .. } => arms.iter().any(|a| surely(&a.body, n)),
+        _ => false,
+    })
 }

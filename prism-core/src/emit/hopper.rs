@@ -119,19 +119,7 @@ impl Em {
     }
 
     fn tma_load(&mut self, args: &[Expr], span: Span) -> R<()> {
-        let slot_mbar = match &args[0].kind {
-            ExprKind::Var(id) => self
-                .fill_slots
-                .iter()
-                .rev()
-                .find(|(n, _)| *n == id.name)
-                .map(|(_, a)| a.clone()),
-            _ => None,
-        };
-        let mbar = match slot_mbar {
-            Some(a) => a,
-            None => format!("__prism_mbar_{}", self.bulk_mbarrier(&args[0])?),
-        };
+        let mbar = self.copy_mbarrier(&args[0])?;
         self.tma_issuer("tma_load", &args[0], span)?;
         let dst = self.mem_arg(&args[0])?;
         self.tma_smem_aligned(&dst, "the box's destination", args[0].span)?;

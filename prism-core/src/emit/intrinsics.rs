@@ -337,7 +337,7 @@ impl Em {
 
     /// `cp.async.bulk` on the mbarrier of the destination's `async_` scope.
     fn lower_cp_async_bulk(&mut self, _name: &str, args: &[Expr], span: Span) -> R<Value> {
-        let mbar = self.bulk_mbarrier(&args[0])?;
+        let mbar = self.copy_mbarrier(&args[0])?;
         let dst = self.mem_arg(&args[0])?;
         let di = self.scalar(&args[1])?;
         let src = self.mem_arg(&args[2])?;
@@ -362,12 +362,24 @@ impl Em {
         let sa = self.address(&src, vec![si], args[3].span)?;
         // Announce the bytes before the copy can complete them, so the phase cannot end early.
         self.line(format!(
-            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [__prism_mbar_{mbar}], {bytes};"
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{mbar}], {bytes};"
         ));
         self.line(format!(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{da}], [{sa}], {bytes}, [__prism_mbar_{mbar}];"
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{da}], [{sa}], {bytes}, [{mbar}];"
         ));
         Ok(Value::Unit)
+    }
+
+    /// The mbarrier a bulk copy (`cp_async_bulk`, `tma_load`) into `dst` completes on: the full mbarrier of
+    /// the slot, for a `fill` name (a register holding its address), else that of `dst`'s `async_` scope.
+    pub(super) fn copy_mbarrier(&mut self, dst: &Expr) -> R<String> {
+        if let ExprKind::Var(id) = &dst.kind {
+            let slot = self.fill_slots.iter().rev().find(|(n, _)| *n == id.name);
+            if let Some((_, a)) = slot {
+                return Ok(a.clone());
+            }
+        }
+        Ok(format!("__prism_mbar_{}", self.bulk_mbarrier(dst)?))
     }
 
     /// The mbarrier of the `async_` scope that `dst` (a `cp_async_bulk` destination) names, allocated on

@@ -131,7 +131,7 @@ impl Em {
             cont: cont.clone(),
             brk: end_l.clone(),
         });
-        let r = self.block(body);
+        let r = self.loop_body(body);
         self.loops.pop();
         self.env.pop();
         r?;
@@ -149,6 +149,45 @@ impl Em {
         self.line(format!("add.{} {i}, {i}, {so};", ptx_ty(t)));
         self.line(format!("bra.uni {head};"));
         self.put_label(&end_l);
+        Ok(())
+    }
+
+    /// The body of a run-time loop. One that ends with a drain's wgmmas in flight (their slot goes back at
+    /// the next drain, `ring::drain_defer`) meets its own first statements again at the next iteration:
+    /// unless the first is a drain, the group retires and the slot goes back there, as before any statement
+    /// after a drain in straight-line code. Without it a `fill` heading the body waits for that very slot,
+    /// which only the drain after it would hand back: a deadlock.
+    pub(super) fn loop_body(&mut self, body: &Block) -> R<()> {
+        let head = self.body.len();
+        self.runtime_loops += 1;
+        let r = self.block(body).map(|_| ());
+        self.runtime_loops -= 1;
+        r?;
+        let first_drains = matches!(
+            body.stmts.first().map(|s| &s.kind),
+            Some(StmtKind::RingUse {
+                op: crate::ast::RingOp::Drain,
+                ..
+            })
+        );
+        // An open run is retired by the branch back to the head (`Em::line`).
+        if !self.wgmma_inflight || self.wgmma_open || first_drains {
+            return Ok(());
+        }
+        let Some(d) = self.drain_deferred.clone() else {
+            return Ok(());
+        };
+        let rest = self.body.split_off(head);
+        self.raw_line("wgmma.wait_group.sync.aligned 0;");
+        self.ring_arrive(&d.prev, Some(&d.pending), d.release);
+        self.raw_line(&format!("mov.pred {}, 0;", d.pending));
+        let added = self.body.len() - head;
+        self.body.extend(rest);
+        let shift = |pos: usize| if pos >= head { pos + added } else { pos };
+        for pos in self.labels.values_mut() {
+            *pos = shift(*pos);
+        }
+        self.bulk_pending_since = self.bulk_pending_since.map(shift);
         Ok(())
     }
 

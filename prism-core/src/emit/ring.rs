@@ -184,7 +184,61 @@ impl Em {
             )
             .help("fill each step in one arm (`fill(r, i, |a_s, ..| ..)`) and drain it in the others (`drain(r, i, |a_s, ..| ..)`)"));
         }
+        if self.runtime_loops > 0 {
+            self.reinit(id);
+        }
         Ok(())
+    }
+
+    /// The end of a ring inside a run-time loop: the next iteration's ring starts at step 0 again, on
+    /// mbarriers in the phases this one left them in (which match step 0's parities only when every slot
+    /// went through an even number of steps). Once every thread of the block (of the cluster, for a
+    /// multicast ring) is past its last arrival and wait, thread 0 invalidates and initializes them afresh
+    /// (`inval` first: an mbarrier's memory is reused only after it, PTX ISA §9.7.13.15), and the block waits
+    /// for the fresh ones.
+    fn reinit(&mut self, id: usize) {
+        let ring = &self.rings[id];
+        let mut bars: Vec<(String, u32)> = Vec::new();
+        for i in 0..ring.stages {
+            bars.push((format!("__prism_ring{id}_full+{}", 8 * i), ring.full_count));
+            bars.push((
+                format!("__prism_ring{id}_empty+{}", 8 * i),
+                ring.empty_count,
+            ));
+        }
+        for c in 0..2 * (ring.turn_count > 0) as u32 {
+            bars.push((format!("__prism_ring{id}_turn+{}", 8 * c), ring.turn_count));
+        }
+        let cluster = ring.cluster;
+        let all_wait = |em: &mut Em| {
+            if cluster {
+                em.line("barrier.cluster.arrive.release;".into());
+                em.line("barrier.cluster.wait.acquire;".into());
+            } else {
+                em.line("bar.sync 0;".into());
+            }
+        };
+        all_wait(self);
+        let (tid, p, skip) = (
+            self.fresh(ScalarType::U32),
+            self.fresh(ScalarType::Bool),
+            self.label(),
+        );
+        self.line(format!("mov.u32 {tid}, %tid.x;"));
+        self.line(format!("setp.ne.u32 {p}, {tid}, 0;"));
+        self.line(format!("@{p} bra {skip};"));
+        for (at, count) in &bars {
+            self.line(format!("mbarrier.inval.shared::cta.b64 [{at}];"));
+            self.line(format!("mbarrier.init.shared::cta.b64 [{at}], {count};"));
+        }
+        // The async proxy's complete-tx must see the fresh barriers (the other blocks too, for a cluster).
+        if cluster {
+            self.line("fence.mbarrier_init.release.cluster;".into());
+        } else {
+            self.line("fence.proxy.async.shared::cta;".into());
+        }
+        self.put_label(&skip);
+        all_wait(self);
     }
 
     /// `fill` / `drain` of step `i`: wait for the slot's empty (fill) or full (drain) phase, run the body on
@@ -257,6 +311,9 @@ impl Em {
         let arrive_addr = self.ring_mbar(id, arrive_side, &slot);
         let par = self.op(&parity, ScalarType::U32);
         self.wait_parity(&wait_addr, &par);
+        if fill {
+            self.tma_slots_aligned(body, names, &views, stages)?;
+        }
         self.env.push(Default::default());
         for (n, v) in names.iter().zip(&views) {
             let slot_bytes = v.len / stages * v.elem.size();
@@ -296,10 +353,28 @@ impl Em {
                 self.fill_slots.push((n.name.clone(), arrive_addr.clone()));
             }
         }
+        let start = self.body.len();
         let r = self.block_inner(body);
         self.fill_slots.truncate(marks);
         self.env.pop();
         r?;
+        // The slot goes back (to the drains, to the producer) once the body's copies are done with it: a
+        // fill's `cp_async`s have written it (they complete on no mbarrier), a drain's `tma_store`s have read
+        // it (`wait_group.read`; the global write may go on).
+        let issued = |em: &Em, copy: &dyn Fn(&str) -> bool| {
+            em.body[start..].iter().any(|p| match p {
+                super::body::Piece::Stmt(crate::ptx::Stmt::Instr(i)) => copy(&i.opcode),
+                _ => false,
+            })
+        };
+        let cp_async = |op: &str| op.starts_with("cp.async.ca.") || op.starts_with("cp.async.cg.");
+        let store = |op: &str| op.starts_with("cp.async.bulk.") && op.contains(".global.shared");
+        if fill && issued(self, &cp_async) {
+            self.raw_line("cp.async.wait_all;");
+        }
+        if !fill && issued(self, &store) {
+            self.raw_line("cp.async.bulk.wait_group.read 0;");
+        }
         if !fill && self.wgmma_open && self.drain_deferred.is_some() && stages >= 2 {
             // The body ends in issued wgmmas: keep them in flight across the next step. The slot goes back
             // one step late, so this needs a second slot: with one, the next fill would wait for it forever.
@@ -311,6 +386,54 @@ impl Em {
             self.wgmma_retire();
         }
         self.ring_arrive(&arrive_addr, None, release);
+        Ok(())
+    }
+
+    /// [TMA] The slots a fill's body TMA-loads start on 128 bytes: the memory's first does (a linear memory
+    /// after a smaller allocation may not), and so does every other (a slot of a linear memory may be any
+    /// multiple of 16 bytes). The slot's address is a register, which `tma_smem_aligned` cannot judge.
+    fn tma_slots_aligned(
+        &mut self,
+        body: &Block,
+        names: &[Ident],
+        views: &[View],
+        stages: u32,
+    ) -> R<()> {
+        let mut loaded = vec![false; names.len()];
+        crate::check::walk_calls(body, &mut |name, call| {
+            if !matches!(name, "tma_load" | "tma_load_multicast") {
+                return;
+            }
+            if let ExprKind::Call { args, .. } = &call.kind {
+                if let Some(ExprKind::Var(id)) = args.first().map(|a| &a.kind) {
+                    if let Some(k) = names.iter().position(|n| n.name == id.name) {
+                        loaded[k] = true;
+                    }
+                }
+            }
+        });
+        for ((n, v), _) in names.iter().zip(views).zip(&loaded).filter(|(_, &l)| l) {
+            let slot_bytes = v.len / stages * v.elem.size();
+            let first = match &v.base {
+                Val::Imm(super::Imm::Int(off), _) => Some(*off),
+                _ => None,
+            };
+            let bad = match first {
+                Some(off) if off % 128 != 0 => Some(format!("its slot 0 starts at byte {off} of shared memory")),
+                _ if stages > 1 && !slot_bytes.is_multiple_of(128) => Some(format!(
+                    "its slots are {slot_bytes} bytes long, so slot 1 starts {slot_bytes} bytes into the memory"
+                )),
+                _ => None,
+            };
+            if let Some(why) = bad {
+                return Err(err(
+                    "TMA",
+                    n.span,
+                    format!("`{}` is TMA-loaded, which needs a slot address that is a multiple of 128 bytes, but {why}", n.name),
+                )
+                .help("make each slot of the ring's memory a multiple of 128 bytes (`Shared<[T; STAGES * SLOT]>` with SLOT × size_of::<T>() a multiple of 128), and declare it before the kernel's smaller allocations"));
+            }
+        }
         Ok(())
     }
 

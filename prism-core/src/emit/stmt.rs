@@ -215,7 +215,7 @@ impl Em {
                 cont: head.clone(),
                 brk: end.clone(),
             });
-            let r = self.block(body);
+            let r = self.loop_body(body);
             self.loops.pop();
             r?;
             self.line(format!("bra.uni {head};"));
