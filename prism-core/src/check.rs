@@ -284,6 +284,8 @@ struct Var {
     index_arity: usize,
     claim: Option<ClaimInfo>,
     is_async: bool,
+    /// The async name is a ring slot a `fill` binds (not an `async_` scope's).
+    fill_slot: bool,
     /// An immutable integer binding's value as a function of the unit (T-PARTITION's overlap test).
     sym: Option<Sym>,
     /// A partition view whose closure hands two units the same elements: writes through it race.
@@ -402,6 +404,7 @@ impl<'a> Cx<'a> {
                 index_arity: 1,
                 claim: None,
                 is_async: false,
+                fill_slot: false,
                 sym: None,
                 overlap: None,
                 used: false,

@@ -348,7 +348,7 @@ impl Cx<'_> {
         }
         let mark = self.vars.len();
         self.declare(name, Perspective::block(1), Ty::Ring(elems), false);
-        self.block_in_scope(body, code);
+        self.body(body, code);
         self.vars.truncate(mark);
         for (vi, saved) in hidden {
             self.vars[vi].hidden = saved;
@@ -418,9 +418,10 @@ impl Cx<'_> {
                 };
                 let vi = self.declare(n, at, ty, fill);
                 self.vars[vi].is_async = fill;
+                self.vars[vi].fill_slot = fill;
             }
         }
-        self.block_in_scope(body, code);
+        self.body(body, code);
         // A fill completes its slot for the drains: a memory it never loads, when it loads the others, would
         // be read as whatever the slot held before (a previous step's tile, or nothing at all). A fill that
         // loads nothing only hands the slot over (pipeline tests do).
@@ -472,7 +473,7 @@ impl Cx<'_> {
         let t = self.expr(index, &sink, code);
         self.expect_int(&t, index.span, "a consumer (0 or 1)");
         let mark = self.vars.len();
-        self.block_in_scope(body, code);
+        self.body(body, code);
         self.vars.truncate(mark);
     }
 
@@ -525,7 +526,7 @@ impl Cx<'_> {
             }
         }
         let Some(vi) = self.use_var(target) else {
-            self.block_in_scope(body, code);
+            self.body_after_error(new_name, body, code);
             return;
         };
         let elem = match self.vars[vi].ty {
@@ -546,15 +547,16 @@ impl Cx<'_> {
         };
         let saved = self.vars[vi].hidden.replace(Hidden::Peer(span));
         let mark = self.vars.len();
-        if let Some(elem) = elem {
-            let ty = Ty::Ptr {
+        let ty = match elem {
+            Some(elem) => Ty::Ptr {
                 elem,
                 mutable: false,
                 space: Space::Shared,
-            };
-            self.declare(new_name, Perspective::block(1), ty, false);
-        }
-        self.block_in_scope(body, code);
+            },
+            None => Ty::Err,
+        };
+        self.declare(new_name, Perspective::block(1), ty, false);
+        self.body(body, code);
         self.vars.truncate(mark);
         self.vars[vi].hidden = saved;
     }

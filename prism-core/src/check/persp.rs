@@ -290,7 +290,7 @@ impl<'a> Cx<'a> {
             }
         }
         let Some(vi) = vi else {
-            self.body(body, code);
+            self.body_after_error(new_name, body, code);
             self.frozen.truncate(frozen_mark);
             return;
         };
@@ -308,6 +308,7 @@ impl<'a> Cx<'a> {
         let ni = self.declare(new_name, p, ty, mutable);
         self.vars[ni].index_arity = index.params.len();
         self.vars[ni].is_async = self.vars[vi].is_async;
+        self.vars[ni].fill_slot = self.vars[vi].fill_slot;
         self.vars[ni].overlap = overlap.or_else(|| self.vars[vi].overlap.clone());
         // An index closure that cannot tell the P units of a `same_for` unit apart hands them all the same
         // elements (`|x| x`: the whole allocation to every warpgroup): a shared view is then used as a claim,
@@ -324,7 +325,7 @@ impl<'a> Cx<'a> {
                 from_partition: true,
             });
         }
-        self.block_in_scope(body, code);
+        self.body(body, code);
         self.vars.truncate(mark);
         self.vars[vi].hidden = saved;
         self.frozen.truncate(frozen_mark);
@@ -399,11 +400,14 @@ impl<'a> Cx<'a> {
         self.scope = saved;
     }
 
-    pub(super) fn block_in_scope(&mut self, b: &Block, code: Perspective) {
-        let saved = self.loop_depth;
-        self.loop_depth = 0;
-        self.block(b, code);
-        self.loop_depth = saved;
+    /// The body of a scope whose target was refused: its new name is declared with the error type, so its
+    /// uses report nothing more (an UNKNOWN-NAME after the error that says what went wrong, with a "did you
+    /// mean" of some other variable, sent users the wrong way).
+    pub(super) fn body_after_error(&mut self, new_name: &Ident, b: &Block, code: Perspective) {
+        let mark = self.vars.len();
+        self.declare(new_name, code, Ty::Err, true);
+        self.body(b, code);
+        self.vars.truncate(mark);
     }
 
     /// [T-CLAIM] `claim(x, P, |y| ..)`: y at P is usable in one split arm at P only ([CLAIM-ONE-BRANCH]).
@@ -439,7 +443,7 @@ impl<'a> Cx<'a> {
             ));
         }
         let Some(vi) = vi else {
-            self.body(body, code);
+            self.body_after_error(new_name, body, code);
             return;
         };
         let saved = self.vars[vi].hidden.replace(Hidden::Claim(span));
@@ -457,7 +461,7 @@ impl<'a> Cx<'a> {
             same_for: code,
             from_partition: false,
         });
-        self.block_in_scope(body, code);
+        self.body(body, code);
         self.vars.truncate(mark);
         self.vars[vi].hidden = saved;
     }
@@ -472,7 +476,7 @@ impl<'a> Cx<'a> {
         code: Perspective,
     ) {
         let Some(vi) = self.memory_target("ASYNC-ONLY", target) else {
-            self.body(body, code);
+            self.body_after_error(new_name, body, code);
             return;
         };
         let saved = self.vars[vi].hidden.replace(Hidden::Async(span));
@@ -485,22 +489,31 @@ impl<'a> Cx<'a> {
         let ni = self.declare(new_name, at, ty, mutable);
         self.vars[ni].is_async = true;
         self.vars[ni].index_arity = self.vars[vi].index_arity;
-        self.block_in_scope(body, code);
+        self.body(body, code);
         self.vars.truncate(mark);
         self.vars[vi].hidden = saved;
     }
 
     /// [ASYNC-ONLY] an `async_` name may only be the destination of an async copy intrinsic.
     pub(super) fn async_only(&mut self, v: &Var, span: Span) {
-        self.errors.push(
+        let d = if v.fill_slot {
             err(
                 "ASYNC-ONLY",
                 span,
-                format!("`{}` is an `async_` name: only async copy intrinsics (`cp_async`, `cp_async_bulk`) may use it", v.name),
+                format!("`{}` is the slot a `fill` is loading: only async copies into it (`tma_load`, `tma_load_multicast`, `cp_async_bulk`, `cp_async`) may use it", v.name),
+            )
+            .note(v.span, "bound by `fill` here")
+            .help("read the slot in a `drain(r, step, |..| ..)` of the same step: it waits until the fill's copies have landed")
+        } else {
+            err(
+                "ASYNC-ONLY",
+                span,
+                format!("`{}` is an `async_` name: only async copy intrinsics (`cp_async`, `cp_async_bulk`, `tma_load`) may use it", v.name),
             )
             .note(v.span, "bound by `async_` here")
-            .help(format!("pass it as the destination: `cp_async({}, di, src, si, 16)`", v.name)),
-        );
+            .help(format!("pass it as the destination (`cp_async({0}, di, src, si, 16)`, `tma_load({0}, map, x, y)`), and read the memory after the `async_` scope ends", v.name))
+        };
+        self.errors.push(d);
     }
 
     /// [INTRINSIC] the intrinsic `name` requires perspective `p` to divide the code perspective.

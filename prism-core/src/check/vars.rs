@@ -22,6 +22,7 @@ impl<'a> Cx<'a> {
             index_arity: 1,
             claim: None,
             is_async: false,
+            fill_slot: false,
             sym: None,
             overlap: None,
             used: false,
@@ -95,7 +96,8 @@ impl<'a> Cx<'a> {
                     id.span,
                     format!("`{}` is read by the other blocks of the cluster here: it cannot be used until `peer` ends", id.name),
                 )
-                .note(s, "peer begins here"),
+                .note(s, "peer begins here")
+                .help("read what this block needs of it into thread variables before the `peer`; `peer` views of one allocation do not nest either: open the next one after this one ends"),
             };
             self.errors.push(d);
             return None;

@@ -151,8 +151,10 @@ struct Pend {
     aw: bool,
     /// The scope node (index into `Infer::nodes`) whose accesses these are, when they come from one.
     src: Option<usize>,
-    /// The first pending atomic (index into `Infer::atomics`), for the note of `SYNC-ATOMIC`.
+    /// The first pending atomic (index into `Infer::access_spans`), for the note of `SYNC-ATOMIC`.
     asrc: Option<usize>,
+    /// The first of these accesses (index into `Infer::access_spans`), for the note of `SYNC-GRID`.
+    first: Option<usize>,
 }
 
 impl Pend {
@@ -185,6 +187,9 @@ impl Pend {
         }
         if self.asrc.is_none() {
             self.asrc = o.asrc;
+        }
+        if self.first.is_none() {
+            self.first = o.first;
         }
     }
     fn reason(&self, a: Acc) -> &'static str {
@@ -305,9 +310,9 @@ struct Infer<'a> {
     dry: u32,
     diags: Vec<Diagnostic>,
     scratch: usize,
-    /// Statements that made atomic accesses (keyed by position), for the notes of `SYNC-ATOMIC`.
-    atomic_spans: Vec<Span>,
-    atomic_keys: HashMap<Vec<usize>, usize>,
+    /// Statements that made accesses (keyed by position), for the notes of `SYNC-ATOMIC` and `SYNC-GRID`.
+    access_spans: Vec<Span>,
+    access_keys: HashMap<Vec<usize>, usize>,
     /// `cluster = N` of the function: `sync_cluster()` orders the accesses of a `block[N]` level.
     cluster: Option<u32>,
 }
@@ -332,8 +337,8 @@ impl<'a> Infer<'a> {
             dry: 0,
             diags: Vec::new(),
             scratch: 0,
-            atomic_spans: Vec::new(),
-            atomic_keys: HashMap::new(),
+            access_spans: Vec::new(),
+            access_keys: HashMap::new(),
             cluster: None,
         }
     }

@@ -65,10 +65,9 @@ impl Infer<'_> {
             "SYNC-GRID",
             span,
             format!(
-                "`{}` is used after a partition/claim that {} it at perspective {}, which no barrier can \
-                 synchronize",
+                "`{}` is used after it was {} at perspective {}, by threads of more than one block, which no block barrier can order",
                 l.name,
-                if p.w || p.aw { "wrote" } else { "read" },
+                if p.w || p.aw { "written" } else { "read" },
                 l.at
             ),
         )
@@ -83,6 +82,15 @@ impl Infer<'_> {
                 *n,
                 format!(
                     "`{}` was partitioned here; its threads span more than one block",
+                    l.name
+                ),
+            );
+        } else if let Some(s) = p.first.and_then(|i| self.access_spans.get(i)) {
+            // A plain access, perhaps later in a loop body: then it is the previous iteration's.
+            d = d.note(
+                *s,
+                format!(
+                    "the earlier access of `{}`, by threads that span more than one block (if it comes after this line, in a loop around both, it is the previous iteration's)",
                     l.name
                 ),
             );
@@ -143,7 +151,7 @@ impl Infer<'_> {
             format!("`{}` (at perspective {}) is {what}, {why}", l.name, l.at),
         )
         .help(help);
-        if let Some(s) = p.asrc.and_then(|i| self.atomic_spans.get(i)) {
+        if let Some(s) = p.asrc.and_then(|i| self.access_spans.get(i)) {
             d = d.note(*s, format!("the atomic update of `{}` is here", l.name));
         } else if let Some(n) = p.src.and_then(|n| self.nodes.get(n)) {
             d = d.note(*n, format!("`{}` was accessed in this scope", l.name));
@@ -205,19 +213,21 @@ impl Infer<'_> {
     }
 
     pub(super) fn mark(&mut self, st: &mut State, accs: &[(usize, Acc)], span: Span) {
-        let mut asrc = None;
-        if accs.iter().any(|(_, a)| *a == Acc::Atomic) {
-            let key = self.pos();
-            let next = self.atomic_spans.len();
-            let i = *self.atomic_keys.entry(key).or_insert(next);
-            if i == next {
-                self.atomic_spans.push(span);
-            }
-            asrc = Some(i);
+        if accs.is_empty() {
+            return;
         }
+        // The statement's span, once per position in the function (the fixpoint walks loops again).
+        let key = self.pos();
+        let next = self.access_spans.len();
+        let i = *self.access_keys.entry(key).or_insert(next);
+        if i == next {
+            self.access_spans.push(span);
+        }
+        let asrc = Some(i);
         for &(l, a) in accs {
             let p = st.pend.entry(l).or_default();
             p.mark(a);
+            p.first.get_or_insert(i);
             if a == Acc::Atomic && p.asrc.is_none() {
                 p.asrc = asrc;
             }
