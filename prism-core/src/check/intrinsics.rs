@@ -135,7 +135,7 @@ impl<'a> Cx<'a> {
                     self.errors
                         .push(err("TYPE", name.span, "`id()` takes no arguments"));
                 }
-                self.t_id(e, sink);
+                self.t_id(e, sink, c.code);
                 Ty::Scalar(ScalarType::U32)
             }
             "sync_threads" => {
@@ -599,12 +599,19 @@ impl<'a> Cx<'a> {
     }
 
     /// [T-ID] `id()` only where its target perspective is known: a variable's initializer or assigned value.
-    pub(super) fn t_id(&mut self, e: &Expr, sink: &Sink) {
-        if sink.id_target.is_none() {
-            self.errors.push(
+    /// An `id()` at the code's own perspective counts the one unit the code is: always 0 (users wrote it
+    /// inside `group(thread[1], ..)` expecting the thread's rank in the block, and got wrong results).
+    pub(super) fn t_id(&mut self, e: &Expr, sink: &Sink, code: Perspective) {
+        match sink.id_target {
+            None => self.errors.push(
                 err("T-ID", e.span, format!("`id()` used in {}: its meaning depends on the perspective of the variable it is assigned to", sink.what))
                     .help("assign id() to a variable whose perspective says which id you want, e.g. `#[at(thread[1])] let tid: u32 = id();`"),
-            );
+            ),
+            Some(p) if p == code && p != Perspective::grid(1) => self.errors.push(
+                err("T-ID", e.span, format!("`id()` at {p} in code at {code} is always 0: it counts the units of {p} within the code it runs in, and this code is one of them"))
+                    .help("take the index where the code still spans the units you mean (before the `group(..)` or `split` that narrowed it, e.g. in the warpgroup's code for a thread's rank in it) and use that variable here"),
+            ),
+            Some(_) => {}
         }
     }
 }
