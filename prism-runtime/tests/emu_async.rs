@@ -223,7 +223,9 @@ fn mbarrier_deadlock_is_reported_at_once() {
         Err(EmuError::Faulted { faults, .. }) => {
             assert_eq!(faults[0].kind, FaultKind::Deadlock, "{}", faults[0].message);
             assert!(
-                faults[0].message.contains("1 of 2 arrivals"),
+                faults[0]
+                    .message
+                    .contains("1 of 2 arrivals done (1 still expected)"),
                 "{}",
                 faults[0].message
             );

@@ -230,8 +230,8 @@ impl L<'_> {
         // The source: read through the async proxy (every generic write to it fenced), and held until the
         // thread's bulk wait for the `.bulk_group` form.
         self.track(b, wi, l, Loc::Shared(soff), size, Acc::Read, pc, src);
-        let ok = if cluster {
-            self.proxy_async_check(b, wi, l, pc, soff, soff + size, name)
+        if cluster {
+            self.proxy_async_check(b, wi, l, pc, soff, soff + size, name);
         } else {
             let tid = self.tid_of(wi, l) as usize;
             let group = b.proxy.store_group(tid, self.nthreads as usize);
@@ -239,10 +239,7 @@ impl L<'_> {
                 tid: tid as u32,
                 group,
             };
-            self.proxy_async_read(b, wi, l, pc, soff, soff + size, holder, name)
-        };
-        if !ok {
-            return !self.abort;
+            self.proxy_async_read(b, wi, l, pc, soff, soff + size, holder, name);
         }
         let data = self.mem_slice(b, Loc::Shared(soff))[..size].to_vec();
         if !self.bulk_write(b, wi, l, pc, dloc, dst, &data, red) {
@@ -310,9 +307,7 @@ impl L<'_> {
         self.track(b, wi, l, dloc, size, acc, pc, dst);
         self.async_write = false;
         if let Loc::Shared(o) = dloc {
-            if !self.proxy_write(b, wi, l, pc, o, size, false) {
-                return false;
-            }
+            self.proxy_write(b, wi, l, pc, o, size, false);
         }
         match red {
             None => self.mem_slice(b, dloc)[..size].copy_from_slice(data),

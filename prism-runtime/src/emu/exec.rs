@@ -50,6 +50,9 @@ mod sched;
 // The async proxy's ordering rules, checked with the race detector.
 #[path = "proxy.rs"]
 mod proxy;
+// Non-bulk cp.async copies in flight until their thread waits for them, checked with the race detector.
+#[path = "cp_async.rs"]
+mod cp_async;
 // Reserved shared memory and the smaller instructions (alu forms that need no block state).
 #[path = "exec_misc.rs"]
 mod misc;
@@ -479,6 +482,8 @@ struct Block {
     done: bool,
     /// Async-proxy state (generic writers, fences, in-flight async reads).
     proxy: proxy::ProxyState,
+    /// Non-bulk `cp.async` copies in flight (race detection).
+    cpa: cp_async::CpAsyncState,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -486,6 +491,17 @@ enum Acc {
     Read,
     Write,
     Atomic,
+}
+
+impl Acc {
+    /// The access as race reports name it.
+    fn name(self) -> &'static str {
+        match self {
+            Acc::Read => "read",
+            Acc::Write => "write",
+            Acc::Atomic => "atomic",
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -546,6 +562,8 @@ struct L<'a> {
     remote: Vec<Option<Vec<u8>>>,
     /// Likewise their mbarriers (multicast copies and remote arrives complete on them).
     remote_mbar: Vec<Option<HashMap<u32, Mbar>>>,
+    /// Bit `r`: block rank `r` of the running block's cluster has exited (its shared memory is gone).
+    remote_exited: u64,
     /// Cluster barriers (`barrier.cluster`), by cluster: (arrived threads, completed phases).
     cbar: HashMap<u32, (u32, u32)>,
     /// The race detector's view of cluster barriers, by (cluster, phase): each block's threads' epochs at

@@ -148,6 +148,7 @@ impl<'a> L<'a> {
             cluster,
             remote: vec![None; csize],
             remote_mbar: vec![None; csize],
+            remote_exited: 0,
             cbar: HashMap::new(),
             csnap: HashMap::new(),
             cexited: HashMap::new(),

@@ -95,7 +95,8 @@ impl ProxyState {
 
 impl L<'_> {
     /// A write of `[o, o + len)` of this block's shared memory by thread `tid` (`generic`: through the
-    /// generic proxy; else a TMA load). False when it faulted.
+    /// generic proxy; else a TMA load). A race is reported and the write goes on: stopping the copy would
+    /// leave its mbarrier without its bytes, a deadlock the program does not have.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn proxy_write(
         &mut self,
@@ -106,9 +107,9 @@ impl L<'_> {
         o: usize,
         len: usize,
         generic: bool,
-    ) -> bool {
+    ) {
         if !self.cfg.check_races {
-            return true;
+            return;
         }
         let tid = self.tid_of(wi, lane) as usize;
         let nthreads = self.nthreads as usize;
@@ -128,9 +129,9 @@ impl L<'_> {
                 if generic { "a" } else { "a TMA" },
                 o + len
             );
-            self.fault(b, wi, Some(lane as u32), pc, FaultKind::DataRace, msg);
-            return false;
+            self.race_fault(b, wi, lane, pc, msg);
         }
+        let p = &mut b.proxy;
         let (w, ep) = if generic {
             (tid as u32 + 1, p.fences[tid])
         } else {
@@ -141,7 +142,14 @@ impl L<'_> {
             p.writer[i] = w;
             p.epoch[i] = ep;
         }
-        true
+    }
+
+    /// Reports a `DataRace` of the async proxy at `pc`, once per instruction (as the race detector does);
+    /// execution goes on.
+    fn race_fault(&mut self, b: &Block, wi: usize, lane: usize, pc: u32, msg: String) {
+        if self.race_seen.insert(pc) {
+            self.fault(b, wi, Some(lane as u32), pc, FaultKind::DataRace, msg);
+        }
     }
 
     /// `proxy_write` through the generic proxy of `size` bytes at `offs[l]` by each lane `l` of `lanes`
@@ -175,7 +183,8 @@ impl L<'_> {
 
     /// An async-proxy read of shared bytes `addrs` (a TMA store's box, a wgmma operand) on behalf of
     /// `holder`: every byte a thread wrote through the generic proxy must have been fenced by that thread
-    /// since. The bytes stay held by `holder` until it is released. False when it faulted.
+    /// since (else a race, reported; the read goes on). The bytes stay held by `holder` until it is
+    /// released.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn proxy_async_read(
         &mut self,
@@ -187,21 +196,18 @@ impl L<'_> {
         hi: usize,
         holder: Holder,
         what: &str,
-    ) -> bool {
+    ) {
         if !self.cfg.check_races || lo >= hi {
-            return true;
+            return;
         }
-        if !self.proxy_async_check(b, wi, lane, pc, lo, hi, what) {
-            return false;
-        }
+        self.proxy_async_check(b, wi, lane, pc, lo, hi, what);
         b.proxy.held.push((lo, hi, holder));
-        true
     }
 
     /// The fence check of an async-proxy read of shared bytes `[lo, hi)` without holding them: for the
     /// copies whose source reads are complete when the instruction completes (here: at issue), the
     /// `.mbarrier::complete_tx::bytes` bulk copies and reductions into shared::cluster memory, whose
-    /// mbarrier is in the destination block. False when it faulted.
+    /// mbarrier is in the destination block. A race is reported (the first unfenced byte); the read goes on.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn proxy_async_check(
         &mut self,
@@ -212,9 +218,14 @@ impl L<'_> {
         lo: usize,
         hi: usize,
         what: &str,
-    ) -> bool {
+    ) {
         if !self.cfg.check_races || lo >= hi {
-            return true;
+            return;
+        }
+        // An async-proxy read of bytes a cp.async still writes (a wgmma operand before the copy's wait) is
+        // a race, reported; the read goes on with the values as they are, like a generic one.
+        if b.cpa.any() {
+            self.cp_async_check(b, wi, lane, pc, lo, hi - lo, what);
         }
         let nthreads = self.nthreads as usize;
         let p = &mut b.proxy;
@@ -227,10 +238,9 @@ impl L<'_> {
                     "{what} reads shared byte {i:#x} through the async proxy, but thread {} wrote it through the generic proxy with no fence.proxy.async since",
                     w - 1
                 );
-                self.fault(b, wi, Some(lane as u32), pc, FaultKind::DataRace, msg);
-                return false;
+                self.race_fault(b, wi, lane, pc, msg);
+                return;
             }
         }
-        true
     }
 }

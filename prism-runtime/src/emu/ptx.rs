@@ -491,8 +491,12 @@ pub(crate) enum MbarOp {
     /// `mbarrier.complete_tx [a], n`: `n` bytes of the expected transactions completed.
     CompleteTx,
     /// `cp.async.mbarrier.arrive.noinc [a]`: an arrive when the thread's earlier `cp.async`s complete (at once
-    /// here, as copies complete at issue).
+    /// here: their data was written at issue; the race detector completes them now, `cp_async.rs`).
     ArriveNoinc,
+    /// `cp.async.mbarrier.arrive [a]` (no `.noinc`): the pending count rises by one now and falls by one when
+    /// the thread's earlier `cp.async`s complete, so no net change; the arrive-on still publishes the
+    /// copies to the phase's waiters.
+    CpAsyncArrive,
 }
 
 /// Decoded instruction kinds.

@@ -54,8 +54,10 @@ impl L<'_> {
                 self.run_slice(&mut live[ci][0])
             } else {
                 // Lend the other blocks' shared memory and mbarriers to this block's slice.
+                self.remote_exited = 0;
                 for (r, other) in live[ci].iter_mut().enumerate() {
                     if r != bi {
+                        self.remote_exited |= (other.done as u64) << r;
                         self.remote[r] = Some(std::mem::take(&mut other.shared));
                         self.remote_mbar[r] = Some(std::mem::take(&mut other.mbar));
                     }
@@ -160,6 +162,7 @@ impl L<'_> {
             carrive: vec![u32::MAX; nthreads as usize],
             done: false,
             proxy: proxy::ProxyState::default(),
+            cpa: cp_async::CpAsyncState::default(),
         }
     }
 

@@ -263,9 +263,7 @@ impl L<'_> {
             self.async_write = true;
             self.track(b, wi, l, bx.sloc, bx.region, Acc::Write, pc, bx.smem);
             self.async_write = false;
-            if !self.proxy_write(b, wi, l, pc, soff, bx.region, false) {
-                return !self.abort;
-            }
+            self.proxy_write(b, wi, l, pc, soff, bx.region, false);
         } else {
             self.track(b, wi, l, bx.sloc, bx.region, Acc::Read, pc, bx.smem);
             let tid = self.tid_of(wi, l) as usize;
@@ -275,9 +273,7 @@ impl L<'_> {
                 group,
             };
             let (lo, hi) = (soff, soff + bx.region);
-            if !self.proxy_async_read(b, wi, l, pc, lo, hi, holder, "a TMA store") {
-                return !self.abort;
-            }
+            self.proxy_async_read(b, wi, l, pc, lo, hi, holder, "a TMA store");
         }
         let writes = match self.copy_box_rows(b, wi, l, pc, &bx, load, red) {
             Some(w) => w,

@@ -19,7 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::{Block, FaultKind, Ls, Operand, Step, Warp, L, TOPBIT};
-use crate::emu::ptx::{PtxType, WgElem, WgmmaOp, WgmmaShape};
+use crate::emu::ptx::{Kind, PtxType, WgElem, WgmmaOp, WgmmaShape};
 
 /// The wgmma state of one block: one entry per warpgroup that issued anything.
 #[derive(Default)]
@@ -29,6 +29,8 @@ pub(super) struct WgState {
     maxnreg: HashMap<u32, u32>,
     /// Per warp of the block: registers of its wgmma ops not yet retired (with multiplicity).
     busy: Vec<Vec<u32>>,
+    /// Per warp of the block: the `setmaxnreg` instructions it executed, in order.
+    setmaxnreg: Vec<Vec<u32>>,
 }
 
 fn reg_indices(op: &Operand, out: &mut Vec<u32>) {
@@ -352,10 +354,9 @@ impl L<'_> {
         } else {
             None
         };
-        let problem = match problem {
-            Some(p) => Some(p),
-            None => self.setmaxnreg_budget(b, g as u32, n),
-        };
+        let problem = problem
+            .or_else(|| self.setmaxnreg_same(b, wi, pc))
+            .or_else(|| self.setmaxnreg_budget(b, g as u32, n));
         if let Some(msg) = problem {
             self.fault(
                 b,
@@ -369,6 +370,54 @@ impl L<'_> {
         }
         Self::advance(w, mask);
         Step::Continue
+    }
+
+    /// The k-th `setmaxnreg` of warp `wi` pairs with the k-th of the other warps of its warpgroup: the PTX
+    /// ISA (setmaxnreg) has all threads of the warpgroup execute the same instruction (`.aligned`), so a
+    /// different one is a misuse. Records it.
+    fn setmaxnreg_same(&self, b: &mut Block, wi: usize, pc: u32) -> Option<String> {
+        let seq = &mut b.wg.setmaxnreg;
+        if seq.len() < b.warps.len() {
+            seq.resize(b.warps.len(), Vec::new());
+        }
+        let k = seq[wi].len();
+        let g = wi / 4;
+        let other = (4 * g..4 * g + 4)
+            .filter(|&o| o != wi)
+            .find_map(|o| seq[o].get(k).filter(|&&p| p != pc).map(|&p| (o, p)));
+        seq[wi].push(pc);
+        let (o, p) = other?;
+        let line = |pc: u32| self.m.code.get(pc as usize).map_or(0, |i| i.line);
+        Some(format!(
+            "setmaxnreg is .aligned over a warpgroup: its warps must execute the same setmaxnreg, but warp {wi} executed the one at PTX line {} where warp {o} of warpgroup {g} executed the one at PTX line {}",
+            line(pc),
+            line(p)
+        ))
+    }
+
+    /// Warp `wi` has exited (at PTX line `line`): every warp of its warpgroup must have executed as many
+    /// `setmaxnreg`s as it did (`.aligned`; a warp that skipped one leaves its partners' registers
+    /// unchanged while they count on the new allotment). False after a fault.
+    pub(super) fn setmaxnreg_at_exit(&mut self, b: &Block, wi: usize, line: u32) -> bool {
+        let seq = &b.wg.setmaxnreg;
+        if seq.is_empty() {
+            return true;
+        }
+        let g = wi / 4;
+        let count = |o: usize| seq.get(o).map_or(0, |v| v.len());
+        let mine = count(wi);
+        // A partner ahead of this warp, or one that exited behind it.
+        let odd = (4 * g..(4 * g + 4).min(b.warps.len()))
+            .filter(|&o| o != wi)
+            .find(|&o| count(o) > mine || (count(o) < mine && b.warps[o].all_exited()));
+        let Some(o) = odd else { return true };
+        let msg = format!(
+            "setmaxnreg is .aligned over a warpgroup: warp {wi} exited at PTX line {line} after {mine} setmaxnreg, but warp {o} of warpgroup {g} executed {}: every warp of the warpgroup must execute each setmaxnreg",
+            count(o)
+        );
+        let pc = seq[wi].last().or(seq[o].last()).copied().unwrap_or(0);
+        self.fault(b, wi, Some(0), pc, FaultKind::CollectiveMisuse, msg);
+        false
     }
 
     /// Records warpgroup `g`'s new count; once every warpgroup of the block has set one, they must fit the
@@ -590,9 +639,9 @@ impl L<'_> {
         for (lo, hi) in ranges {
             let holder = super::proxy::Holder::Wgmma { g, op: idx as u32 };
             self.proxy_async_read(b, wi, 0, pc, lo, hi, holder, "a wgmma");
-            if !self.wgmma_reads_ordered(b, wi, pc, lo, hi) {
-                return false;
-            }
+            // (A race is reported and the op still computes: skipping it would fault the warpgroup's
+            // later wgmmas, a consequence the program does not have.)
+            self.wgmma_reads_ordered(b, wi, pc, lo, hi);
         }
         let state = b.wg.groups.entry(g).or_default();
         let chained = state.ops[idx].chain.and_then(|p| state.ops[p].d.as_deref());
@@ -906,17 +955,13 @@ impl L<'_> {
     /// Read-after-write for wgmma's shared operands: every byte's last writer (a TMA load's issuing thread, a
     /// `st.shared`) must be ordered before the issuing thread (an mbarrier wait on the copy's completion, a
     /// barrier). Only checked, not recorded as a read: when the operands may be rewritten is the async proxy's
-    /// hold (`proxy.rs`), released when the wgmma retires.
-    fn wgmma_reads_ordered(
-        &mut self,
-        b: &mut Block,
-        wi: usize,
-        pc: u32,
-        lo: usize,
-        hi: usize,
-    ) -> bool {
+    /// hold (`proxy.rs`), released when the wgmma retires. A write its thread had completed in program order
+    /// (not a TMA or bulk copy, which completes on an mbarrier) by a thread of the issuing warpgroup is
+    /// ordered before the read: the op starts only once all four warps issued it, each after its own
+    /// writes (CuTe's cp.async wgmma loop: `cp.async.wait_all`, then the wgmma, no barrier).
+    fn wgmma_reads_ordered(&mut self, b: &mut Block, wi: usize, pc: u32, lo: usize, hi: usize) {
         if !self.cfg.check_races {
-            return true;
+            return;
         }
         let hi = hi.min(b.sh_shadow.len());
         let t = b.lin * self.nthreads + self.tid_of(wi, 0);
@@ -933,7 +978,11 @@ impl L<'_> {
             // A writer in another block is a multicast TMA load of the cluster: it completes on this block's
             // own mbarrier, which the happens-before of threads does not model; not checked here.
             let same_block = w != 0 && (w - 1) / nt == t / nt;
+            let warpgroup_done = same_block
+                && ((w - 1) % nt) / 128 == (t % nt) / 128
+                && !self.completes_on_mbarrier(s.w_pc);
             if same_block
+                && !warpgroup_done
                 && w - 1 != t
                 && !Self::ordered(&b.thr_inst, &b.inst, (nt, b.lin * nt), w - 1, s.w_ep, t)
             {
@@ -941,7 +990,7 @@ impl L<'_> {
                 break;
             }
         }
-        let Some((i, u, upc)) = bad else { return true };
+        let Some((i, u, upc)) = bad else { return };
         if self.race_seen.insert(pc) {
             let uline = self.m.code.get(upc as usize).map(|x| x.line).unwrap_or(0);
             let msg = format!(
@@ -951,7 +1000,21 @@ impl L<'_> {
             );
             self.fault(b, wi, Some(0), pc, FaultKind::DataRace, msg);
         }
-        false
+    }
+
+    /// Whether the instruction at `pc` writes shared memory asynchronously, completing on an mbarrier (a
+    /// TMA or bulk copy, `st.async`, `red.async`): its write is not done when its thread goes on.
+    fn completes_on_mbarrier(&self, pc: u32) -> bool {
+        matches!(
+            self.m.code.get(pc as usize).map(|i| &i.kind),
+            Some(
+                Kind::CpAsyncBulkTensor { .. }
+                    | Kind::CpAsyncBulk { .. }
+                    | Kind::AsyncStore { .. }
+                    | Kind::BulkReduce { .. }
+                    | Kind::BulkCopyCluster
+            )
+        )
     }
 }
 

@@ -325,12 +325,46 @@ impl L<'_> {
                 data[..src_size].copy_from_slice(&s[..src_size]);
             }
             self.track(b, wi, l, dl, sz, Acc::Write, pc, dst);
+            if let Loc::Shared(o) = dl {
+                self.cp_async_issue(b, wi, l, pc, o, sz);
+            }
             let d = self.mem_slice(b, dl);
             d[..sz].copy_from_slice(&data[..sz]);
         });
         self.finish_access(pc);
         if !ok {
             return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    /// `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: the copies' data was written
+    /// at issue; what changes is which of them the race detector still holds in flight (`cp_async.rs`).
+    pub(super) fn exec_cp_async_group(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        mask: u32,
+        exec: u32,
+    ) -> Step {
+        if self.cfg.check_races {
+            let commit = ins.kind == Kind::CpAsyncCommit;
+            // wait_group has its N; wait_all has no operand.
+            let n = match ins.args.first() {
+                Some(Operand::Imm(v)) => Some(*v as u32),
+                _ => None,
+            };
+            lanes!(exec, l, {
+                let t = self.tid_of(wi, l) as usize;
+                if commit {
+                    self.cp_async_commit(b, t);
+                } else {
+                    self.cp_async_wait(b, t, n);
+                }
+            });
         }
         Self::advance(w, mask);
         Step::Continue

@@ -87,6 +87,9 @@ impl L<'_> {
                     self.try_complete(b, wi, w, id);
                 }
             }
+            if w.all_exited() && !self.setmaxnreg_at_exit(b, wi, ins.line) {
+                return Step::Stop;
+            }
         }
         Step::Continue
     }

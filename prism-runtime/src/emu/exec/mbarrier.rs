@@ -207,7 +207,8 @@ impl L<'_> {
             | MbarOp::ExpectTx
             | MbarOp::Inval
             | MbarOp::CompleteTx
-            | MbarOp::ArriveNoinc => (0, false),
+            | MbarOp::ArriveNoinc
+            | MbarOp::CpAsyncArrive => (0, false),
             _ => (1, true),
         };
         let a = match &args[ai] {
@@ -267,7 +268,18 @@ impl L<'_> {
             self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
             return false;
         }
+        if matches!(op, MbarOp::ArriveNoinc | MbarOp::CpAsyncArrive) {
+            // The arrive-on follows the completion of the thread's earlier cp.asyncs, so the phase's
+            // waiters are ordered after their writes.
+            self.cp_async_complete(b, t, None);
+        }
         match op {
+            MbarOp::CpAsyncArrive => {
+                if self.cfg.check_races {
+                    note_arrival_hops(b, t, mb.inst);
+                }
+                b.thr_inst[t].push(mb.inst);
+            }
             MbarOp::Arrive | MbarOp::ArriveExpectTx | MbarOp::ArriveDrop | MbarOp::ArriveNoinc => {
                 let mut cnt = 1u32;
                 if op == MbarOp::ArriveExpectTx {
@@ -363,11 +375,14 @@ impl L<'_> {
                 || o.all_exited()
                 || (o.steps - o.spin.1 <= SPIN_GAP && o.steps - o.spin.0 >= SPIN_LIMIT / 2)
         };
+        // A warp whose live lanes all wait at a `bar.sync` / `barrier.sync` will not arrive on an mbarrier
+        // either: its barrier completes only when the spinning threads reach it, and they cannot leave
+        // their loops.
         if !b
             .warps
             .iter()
             .enumerate()
-            .all(|(i, o)| i == wi || spinning(o))
+            .all(|(i, o)| i == wi || spinning(o) || at_barrier(o))
         {
             return false;
         }
@@ -375,17 +390,42 @@ impl L<'_> {
             return false;
         };
         let msg = format!(
-            "deadlock: every warp of the block keeps waiting on mbarriers whose phases cannot complete (no thread is left to arrive); \
-             this one waits at shared 0x{off:x} for the phase of parity {} while it is in phase {} with {} of {} arrivals and {} transaction bytes outstanding \
+            "deadlock: every warp of the block keeps waiting on mbarriers whose phases cannot complete{} (no thread is left to arrive); \
+             this one waits at shared 0x{off:x} for the phase of parity {} while it is in phase {} with {} of {} arrivals done ({} still expected) and {} transaction bytes outstanding \
              (a producer and a consumer visiting different steps of a ring, consumers taking turns out of order — a ring's turns alternate consumer 0, 1, 0, 1 —, a missing arrive, or a wait for the wrong parity)",
+            self.barrier_waiters_note(b),
             tok & 1,
             mb.phase,
-            mb.pending,
+            mb.expected.saturating_sub(mb.pending),
             mb.expected,
+            mb.pending,
             mb.tx
         );
         self.fault(b, wi, Some(l as u32), pc, FaultKind::Deadlock, msg);
         true
+    }
+
+    /// For the deadlock report: the warps that wait at a barrier instead of spinning, and where (empty
+    /// when there are none).
+    fn barrier_waiters_note(&self, b: &Block) -> String {
+        let waiting: Vec<String> = b
+            .warps
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.exist != 0 && !o.all_exited() && at_barrier(o))
+            .map(|(i, o)| {
+                let l = (0..32).find(|&l| o.st[l] == Ls::Bar).unwrap_or(0);
+                let line = self.m.code.get(o.pc[l] as usize).map_or(0, |x| x.line);
+                format!("warp {i} at PTX line {line}")
+            })
+            .collect();
+        if waiting.is_empty() {
+            return String::new();
+        }
+        format!(
+            ", or at a barrier the spinning warps never reach ({})",
+            waiting.join(", ")
+        )
     }
 
     /// `mbarrier.init` of the mbarrier at shared offset `off` by lane `l` with the expected arrival count
@@ -441,6 +481,19 @@ impl L<'_> {
         );
         true
     }
+}
+
+/// Whether every live lane of warp `o` waits at a block barrier (`bar.sync`, `barrier.sync`), some at least.
+fn at_barrier(o: &Warp) -> bool {
+    let live = (0..32).filter(|&l| o.exist & (1 << l) != 0 && o.st[l] != Ls::Exit);
+    let mut any = false;
+    for l in live {
+        if o.st[l] != Ls::Bar {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 fn mark_mbar_waiter(b: &mut Block, off: u32, t: usize) {

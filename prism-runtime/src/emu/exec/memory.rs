@@ -75,6 +75,21 @@ impl L<'_> {
                         self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
                         return None;
                     }
+                    // Distributed shared memory lives as long as its block: a block must not exit
+                    // while others of its cluster may still access it (CUDA Programming Guide,
+                    // distributed shared memory), so an access after that is undefined behaviour.
+                    if (self.remote_exited >> r) & 1 != 0 {
+                        let msg = format!("shared::cluster access of {size} bytes at offset 0x{a:x} of block rank {r} of the cluster, which has exited: its shared memory no longer exists (keep every block until its peers are done with it, e.g. a barrier.cluster before exit)");
+                        self.fault(
+                            b,
+                            wi,
+                            Some(lane as u32),
+                            pc,
+                            FaultKind::InvalidOperation,
+                            msg,
+                        );
+                        return None;
+                    }
                     return Some(Loc::Remote(r as usize, a as usize));
                 }
                 if a as usize + size <= self.smem_size {

@@ -55,6 +55,9 @@ impl L<'_> {
                 self.race(b, wi, lane, Some(i), o, size, acc, pc, gaddr);
             }
             Loc::Shared(o) => {
+                if b.cpa.any() {
+                    self.cp_async_check(b, wi, lane, pc, o, size, acc.name());
+                }
                 self.race(b, wi, lane, None, o, size, acc, pc, o as u64);
                 if acc != Acc::Read && !self.async_write {
                     self.proxy_write(b, wi, lane, pc, o, size, true);
@@ -160,11 +163,7 @@ impl L<'_> {
         let ub = u / nt;
         let ul = u % nt;
         let uline = self.m.code.get(upc as usize).map(|i| i.line).unwrap_or(0);
-        let what = match acc {
-            Acc::Read => "read",
-            Acc::Write => "write",
-            Acc::Atomic => "atomic",
-        };
+        let what = acc.name();
         let space = if global { "global" } else { "shared" };
         let msg = format!(
             "data race on {} memory at {}0x{:x}: {} by thread {} conflicts with an unordered {} by thread {} of block #{} at PTX line {} (no barrier between them)",

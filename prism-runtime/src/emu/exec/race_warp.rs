@@ -167,6 +167,9 @@ impl L<'_> {
         if lanes == 0 {
             return;
         }
+        if alloc.is_none() && b.cpa.any() {
+            self.cp_async_check_lanes(b, wi, offs, lanes, size, acc.name(), pc);
+        }
         if let Some(i) = alloc {
             let a = &mut self.allocs[i];
             if a.shadow_launch != self.launch_id {

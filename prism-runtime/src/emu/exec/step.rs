@@ -296,7 +296,10 @@ impl L<'_> {
                 return self.exec_atom_vec(b, wi, w, ins, pc, mask, exec, form);
             }
             Kind::Bra => return self.exec_bra(w, ins, pc, mask, exec),
-            Kind::Nop | Kind::CpAsyncCommit | Kind::CpAsyncWait => Self::advance(w, mask),
+            Kind::Nop => Self::advance(w, mask),
+            Kind::CpAsyncCommit | Kind::CpAsyncWait => {
+                return self.exec_cp_async_group(b, wi, w, ins, mask, exec)
+            }
             Kind::Fence => return self.exec_fence(b, wi, w, mask, exec),
             Kind::Exit | Kind::Ret => return self.exec_exit(b, wi, w, ins, mask, exec),
             Kind::Call => return self.exec_call(b, wi, w, ins, pc, mask, exec),

@@ -482,12 +482,12 @@ pub(super) fn decode_copy(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
             } else if has("async") && (has("wait_group") || has("wait_all")) {
                 Kind::CpAsyncWait
             } else if has("async") && mods.iter().any(|x| x.starts_with("mbarrier")) {
-                // cp.async.mbarrier.arrive: the copies complete at issue, so the arrive-on happens at once;
-                // without .noinc it also raised the pending count by one first (no net change).
+                // cp.async.mbarrier.arrive: the copies' data is written at issue, so the arrive-on happens
+                // at once; without .noinc it also raised the pending count by one first (no net change).
                 if has("noinc") {
                     Kind::Mbarrier(MbarOp::ArriveNoinc)
                 } else {
-                    Kind::Nop
+                    Kind::Mbarrier(MbarOp::CpAsyncArrive)
                 }
             } else if has("async") {
                 let sz = p
