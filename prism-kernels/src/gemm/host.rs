@@ -42,8 +42,6 @@ pub(super) fn sms(dev: &Device) -> u64 {
     dev.properties().multiprocessors.unwrap_or(132).max(1) as u64
 }
 
-
-
 /// One kernel instance of the bf16 GEMM ladder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GemmBf16Variant {

@@ -424,9 +424,9 @@ pub fn consume_tiles_bf16<const HALF: u32, const N: u32, const GROUP_M: u32>(
 
 // Rung 7 calls the device functions above (macro scope: declared after them).
 mod cluster_persistent;
-mod host;
 mod cluster_tma_store;
 mod hilbert;
+mod host;
 mod pingpong;
 mod schedule;
 mod tma_store;
@@ -436,8 +436,8 @@ pub use cluster_persistent::gemm_bf16_cluster_persistent;
 pub use cluster_tma_store::gemm_bf16_cluster_tma_store;
 pub use hilbert::{hilbert_order, wave_footprint};
 pub(crate) use host::same_device;
-use host::{operand_map, resident_clusters, sms};
 pub use host::{gemm_bf16, gemm_bf16_kn, gemm_bf16_with_schedule, GemmBf16Variant, GemmError};
+use host::{operand_map, resident_clusters, sms};
 pub use pingpong::{
     consume_turns_bf16, consume_turns_f32, drain_turn, gemm_bf16_cluster_pingpong,
     gemm_bf16_pingpong, gemm_bf16_pingpong_f32,
