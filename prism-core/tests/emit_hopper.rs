@@ -1074,6 +1074,78 @@ fn peer_reads_the_sibling_blocks_shared_memory() {
     }
 }
 
+/// Two `peer` views of one allocation at once (both only read): each block of a 4-block cluster adds its two
+/// next blocks' values, `out[b][t] = x[(b + 1) % 4][t] + 10 · x[(b + 2) % 4][t]` (nesting was refused with
+/// PEER-HIDDEN, and the workaround cost two more cluster barriers).
+const TWO_PEERS: &str = r#"
+#[prism_kernel(requires(grid[1], block[4], block[1], thread[1]), threads = 32, cluster = 4)]
+pub fn two_peers(x: *const f32, out: *mut f32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(out, block[1], |i| b * 32 + i, |o_blk| {
+        group(block[4], || {
+            let s: Shared<[f32; 32]>;
+            #[at(block[1])]
+            let r: u32 = id();
+            group(block[1], || {
+                #[at(thread[1])]
+                let t: u32 = id();
+                partition(s, thread[1], |j| t + j, |s_t| {
+                    group(thread[1], || {
+                        s_t[0] = x[b * 32 + t];
+                    });
+                });
+            });
+            peer(s, (r + 1) % 4, |p1| {
+                peer(s, (r + 2) % 4, |p2| {
+                    group(block[1], || {
+                        #[at(thread[1])]
+                        let t: u32 = id();
+                        partition(o_blk, thread[1], |i| t + i, |o_t| {
+                            group(thread[1], || {
+                                o_t[0] = p1[t] + p2[t] * 10.0;
+                            });
+                        });
+                    });
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn nested_peers_read_two_blocks_at_once() {
+    let ks = compile_src(TWO_PEERS);
+    assemble_all(&ks);
+    let k = &ks[0];
+    let mut g = rng(21);
+    let x: Vec<f32> = (0..8 * 32).map(|_| g()).collect();
+    let mut emu = Emulator::new(EmuConfig::default());
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let dx = buf(&mut emu, &bytes);
+    let out = buf(&mut emu, &f32::NAN.to_le_bytes().repeat(8 * 32));
+    let module = Module::parse(&k.ptx).expect("parse");
+    emu.launch_cluster(
+        &module,
+        &k.entry,
+        [8, 1, 1],
+        [32, 1, 1],
+        Some([4, 1, 1]),
+        k.contract.smem_bytes,
+        &[ParamValue::Ptr(dx), ParamValue::Ptr(out)],
+    )
+    .expect("cluster launch");
+    let got = emu.read(out, 8 * 32 * 4).expect("read");
+    for (i, w) in got.chunks_exact(4).enumerate() {
+        let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let (blk, t) = (i / 32, i % 32);
+        let base = blk / 4 * 4;
+        let at = |r: usize| x[(base + (blk % 4 + r) % 4) * 32 + t];
+        assert_eq!(v, at(1) + at(2) * 10.0, "block {blk} thread {t}");
+    }
+}
+
 /// The wait for a run of wgmmas goes as late as the dependences allow: a statement that names no
 /// accumulator or operand runs while the wgmmas are in flight.
 #[test]

@@ -525,7 +525,12 @@ impl Cx<'_> {
                 );
             }
         }
-        let Some(vi) = self.use_var(target) else {
+        // A `peer` of an allocation another `peer` is reading: both views only read it, and the outer one's
+        // closing cluster barrier still keeps every block from rewriting it before all have read.
+        let nested = self
+            .lookup(&target.name)
+            .filter(|&i| matches!(self.vars[i].hidden, Some(Hidden::Peer(_))));
+        let Some(vi) = nested.or_else(|| self.use_var(target)) else {
             self.body_after_error(new_name, body, code);
             return;
         };

@@ -97,7 +97,7 @@ impl<'a> Cx<'a> {
                     format!("`{}` is read by the other blocks of the cluster here: it cannot be used until `peer` ends", id.name),
                 )
                 .note(s, "peer begins here")
-                .help("read what this block needs of it into thread variables before the `peer`; `peer` views of one allocation do not nest either: open the next one after this one ends"),
+                .help("read what this block needs of it into thread variables before the `peer` (another block's copy is read through a `peer` nested in this one)"),
             };
             self.errors.push(d);
             return None;
