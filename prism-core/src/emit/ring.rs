@@ -358,9 +358,25 @@ impl Em {
         self.fill_slots.truncate(marks);
         self.env.pop();
         r?;
-        // The slot goes back (to the drains, to the producer) once the body's copies are done with it: a
-        // fill's `cp_async`s have written it (they complete on no mbarrier), a drain's `tma_store`s have read
-        // it (`wait_group.read`; the global write may go on).
+        self.slot_copies_done(fill, start);
+        if !fill && self.wgmma_open && self.drain_deferred.is_some() && stages >= 2 {
+            // The body ends in issued wgmmas: keep them in flight across the next step. The slot goes back
+            // one step late, so this needs a second slot: with one, the next fill would wait for it forever.
+            self.drain_defer(&arrive_addr, release);
+            return Ok(());
+        }
+        // The body's wgmmas retire before the slot is handed back.
+        if self.wgmma_open {
+            self.wgmma_retire();
+        }
+        self.ring_arrive(&arrive_addr, None, release);
+        Ok(())
+    }
+
+    /// The slot goes back (to the drains, to the producer) once the body's copies are done with it: a
+    /// fill's `cp_async`s have written it (they complete on no mbarrier), a drain's `tma_store`s have read
+    /// it (`wait_group.read`; the global write may go on). `start`: where the body's statements begin.
+    fn slot_copies_done(&mut self, fill: bool, start: usize) {
         let issued = |em: &Em, copy: &dyn Fn(&str) -> bool| {
             em.body[start..].iter().any(|p| match p {
                 super::body::Piece::Stmt(crate::ptx::Stmt::Instr(i)) => copy(&i.opcode),
@@ -375,18 +391,6 @@ impl Em {
         if !fill && issued(self, &store) {
             self.raw_line("cp.async.bulk.wait_group.read 0;");
         }
-        if !fill && self.wgmma_open && self.drain_deferred.is_some() && stages >= 2 {
-            // The body ends in issued wgmmas: keep them in flight across the next step. The slot goes back
-            // one step late, so this needs a second slot: with one, the next fill would wait for it forever.
-            self.drain_defer(&arrive_addr, release);
-            return Ok(());
-        }
-        // The body's wgmmas retire before the slot is handed back.
-        if self.wgmma_open {
-            self.wgmma_retire();
-        }
-        self.ring_arrive(&arrive_addr, None, release);
-        Ok(())
     }
 
     /// [TMA] The slots a fill's body TMA-loads start on 128 bytes: the memory's first does (a linear memory
