@@ -1182,10 +1182,11 @@ fn independent_statements_run_before_the_wait() {
 
 /// A ring stepped by a loop the compiler unrolls (constant trip count, found by the Hopper property test):
 /// each `fill`/`drain` site counts its arrivals once, not once per unrolled copy, or the phases never complete.
-/// Both arms are whole warpgroups, so lane 0 of each warp arrives for it: 4 arrivals per phase.
+/// Both arms are whole warpgroups, so lane 0 of each warp arrives for it: 4 arrivals per phase (the fill's
+/// bulk copies are one thread's, inside the warpgroup's site).
 const UNROLLED_RING: &str = r#"
 #[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 256, smem = 140000)]
-fn generated(a: *const f32, c: *mut f32, n: u32) {
+fn generated(a: *const bf16, c: *mut f32, n: u32) {
 group(block[1], || {
 let rs: Shared<[bf16; 2 * 64 * 64], Swizzle128>;
 let rt: Shared<[bf16; 2 * 64 * 64], Swizzle128>;
@@ -1193,7 +1194,7 @@ ring(2, (rs, rt), |rr| {
 match split(warpgroup) {
 1 => {
 for i in 0..5 {
-fill(rr, i, |rs_f, rt_f| {});
+fill(rr, i, |rs_f, rt_f| match split(thread) { 1 => { cp_async_bulk(rs_f, 0, a, 0, 8192); cp_async_bulk(rt_f, 0, a, 0, 8192); } });
 }
 }
 1 => {
@@ -1218,7 +1219,7 @@ fn unrolled_ring_steps_count_each_site_once() {
     assert!(k.ptx.contains("[__prism_ring0_full+0], 4;"), "{}", k.ptx);
     assert!(k.ptx.contains("[__prism_ring0_empty+0], 4;"), "{}", k.ptx);
     let mut emu = Emulator::new(EmuConfig::default());
-    let a = emu.alloc(4096);
+    let a = emu.alloc(8192);
     let c = emu.alloc(4096);
     launch(
         &mut emu,

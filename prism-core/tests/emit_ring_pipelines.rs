@@ -520,3 +520,143 @@ fn a_fill_that_loads_a_memory_on_some_paths_is_an_error() {
     let e = texts(&emit_errors(&format!("{STORE_TILE}{both}")));
     assert!(e.is_empty(), "{e}");
 }
+
+/// Runs a 64 × 64 · (64 × k) GEMM kernel whose parameters are (a, b, c, k_tiles), k_tiles 1, 3 and 5.
+fn run_single_tile(k: &CompiledKernel, seed: u64) {
+    for k_tiles in [1usize, 3, 5] {
+        let kk = 64 * k_tiles;
+        let (ab, av) = matrix(64, kk, seed + k_tiles as u64);
+        let (bb, bv) = matrix(64, kk, seed + 10 + k_tiles as u64);
+        let want = tiles_reference(&av, &bv, 1, kk);
+        let setup = |emu: &mut Emulator| {
+            let (da, db) = (buf(emu, &ab), buf(emu, &bb));
+            let dc = buf(emu, &f32::NAN.to_le_bytes().repeat(4096));
+            let params = vec![
+                tmap(k, 0, da, 64, kk as u64),
+                tmap(k, 1, db, 64, kk as u64),
+                ParamValue::Ptr(dc),
+                ParamValue::U32(k_tiles as u32),
+            ];
+            (params, dc)
+        };
+        let check = |emu: &Emulator, dc: u64| {
+            assert_close(
+                &format!("{} at {k_tiles} k-steps", k.entry),
+                &f32s(emu, dc, 4096),
+                &want,
+            );
+        };
+        run_each_schedule(k, 1, &setup, &check);
+    }
+}
+
+/// The prefetching fill written inside the drain, before its wgmmas: the previous drain's slot (the one the
+/// fill waits for) goes back at the head of the loop body, since the drain does not begin with wgmmas (with
+/// two slots this deadlocked from three k-steps on).
+#[test]
+fn a_fill_inside_a_drain_gets_the_slot_the_previous_drain_held() {
+    let fill = "                    if kt + 1 < k_tiles {
+                        fill(r, kt + 1, |sa_s, sb_s| match split(thread) {
+                            1 => {
+                                tma_load(sa_s, a, (kt + 1) * 64, 0);
+                                tma_load(sb_s, b, (kt + 1) * 64, 0);
+                            }
+                        });
+                    }
+";
+    let drain = "                    drain(r, kt, |sa_s, sb_s| {\n";
+    assert!(SELF_PIPE.contains(fill) && SELF_PIPE.contains(drain));
+    let src = SELF_PIPE
+        .replace(fill, "")
+        .replace(
+            drain,
+            &format!(
+                "{drain}{}",
+                fill.replace(
+                    "fill(r, kt + 1, |sa_s, sb_s|",
+                    "fill(r, kt + 1, |sa_n, sb_n|"
+                )
+                .replace("tma_load(sa_s", "tma_load(sa_n")
+                .replace("tma_load(sb_s", "tma_load(sb_n")
+            ),
+        )
+        .replace("pub fn self_pipe", "pub fn fill_in_drain");
+    let ks = compile_src(&format!("{STORE_TILE}{src}"));
+    assemble_all(&ks);
+    run_single_tile(&ks[0], 100);
+}
+
+/// A drain nested in another's body, the wgmmas reading both slots: the outer drain's slot goes back only
+/// after the group the inner drain kept in flight retired (it went back at once, and the producer refilled
+/// it under the running wgmmas once the ring wrapped around).
+const NESTED_DRAINS: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], warpgroup), threads = 256)]
+pub fn nested_drains(a: TensorMap<bf16, 2>, b: TensorMap<bf16, 2>, c: *mut f32, k_tiles: u32) {
+    partition(c, block[1], |x| x, |c_blk| {
+        group(block[1], || {
+            let sa: Shared<[bf16; 2 * 64 * 64], Swizzle128>;
+            let sb: Shared<[bf16; 3 * 64 * 64], Swizzle128>;
+            partition(c_blk, thread[128], |x| x, |c_wg| {
+                ring(2, sa, |r1| {
+                    ring(3, sb, |r2| match split(warpgroup) {
+                        1 => {
+                            for kt in 0..k_tiles {
+                                fill(r1, kt, |sa_s| match split(thread) {
+                                    1 => {
+                                        tma_load(sa_s, a, kt * 64, 0);
+                                    }
+                                });
+                                fill(r2, kt, |sb_s| match split(thread) {
+                                    1 => {
+                                        tma_load(sb_s, b, kt * 64, 0);
+                                    }
+                                });
+                            }
+                        }
+                        1 => {
+                            #[at(thread[1])]
+                            let mut acc = [0.0f32; 32];
+                            for kt in 0..k_tiles {
+                                drain(r1, kt, |sa_s| {
+                                    drain(r2, kt, |sb_s| {
+                                        for kk in 0..4 {
+                                            wgmma_bf16(&mut acc, sa_s, kk * 16, sb_s, kk * 16, kt > 0 || kk > 0);
+                                        }
+                                    });
+                                });
+                            }
+                            store_tile(c_wg, &acc);
+                        }
+                    });
+                });
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn a_nested_drain_keeps_the_outer_slot_until_its_wgmmas_retire() {
+    let ks = compile_src(&format!("{STORE_TILE}{NESTED_DRAINS}"));
+    assemble_all(&ks);
+    run_single_tile(&ks[0], 120);
+}
+
+/// A fill that loads nothing leaves the drains reading stale slots: an error. Copies in a `for` over a
+/// constant range that is not a literal (`0..L / 128` with `L` a const generic) load on every path.
+#[test]
+fn empty_fills_are_errors_and_constant_loops_load() {
+    let empty = COPY_FILL.replace("@COPY@", "match split(thread) { 1 => { } }");
+    let e = texts(&emit_errors(&empty));
+    assert!(e.contains("[RING]") && e.contains("loads none of"), "{e}");
+    let looped = COPY_FILL
+        .replace("pub fn copy_fill(", "pub fn copy_fill<const L: u32>(")
+        .replace("#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64)]", "#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64, instances = [256])]")
+        .replace(
+            "@COPY@",
+            "{ group(thread[1], || { for q in 0..L / 128 { cp_async(s_s, l + 32 * q, x, i * 64 + l + 32 * q, 4); } }); }",
+        );
+    let e = texts(&emit_errors(&looped));
+    assert!(e.is_empty(), "{e}");
+    run_copy_fill(&compile_src(&looped)[0]);
+}

@@ -122,6 +122,7 @@ fn hopper_programs_never_misuse_collectives() {
                         tensor_map(ga, 256),
                         tensor_map(gb, 64),
                         tensor_map(gd, 256),
+                        ParamValue::Ptr(ga),
                     ],
                 );
                 match result {

@@ -12,7 +12,7 @@
 
 use super::walk::{walk_calls, walk_vars};
 use super::{err, Cx, Hidden, Sink, Space, Ty};
-use crate::ast::{Block, Expr, ExprKind, Ident, Lit, Perspective, ScalarType, StmtKind};
+use crate::ast::{Block, Expr, ExprKind, Ident, Perspective, ScalarType, StmtKind};
 use proc_macro2::Span;
 
 impl Cx<'_> {
@@ -422,10 +422,23 @@ impl Cx<'_> {
             }
         }
         self.body(body, code);
-        // A fill completes its slot for the drains: a memory it never loads, when it loads the others, would
-        // be read as whatever the slot held before (a previous step's tile, or nothing at all). A fill that
-        // loads nothing only hands the slot over (pipeline tests do).
+        // A fill completes its slot for the drains: a memory it never loads would be read as whatever the
+        // slot held before (a previous step's tile, or nothing at all).
         let loaded = |k: usize| self.vars.get(mark + k).is_none_or(|v| v.used);
+        if fill && !names.is_empty() && !(0..names.len()).any(loaded) {
+            self.errors.push(
+                err(
+                    "RING",
+                    names[0].span,
+                    "this `fill` loads none of the ring's memories: the drains of its step would read the slots as they were before (an earlier step's data, or memory nothing wrote)",
+                )
+                .help("load every memory of the ring in the fill (`tma_load(a_s, map, ..)`, `cp_async_bulk`, `cp_async`)"),
+            );
+        }
+        let every_path: Vec<bool> = names
+            .iter()
+            .map(|n| loads_on_every_path(body, &n.name, &|e| self.eval(e).ok()))
+            .collect();
         if fill && (0..names.len()).any(loaded) {
             for (k, n) in names.iter().enumerate() {
                 if !loaded(k) {
@@ -437,7 +450,7 @@ impl Cx<'_> {
                         )
                         .help(format!("load it in this fill (`tma_load({}, map, ..)`), or take the memory out of the ring", n.name)),
                     );
-                } else if !loads_on_every_path(body, &n.name) {
+                } else if !every_path[k] {
                     self.errors.push(
                         err(
                             "RING",
@@ -677,10 +690,10 @@ impl Cx<'_> {
 /// [RING] Whether every run of a fill's body `b` loads the slot of fill name `n`: a simple statement that
 /// names it (a fill name is only ever a copy's destination, ASYNC-ONLY), an `if` both of whose sides do, a
 /// body that runs (`group`, a split arm, a partition, claim or `async_` scope, a `for` over a non-empty
-/// literal range); not a `while` or another `for`, which may not run. A `tma_load_multicast` counts under
+/// constant range: `konst` evaluates literals and const generics); not a `while` or another `for`, which may not run. A `tma_load_multicast` counts under
 /// any condition: in a cluster ring one block loads the slot for all of them (`if rank == 0 { .. }`), and
 /// each block's full mbarrier expects its bytes whichever block issues it.
-fn loads_on_every_path(b: &Block, n: &str) -> bool {
+fn loads_on_every_path(b: &Block, n: &str, konst: &dyn Fn(&Expr) -> Option<i64>) -> bool {
     let mut multicast = false;
     walk_calls(b, &mut |name, call| {
         if let ExprKind::Call { args, .. } = &call.kind {
@@ -688,18 +701,14 @@ fn loads_on_every_path(b: &Block, n: &str) -> bool {
                 && matches!(args.first().map(|a| &a.kind), Some(ExprKind::Var(v)) if v.name == n);
         }
     });
-    multicast || surely(b, n)
+    multicast || surely(b, n, konst)
 }
 
-fn surely(b: &Block, n: &str) -> bool {
+fn surely(b: &Block, n: &str, konst: &dyn Fn(&Expr) -> Option<i64>) -> bool {
     let names = |e: &Expr| {
         let mut hit = false;
         walk_vars(e, &mut |v| hit |= v == n);
         hit
-    };
-    let lit = |e: &Expr| match &e.kind {
-        ExprKind::Lit(Lit::Int(v, _)) => Some(*v),
-        _ => None,
     };
     b.stmts.iter().any(|s| match &s.kind {
         StmtKind::Let { init, .. } => init.as_ref().is_some_and(names),
@@ -709,16 +718,21 @@ fn surely(b: &Block, n: &str) -> bool {
             then_block,
             else_block,
             ..
-        } => surely(then_block, n) && else_block.as_ref().is_some_and(|e| surely(e, n)),
+        } => {
+            surely(then_block, n, konst) && else_block.as_ref().is_some_and(|e| surely(e, n, konst))
+        }
         StmtKind::For {
             start, end, body, ..
-        } => matches!((lit(start), lit(end)), (Some(a), Some(z)) if a < z) && surely(body, n),
+        } => {
+            matches!((konst(start), konst(end)), (Some(a), Some(z)) if a < z)
+                && surely(body, n, konst)
+        }
         StmtKind::Group { body, .. }
         | StmtKind::Partition { body, .. }
         | StmtKind::Claim { body, .. }
         | StmtKind::Async { body, .. }
-        | StmtKind::Unsafe { body } => surely(body, n),
-        StmtKind::Split { arms, .. } => arms.iter().any(|a| surely(&a.body, n)),
+        | StmtKind::Unsafe { body } => surely(body, n, konst),
+        StmtKind::Split { arms, .. } => arms.iter().any(|a| surely(&a.body, n, konst)),
         _ => false,
     })
 }

@@ -163,12 +163,15 @@ impl Em {
         let r = self.block(body).map(|_| ());
         self.runtime_loops -= 1;
         r?;
+        // A drain whose body begins with wgmmas issues more into the group in flight; one that begins with
+        // anything else (a prefetching `fill`) must see the slot handed back first.
         let first_drains = matches!(
             body.stmts.first().map(|s| &s.kind),
             Some(StmtKind::RingUse {
                 op: crate::ast::RingOp::Drain,
+                body,
                 ..
-            })
+            }) if body.stmts.first().is_some_and(super::stmt::is_wgmma_stmt)
         );
         // An open run is retired by the branch back to the head (`Em::line`).
         if !self.wgmma_inflight || self.wgmma_open || first_drains {

@@ -365,10 +365,9 @@ impl Em {
             self.drain_defer(&arrive_addr, release);
             return Ok(());
         }
-        // The body's wgmmas retire before the slot is handed back.
-        if self.wgmma_open {
-            self.wgmma_retire();
-        }
+        // The body's wgmmas retire before the slot is handed back, those a drain nested in the body keeps
+        // in flight too (they may read this slot as well).
+        self.wgmma_retire();
         self.ring_arrive(&arrive_addr, None, release);
         Ok(())
     }

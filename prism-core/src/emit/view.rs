@@ -310,8 +310,9 @@ impl Em {
             return Err(err(
                 "SHARED-INDEX",
                 span,
-                format!("a {what} needs {extent} elements but the shared memory has {len}"),
-            ));
+                format!("this access covers {extent} elements (a copy, vector access or matrix row of that size) but the shared memory it goes to has {len} (the whole allocation, or ring slot)"),
+            )
+            .help(format!("move at most {len} elements in one access, or make the allocation (each slot of a ring) larger")));
         }
         let last = len - extent;
         match i {

@@ -40,7 +40,7 @@ pub fn generate_hopper(rng: &mut Rng) -> String {
     format!(
         "{K_STEP}#[prism_kernel({attrs}, threads = {threads}, smem = 200000)]\n\
          fn generated(a: *const f32, c: *mut f32, n: u32, ta: TensorMap<bf16, 2>, tb: TensorMap<bf16, 2>, \
-         td: TensorMapMut<bf16, 2>) {{\n\
+         td: TensorMapMut<bf16, 2>, abf: *const bf16) {{\n\
          {rank}#[at(block[1])] let eb: u32 = id();\ngroup(block[1], || {{\n\
          let ep: Shared<[bf16; 64 * 64], Swizzle128>;\npartition(ep, thread[128], |x| x, |ep_w| {{\n{body}}});\n}});\n{tail}}}\n"
     )
@@ -135,9 +135,10 @@ fn ring(rng: &mut Rng, out: &mut String, r: usize, groups: u32, cluster: bool) {
         out.push_str(&format!("set_max_regs({});\n", regs(rng, true)));
     }
     for (lo, hi) in &loops {
-        // Empty fills (the producer only hands the slot over), or one thread loads both tiles with TMA.
+        // One thread loads both tiles: with bulk copies of `a`'s first bytes, or with TMA (a fill loads every
+        // memory of its ring: rule RING).
         let body = match (tma, cluster && multicast) {
-            (false, _) => "",
+            (false, _) => "match split(thread) {\n1 => {\ncp_async_bulk(rs_f, 0, abf, 0, 8192);\ncp_async_bulk(rt_f, 0, abf, 0, 8192);\n}\n}\n",
             (true, false) => "match split(thread) {\n1 => {\ntma_load(rs_f, ta, 0, (i % 4) * 64);\ntma_load(rt_f, tb, 0, 0);\n}\n}\n",
             (true, true) => "match split(thread) {\n1 => {\ntma_load(rs_f, ta, 0, (i % 4) * 64);\nif rank == 0 {\ntma_load_multicast(rt_f, tb, 0, 0);\n}\n}\n}\n",
         };

@@ -44,7 +44,7 @@ const WARPGROUP: &str = "let wa: Shared<[bf16; 64 * 64], Swizzle128>;\nlet wb: S
 /// A pipeline: a producer and a consumer warpgroup step through a two-slot ring (accepted only when both
 /// arms fit the block: 256 threads).
 const RING: &str = "let rs: Shared<[f32; 2 * 128]>;\nring(2, rs, |rr| {\nmatch split(warpgroup) {\n\
-                    1 => {\nfor i in 0..3 {\nfill(rr, i, |rs_f| {});\n}\n}\n\
+                    1 => {\nfor i in 0..3 {\nfill(rr, i, |rs_f| match split(thread) {\n1 => {\ncp_async_bulk(rs_f, 0, a, i * 128, 512);\n}\n});\n}\n}\n\
                     1 => {\nfor i in 0..3 {\ndrain(rr, i, |rs_d| {\n#[at(thread[1])] let rv: f32 = rs_d[i];\n});\n}\n}\n\
                     }\n});\n";
 

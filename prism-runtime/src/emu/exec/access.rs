@@ -431,7 +431,14 @@ impl L<'_> {
             let data = self.mem_slice(b, sl)[..size].to_vec();
             self.track(b, wi, l, sl, size, Acc::Read, pc, src);
             if targets & (1 << b.crank) != 0 {
+                // Bulk copies write through the async proxy (PTX ISA, cp.async.bulk), as TMA does: a wgmma
+                // may read the bytes after the mbarrier wait with no proxy fence.
+                self.async_write = true;
                 self.track(b, wi, l, dl, size, Acc::Write, pc, dst);
+                self.async_write = false;
+                if let Loc::Shared(o) = dl {
+                    self.proxy_write(b, wi, l, pc, o, size, false);
+                }
                 self.mem_slice(b, dl)[..size].copy_from_slice(&data);
             }
             self.finish_access(pc);
