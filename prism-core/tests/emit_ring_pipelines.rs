@@ -232,28 +232,7 @@ pub fn self_pipe(a: TensorMap<bf16, 2>, b: TensorMap<bf16, 2>, c: *mut f32, k_ti
 fn one_warpgroup_prefetches_into_a_two_slot_ring() {
     let ks = compile_src(&format!("{STORE_TILE}{SELF_PIPE}"));
     assemble_all(&ks);
-    let k = &ks[0];
-    for k_tiles in [1usize, 2, 5] {
-        let kk = 64 * k_tiles;
-        let (ab, av) = matrix(64, kk, 60 + k_tiles as u64);
-        let (bb, bv) = matrix(64, kk, 70 + k_tiles as u64);
-        let want = tiles_reference(&av, &bv, 1, kk);
-        let setup = |emu: &mut Emulator| {
-            let (da, db) = (buf(emu, &ab), buf(emu, &bb));
-            let dc = buf(emu, &f32::NAN.to_le_bytes().repeat(4096));
-            let params = vec![
-                tmap(k, 0, da, 64, kk as u64),
-                tmap(k, 1, db, 64, kk as u64),
-                ParamValue::Ptr(dc),
-                ParamValue::U32(k_tiles as u32),
-            ];
-            (params, dc)
-        };
-        let check = |emu: &Emulator, dc: u64| {
-            assert_close(&format!("{k_tiles} k-steps"), &f32s(emu, dc, 4096), &want);
-        };
-        run_each_schedule(k, 1, &setup, &check);
-    }
+    run_single_tile(&ks[0], &[1, 2, 5], (60, 70));
 }
 
 /// A copy pipeline: one warp loads 8 × 64 tiles into a ring, the other stores each drained slot with TMA.
@@ -521,12 +500,13 @@ fn a_fill_that_loads_a_memory_on_some_paths_is_an_error() {
     assert!(e.is_empty(), "{e}");
 }
 
-/// Runs a 64 × 64 · (64 × k) GEMM kernel whose parameters are (a, b, c, k_tiles), k_tiles 1, 3 and 5.
-fn run_single_tile(k: &CompiledKernel, seed: u64) {
-    for k_tiles in [1usize, 3, 5] {
+/// Runs a 64 × 64 · (64 × k) GEMM kernel whose parameters are (a, b, c, k_tiles) at each of `k_steps`, on
+/// inputs of seeds `a_seed + k_tiles` and `b_seed + k_tiles`.
+fn run_single_tile(k: &CompiledKernel, k_steps: &[usize], (a_seed, b_seed): (u64, u64)) {
+    for &k_tiles in k_steps {
         let kk = 64 * k_tiles;
-        let (ab, av) = matrix(64, kk, seed + k_tiles as u64);
-        let (bb, bv) = matrix(64, kk, seed + 10 + k_tiles as u64);
+        let (ab, av) = matrix(64, kk, a_seed + k_tiles as u64);
+        let (bb, bv) = matrix(64, kk, b_seed + k_tiles as u64);
         let want = tiles_reference(&av, &bv, 1, kk);
         let setup = |emu: &mut Emulator| {
             let (da, db) = (buf(emu, &ab), buf(emu, &bb));
@@ -583,7 +563,7 @@ fn a_fill_inside_a_drain_gets_the_slot_the_previous_drain_held() {
         .replace("pub fn self_pipe", "pub fn fill_in_drain");
     let ks = compile_src(&format!("{STORE_TILE}{src}"));
     assemble_all(&ks);
-    run_single_tile(&ks[0], 100);
+    run_single_tile(&ks[0], &[1, 3, 5], (100, 110));
 }
 
 /// A drain nested in another's body, the wgmmas reading both slots: the outer drain's slot goes back only
@@ -639,7 +619,7 @@ pub fn nested_drains(a: TensorMap<bf16, 2>, b: TensorMap<bf16, 2>, c: *mut f32, 
 fn a_nested_drain_keeps_the_outer_slot_until_its_wgmmas_retire() {
     let ks = compile_src(&format!("{STORE_TILE}{NESTED_DRAINS}"));
     assemble_all(&ks);
-    run_single_tile(&ks[0], 120);
+    run_single_tile(&ks[0], &[1, 3, 5], (120, 130));
 }
 
 /// A fill that loads nothing leaves the drains reading stale slots: an error. Copies in a `for` over a

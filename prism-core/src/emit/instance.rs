@@ -515,15 +515,8 @@ impl Em {
                 ));
             }
             for (r, ring) in self.rings.iter().enumerate() {
-                for i in 0..ring.stages as i64 {
-                    let full = at(&format!("__prism_ring{r}_full"), Some(8 * i));
-                    let empty = at(&format!("__prism_ring{r}_empty"), Some(8 * i));
-                    pro.push(ins(init, vec![full, imm(ring.full_count as i64)]));
-                    pro.push(ins(init, vec![empty, imm(ring.empty_count as i64)]));
-                }
-                for c in 0..2 * (ring.turn_count > 0) as i64 {
-                    let turn = at(&format!("__prism_ring{r}_turn"), Some(8 * c));
-                    pro.push(ins(init, vec![turn, imm(ring.turn_count as i64)]));
+                for (sym, off, count) in ring.mbarriers(r) {
+                    pro.push(ins(init, vec![at(&sym, Some(off)), imm(count as i64)]));
                 }
             }
             pro.push(label_stmt(&skip));

@@ -373,13 +373,19 @@ impl Em {
     /// The mbarrier a bulk copy (`cp_async_bulk`, `tma_load`) into `dst` completes on: the full mbarrier of
     /// the slot, for a `fill` name (a register holding its address), else that of `dst`'s `async_` scope.
     pub(super) fn copy_mbarrier(&mut self, dst: &Expr) -> R<String> {
-        if let ExprKind::Var(id) = &dst.kind {
-            let slot = self.fill_slots.iter().rev().find(|(n, _)| *n == id.name);
-            if let Some((_, a)) = slot {
-                return Ok(a.clone());
-            }
+        if let Some(a) = self.fill_slot_mbarrier(dst) {
+            return Ok(a);
         }
         Ok(format!("__prism_mbar_{}", self.bulk_mbarrier(dst)?))
+    }
+
+    /// The register holding the full mbarrier of the slot `dst` names, when it is a `fill` name in scope.
+    pub(super) fn fill_slot_mbarrier(&self, dst: &Expr) -> Option<String> {
+        let ExprKind::Var(id) = &dst.kind else {
+            return None;
+        };
+        let slot = self.fill_slots.iter().rev().find(|(n, _)| *n == id.name);
+        slot.map(|(_, a)| a.clone())
     }
 
     /// The mbarrier of the `async_` scope that `dst` (a `cp_async_bulk` destination) names, allocated on

@@ -55,6 +55,23 @@ pub(super) struct Deferred {
     pub release: Release,
 }
 
+impl RingInfo {
+    /// The mbarriers of ring `id` and their arrival counts, as (symbol, byte offset, count): a full and
+    /// an empty one per slot, and the two turn mbarriers of a ring drained in turns. The kernel's entry
+    /// initializes them (`instance::expand_async_waits`), a ring inside a loop again at its end (`reinit`).
+    pub(super) fn mbarriers(&self, id: usize) -> Vec<(String, i64, u32)> {
+        let mut out = Vec::new();
+        for i in 0..self.stages as i64 {
+            out.push((format!("__prism_ring{id}_full"), 8 * i, self.full_count));
+            out.push((format!("__prism_ring{id}_empty"), 8 * i, self.empty_count));
+        }
+        for c in 0..2 * (self.turn_count > 0) as i64 {
+            out.push((format!("__prism_ring{id}_turn"), 8 * c, self.turn_count));
+        }
+        out
+    }
+}
+
 impl Em {
     /// `ring(S, (a, b), |r| ..)`: checks that every memory splits into `S` slots that keep its layout's
     /// alignment, then emits the body with `r` bound.
@@ -197,19 +214,8 @@ impl Em {
     /// (`inval` first: an mbarrier's memory is reused only after it, PTX ISA §9.7.13.15), and the block waits
     /// for the fresh ones.
     fn reinit(&mut self, id: usize) {
-        let ring = &self.rings[id];
-        let mut bars: Vec<(String, u32)> = Vec::new();
-        for i in 0..ring.stages {
-            bars.push((format!("__prism_ring{id}_full+{}", 8 * i), ring.full_count));
-            bars.push((
-                format!("__prism_ring{id}_empty+{}", 8 * i),
-                ring.empty_count,
-            ));
-        }
-        for c in 0..2 * (ring.turn_count > 0) as u32 {
-            bars.push((format!("__prism_ring{id}_turn+{}", 8 * c), ring.turn_count));
-        }
-        let cluster = ring.cluster;
+        let bars = self.rings[id].mbarriers(id);
+        let cluster = self.rings[id].cluster;
         let all_wait = |em: &mut Em| {
             if cluster {
                 em.line("barrier.cluster.arrive.release;".into());
@@ -227,9 +233,11 @@ impl Em {
         self.line(format!("mov.u32 {tid}, %tid.x;"));
         self.line(format!("setp.ne.u32 {p}, {tid}, 0;"));
         self.line(format!("@{p} bra {skip};"));
-        for (at, count) in &bars {
-            self.line(format!("mbarrier.inval.shared::cta.b64 [{at}];"));
-            self.line(format!("mbarrier.init.shared::cta.b64 [{at}], {count};"));
+        for (sym, off, count) in &bars {
+            self.line(format!("mbarrier.inval.shared::cta.b64 [{sym}+{off}];"));
+            self.line(format!(
+                "mbarrier.init.shared::cta.b64 [{sym}+{off}], {count};"
+            ));
         }
         // The async proxy's complete-tx must see the fresh barriers (the other blocks too, for a cluster).
         if cluster {
@@ -638,15 +646,7 @@ impl Em {
     /// the same slot of every block of the cluster, completing transactions on each block's full barrier (whose
     /// bytes every block's fill expects, see `ring_use`).
     pub(super) fn tma_load_multicast(&mut self, args: &[Expr], span: Span) -> R<()> {
-        let slot_mbar = match &args[0].kind {
-            ExprKind::Var(id) => self
-                .fill_slots
-                .iter()
-                .rev()
-                .find(|(n, _)| *n == id.name)
-                .map(|(_, a)| a.clone()),
-            _ => None,
-        };
+        let slot_mbar = self.fill_slot_mbarrier(&args[0]);
         let Some(mbar) = slot_mbar else {
             return Err(err(
                 "RING",
