@@ -596,6 +596,7 @@ impl<'a> Cx<'a> {
                     "passing `{}` to `{mut_ty}` parameter `{}` of `{}`",
                     v.name, p.name, fname.name
                 ),
+                None,
             );
             if !vm {
                 let d = err(
@@ -723,7 +724,7 @@ impl<'a> Cx<'a> {
                     self.arr_access_shared(&v, id.span, code);
                 }
             } else {
-                self.store(&v, id.span, mutable, sp, code);
+                self.store(&v, id.span, mutable, sp, code, None);
             }
         } else if sp == Space::Shared {
             self.arr_access_shared(&v, id.span, code);

@@ -33,7 +33,7 @@ pub(super) enum Sym {
 }
 
 impl Sym {
-    fn has_rank(&self) -> bool {
+    pub(super) fn has_rank(&self) -> bool {
         match self {
             Sym::Rank { .. } => true,
             Sym::Bin(_, a, b) => a.has_rank() || b.has_rank(),
@@ -115,6 +115,9 @@ pub(super) struct Overlap {
     /// Length of the condition stack at the partition: a write under a later condition that may differ
     /// between the units (or in a split arm) may be made by one of them only, and is not reported.
     pub(super) conds: usize,
+    /// The closure gives every unit the same offset for the same index (`|x| x` of global memory, the way
+    /// to write elements chosen at run time): only a write at an index equal for every unit races.
+    pub(super) by_index: bool,
 }
 
 impl<'a> Cx<'a> {
@@ -246,11 +249,42 @@ impl<'a> Cx<'a> {
         None
     }
 
+    /// Two units of a `code` unit when the closure gives every `p` unit the same offset for the same
+    /// index (it reads no unit: `|x| x`, `|j| base + j` with `base` uniform over `code`).
+    pub(super) fn same_offsets(
+        &self,
+        index: &IndexFn,
+        p: Perspective,
+        code: Perspective,
+    ) -> Option<(u64, u64)> {
+        let sym = self.sym(&index.body, code, &index.params)?;
+        let units = self.unit_threads(code)? / self.unit_threads(p)?;
+        (!sym.has_rank() && units >= 2).then_some((0, 1))
+    }
+
     /// A write through a view whose partition hands two units the same elements: [T-PARTITION].
-    pub(super) fn overlapping_write(&mut self, v: &Var, span: Span, what: &str) {
+    /// `indices`: the write's indices, when it names them (a store, not a call argument).
+    pub(super) fn overlapping_write(
+        &mut self,
+        v: &Var,
+        span: Span,
+        what: &str,
+        indices: Option<&[Expr]>,
+    ) {
         let Some(o) = v.overlap.clone() else {
             return;
         };
+        // A closure that reads no unit leaves the elements to the index: the units race only where it is
+        // the same for all of them (constants, values uniform over the partition's code).
+        if o.by_index {
+            let uniform = indices.is_some_and(|ix| {
+                ix.iter()
+                    .all(|i| self.sym(i, o.code, &[]).is_some_and(|s| !s.has_rank()))
+            });
+            if !uniform {
+                return;
+            }
+        }
         let both_write = self.conds[o.conds.min(self.conds.len())..]
             .iter()
             .all(|c| c.is_some_and(|c| self.le(o.code, c)));
@@ -258,16 +292,27 @@ impl<'a> Cx<'a> {
             return;
         }
         let (a, b) = o.units;
+        let (why, note) = if o.by_index {
+            (
+                "every unit writes it at an index that is the same for all of them".to_string(),
+                format!("the closure reads no unit: every {} unit sees the same elements, so the index must tell them apart", o.at),
+            )
+        } else {
+            (
+                "its offsets are equal for both at every index".to_string(),
+                format!("the closure reads the unit only through values that are the same for units {a} and {b}"),
+            )
+        };
         self.errors.push(
             err(
                 "T-PARTITION",
                 span,
                 format!(
-                    "{what} races: the index closure of `partition({}, {}, ..)` gives {} units {a} and {b} the same elements of `{}` (its offsets are equal for both at every index)",
+                    "{what} races: the index closure of `partition({}, {}, ..)` gives {} units {a} and {b} the same elements of `{}` ({why})",
                     o.target, o.at, o.at, o.target
                 ),
             )
-            .note(o.span, format!("the closure reads the unit only through values that are the same for units {a} and {b}"))
+            .note(o.span, note)
             .help("give each unit its own elements (`|j| t * K + j` for K elements each), or write from one unit (`claim` the memory, or a split arm); a view that is only read may be shared: pass it to a `*const` parameter"),
         );
     }

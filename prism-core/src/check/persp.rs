@@ -272,14 +272,40 @@ impl<'a> Cx<'a> {
         let same_for = self.closure_same_for(index, &reads, code);
         let partition_id = self.next_partition;
         self.next_partition += 1;
-        let overlap = self.partition_overlap(index, p, code).map(|units| Overlap {
-            id: partition_id,
-            span,
-            at: p,
-            code,
-            target: target.name.clone(),
-            units,
-            conds: self.conds.len(),
+        let overlap = self
+            .partition_overlap(index, p, code)
+            .map(|units| (units, false))
+            .or_else(|| {
+                // Global memory only: a shared view that every unit sees whole is a claim (below).
+                let global = matches!(
+                    vi.map(|i| &self.vars[i].ty),
+                    Some(Ty::Ptr {
+                        space: Space::Global,
+                        ..
+                    })
+                );
+                global
+                    .then(|| self.same_offsets(index, p, code))
+                    .flatten()
+                    .map(|u| (u, true))
+            })
+            .map(|(units, by_index)| Overlap {
+                id: partition_id,
+                span,
+                at: p,
+                code,
+                target: target.name.clone(),
+                units,
+                conds: self.conds.len(),
+                by_index,
+            });
+        // A view of a view that every unit sees whole keeps that only while this closure adds no unit's
+        // offset (a persistent kernel's `|j| tile * T + t * 4 + j` inside a block's `|x| x` view does).
+        let inherited = vi.and_then(|i| self.vars[i].overlap.clone()).filter(|o| {
+            !o.by_index
+                || self
+                    .sym(&index.body, o.code, &index.params)
+                    .is_some_and(|s| !s.has_rank())
         });
         self.vars.truncate(mark);
         // They stay as they are inside the partition (T-PARTITION).
@@ -309,7 +335,7 @@ impl<'a> Cx<'a> {
         self.vars[ni].index_arity = index.params.len();
         self.vars[ni].is_async = self.vars[vi].is_async;
         self.vars[ni].fill_slot = self.vars[vi].fill_slot;
-        self.vars[ni].overlap = overlap.or_else(|| self.vars[vi].overlap.clone());
+        self.vars[ni].overlap = overlap.or(inherited);
         // An index closure that cannot tell the P units of a `same_for` unit apart hands them all the same
         // elements (`|x| x`: the whole allocation to every warpgroup): a shared view is then used as a claim,
         // by one split arm at P (CLAIM-ONE-BRANCH), else those units would race on it. Global memory keeps

@@ -437,7 +437,7 @@ impl<'a> Cx<'a> {
                         mutable,
                         space,
                     } => {
-                        self.store(&v, id.span, mutable, space, code);
+                        self.store(&v, id.span, mutable, space, code, Some(indices));
                         let sink = Sink {
                             p: Perspective::thread(1),
                             rule: "WRITE-DOWN",

@@ -264,6 +264,7 @@ impl<'a> Cx<'a> {
         mutable: bool,
         space: Space,
         code: Perspective,
+        indices: Option<&[Expr]>,
     ) {
         if !mutable {
             self.errors.push(
@@ -299,7 +300,7 @@ impl<'a> Cx<'a> {
         if space == Space::Shared {
             self.arr_access_shared(v, span, code);
         }
-        self.overlapping_write(v, span, &format!("writing through `{}`", v.name));
+        self.overlapping_write(v, span, &format!("writing through `{}`", v.name), indices);
     }
 
     /// [T-ARR-ACCESS-SHARED] shared memory is only accessed from code at block[1] or narrower.
