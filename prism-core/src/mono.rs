@@ -100,6 +100,29 @@ fn count_error(f: &Function, found: usize, span: Span) -> Diagnostic {
         .iter()
         .map(|p| format!("{}: {}", p.name, p.bound))
         .collect();
+    // A type each bound admits, then the const parameters by name.
+    let example: Vec<String> = f
+        .type_params
+        .iter()
+        .map(|p| {
+            let m = p.bound.members();
+            let t = m.iter().find(|t| t.rust_name() == "f32").or(m.first());
+            t.map_or_else(|| p.name.name.clone(), |t| t.rust_name().to_string())
+        })
+        .chain(f.const_params.iter().map(|c| c.name.name.clone()))
+        .collect();
+    // Another crate's function has no span here: the note goes to the call and names the crate.
+    let (note_span, note) = match &f.origin {
+        Some(c) => (
+            span,
+            format!(
+                "`{}` (from `{c}`) declares `<{}>`",
+                f.name,
+                names.join(", ")
+            ),
+        ),
+        None => (f.name.span, format!("`{}` declared here", f.name)),
+    };
     Diagnostic::new(
         "GENERIC",
         span,
@@ -110,10 +133,16 @@ fn count_error(f: &Function, found: usize, span: Span) -> Diagnostic {
             names.join(", ")
         ),
     )
-    .note(f.name.span, format!("`{}` declared here", f.name))
+    .note(note_span, note)
     .help(format!(
-        "write the types first, then the const arguments: `{}::<f32, ..>(..)`",
-        f.name
+        "write the types first{}: `{}::<{}>(..)`",
+        if f.const_params.is_empty() {
+            ""
+        } else {
+            ", then the const arguments"
+        },
+        f.name,
+        example.join(", ")
     ))
 }
 
