@@ -10,8 +10,10 @@
 //! * the compiler library as [`core`] (parse, check, emit: usable at run time and in tests);
 //! * the kernel library as [`kernels`] (CUB-like load/store, TF32 `mma.sync`, vector add, ..).
 //!
-//! Crates that write their own kernels also depend on `prism-macros` and `prism-runtime` directly: the
-//! expansion names `::prism_macros` and `::prism_runtime` (see `docs/COMPOSITION.md`).
+//! A crate may depend on this crate alone and write its own kernels (`prism::prism_kernel`, the library's
+//! device functions as `prism::kernels::block_load::<4>(..)`): the expansion names the runtime and the
+//! macros through whichever of `prism-runtime`, `prism-macros` and `prism` the crate's `Cargo.toml` lists
+//! (see `docs/COMPOSITION.md`).
 //!
 //! ```
 //! use prism::{Device, LaunchDims};
@@ -61,6 +63,9 @@
 //! # Ok::<(), prism::RuntimeError>(())
 //! ```
 
+/// The macros crate, for the expansion of kernels in crates that depend on this crate alone.
+#[doc(hidden)]
+pub use prism_macros as __macros;
 pub use prism_macros::{prism_device, prism_kernel};
 pub use prism_runtime::{
     registered_kernels, validate_launch, Backend, Contract, Device, DeviceBuffer, DeviceCopy,

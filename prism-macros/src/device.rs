@@ -141,8 +141,8 @@ pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> To
             #[doc(hidden)]
             #[macro_export]
             macro_rules! #callback {
-                (@root $($state:tt)*) => {
-                    ::prism_macros::__prism_resume! { @dep extern [$crate] #krate { #attr } { #item } @root $($state)* }
+                (@root [$($m:tt)*] $($state:tt)*) => {
+                    $($m)*::__prism_resume! { @dep extern [$crate] #krate { #attr } { #item } @root [$($m)*] $($state)* }
                 };
                 ($($other:tt)*) => { ::core::compile_error! { #misuse } };
             }
@@ -152,8 +152,8 @@ pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> To
             #[doc(hidden)]
             #[allow(unused_macros)]
             macro_rules! #callback {
-                (@root $($state:tt)*) => {
-                    ::prism_macros::__prism_resume! { @dep local [] #krate { #attr } { #item } @root $($state)* }
+                (@root [$($m:tt)*] $($state:tt)*) => {
+                    $($m)*::__prism_resume! { @dep local [] #krate { #attr } { #item } @root [$($m)*] $($state)* }
                 };
                 ($($other:tt)*) => { ::core::compile_error! { #misuse } };
             }
@@ -280,9 +280,10 @@ fn alias_wrappers(attr: &TokenStream, f: &Function, item: &syn::ItemFn) -> Token
             suffix.join(", ")
         );
         let vis = &item.vis;
+        let macros = crate::paths::deps().macros();
         out.extend(quote! {
             #[doc = #doc]
-            #[::prism_macros::prism_device(#(#kept),*)]
+            #[#macros::prism_device(#(#kept),*)]
             #vis #sig #body
         });
     }

@@ -45,6 +45,7 @@ pub fn expand_attr(kind: FnKind, attr: TokenStream, item: TokenStream) -> TokenS
         }
     };
     let st = State {
+        macros: crate::paths::deps().macros(),
         root_is_kernel: kind == FnKind::Kernel,
         root_attr: attr,
         root_item: item,
@@ -209,9 +210,9 @@ fn advance(mut st: State, root: &Function, f: &Function, dep: Option<&DepTokens>
                 (quote!(#m), String::new())
             }
             (Target::Qualified { alias, name }, _) => {
-                let a = Ident::new(alias, span);
+                let a = alias.split("::").map(|seg| Ident::new(seg, span));
                 let m = Ident::new(name, span);
-                (quote!(#a :: #m), alias.clone())
+                (quote!(#(#a ::)* #m), alias.clone())
             }
         };
         st.pending.push(Pending { key, alias, path });
@@ -293,8 +294,8 @@ fn kernel_marker(item: &TokenStream) -> TokenStream {
         #[doc(hidden)]
         #[allow(unused_macros)]
         macro_rules! #callback {
-            (@root $($state:tt)*) => {
-                ::prism_macros::__prism_resume! { @dep kernel [] #krate {} {} @root $($state)* }
+            (@root [$($m:tt)*] $($state:tt)*) => {
+                $($m)*::__prism_resume! { @dep kernel [] #krate {} {} @root [$($m)*] $($state)* }
             };
             ($($other:tt)*) => { ::core::compile_error! { #misuse } };
         }
@@ -305,6 +306,7 @@ fn kernel_marker(item: &TokenStream) -> TokenStream {
 /// `launch` that accepts any arguments (one per parameter), so that uses of the kernel elsewhere in the crate
 /// type-check and only Prism's errors are reported. None of it can run: the crate does not compile.
 fn fallback_items(item: &TokenStream) -> TokenStream {
+    let rt = crate::paths::deps().runtime();
     let f = match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(f) => f,
         Err(_) => return TokenStream::new(),
@@ -342,23 +344,23 @@ fn fallback_items(item: &TokenStream) -> TokenStream {
             /// Placeholder: the kernel did not compile (see the errors reported for it).
             pub const PTX: &'static str = "";
             /// Placeholder: the kernel did not compile (see the errors reported for it).
-            pub const INFO: ::prism_runtime::KernelInfo = unsafe {
+            pub const INFO: #rt::KernelInfo = unsafe {
                 // SAFETY: never launched: a rejected kernel leaves a `compile_error!`, so no binary exists.
-                ::prism_runtime::KernelInfo::new_unchecked(
+                #rt::KernelInfo::new_unchecked(
                     #disp,
                     "",
                     "",
                     &[],
-                    ::prism_runtime::Contract::new_unchecked(1, ::core::option::Option::None, 1, ::core::option::Option::None, 0),
+                    #rt::Contract::new_unchecked(1, ::core::option::Option::None, 1, ::core::option::Option::None, 0),
                 )
             };
             /// Placeholder: the kernel did not compile (see the errors reported for it).
             #[allow(clippy::too_many_arguments)]
             pub fn launch<#(#tys),*>(
-                _: &::prism_runtime::Device,
-                _: ::prism_runtime::LaunchDims,
+                _: &#rt::Device,
+                _: #rt::LaunchDims,
                 #(_: #tys),*
-            ) -> ::core::result::Result<::prism_runtime::LaunchReport, ::prism_runtime::RuntimeError> {
+            ) -> ::core::result::Result<#rt::LaunchReport, #rt::RuntimeError> {
                 ::core::unreachable!(#msg)
             }
         }

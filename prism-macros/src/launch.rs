@@ -114,6 +114,7 @@ struct LaunchParam {
 }
 
 pub(crate) fn elem_tokens(t: ScalarType) -> Option<(TokenStream, TokenStream)> {
+    let rt = crate::paths::deps().runtime();
     Some(match t {
         ScalarType::U32 => (quote!(u32), quote!(U32)),
         ScalarType::I32 => (quote!(i32), quote!(I32)),
@@ -121,13 +122,14 @@ pub(crate) fn elem_tokens(t: ScalarType) -> Option<(TokenStream, TokenStream)> {
         ScalarType::I64 => (quote!(i64), quote!(I64)),
         ScalarType::F32 => (quote!(f32), quote!(F32)),
         ScalarType::F64 => (quote!(f64), quote!(F64)),
-        ScalarType::F16 => (quote!(::prism_runtime::half::f16), quote!(F16)),
-        ScalarType::BF16 => (quote!(::prism_runtime::half::bf16), quote!(BF16)),
+        ScalarType::F16 => (quote!(#rt::half::f16), quote!(F16)),
+        ScalarType::BF16 => (quote!(#rt::half::bf16), quote!(BF16)),
         ScalarType::Bool => return None,
     })
 }
 
 fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchParam, Diagnostic> {
+    let rt = crate::paths::deps().runtime();
     let span = root
         .params
         .iter()
@@ -154,8 +156,8 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
             };
             Ok(LaunchParam {
                 decl: quote!(#name: #ty),
-                arg: quote!(::prism_runtime::KernelArg::#variant(#name)),
-                spec: quote!(::prism_runtime::ParamSpec { name: #pname, ty: ::prism_runtime::ParamType::#variant }),
+                arg: quote!(#rt::KernelArg::#variant(#name)),
+                spec: quote!(#rt::ParamSpec { name: #pname, ty: #rt::ParamType::#variant }),
                 doc: format!("`{pname}: {t}`"),
                 check: TokenStream::new(),
             })
@@ -187,13 +189,13 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
             };
             let (decl, arg, doc) = if *mutable {
                 (
-                    quote!(#name: &mut ::prism_runtime::DeviceBuffer<#ty>),
+                    quote!(#name: &mut #rt::DeviceBuffer<#ty>),
                     quote!(#name.as_arg_mut()),
                     format!("`{pname}: *mut {elem}` (`&mut DeviceBuffer<{elem}>`)"),
                 )
             } else {
                 (
-                    quote!(#name: &::prism_runtime::DeviceBuffer<#ty>),
+                    quote!(#name: &#rt::DeviceBuffer<#ty>),
                     quote!(#name.as_arg()),
                     format!("`{pname}: *const {elem}` (`&DeviceBuffer<{elem}>`)"),
                 )
@@ -201,9 +203,9 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
             Ok(LaunchParam {
                 decl,
                 arg,
-                spec: quote!(::prism_runtime::ParamSpec {
+                spec: quote!(#rt::ParamSpec {
                     name: #pname,
-                    ty: ::prism_runtime::ParamType::Ptr { elem: ::prism_runtime::ElemType::#variant, mutable: #mutable }
+                    ty: #rt::ParamType::Ptr { elem: #rt::ElemType::#variant, mutable: #mutable }
                 }),
                 doc,
                 check: TokenStream::new(),
@@ -223,6 +225,7 @@ fn tensor_map_param(
     box_dims: &[u32],
     swizzle: prism_core::ast::SmemLayout,
 ) -> Result<LaunchParam, Diagnostic> {
+    let rt = crate::paths::deps().runtime();
     let Some((ty, variant)) = elem_tokens(elem) else {
         return Err(Diagnostic::new(
             "LAUNCH",
@@ -252,9 +255,9 @@ fn tensor_map_param(
         };
         quote! {
             if #name.box_dims()[..] != [#(#box_dims),*][..]
-                || #name.swizzle() != ::prism_runtime::TensorSwizzle::#sw
+                || #name.swizzle() != #rt::TensorSwizzle::#sw
             {
-                return ::core::result::Result::Err(::prism_runtime::RuntimeError::BadArgs(::std::format!(
+                return ::core::result::Result::Err(#rt::RuntimeError::BadArgs(::std::format!(
                     "tensor map `{}`: the kernel's TMA copies move {}; the map has box_dims {:?} with TensorSwizzle::{:?}",
                     #pname, #want, #name.box_dims(), #name.swizzle()
                 )));
@@ -263,22 +266,22 @@ fn tensor_map_param(
     };
     let (decl, doc) = if mutable {
         (
-            quote!(#name: &mut ::prism_runtime::TensorMapMut<'_, #ty, #rank_lit>),
+            quote!(#name: &mut #rt::TensorMapMut<'_, #ty, #rank_lit>),
             format!("`{pname}: TensorMapMut<{elem}, {rank}>` (`&mut prism_runtime::TensorMapMut<{elem}, {rank}>`)"),
         )
     } else {
         (
-            quote!(#name: &::prism_runtime::TensorMap<'_, #ty, #rank_lit>),
+            quote!(#name: &#rt::TensorMap<'_, #ty, #rank_lit>),
             format!("`{pname}: TensorMap<{elem}, {rank}>` (`&prism_runtime::TensorMap<{elem}, {rank}>`)"),
         )
     };
     Ok(LaunchParam {
         decl,
         arg: quote!(#name.as_arg()),
-        spec: quote!(::prism_runtime::ParamSpec {
+        spec: quote!(#rt::ParamSpec {
             name: #pname,
-            ty: ::prism_runtime::ParamType::TensorMap {
-                elem: ::prism_runtime::ElemType::#variant,
+            ty: #rt::ParamType::TensorMap {
+                elem: #rt::ElemType::#variant,
                 rank: #rank8,
                 writable: #mutable,
             }
@@ -358,6 +361,7 @@ pub(crate) fn emit_kernel(
     ks: &[CompiledKernel],
     raw: &[String],
 ) -> Result<TokenStream, Vec<Diagnostic>> {
+    let rt = crate::paths::deps().runtime();
     let item = match syn::parse2::<syn::ItemFn>(st.root_item.clone()) {
         Ok(i) => i,
         Err(e) => return Ok(e.to_compile_error()),
@@ -450,32 +454,32 @@ pub(crate) fn emit_kernel(
                 #[doc = #ptx_doc]
                 pub const PTX: &'static str = #ptx;
                 #[doc = #info_doc]
-                pub const INFO: ::prism_runtime::KernelInfo = unsafe {
+                pub const INFO: #rt::KernelInfo = unsafe {
                     // SAFETY: the PTX, its entry, parameters and contract are the ones prism-core checked and
                     // generated for this kernel instance (the macro expansion is the only caller).
-                    ::prism_runtime::KernelInfo::new_unchecked(
+                    #rt::KernelInfo::new_unchecked(
                         #disp,
                         #entry,
                         Self::PTX,
                         &[#(#specs),*],
-                        ::prism_runtime::Contract::new_unchecked(#tm, #te, #bm, #be, #smem).with_cluster(#cluster),
+                        #rt::Contract::new_unchecked(#tm, #te, #bm, #be, #smem).with_cluster(#cluster),
                     )
                 };
                 #[doc = #launch_doc]
                 #[allow(clippy::too_many_arguments, unused_unsafe)]
                 pub #unsafety fn launch(
-                    #dev: &::prism_runtime::Device,
-                    #dims: ::prism_runtime::LaunchDims,
+                    #dev: &#rt::Device,
+                    #dims: #rt::LaunchDims,
                     #(#decls),*
-                ) -> ::core::result::Result<::prism_runtime::LaunchReport, ::prism_runtime::RuntimeError> {
+                ) -> ::core::result::Result<#rt::LaunchReport, #rt::RuntimeError> {
                     #(#checks)*
                     // SAFETY: `Self::INFO` is this kernel's checked PTX and contract, and the arguments have the
                     // types of its parameters (validated again by `Device::launch`).
                     unsafe { #dev.launch(&Self::INFO, #dims, &mut [#(#args),*]) }
                 }
             }
-            ::prism_runtime::inventory::submit! {
-                ::prism_runtime::RegisteredKernel(&#ty_expr::INFO)
+            #rt::inventory::submit! {
+                #rt::RegisteredKernel(&#ty_expr::INFO)
             }
         });
     }

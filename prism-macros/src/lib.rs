@@ -23,6 +23,7 @@ mod device;
 mod kernel;
 mod launch;
 mod names;
+mod paths;
 mod resolve;
 mod state;
 #[cfg(test)]

@@ -38,7 +38,8 @@ pub fn is_intrinsic(name: &str) -> bool {
 pub enum Target {
     /// `f(..)`, `crate::m::f(..)`, `self::f(..)`, `super::f(..)`: a device function of the caller's own crate.
     SameCrate { name: String },
-    /// `other::m::f(..)`: a device function exported by the crate `other` (as the caller's crate names it).
+    /// `other::m::f(..)`: a device function exported by the crate `other` (as the caller's crate names it;
+    /// `prism::kernels` for the library reached through the umbrella crate).
     Qualified { alias: String, name: String },
 }
 
@@ -56,6 +57,16 @@ pub fn classify(path: &[Ident]) -> Option<Target> {
     let first = &path[0].name;
     if matches!(first.as_str(), "crate" | "self" | "super") {
         Some(Target::SameCrate {
+            name: last.name.clone(),
+        })
+    } else if path.len() >= 3
+        && path[1].name == "kernels"
+        && crate::paths::deps().umbrella() == Some(first.as_str())
+    {
+        // `prism::kernels::f` from a crate that has only the umbrella: the library's callback macros are
+        // at `prism_kernels`' root, which the umbrella re-exports as `kernels`.
+        Some(Target::Qualified {
+            alias: format!("{first}::kernels"),
             name: last.name.clone(),
         })
     } else {

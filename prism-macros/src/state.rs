@@ -61,6 +61,9 @@ pub struct Pending {
 /// The whole continuation.
 #[derive(Clone, Debug)]
 pub struct State {
+    /// How the root function's crate names the macros (`::prism_macros`, `::prism::__macros`): the
+    /// dependencies' callback macros, written in their own crates, invoke `__prism_resume!` through it.
+    pub macros: TokenStream,
     pub root_is_kernel: bool,
     pub root_attr: TokenStream,
     pub root_item: TokenStream,
@@ -139,7 +142,8 @@ impl State {
             brace(quote!(#k #a #path)).to_tokens(&mut pending);
         }
         let (done, aliases, pending) = (bracket(done), bracket(aliases), bracket(pending));
-        quote!(@root #kind #ra #ri @done #done @alias #aliases @pending #pending)
+        let macros = bracket(self.macros.clone());
+        quote!(@root #macros #kind #ra #ri @done #done @alias #aliases @pending #pending)
     }
 }
 
@@ -235,6 +239,7 @@ pub fn parse(input: TokenStream) -> Result<(Option<DepTokens>, State), String> {
         }
     }
     c.marker("root")?;
+    let macros = c.group(Delimiter::Bracket)?;
     let root_is_kernel = match c.ident()?.as_str() {
         "kernel" => true,
         "device" => false,
@@ -284,6 +289,7 @@ pub fn parse(input: TokenStream) -> Result<(Option<DepTokens>, State), String> {
     Ok((
         dep,
         State {
+            macros,
             root_is_kernel,
             root_attr,
             root_item,
@@ -301,6 +307,7 @@ mod tests {
     #[test]
     fn round_trip() {
         let st = State {
+            macros: quote!(::prism_macros),
             root_is_kernel: true,
             root_attr: quote!(requires(grid[1])),
             root_item: quote!(
