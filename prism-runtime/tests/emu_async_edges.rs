@@ -1,5 +1,6 @@
 //! Edges of asynchronous copies and the faults around them: non-bulk `cp.async` in flight until its
-//! thread waits for it (race detection), deadlock reports after a race, mixed barrier/mbarrier deadlocks.
+//! thread waits for it (race detection), deadlock reports after a race, mixed barrier/mbarrier deadlocks,
+//! how long a launch runs on after a race, the plain bulk store's async-proxy read.
 
 use prism_runtime::emu::*;
 
@@ -402,4 +403,232 @@ fn setmaxnreg_by_part_of_a_warpgroup_is_reported() {
             "{who}: {f}"
         );
     }
+}
+
+/// 64 threads: lane 0 of warps 0 and 1 write one shared word with no barrier between them (a race), then
+/// every thread spins on a global flag nobody raises (`then` is the code between them).
+fn race_then(then: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 flag)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    .shared .align 4 .b32 s[1];
+    .shared .align 8 .b64 mb;
+    ld.param.u64 %rd1, [flag];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 31;
+    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra THEN;
+    st.shared.u32 [s], %r1;
+THEN:
+    {then}
+SPIN:
+    ld.volatile.global.u32 %r3, [%rd1];
+    setp.eq.u32 %p2, %r3, 0;
+    @%p2 bra SPIN;
+    ret;
+}}
+"#
+    )
+}
+
+/// Runs `race_then(then)`'s `k` on `blocks` blocks of 64 threads under `max_steps` on `threads` worker
+/// threads: its faults and warp-instructions.
+fn run_race_then_on(then: &str, max_steps: u64, blocks: u32, threads: usize) -> (Vec<Fault>, u64) {
+    let m = Module::parse(&race_then(then)).unwrap();
+    let mut e = Emulator::new(EmuConfig {
+        max_steps,
+        threads,
+        ..EmuConfig::default()
+    });
+    let flag = e.alloc(4);
+    match e.launch(
+        &m,
+        "k",
+        [blocks, 1, 1],
+        [64, 1, 1],
+        0,
+        &[ParamValue::Ptr(flag)],
+    ) {
+        Err(EmuError::Faulted { faults, report }) => (faults, report.counters.warp_instructions),
+        other => panic!("expected faults, got {:?}", other.map(|_| ())),
+    }
+}
+
+fn run_race_then(then: &str, max_steps: u64) -> (Vec<Fault>, u64) {
+    run_race_then_on(then, max_steps, 1, 0)
+}
+
+/// A race after which the threads spin for ever (as a pipeline whose mbarrier phases a race left
+/// inconsistent does): the launch ends once it has run on `max_steps / 16` warp-instructions without a new
+/// fault, with the race as its only fault. Before, it ran into the step limit and added a `Livelock` (with
+/// the default `max_steps`, minutes after the race).
+#[test]
+fn a_race_followed_by_a_spin_ends_the_launch_without_a_livelock() {
+    let max_steps = 4_000_000;
+    let (faults, steps) = run_race_then("", max_steps);
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    let f = &faults[0];
+    assert_eq!(f.kind, FaultKind::DataRace, "{f}");
+    assert!(
+        f.message.contains("the launch was ended after")
+            && f.message.contains("without a new fault"),
+        "{f}"
+    );
+    // The race comes within the first hundred steps; then a sixteenth of the budget.
+    assert!(steps <= max_steps / 16 + 1_000, "{steps} steps");
+    assert!(steps >= max_steps / 16, "{steps} steps");
+}
+
+/// The same on four blocks with worker threads: the parallel attempt sees the race and gives the launch
+/// to the one-thread run, which ends it as above (same faults, same steps as without workers).
+#[test]
+fn a_race_followed_by_a_spin_ends_the_same_with_worker_threads() {
+    let max_steps = 4_000_000;
+    let serial = run_race_then_on("", max_steps, 4, 0);
+    let parallel = run_race_then_on("", max_steps, 4, 4);
+    assert_eq!(parallel.0.len(), 1, "{:?}", parallel.0);
+    assert_eq!(parallel.0[0].kind, FaultKind::DataRace, "{}", parallel.0[0]);
+    assert!(parallel.1 <= max_steps / 16 + 1_000, "{} steps", parallel.1);
+    assert_eq!(parallel, serial);
+}
+
+/// A deadlock after a race says so: a `bar.sync 1, 64` that only warp 0 reaches (warp 1 has exited); warp 0
+/// waiting at `bar.sync 0` while warp 1 spins on an mbarrier nobody arrives on (the mbarrier deadlock
+/// detector, after 2^18 spinning steps, within the race's tail). Each is a second, distinct fault, which a
+/// race may cause.
+#[test]
+fn a_deadlock_after_a_race_names_the_race() {
+    let barrier = "setp.ge.u32 %p3, %r1, 32;
+    @%p3 ret;
+    bar.sync 1, 64;
+    ret;";
+    let mbarrier = "setp.eq.u32 %p3, %r1, 0;
+    @%p3 mbarrier.init.shared.b64 [mb], 1;
+    bar.sync 2;
+    setp.lt.u32 %p3, %r1, 32;
+    @%p3 bra BAR;
+WAIT:
+    mbarrier.try_wait.parity.shared.b64 %p2, [mb], 0;
+    @!%p2 bra WAIT;
+BAR:
+    bar.sync 0;
+    ret;";
+    for (what, then) in [("barrier", barrier), ("mbarrier", mbarrier)] {
+        let (faults, _) = run_race_then(then, 200_000_000);
+        assert_eq!(faults[0].kind, FaultKind::DataRace, "{what}: {faults:?}");
+        assert_eq!(faults.len(), 2, "{what}: {faults:?}");
+        let f = &faults[1];
+        assert_eq!(f.kind, FaultKind::Deadlock, "{what}: {f}");
+        let note = format!(
+            "(reported after the DataRace at PTX line {}: it may follow from the race)",
+            faults[0].ptx_line
+        );
+        assert!(f.message.ends_with(&note), "{what}: {f}");
+    }
+}
+
+/// 64 threads write `3 * tid + 1` to `tile[tid]` with `st.shared` (then `fence`), `bar.sync 0`, and thread 0
+/// bulk-stores the 256-byte tile to `out` (`cp.async.bulk.global.shared::cta.bulk_group`), runs `after`,
+/// commits and waits for its bulk group.
+fn bulk_store_kernel(fence: &str, after: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 out)
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<2>;
+    .shared .align 128 .b8 tile[256];
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mad.lo.u32 %r2, %r1, 3, 1;
+    mov.u32 %r3, tile;
+    shl.b32 %r4, %r1, 2;
+    add.u32 %r5, %r3, %r4;
+    st.shared.u32 [%r5], %r2;
+    {fence}
+    bar.sync 0;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra DONE;
+    cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r3], 256;
+    {after}
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+DONE:
+    ret;
+}}
+"#
+    )
+}
+
+/// Runs `ptx`'s `k` on 64 threads under a few schedules: the faults of the first faulting run (none: every
+/// run wrote `3 * i + 1` to `out[i]`).
+fn run_bulk_store(ptx: &str) -> Vec<Fault> {
+    let m = Module::parse(ptx).unwrap();
+    for schedule in [Schedule::RoundRobin, Schedule::Random { seed: 3 }] {
+        let mut e = Emulator::new(EmuConfig {
+            schedule,
+            ..EmuConfig::default()
+        });
+        let out = e.alloc(256);
+        match e.launch(&m, "k", [1, 1, 1], [64, 1, 1], 0, &[ParamValue::Ptr(out)]) {
+            Ok(_) => {
+                let got = e.read(out, 256).unwrap();
+                for i in 0..64u32 {
+                    let v = u32::from_le_bytes(got[i as usize * 4..][..4].try_into().unwrap());
+                    assert_eq!(v, 3 * i + 1, "out[{i}]");
+                }
+            }
+            Err(EmuError::Faulted { faults, .. }) => return faults,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    Vec::new()
+}
+
+/// A plain bulk store reads its shared source through the async proxy, as a TMA store does: the threads'
+/// `st.shared` writes need a `fence.proxy.async.shared::cta` before the barrier, else a `DataRace` (the
+/// proxy check's message); with it the store is clean and delivers the tile. Before, the bulk store was
+/// checked as a generic read only (ordered by the barrier: clean without the fence).
+#[test]
+fn a_bulk_store_of_generic_writes_needs_a_proxy_fence() {
+    let faults = run_bulk_store(&bulk_store_kernel("", ""));
+    let f = faults.first().expect("no fault without the proxy fence");
+    assert_eq!(f.kind, FaultKind::DataRace, "{f}");
+    assert!(
+        f.message.contains(
+            "a bulk store reads shared byte 0x0 through the async proxy, but thread 0 wrote it through the generic proxy with no fence.proxy.async since"
+        ),
+        "{f}"
+    );
+    let fenced = bulk_store_kernel("fence.proxy.async.shared::cta;", "");
+    assert!(run_bulk_store(&fenced).is_empty());
+}
+
+/// The bulk store holds its source until its thread's `cp.async.bulk.wait_group.read` covers its group:
+/// rewriting the tile before that is a `DataRace`, as for a TMA store.
+#[test]
+fn rewriting_a_bulk_stores_source_before_its_wait_is_a_race() {
+    let early = "st.shared.u32 [%r3], %r1;";
+    let faults = run_bulk_store(&bulk_store_kernel("fence.proxy.async.shared::cta;", early));
+    let f = faults.first().expect("no fault for the early rewrite");
+    assert_eq!(f.kind, FaultKind::DataRace, "{f}");
+    assert!(
+        f.message
+            .contains("a TMA store or bulk store by thread 0 still reads it"),
+        "{f}"
+    );
 }

@@ -544,6 +544,11 @@ struct L<'a> {
     race_seen: HashSet<u32>,
     rng: u64,
     steps: u64,
+    /// The step past which the launch ends: `max_steps`, or after a `DataRace` the end of its tail
+    /// (`L::note_race`), whichever is first.
+    step_limit: u64,
+    /// After the first `DataRace`: how long the launch may run on without a new fault (`L::note_race`).
+    race_tail: Option<RaceTail>,
     launch_id: u64,
     abort: bool,
     last_alloc: usize,
@@ -635,6 +640,20 @@ impl L<'_> {
             .get(pc as usize)
             .map(|i| i.line as usize)
             .unwrap_or(0);
+        let mut msg = msg;
+        if kind == FaultKind::DataRace {
+            self.note_race(line);
+        } else {
+            self.abort = true;
+            // A stall after a race may be its doing (phases or counts the race left inconsistent): said
+            // so. (After a race the step limit adds no `Livelock`: `L::end_after_race`.)
+            if let (Some(t), FaultKind::Deadlock) = (&self.race_tail, kind) {
+                msg.push_str(&format!(
+                    " (reported after the DataRace at PTX line {}: it may follow from the race)",
+                    t.line
+                ));
+            }
+        }
         if self.faults.len() < 64 {
             self.faults.push(Fault {
                 kind,
@@ -645,8 +664,38 @@ impl L<'_> {
                 message: msg,
             });
         }
-        if kind != FaultKind::DataRace {
-            self.abort = true;
-        }
+    }
+
+    /// A `DataRace` was recorded (each is a new fault: races are reported once per instruction). The
+    /// launch goes on to find further faults, but not for ever: it ends once `tail` warp-instructions
+    /// pass without a new one, where `tail` is what it took to reach the first race (the launch's own
+    /// scale) but at least `min(max_steps / 16, 2^22)`. A program whose threads spin after a race (a
+    /// pipeline whose mbarrier phases or flags the race left inconsistent) is thus reported in about the
+    /// time the race took, not at `max_steps` minutes later, and with no `Livelock` of its own. (A
+    /// parallel run gives any launch with a fault to the one-thread run, so this holds there too.)
+    fn note_race(&mut self, line: usize) {
+        let floor = (self.cfg.max_steps / 16).min(RACE_TAIL_MIN);
+        let steps = self.steps;
+        let t = self.race_tail.get_or_insert(RaceTail {
+            tail: steps.max(floor).max(1),
+            line,
+            last: steps,
+        });
+        t.last = steps;
+        self.step_limit = steps.saturating_add(t.tail).min(self.cfg.max_steps);
     }
 }
+
+/// What bounds a launch after its first `DataRace` (`L::note_race`).
+struct RaceTail {
+    /// Warp-instructions the launch may run on without a new fault.
+    tail: u64,
+    /// The first race's PTX line (later faults name it).
+    line: usize,
+    /// The launch's step at its latest race.
+    last: u64,
+}
+
+/// The least tail of a race (`L::note_race`) at the default `max_steps`: 2^22 warp-instructions, seconds
+/// of a spinning pipeline.
+const RACE_TAIL_MIN: u64 = 1 << 22;

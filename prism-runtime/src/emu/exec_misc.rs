@@ -870,7 +870,8 @@ pub(super) fn movmatrix(l: &mut L<'_>, b: &Block, w: &mut Warp, wi: usize, args:
 
 impl L<'_> {
     /// One lane's `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: shared → global, complete
-    /// at issue (its bulk group then has nothing pending). False when it faulted.
+    /// at issue (its bulk group then has nothing pending), its source read through the async proxy
+    /// (`proxy.rs`). False when it faulted.
     fn bulk_store(&mut self, b: &mut Block, wi: usize, w: &Warp, pc: u32, l: usize) -> bool {
         let args = &self.m.code[pc as usize].args;
         let addr = |me: &Self, o: &Operand| match o {
@@ -891,6 +892,17 @@ impl L<'_> {
         };
         let data = self.mem_slice(b, sl)[..size].to_vec();
         self.track(b, wi, l, sl, size, Acc::Read, pc, src);
+        // The source is read through the async proxy, as a TMA store's box is: every generic write to it
+        // fenced (`fence.proxy.async`) by its writer, and held until the thread's bulk wait covers its group.
+        if let Loc::Shared(o) = sl {
+            let tid = self.tid_of(wi, l) as usize;
+            let group = b.proxy.store_group(tid, self.nthreads as usize);
+            let holder = super::proxy::Holder::Store {
+                tid: tid as u32,
+                group,
+            };
+            self.proxy_async_read(b, wi, l, pc, o, o + size, holder, "a bulk store");
+        }
         self.track(b, wi, l, dl, size, Acc::Write, pc, dst);
         self.mem_slice(b, dl)[..size].copy_from_slice(&data);
         self.finish_access(pc);

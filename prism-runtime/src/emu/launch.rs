@@ -111,6 +111,7 @@ impl<'a> L<'a> {
             .collect();
         let reserved = misc::reserved_bytes(m);
         let fi = a.fi;
+        let step_limit = cfg.max_steps;
         L {
             m,
             allocs,
@@ -134,6 +135,8 @@ impl<'a> L<'a> {
             race_seen: HashSet::new(),
             rng: seed,
             steps: 0,
+            step_limit,
+            race_tail: None,
             launch_id,
             abort: false,
             last_alloc: 0,

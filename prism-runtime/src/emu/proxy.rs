@@ -4,11 +4,11 @@
 //! generic proxy (PTX ISA §9.7.13.4). Two mistakes that work by luck on today's hardware
 //! are reported as `DataRace` faults:
 //!
-//! 1. Shared memory written through the generic proxy and then read by the async proxy (a TMA store of an
-//!    epilogue tile, a wgmma operand written with `st.shared`) with no `fence.proxy.async` by the writer
-//!    between the write and the read.
+//! 1. Shared memory written through the generic proxy and then read by the async proxy (a TMA store or a
+//!    plain bulk store of an epilogue tile, a wgmma operand written with `st.shared`) with no
+//!    `fence.proxy.async` by the writer between the write and the read.
 //! 2. Shared memory rewritten (by a thread or by a TMA load) while an async-proxy read of it may still be in
-//!    flight: a TMA store (or `.bulk_group` bulk reduction) before its thread's
+//!    flight: a TMA store (or `.bulk_group` bulk store or reduction) before its thread's
 //!    `cp.async.bulk.wait_group(.read)`, a wgmma operand before the
 //!    `wgmma.wait_group` that retires it.
 //!
@@ -21,7 +21,7 @@ use super::{Block, FaultKind, L};
 /// What releases an in-flight async read of shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Holder {
-    /// A TMA store or `.bulk_group` bulk reduction issued by thread `tid`, in its bulk group `group`
+    /// A TMA store or `.bulk_group` bulk store or reduction issued by thread `tid`, in its bulk group `group`
     /// (released by its `wait_group`).
     Store { tid: u32, group: u32 },
     /// wgmma op `op` of warpgroup `g` (released when a warp retires it).
@@ -118,7 +118,7 @@ impl L<'_> {
         if let Some(&(s, e, h)) = p.held.iter().find(|&&(s, e, _)| o < e && s < o + len) {
             let what = match h {
                 Holder::Store { tid, .. } => format!(
-                    "a TMA store by thread {tid} still reads it (its cp.async.bulk.wait_group.read comes later)"
+                    "a TMA store or bulk store by thread {tid} still reads it (its cp.async.bulk.wait_group.read comes later)"
                 ),
                 Holder::Wgmma { g, .. } => format!(
                     "a wgmma of warpgroup {g} still reads it (before the wgmma.wait_group that retires it)"

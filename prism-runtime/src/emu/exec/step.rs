@@ -73,6 +73,28 @@ impl L<'_> {
         }
     }
 
+    /// Ends a launch whose threads still run after a `DataRace` once its tail has passed (or `max_steps`):
+    /// no `Livelock` is added (the spin may be the race's doing); the first race's message says where the
+    /// launch stopped.
+    fn end_after_race(&mut self) {
+        self.abort = true;
+        let steps = self.steps - 1;
+        let quiet = self
+            .race_tail
+            .as_ref()
+            .map_or(0, |t| steps.saturating_sub(t.last));
+        if let Some(f) = self
+            .faults
+            .iter_mut()
+            .find(|f| f.kind == FaultKind::DataRace)
+        {
+            f.message.push_str(&format!(
+                " [the launch was ended after {steps} warp-instructions, the last {quiet} without a new fault, with threads still running: \
+                 after a race, execution goes on only to find further faults]"
+            ));
+        }
+    }
+
     pub(super) fn opname(&self, pc: u32) -> String {
         match &self.m.code[pc as usize].kind {
             Kind::Shfl(_) => "shfl.sync".into(),
@@ -159,7 +181,11 @@ impl L<'_> {
         }
         self.steps += 1;
         self.clock += 1;
-        if self.steps > self.cfg.max_steps {
+        if self.steps > self.step_limit {
+            if self.race_tail.is_some() {
+                self.end_after_race();
+                return Step::Stop;
+            }
             let lane = mask.trailing_zeros();
             let msg = format!("step limit of {} warp-instructions exceeded; threads keep running (spinning?) at this instruction", self.cfg.max_steps);
             self.fault(b, wi, Some(lane), pc, FaultKind::Livelock, msg);
