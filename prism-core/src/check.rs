@@ -47,6 +47,7 @@ mod calls;
 mod contract;
 mod expr;
 mod hopper;
+mod index_overlap;
 mod intrinsics;
 mod overlap;
 mod persp;
@@ -56,6 +57,7 @@ mod walk;
 
 use contract::*;
 use expr::*;
+use index_overlap::*;
 use intrinsics::*;
 use overlap::*;
 use persp::*;
@@ -290,6 +292,11 @@ struct Var {
     sym: Option<Sym>,
     /// A partition view whose closure hands two units the same elements: writes through it race.
     overlap: Option<Overlap>,
+    /// A partition view whose closure is known exactly: writes at known indices are checked against
+    /// each other (`index_overlap.rs`).
+    layout: Option<Layout>,
+    /// A `for` counter over a constant range: its values.
+    range: Option<Vec<i64>>,
     /// Named by the program since its declaration (a fill's slot names must each be loaded).
     used: bool,
 }
@@ -337,6 +344,8 @@ struct Cx<'a> {
     /// Partitions numbered in source order, and those whose overlap was reported.
     next_partition: usize,
     overlaps_reported: HashSet<usize>,
+    /// Per partition, the elements its views' writes reached (`index_overlap.rs`).
+    reached: std::collections::HashMap<usize, Reached>,
     /// The enclosing conditions, loops and split arms: the narrowest perspective each reads (`None`:
     /// unknown, a split arm, or a loop that may `break`).
     conds: Vec<Option<Perspective>>,
@@ -381,6 +390,7 @@ impl<'a> Cx<'a> {
             next_scope: 1,
             next_partition: 0,
             overlaps_reported: HashSet::new(),
+            reached: std::collections::HashMap::new(),
             conds: Vec::new(),
             loop_depth: 0,
             unsafe_depth: 0,
@@ -407,6 +417,8 @@ impl<'a> Cx<'a> {
                 fill_slot: false,
                 sym: None,
                 overlap: None,
+                layout: None,
+                range: None,
                 used: false,
             });
         }

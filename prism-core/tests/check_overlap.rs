@@ -205,3 +205,122 @@ fn writes_that_only_some_units_make_are_not_judged() {
         );
     }
 }
+
+/// The overlap through the indices: names the two units and the element, at the write (`/*@*/`).
+fn expect_index_overlap(src: &str, units: (u64, u64), element: i64) {
+    let ds = check(src).expect_err("an overlap error");
+    let d = ds
+        .iter()
+        .find(|d| d.rule == "T-PARTITION" && d.message.contains("both write element"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no index overlap error for\n{src}\ngot {:#?}",
+                ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+            )
+        });
+    let (a, b) = units;
+    assert!(
+        d.message.contains(&format!("unit {a} at index")),
+        "{}",
+        d.text()
+    );
+    assert!(
+        d.message.contains(&format!("unit {b} at index")),
+        "{}",
+        d.text()
+    );
+    assert!(
+        d.message.contains(&format!("element {element} ")),
+        "{}",
+        d.text()
+    );
+    let marker = src.find("/*@*/").expect("marker");
+    let line = src[..marker].matches('\n').count() + 1;
+    assert_eq!(d.span.start().line, line, "span of {}", d.text());
+    assert_eq!(ds.len(), 1, "reported once: {ds:#?}");
+}
+
+#[test]
+fn indices_that_reach_another_units_elements() {
+    // Four elements per thread, eight written: thread 0's index 4 is thread 1's index 0.
+    for (body, element) in [
+        ("for i in 0..8 { /*@*/st[i] = 1.0; }", 4),
+        ("st[0] = 1.0; /*@*/st[4] = 2.0;", 4),
+        ("for i in 0..4 { st[i] = 1.0; }\n/*@*/st[5] = 2.0;", 5),
+        ("for i in 0..4 { /*@*/st[i * 2] = 1.0; }", 4),
+    ] {
+        expect_index_overlap(
+            &block_kernel(128, &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {body} }}); }});")),
+            (0, 1),
+            element,
+        );
+    }
+    // Column-major: thread t owns rows t of 128; index 1 of thread 127 is fine, of a 2-D closure too.
+    expect_index_overlap(
+        &block_kernel(128, "partition(s, thread[1], |r, c| t * 2 + r * 8 + c, |st| { group(thread[1], || { st[(0, 0)] = 1.0; /*@*/st[(0, 2)] = 1.0; }); });"),
+        (0, 1),
+        2,
+    );
+}
+
+#[test]
+fn indices_within_each_units_elements_compile() {
+    for (closure, body) in [
+        ("|j| t * 4 + j", "for i in 0..4 { st[i] = 1.0; }"),
+        ("|j| t * 4 + j", "st[3] = 1.0; st[0] = 2.0;"),
+        // Shifted by one: thread 0 writes 1..5, thread 1 writes 5..9.
+        ("|j| t * 4 + j", "for i in 0..4 { st[i + 1] = 1.0; }"),
+        ("|j| t + j * 128", "for i in 0..8 { st[i] = 1.0; }"),
+        (
+            "|j| (t % 32) * 4 + (t / 32) * 128 + j",
+            "for i in 0..4 { st[i] = 1.0; }",
+        ),
+        // Only some threads write past their elements: not judged (the emulator's race detector is).
+        ("|j| t * 4 + j", "if t % 2 == 0 { st[4] = 1.0; }"),
+        // Indices the test cannot enumerate: no conclusion.
+        ("|j| t * 4 + j", "for i in 0..n { st[i] = 1.0; }"),
+    ] {
+        expect_ok(&block_kernel(
+            128,
+            &format!("partition(s, thread[1], {closure}, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        ));
+    }
+    // Reading a neighbour's elements is fine.
+    expect_ok(&block_kernel(
+        128,
+        "partition(s, thread[1], |j| t * 4 + j, |st| { group(thread[1], || { #[at(thread[1])]\nlet x: f32 = st[4]; st[0] = x; }); });",
+    ));
+}
+
+#[test]
+fn whole_global_views_written_at_one_index() {
+    // `|x| x` of global memory: the index must tell the units apart; element 0 by every thread races.
+    let kernel = |body: &str| {
+        format!(
+            "#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]\n\
+             fn k(p: *mut f32, n: u32) {{\n\
+             partition(p, block[1], |x| x, |pb| {{\n\
+             group(block[1], || {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
+             partition(pb, thread[1], |x| x, |pt| {{ group(thread[1], || {{ {body} }}); }});\n\
+             }});\n}});\n}}\n"
+        )
+    };
+    for body in [
+        "/*@*/pt[0] = 1.0;",
+        "/*@*/pt[n] = 1.0;",
+        "if n > 2 { /*@*/pt[n - 1] = 1.0; }",
+    ] {
+        let src = kernel(body);
+        let ds = check(&src).expect_err("an overlap error");
+        assert!(
+            ds.iter().any(|d| d.rule == "T-PARTITION"
+                && d.message
+                    .contains("an index that is the same for all of them")),
+            "{src}\n{ds:#?}"
+        );
+    }
+    // At the thread's own index, or by one thread only: compiles.
+    for body in ["pt[t] = 1.0;", "if t == 0 { pt[0] = 1.0; }"] {
+        expect_ok(&kernel(body));
+    }
+}

@@ -27,8 +27,10 @@ pub(super) enum Sym {
         div: u64,
     },
     Const(i128),
-    /// Not a function of the unit: the same for every unit compared, or a closure parameter.
+    /// Not a function of the unit: the same for every unit compared.
     Free,
+    /// The index closure's parameter number `k` (the index a write uses).
+    Param(usize),
     Bin(BinOp, Box<Sym>, Box<Sym>),
 }
 
@@ -43,7 +45,7 @@ impl Sym {
 
     fn has_free(&self) -> bool {
         match self {
-            Sym::Free => true,
+            Sym::Free | Sym::Param(_) => true,
             Sym::Bin(_, a, b) => a.has_free() || b.has_free(),
             _ => false,
         }
@@ -63,16 +65,31 @@ impl Sym {
         }
     }
 
+    /// Whether the value is known once the rank and the closure's parameters are (nothing `Free`).
+    pub(super) fn closed(&self) -> bool {
+        match self {
+            Sym::Free => false,
+            Sym::Bin(_, a, b) => a.closed() && b.closed(),
+            _ => true,
+        }
+    }
+
     /// The value for the thread of rank `rank`; `None` where PTX's result could differ from the exact one
     /// (outside the i32 range, shifts by 31 or more, division by zero, bit operations on negatives).
     fn eval(&self, rank: u64) -> Option<i128> {
+        self.eval_at(rank, &[])
+    }
+
+    /// [`Sym::eval`] with the closure's parameters bound to `args`.
+    pub(super) fn eval_at(&self, rank: u64, args: &[i128]) -> Option<i128> {
         const LIM: i128 = 1 << 31;
         let v = match self {
             Sym::Rank { div, .. } => (rank / div) as i128,
             Sym::Const(c) => *c,
             Sym::Free => return None,
+            Sym::Param(k) => *args.get(*k)?,
             Sym::Bin(op, a, b) => {
-                let (a, b) = (a.eval(rank)?, b.eval(rank)?);
+                let (a, b) = (a.eval_at(rank, args)?, b.eval_at(rank, args)?);
                 let bits = a >= 0 && b >= 0;
                 match op {
                     BinOp::Add => a + b,
@@ -122,7 +139,7 @@ pub(super) struct Overlap {
 
 impl<'a> Cx<'a> {
     /// Threads in one unit of `p`, with the block size the analysis assumes.
-    fn unit_threads(&self, p: Perspective) -> Option<u64> {
+    pub(super) fn unit_threads(&self, p: Perspective) -> Option<u64> {
         let t = self.t_exact.unwrap_or(self.t).max(1) as u64;
         let n = (p.n as u64).max(1);
         match p.level {
@@ -143,7 +160,9 @@ impl<'a> Cx<'a> {
     pub(super) fn sym(&self, e: &Expr, code: Perspective, params: &[Ident]) -> Option<Sym> {
         Some(match &e.kind {
             ExprKind::Lit(Lit::Int(v, _)) => Sym::Const(i128::try_from(*v).ok()?),
-            ExprKind::Var(id) if params.iter().any(|p| p.name == id.name) => Sym::Free,
+            ExprKind::Var(id) if params.iter().any(|p| p.name == id.name) => {
+                Sym::Param(params.iter().position(|p| p.name == id.name)?)
+            }
             ExprKind::Var(id) => {
                 let v = &self.vars[self.lookup(&id.name)?];
                 match (&v.konst, &v.sym) {
@@ -249,6 +268,14 @@ impl<'a> Cx<'a> {
         None
     }
 
+    /// Whether every unit of a partition made at `code` (with `conds` conditions open) runs the current
+    /// statement: no condition since is narrower than `code` (nor a split arm, nor after a `break`).
+    pub(super) fn every_unit_reaches(&self, conds: usize, code: Perspective) -> bool {
+        self.conds[conds.min(self.conds.len())..]
+            .iter()
+            .all(|c| c.is_some_and(|c| self.le(code, c)))
+    }
+
     /// Two units of a `code` unit when the closure gives every `p` unit the same offset for the same
     /// index (it reads no unit: `|x| x`, `|j| base + j` with `base` uniform over `code`).
     pub(super) fn same_offsets(
@@ -285,10 +312,7 @@ impl<'a> Cx<'a> {
                 return;
             }
         }
-        let both_write = self.conds[o.conds.min(self.conds.len())..]
-            .iter()
-            .all(|c| c.is_some_and(|c| self.le(o.code, c)));
-        if !both_write || !self.overlaps_reported.insert(o.id) {
+        if !self.every_unit_reaches(o.conds, o.code) || !self.overlaps_reported.insert(o.id) {
             return;
         }
         let (a, b) = o.units;

@@ -299,6 +299,10 @@ impl<'a> Cx<'a> {
                 conds: self.conds.len(),
                 by_index,
             });
+        let layout = overlap
+            .is_none()
+            .then(|| self.layout(index, p, code, partition_id, span, &target.name))
+            .flatten();
         // A view of a view that every unit sees whole keeps that only while this closure adds no unit's
         // offset (a persistent kernel's `|j| tile * T + t * 4 + j` inside a block's `|x| x` view does).
         let inherited = vi.and_then(|i| self.vars[i].overlap.clone()).filter(|o| {
@@ -336,6 +340,7 @@ impl<'a> Cx<'a> {
         self.vars[ni].is_async = self.vars[vi].is_async;
         self.vars[ni].fill_slot = self.vars[vi].fill_slot;
         self.vars[ni].overlap = overlap.or(inherited);
+        self.vars[ni].layout = layout;
         // An index closure that cannot tell the P units of a `same_for` unit apart hands them all the same
         // elements (`|x| x`: the whole allocation to every warpgroup): a shared view is then used as a claim,
         // by one split arm at P (CLAIM-ONE-BRANCH), else those units would race on it. Global memory keeps
@@ -479,6 +484,7 @@ impl<'a> Cx<'a> {
         let ni = self.declare(new_name, p, ty, mutable);
         self.vars[ni].index_arity = self.vars[vi].index_arity;
         self.vars[ni].overlap = self.vars[vi].overlap.clone();
+        self.vars[ni].layout = self.vars[vi].layout.clone();
         self.vars[ni].claim = Some(ClaimInfo {
             at: p,
             arm_base: self.arms.len(),

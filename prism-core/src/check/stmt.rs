@@ -568,13 +568,26 @@ impl<'a> Cx<'a> {
         for e in std::iter::once(end).chain(step) {
             c = self.narrower(c, self.cond_perspective(e));
         }
-        self.declare(var, code, ty, false);
+        let vi = self.declare(var, code, ty, false);
+        self.vars[vi].range = self.constant_range(start, end, step);
         self.conds.push(c.filter(|_| !leaves_early(body)));
         self.loop_depth += 1;
         self.block(body, code);
         self.loop_depth -= 1;
         self.conds.pop();
         self.vars.truncate(mark);
+    }
+}
+
+impl Cx<'_> {
+    /// The values of a `for` counter whose bounds and step are constants (at most 4096 of them).
+    fn constant_range(&self, start: &Expr, end: &Expr, step: Option<&Expr>) -> Option<Vec<i64>> {
+        let (s, e) = (self.eval(start).ok()?, self.eval(end).ok()?);
+        let by = step.map_or(Ok(1), |x| self.eval(x)).ok()?;
+        if by < 1 || e.checked_sub(s)? / by > 4096 {
+            return None;
+        }
+        Some((s..e).step_by(by as usize).collect())
     }
 }
 

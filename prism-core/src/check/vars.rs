@@ -25,6 +25,8 @@ impl<'a> Cx<'a> {
             fill_slot: false,
             sym: None,
             overlap: None,
+            layout: None,
+            range: None,
             used: false,
         });
         self.vars.len() - 1
@@ -300,7 +302,11 @@ impl<'a> Cx<'a> {
         if space == Space::Shared {
             self.arr_access_shared(v, span, code);
         }
-        self.overlapping_write(v, span, &format!("writing through `{}`", v.name), indices);
+        let what = format!("writing through `{}`", v.name);
+        self.overlapping_write(v, span, &what, indices);
+        if let Some(ix) = indices {
+            self.index_overlap(v, span, &what, ix);
+        }
     }
 
     /// [T-ARR-ACCESS-SHARED] shared memory is only accessed from code at block[1] or narrower.

@@ -1,0 +1,199 @@
+//! [T-PARTITION] Writes whose indices reach another unit's elements.
+//!
+//! A partition's closure hands each unit its elements as a function of the index (`|j| t * 4 + j`); the
+//! units' elements are disjoint only for the indices the program uses (paper 000 §3.4 asks the closure to be
+//! injective over units and indices). When the closure is known exactly (a function of the rank and its
+//! parameters, [`Sym::closed`]) and a write every unit makes uses indices known at compile time (constants,
+//! const generics, the counters of `for` loops over constant ranges), the pass computes the element each
+//! unit writes at each such index, over all the view's writes so far: two units on one element race
+//! (thread 0's `ct[4]` is thread 1's `ct[0]` above).
+
+use super::*;
+use std::collections::{HashMap, HashSet};
+
+/// Most (unit, index) pairs evaluated per partition; past it the pass concludes nothing more.
+const MAX_PAIRS: usize = 1 << 20;
+/// Most index tuples one write enumerates (the product of its loop counters' ranges).
+const MAX_TUPLES: usize = 1024;
+
+/// A partition view whose closure gives every unit's element at every index exactly.
+#[derive(Clone, Debug)]
+pub(super) struct Layout {
+    /// The partition (numbered as for [`Overlap`], each reported once) and its span.
+    pub(super) id: usize,
+    pub(super) span: Span,
+    pub(super) at: Perspective,
+    pub(super) code: Perspective,
+    pub(super) target: String,
+    pub(super) sym: Sym,
+    /// Threads per unit, and units per `code` unit (at most the overlap test's bound).
+    pub(super) size: u64,
+    pub(super) units: u64,
+    pub(super) conds: usize,
+}
+
+/// The elements a partition's writes have reached: element → (unit, indices) of its first writer.
+#[derive(Default)]
+pub(super) struct Reached {
+    tuples: HashSet<Vec<i128>>,
+    elements: HashMap<i128, (u64, Vec<i128>)>,
+    pairs: usize,
+}
+
+impl<'a> Cx<'a> {
+    /// The view's layout, when its closure is known exactly and tells its units apart.
+    pub(super) fn layout(
+        &self,
+        index: &IndexFn,
+        p: Perspective,
+        code: Perspective,
+        id: usize,
+        span: Span,
+        target: &str,
+    ) -> Option<Layout> {
+        let sym = self.sym(&index.body, code, &index.params)?;
+        if !sym.closed() || !sym.has_rank() {
+            return None;
+        }
+        let size = self.unit_threads(p)?;
+        let units = (self.unit_threads(code)? / size).min(4096);
+        (units >= 2).then(|| Layout {
+            id,
+            span,
+            at: p,
+            code,
+            target: target.to_string(),
+            sym,
+            size,
+            units,
+            conds: self.conds.len(),
+        })
+    }
+
+    /// The index tuples `indices` takes in one unit: every combination of the `for` counters it reads
+    /// (constant ranges only) with its constants; `None` when an index reads anything else.
+    fn index_tuples(&self, indices: &[Expr]) -> Option<Vec<Vec<i128>>> {
+        let mut counters: Vec<(String, Vec<i64>)> = Vec::new();
+        let mut known = true;
+        for e in indices {
+            walk::walk_vars(e, &mut |name| {
+                let Some(v) = self.lookup(name).map(|i| &self.vars[i]) else {
+                    known = false;
+                    return;
+                };
+                if let Some(r) = &v.range {
+                    if !counters.iter().any(|(n, _)| n == name) {
+                        counters.push((name.to_string(), r.clone()));
+                    }
+                } else if !matches!(v.konst, Some(Some(_))) {
+                    known = false;
+                }
+            });
+        }
+        if !known {
+            return None;
+        }
+        let count = counters
+            .iter()
+            .try_fold(1usize, |n, (_, r)| n.checked_mul(r.len()))?;
+        if count > MAX_TUPLES {
+            return None;
+        }
+        let mut out = Vec::with_capacity(count);
+        for k in 0..count {
+            // Counter values for combination `k` (mixed radix over the ranges).
+            let mut rest = k;
+            let values: Vec<(&str, i64)> = counters
+                .iter()
+                .map(|(n, r)| {
+                    let v = r[rest % r.len()];
+                    rest /= r.len();
+                    (n.as_str(), v)
+                })
+                .collect();
+            let consts = |n: &str| {
+                values
+                    .iter()
+                    .find(|(c, _)| *c == n)
+                    .map(|(_, v)| *v)
+                    .or_else(|| (self.consts())(n))
+            };
+            let tuple = indices
+                .iter()
+                .map(|e| {
+                    crate::consteval::eval_const(e, &consts)
+                        .ok()
+                        .map(i128::from)
+                })
+                .collect::<Option<Vec<_>>>()?;
+            out.push(tuple);
+        }
+        Some(out)
+    }
+
+    /// A write through `v` at `indices` that reaches an element another unit writes: [T-PARTITION].
+    pub(super) fn index_overlap(&mut self, v: &Var, span: Span, what: &str, indices: &[Expr]) {
+        let Some(l) = v.layout.clone() else {
+            return;
+        };
+        if self.overlaps_reported.contains(&l.id) || !self.every_unit_reaches(l.conds, l.code) {
+            return;
+        }
+        let Some(tuples) = self.index_tuples(indices) else {
+            return;
+        };
+        let reached = self.reached.entry(l.id).or_default();
+        let mut clash = None;
+        'tuples: for t in tuples {
+            if !reached.tuples.insert(t.clone()) {
+                continue;
+            }
+            for u in 0..l.units {
+                reached.pairs += 1;
+                if reached.pairs > MAX_PAIRS {
+                    break 'tuples;
+                }
+                let Some(e) = l.sym.eval_at(u * l.size, &t) else {
+                    continue;
+                };
+                match reached.elements.get(&e) {
+                    Some((w, wt)) if *w != u => {
+                        clash = Some((e, (*w, wt.clone()), (u, t.clone())));
+                        break 'tuples;
+                    }
+                    Some(_) => {}
+                    None => {
+                        reached.elements.insert(e, (u, t.clone()));
+                    }
+                }
+            }
+        }
+        let Some((e, first, second)) = clash else {
+            return;
+        };
+        let ((a, ta), (b, tb)) = if first.0 < second.0 {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        self.overlaps_reported.insert(l.id);
+        let ix = |t: &[i128]| {
+            t.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        self.errors.push(
+            err(
+                "T-PARTITION",
+                span,
+                format!(
+                    "{what} races: through the index closure of `partition({}, {}, ..)`, {} unit {a} at index [{}] and unit {b} at index [{}] both write element {e} of `{}`",
+                    l.target, l.at, l.at, ix(&ta), ix(&tb), l.target
+                ),
+            )
+            .note(l.span, format!("each unit's elements are this closure's values at the indices it writes: units {a} and {b} meet at element {e}"))
+            .help("index only the unit's own elements (for `|j| t * K + j`, indices 0..K), or give each unit more (a larger K); elements another unit writes are shared data: write them in a later phase through a partition that hands them to that unit"),
+        );
+    }
+}
