@@ -86,7 +86,10 @@ impl L<'_> {
         let t = &mut sc.t;
         match &ins.kind {
             Kind::Alu(op, ty, md) => self.fast_alu(t, b, w, wi, args, exec, *op, *ty, *md),
-            Kind::Setp(cmp, ty, bop) => self.fast_setp(t, b, w, wi, args, exec, *cmp, *ty, *bop),
+            // (`.ftz` compares flushed operands: the general path)
+            Kind::Setp(cmp, ty, bop, false) => {
+                self.fast_setp(t, b, w, wi, args, exec, *cmp, *ty, *bop)
+            }
             Kind::Mov(ty) => {
                 if matches!(args[0], Operand::Vec(_)) || matches!(args[1], Operand::Vec(_)) {
                     return None;

@@ -387,6 +387,9 @@ pub(crate) struct Mods {
     pub nan: bool,
     /// Float arithmetic's rounding direction (`.rz`, `.rm`, `.rp`; `.rn` and none are `Near`).
     pub dir: Dir,
+    /// `.ftz` (f32, and f64 `rcp/rsqrt.approx.ftz`): subnormal inputs and results become zeros of the
+    /// same sign.
+    pub ftz: bool,
 }
 
 /// The rounding direction of float arithmetic (`exec/directed.rs`).
@@ -504,11 +507,13 @@ pub(crate) enum MbarOp {
 pub(crate) enum Kind {
     Mov(PtxType),
     Alu(AluOp, PtxType, Mods),
-    Setp(Cmp, PtxType, Option<BoolOp>),
-    Set(Cmp, PtxType, PtxType, Option<BoolOp>),
+    /// `setp.cmp{.ftz}.type{.bop}`: the bool is `.ftz` (f32 subnormal operands compare as zeros).
+    Setp(Cmp, PtxType, Option<BoolOp>, bool),
+    /// `set.cmp{.ftz}.dtype.stype{.bop}`: the bool is `.ftz`.
+    Set(Cmp, PtxType, PtxType, Option<BoolOp>, bool),
     Selp(PtxType),
     Slct(PtxType, PtxType),
-    /// `cvt.rnd.flags.dty.sty`: the flags are `CVT_SAT | CVT_RELU | CVT_SATFINITE`.
+    /// `cvt.rnd.flags.dty.sty`: the flags are `CVT_SAT | CVT_RELU | CVT_SATFINITE | CVT_FTZ`.
     Cvt(PtxType, PtxType, Rnd, u8),
     Cvta(bool, Space, PtxType),
     Ld(Space, PtxType, u8),
@@ -739,6 +744,8 @@ pub(crate) const CVT_SAT: u8 = 1;
 pub(crate) const CVT_RELU: u8 = 2;
 /// `cvt`'s `.satfinite`: a result beyond the largest finite value (an infinity included) is that value.
 pub(crate) const CVT_SATFINITE: u8 = 4;
+/// `cvt`'s `.ftz`: a subnormal f32 source, or f32 result, becomes a zero of the same sign.
+pub(crate) const CVT_FTZ: u8 = 8;
 
 /// A parsed and pre-decoded PTX module.
 #[derive(Debug, Clone)]

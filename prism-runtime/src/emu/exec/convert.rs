@@ -123,8 +123,20 @@ pub(super) fn f64_to_f32(x: f64, r: Rnd) -> f32 {
     f32::from_bits(round_exact(SINGLE, neg, m, e, r, false) as u32)
 }
 
-/// `cvt.rnd.sat.dty.sty` of `a` (`sat`: the `CVT_*` flags).
+/// `cvt.rnd.sat.dty.sty` of `a` (`sat`: the `CVT_*` flags). `.ftz` (PTX ISA: "`cvt.ftz.dtype.f32`
+/// flushes subnormal inputs to sign-preserving zero; `cvt.ftz.f32.atype` flushes subnormal results")
+/// applies to an f32 source and an f32 result.
 pub(crate) fn cvt(dty: PtxType, sty: PtxType, rnd: Rnd, flags: u8, a: u64) -> u64 {
+    if flags & CVT_FTZ == 0 {
+        return cvt_exact(dty, sty, rnd, flags, a);
+    }
+    let a = ftz_operand(true, sty, a);
+    let r = cvt_exact(dty, sty, rnd, flags, a);
+    ftz_operand(true, dty, r)
+}
+
+/// `cvt` without `.ftz`.
+fn cvt_exact(dty: PtxType, sty: PtxType, rnd: Rnd, flags: u8, a: u64) -> u64 {
     let sat = flags & CVT_SAT != 0;
     use PtxType::*;
     let sfloat = sty.is_float();
@@ -284,8 +296,8 @@ pub(crate) fn atomic_op(op: AtomOp, ty: PtxType, old: u64, x: u64, y: u64) -> u6
             let (o, v) = (f64v(old), f64v(x));
             match op {
                 AtomOp::Add => (o + v).to_bits(),
-                AtomOp::Min => o.min(v).to_bits(),
-                AtomOp::Max => o.max(v).to_bits(),
+                AtomOp::Min => fminmax64(o, v, false).to_bits(),
+                AtomOp::Max => fminmax64(o, v, true).to_bits(),
                 _ => int_atomic(op, PtxType::B64, old, x, y),
             }
         }

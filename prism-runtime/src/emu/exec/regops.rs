@@ -108,9 +108,8 @@ impl L<'_> {
         ins: &Instr,
         mask: u32,
         exec: u32,
-        cmp: &Cmp,
-        ty: &PtxType,
-        bop: &Option<BoolOp>,
+        (cmp, ty, bop): (&Cmp, &PtxType, &Option<BoolOp>),
+        ftz: bool,
     ) -> Step {
         let args = &ins.args;
         let two = args.len() >= 4 + bop.is_some() as usize
@@ -122,8 +121,8 @@ impl L<'_> {
             (&args[0], None, 1)
         };
         lanes!(exec, l, {
-            let a = self.val(b, w, wi, &args[ai], l);
-            let c = self.val(b, w, wi, &args[ai + 1], l);
+            let a = ftz_operand(ftz, *ty, self.val(b, w, wi, &args[ai], l));
+            let c = ftz_operand(ftz, *ty, self.val(b, w, wi, &args[ai + 1], l));
             let mut r = compare(*cmp, *ty, a, c);
             // setp.f16x2/bf16x2 p|q: p from the low halves, q from the high ones.
             let mut q = if matches!(ty, PtxType::F16x2 | PtxType::BF16x2) {
@@ -154,10 +153,8 @@ impl L<'_> {
         ins: &Instr,
         mask: u32,
         exec: u32,
-        cmp: &Cmp,
-        dty: &PtxType,
-        sty: &PtxType,
-        bop: &Option<BoolOp>,
+        (cmp, dty, sty, bop): (&Cmp, &PtxType, &PtxType, &Option<BoolOp>),
+        ftz: bool,
     ) -> Step {
         let args = &ins.args;
         // `.f16x2`/`.bf16x2` sources compare two elements, each giving a 16-bit result (PTX ISA `set`).
@@ -175,8 +172,8 @@ impl L<'_> {
             _ => mask_bits(ebits),
         };
         lanes!(exec, l, {
-            let a = self.val(b, w, wi, &args[1], l);
-            let c = self.val(b, w, wi, &args[2], l);
+            let a = ftz_operand(ftz, *sty, self.val(b, w, wi, &args[1], l));
+            let c = ftz_operand(ftz, *sty, self.val(b, w, wi, &args[2], l));
             let p = bop.map(|_| self.val(b, w, wi, &args[3], l) != 0);
             let mut v = 0u64;
             for k in 0..elems {

@@ -9,6 +9,34 @@ pub(super) fn f64v(x: u64) -> f64 {
     f64::from_bits(x)
 }
 
+/// `.ftz`: a subnormal f32 becomes a zero of the same sign (PTX ISA: "flushes subnormal inputs and
+/// results to sign-preserving zero").
+pub(super) fn flush32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// `.ftz` on f64 (`rcp.approx.ftz.f64`, `rsqrt.approx.ftz.f64`).
+fn flush64(x: f64) -> f64 {
+    if x.is_subnormal() {
+        0f64.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// A compare operand of type `ty` under `.ftz` (which applies to f32 only).
+pub(super) fn ftz_operand(ftz: bool, ty: PtxType, v: u64) -> u64 {
+    if ftz && ty == PtxType::F32 {
+        flush32(f32v(v)).to_bits() as u64
+    } else {
+        v
+    }
+}
+
 pub(super) fn boolop(o: BoolOp, a: bool, b: bool) -> bool {
     match o {
         BoolOp::And => a && b,
@@ -262,7 +290,35 @@ pub(super) fn fminmax(a: f32, b: f32, max: bool) -> f32 {
     }
 }
 
+/// `min`/`max` on f64 as on f32 (`fminmax`): a NaN operand gives the other one, -0.0 orders below +0.0.
+pub(super) fn fminmax64(a: f64, b: f64, max: bool) -> f64 {
+    if a.is_nan() {
+        return b;
+    }
+    if b.is_nan() {
+        return a;
+    }
+    if a == 0.0 && b == 0.0 {
+        let neg = if max {
+            a.is_sign_negative() && b.is_sign_negative()
+        } else {
+            a.is_sign_negative() || b.is_sign_negative()
+        };
+        return if neg { -0.0 } else { 0.0 };
+    }
+    if max {
+        a.max(b)
+    } else {
+        a.min(b)
+    }
+}
+
 pub(super) fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
+    let (a, b, c) = if m.ftz {
+        (flush32(a), flush32(b), flush32(c))
+    } else {
+        (a, b, c)
+    };
     let r = match op {
         AluOp::Add => a + b,
         AluOp::Sub => a - b,
@@ -291,10 +347,16 @@ pub(super) fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
     } else {
         super::directed::round(op, m.dir, a, b, c, r)
     };
+    let r = if m.ftz { flush32(r) } else { r };
     f32_saturate(m, r).unwrap_or(r)
 }
 
 pub(super) fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
+    let (a, b, c) = if m.ftz {
+        (flush64(a), flush64(b), flush64(c))
+    } else {
+        (a, b, c)
+    };
     let r = match op {
         AluOp::Add => a + b,
         AluOp::Sub => a - b,
@@ -303,24 +365,8 @@ pub(super) fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
         AluOp::Div => a / b,
         AluOp::Abs => a.abs(),
         AluOp::Neg => -a,
-        AluOp::Min => {
-            if a.is_nan() {
-                b
-            } else if b.is_nan() {
-                a
-            } else {
-                a.min(b)
-            }
-        }
-        AluOp::Max => {
-            if a.is_nan() {
-                b
-            } else if b.is_nan() {
-                a
-            } else {
-                a.max(b)
-            }
-        }
+        AluOp::Min => fminmax64(a, b, false),
+        AluOp::Max => fminmax64(a, b, true),
         AluOp::Rcp => 1.0 / a,
         AluOp::Sqrt => a.sqrt(),
         AluOp::Rsqrt => 1.0 / a.sqrt(),
@@ -337,6 +383,7 @@ pub(super) fn f64_alu(op: AluOp, m: Mods, a: f64, b: f64, c: f64) -> f64 {
     } else {
         super::directed::round(op, m.dir, a, b, c, r)
     };
+    let r = if m.ftz { flush64(r) } else { r };
     if m.sat {
         // [+0.0, 1.0]: -0.0 and NaN become +0.0.
         if r.is_nan() || r <= 0.0 {

@@ -294,11 +294,11 @@ impl L<'_> {
             Kind::Alu(op, ty, md) => {
                 return self.exec_alu_op(b, wi, w, ins, mask, exec, op, ty, md)
             }
-            Kind::Setp(cmp, ty, bop) => {
-                return self.exec_setp(b, wi, w, ins, mask, exec, cmp, ty, bop)
+            Kind::Setp(cmp, ty, bop, ftz) => {
+                return self.exec_setp(b, wi, w, ins, mask, exec, (cmp, ty, bop), *ftz)
             }
-            Kind::Set(cmp, dty, sty, bop) => {
-                return self.exec_set(b, wi, w, ins, mask, exec, cmp, dty, sty, bop)
+            Kind::Set(cmp, dty, sty, bop, ftz) => {
+                return self.exec_set(b, wi, w, ins, mask, exec, (cmp, dty, sty, bop), *ftz)
             }
             Kind::Selp(_) => return self.exec_selp(b, wi, w, ins, mask, exec),
             Kind::Slct(_, sty) => return self.exec_slct(b, wi, w, ins, mask, exec, sty),

@@ -57,6 +57,7 @@ impl Parser {
                 Rnd::Rp => Dir::Up,
                 _ => Dir::Near,
             },
+            ftz: has("ftz"),
         };
         let o = OpInfo {
             p,
@@ -180,7 +181,7 @@ impl Parser {
         // operand type used to interpret immediates
         let imm_ty = match kind {
             Kind::Cvt(_, s, _, _) => *s,
-            Kind::Set(_, _, s, _) => *s,
+            Kind::Set(_, _, s, _, _) => *s,
             Kind::Slct(d, _) => *d,
             Kind::Alu(AluOp::Shl | AluOp::Shr, _, _) => ty0,
             _ => ty0,

@@ -129,9 +129,9 @@ pub(super) fn decode_regop(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
             });
             let sty = types.get(1).copied().unwrap_or(ty0);
             if base == "setp" {
-                Kind::Setp(cmp, ty0, bop)
+                Kind::Setp(cmp, ty0, bop, m.ftz)
             } else {
-                Kind::Set(cmp, ty0, sty, bop)
+                Kind::Set(cmp, ty0, sty, bop, m.ftz)
             }
         }
         "selp" => Kind::Selp(ty0),
@@ -144,7 +144,8 @@ pub(super) fn decode_regop(o: &OpInfo) -> Result<Option<Decoded>, PtxError> {
             }
             let flags = (has("sat") as u8 * CVT_SAT)
                 | (m.relu as u8 * CVT_RELU)
-                | (has("satfinite") as u8 * CVT_SATFINITE);
+                | (has("satfinite") as u8 * CVT_SATFINITE)
+                | (m.ftz as u8 * CVT_FTZ);
             Kind::Cvt(types[0], types[1], rnd, flags)
         }
         "cvta" => Kind::Cvta(has("to"), space, ty0),
