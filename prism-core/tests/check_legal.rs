@@ -216,3 +216,31 @@ fn mutations_never_panic_in_check() {
     let fs = parse(&deep);
     check_function(&fs[0], &fs).unwrap();
 }
+
+/// `&&`/`||` short-circuit: a left side that differs between the threads is fine while the right side
+/// is per-thread work (a guarded load or atomic), and a uniform left side may guard a collective.
+#[test]
+fn short_circuits_guard_per_thread_work_and_uniform_collectives() {
+    check_all(
+        "#[prism_kernel(requires(grid[1], block[1], thread[32]))]
+fn k(x: *const u32, y: *mut u32, n: u32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(y, thread[1], |k| i + k, |yt| {
+        group(thread[32], || {
+            #[at(thread[1])]
+            let lane: u32 = id();
+            #[at(thread[1])]
+            let a: bool = lane < n && x[lane] > 10;
+            #[at(thread[1])]
+            let b: bool = n > 4 && vote_any(lane == 9);
+            #[at(thread[1])]
+            let c: bool = n == 0 || shfl_xor(lane, 1u32) > 3;
+            group(thread[1], || {
+                yt[0] = (a && b || c) as u32;
+            });
+        });
+    });
+}",
+    );
+}

@@ -532,9 +532,71 @@ impl<'a> Cx<'a> {
         sink: &Sink,
         code: Perspective,
     ) -> Ty {
-        let l = self.expr(lhs, sink, code);
+        // `&&`/`||` run their right side only where the left side lets them (Rust's short circuit, a
+        // branch in PTX): a collective there is under a condition, so the left side is one (READ-UP at the
+        // code perspective, as an `if`'s).
+        let guarded = matches!(op, BinOp::And | BinOp::Or)
+            .then(|| self.collective_in(rhs))
+            .flatten();
+        let l = match &guarded {
+            Some(what) => {
+                let csink = Sink {
+                    p: code,
+                    rule: "READ-UP",
+                    what: format!(
+                        "the left side of `{}` at code perspective {code}, which decides whether {what} on its right runs",
+                        if op == BinOp::And { "&&" } else { "||" }
+                    ),
+                    id_target: None,
+                };
+                let l = self.expr(lhs, &csink, code);
+                if !self.le(sink.p, code) {
+                    let s2 = Sink {
+                        id_target: None,
+                        ..sink.clone()
+                    };
+                    let _ = self.expr_silent_vars(lhs, &s2);
+                }
+                l
+            }
+            None => self.expr(lhs, sink, code),
+        };
         let r = self.expr(rhs, sink, code);
         self.binop_types(op, &l, &r, e.span)
+    }
+
+    /// The first collective `e` calls (an intrinsic or device function that needs more than `thread[1]`),
+    /// described for a message: "`vote_any` (a thread[32] collective)".
+    fn collective_in(&self, e: &Expr) -> Option<String> {
+        let mut found = None;
+        walk::walk_exprs(e, &mut |x| {
+            let ExprKind::Call { path, .. } = &x.kind else {
+                return;
+            };
+            let Some(name) = path.last().map(|n| n.name.as_str()) else {
+                return;
+            };
+            if found.is_some() || path.len() != 1 {
+                return;
+            }
+            let need = match crate::intrinsics::lookup(name) {
+                Some(i) => match i.need {
+                    crate::intrinsics::Need::At(p) => Some(p),
+                    crate::intrinsics::Need::Cluster => Some(Perspective::block(1)),
+                    crate::intrinsics::Need::Any => None,
+                },
+                None => self
+                    .deps
+                    .iter()
+                    .find(|d| d.name.name == name)
+                    .and_then(|d| d.requires.first())
+                    .map(|r| r.perspective),
+            };
+            if let Some(p) = need.filter(|p| *p != Perspective::thread(1)) {
+                found = Some(format!("`{name}` (a {p} collective)"));
+            }
+        });
+        found
     }
 
     pub(super) fn e_cast(
