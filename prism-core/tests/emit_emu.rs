@@ -192,3 +192,79 @@ fn k(x: *const u64, y: *const f64, s: *mut u64, t: *mut f64) {
         assert_eq!(tv, sy, "lane {l}: f64 sum (exact: multiples of 1/4)");
     }
 }
+
+/// `for j in (a..b).step_by(s)` with run-time bounds and step counts as Rust's `step_by` does, also where
+/// `j + s` would pass `u32::MAX` (the loop leaves before adding); a run-time step of 0 traps instead of
+/// looping for ever (Rust panics).
+#[test]
+fn run_time_step_by_stops_at_the_end_and_traps_on_zero() {
+    use prism_runtime::emu::{EmuError, FaultKind};
+    let src = "
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 32)]
+fn k(y: *mut u32, a: u32, n: u32, s: u32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(y, thread[1], |j| i + j, |yt| {
+        group(thread[1], || {
+            let mut c: u32 = 0;
+            let mut last: u32 = 0;
+            for j in (a + i..n).step_by(s) {
+                c += 1;
+                last = j;
+            }
+            yt[0] = c * 65536 + last % 65536;
+        });
+    });
+}
+";
+    let ks = compile_src(src);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    let cases: [(u32, u32, u32); 6] = [
+        (0, 0xFFFF_FFFF, 0x8000_0000),
+        (0xFFFF_FF00, 0xFFFF_FFFF, 100),
+        (0xFFFF_FFE0, u32::MAX, 3),
+        (5, 1000, 7),
+        (0, 10, 1),
+        (10, 3, 2),
+    ];
+    for (a, n, s) in cases {
+        let mut emu = Emulator::new(EmuConfig {
+            max_steps: 2_000_000,
+            ..EmuConfig::default()
+        });
+        let dy = emu.alloc(32 * 4);
+        let p = [
+            ParamValue::Ptr(dy),
+            ParamValue::U32(a),
+            ParamValue::U32(n),
+            ParamValue::U32(s),
+        ];
+        emu.launch(&module, &k.entry, [1, 1, 1], [32, 1, 1], 0, &p)
+            .unwrap_or_else(|e| panic!("a={a:#x} n={n:#x} s={s:#x}: {e}"));
+        let y = emu.read(dy, 32 * 4).unwrap();
+        for i in 0..32u32 {
+            let got = u32::from_le_bytes(y[4 * i as usize..4 * i as usize + 4].try_into().unwrap());
+            let it = (a.wrapping_add(i)..n).step_by(s as usize);
+            let want = (it.clone().count() as u32) * 65536 + it.last().unwrap_or(0) % 65536;
+            assert_eq!(got, want, "a={a:#x} n={n:#x} s={s:#x} thread {i}");
+        }
+    }
+    let mut emu = Emulator::new(EmuConfig {
+        max_steps: 2_000_000,
+        ..EmuConfig::default()
+    });
+    let dy = emu.alloc(32 * 4);
+    let p = [
+        ParamValue::Ptr(dy),
+        ParamValue::U32(0),
+        ParamValue::U32(10),
+        ParamValue::U32(0),
+    ];
+    match emu.launch(&module, &k.entry, [1, 1, 1], [32, 1, 1], 0, &p) {
+        Err(EmuError::Faulted { faults, .. }) => {
+            assert_eq!(faults[0].kind, FaultKind::Trap, "{faults:?}")
+        }
+        other => panic!("a zero step must trap: {other:?}"),
+    }
+}

@@ -28,12 +28,7 @@ impl Em {
                 return Err(err("EMIT-LOOP", span, "`step_by` must be positive"));
             }
             let trips = if b > a { (b - a + st - 1) / st } else { 0 };
-            let max = match self.loop_ty(start, end) {
-                Some(ScalarType::U32) | None => u32::MAX as i128,
-                Some(ScalarType::I32) => i32::MAX as i128,
-                Some(ScalarType::U64) => u64::MAX as i128,
-                _ => i64::MAX as i128,
-            };
+            let max = type_max(self.loop_ty(start, end).unwrap_or(ScalarType::U32));
             guard_wrap = trips > 0 && a + (trips - 1) * st + st > max;
             let indexes = indexes_reg_array(body, &var.name, &self.array_names(body));
             if trips <= SMALL_TRIP || (indexes && trips <= MAX_UNROLL) {
@@ -102,6 +97,23 @@ impl Em {
             }
             None => Val::Imm(Imm::Int(1), Some(t)),
         };
+        if let Val::Reg(r, _) = &st {
+            // A step of 0 known only at run time would repeat the body for ever (Rust's `step_by` panics):
+            // the kernel traps instead (a `Trap` fault on the emulator, a launch error on a GPU).
+            let z = self.fresh(ScalarType::Bool);
+            self.line(format!("setp.eq.{} {z}, {r}, 0;", bits_ty(t)));
+            self.line(format!("@{z} trap;"));
+        }
+        // `i + step` may wrap past the type's maximum unless the step is 1 or `end - 1 + step` fits: then
+        // the loop leaves before adding (Rust's `step_by` stops at the end, it does not wrap).
+        if consts.0.is_err() || consts.1.is_err() || consts.2.is_err() {
+            guard_wrap = match (&consts.1, &consts.2) {
+                (_, Ok(None)) => false,
+                (_, Ok(Some(1))) => false,
+                (Ok(b), Ok(Some(sv))) => (*b as i128) - 1 + (*sv as i128) > type_max(t),
+                _ => true,
+            };
+        }
         let i = self.fresh(t);
         self.mov_into(&i, &s0, t);
         let (head, cont, end_l) = (self.label(), self.label(), self.label());
@@ -338,4 +350,14 @@ pub(super) fn indexes_reg_array(body: &Block, var: &str, arrays: &[String]) -> b
         own || inner
     }
     block(body, var, arrays)
+}
+
+/// The largest value of a loop counter's type.
+fn type_max(t: ScalarType) -> i128 {
+    match t {
+        ScalarType::U32 => u32::MAX as i128,
+        ScalarType::I32 => i32::MAX as i128,
+        ScalarType::U64 => u64::MAX as i128,
+        _ => i64::MAX as i128,
+    }
 }
