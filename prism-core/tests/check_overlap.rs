@@ -324,3 +324,36 @@ fn whole_global_views_written_at_one_index() {
         expect_ok(&kernel(body));
     }
 }
+
+#[test]
+fn whole_views_of_warps_refined_by_lane() {
+    // Every warp sees all of `y` (`|x| x`), then hands its lanes `lane + k`: lane 0 of every warp writes
+    // element 0. With the warp's own offset in the inner closure (a value that tells warps apart), or a
+    // lane index that does, it compiles.
+    let kernel = |inner: &str, write: &str| {
+        format!(
+            "#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 64)]\n\
+             fn k(y: *mut u32, n: u32) {{\n\
+             #[at(thread[32])]\nlet w: u32 = id();\n\
+             partition(y, thread[32], |x| x, |yw| {{\n\
+             group(thread[32], || {{\n#[at(thread[1])]\nlet lane: u32 = id();\n\
+             partition(yw, thread[1], {inner}, |yt| {{ group(thread[1], || {{ {write} }}); }});\n\
+             }});\n}});\n}}\n"
+        )
+    };
+    let src = kernel("|k| lane + k", "/*@*/yt[0] = n;");
+    let ds = check(&src).expect_err("an overlap error");
+    assert!(
+        ds.iter().any(|d| d.rule == "T-PARTITION"
+            && d.message
+                .contains("an index that is the same for all of them")),
+        "{ds:#?}"
+    );
+    for (inner, write) in [
+        ("|k| w * 32 + lane + k", "yt[0] = n;"),
+        ("|k| lane + k", "yt[w * 32] = n;"),
+        ("|k| lane + k", "if w == 0 { yt[0] = n; }"),
+    ] {
+        expect_ok(&kernel(inner, write));
+    }
+}

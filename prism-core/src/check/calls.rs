@@ -248,6 +248,7 @@ impl<'a> Cx<'a> {
             };
             self.call_arg(name, a, p, pat, &callee_consts, code);
         }
+        self.aliased_args(name, args, &callee.params);
         // The result has the callee's `returns` perspective (default: its top).
         let ret = match &callee.ret {
             None => Ty::Unit,
@@ -261,6 +262,42 @@ impl<'a> Cx<'a> {
             self.result_read_up(e.span, &name.name, rp, sink);
         }
         ret
+    }
+
+    /// [CALL-ARG] one memory passed to two pointer parameters of which one writes: the callee's
+    /// synchronization is inferred per parameter (SYNC.md: distinct pointers do not alias), so its writes
+    /// through one would race with its accesses through the other (Rust refuses `f(&s, &mut s)` alike).
+    fn aliased_args(&mut self, fname: &Ident, args: &[Expr], params: &[Param]) {
+        let ptr = |p: &Param| match &p.ty {
+            Type::Ptr { mutable, .. } | Type::Shared { mutable, .. } => Some(*mutable),
+            _ => None,
+        };
+        let mut seen: Vec<(&Ident, &Param, bool)> = Vec::new();
+        for (a, p) in args.iter().zip(params) {
+            let (ExprKind::Var(id), Some(m)) = (&a.kind, ptr(p)) else {
+                continue;
+            };
+            let earlier = seen
+                .iter()
+                .find(|(i, _, em)| i.name == id.name && (m || *em))
+                .map(|(_, q, em)| (q.name.clone(), *em));
+            if let Some((q, qm)) = earlier {
+                let kind = |m: bool| if m { "writable" } else { "read-only" };
+                self.errors.push(
+                    err(
+                        "CALL-ARG",
+                        id.span,
+                        format!(
+                            "`{}` is passed to both `{q}` ({}) and `{}` ({}) of `{}`: a device function's pointer parameters must not alias (its synchronization is inferred for each parameter apart), so its writes through one would race with its accesses through the other",
+                            id.name, kind(qm), p.name, kind(m), fname.name
+                        ),
+                    )
+                    .help("pass different memories (copy the input first), or give the function one writable parameter that it both reads and writes"),
+                );
+                return;
+            }
+            seen.push((id, p, m));
+        }
     }
 
     /// A call's result at perspective `rp` flows into `sink`.

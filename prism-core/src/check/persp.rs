@@ -303,14 +303,13 @@ impl<'a> Cx<'a> {
             .is_none()
             .then(|| self.layout(index, p, code, partition_id, span, &target.name))
             .flatten();
-        // A view of a view that every unit sees whole keeps that only while this closure adds no unit's
-        // offset (a persistent kernel's `|j| tile * T + t * 4 + j` inside a block's `|x| x` view does).
-        let inherited = vi.and_then(|i| self.vars[i].overlap.clone()).filter(|o| {
-            !o.by_index
-                || self
-                    .sym(&index.body, o.code, &index.params)
-                    .is_some_and(|s| !s.has_rank())
-        });
+        // A view of a view that every unit sees whole keeps that while this closure tells those units
+        // no more apart: it reads only values uniform over their code, and ranks within this code, which
+        // repeat in each of them (`|k| lane + k` in every warp of a warp's `|x| x` view). A value that
+        // differs between them (a persistent kernel's `|j| tile * T + t * 4 + j`) ends it.
+        let inherited = vi
+            .and_then(|i| self.vars[i].overlap.clone())
+            .filter(|o| !o.by_index || self.sym(&index.body, o.code, &index.params).is_some());
         self.vars.truncate(mark);
         // They stay as they are inside the partition (T-PARTITION).
         let frozen_mark = self.frozen.len();
