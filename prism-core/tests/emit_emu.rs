@@ -245,8 +245,8 @@ fn k(y: *mut u32, a: u32, n: u32, s: u32) {
         let y = emu.read(dy, 32 * 4).unwrap();
         for i in 0..32u32 {
             let got = u32::from_le_bytes(y[4 * i as usize..4 * i as usize + 4].try_into().unwrap());
-            let it = (a.wrapping_add(i)..n).step_by(s as usize);
-            let want = (it.clone().count() as u32) * 65536 + it.last().unwrap_or(0) % 65536;
+            let mut it = (a.wrapping_add(i)..n).step_by(s as usize);
+            let want = (it.clone().count() as u32) * 65536 + it.next_back().unwrap_or(0) % 65536;
             assert_eq!(got, want, "a={a:#x} n={n:#x} s={s:#x} thread {i}");
         }
     }
