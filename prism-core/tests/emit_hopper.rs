@@ -1232,7 +1232,7 @@ fn unrolled_ring_steps_count_each_site_once() {
 /// A kernel that loads back through the map it stored through waits for each store's global write, not
 /// only for its box to be read: the load must see the write.
 const STORE_THEN_LOAD: &str = r#"
-#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128, blocks = 1)]
 pub fn store_then_load(m: TensorMapMut<f32, 1>, out: *mut f32) {
     partition(out, block[1], |x| x, |out_b| {
     group(block[1], || {

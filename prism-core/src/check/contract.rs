@@ -384,13 +384,19 @@ impl<'a> Cx<'a> {
         if let Some(e) = &self.f.smem {
             if let Some(declared) = self.eval_opt(e, "`smem`") {
                 if declared < 0 || declared > DEVICE_SMEM_LIMIT as i64 {
+                    let help = if total > DEVICE_SMEM_LIMIT {
+                        // Reported below, at the allocation.
+                        format!("its allocations need {total} bytes, more than the device has: allocate less")
+                    } else {
+                        format!("declare the bytes of shared memory the function needs: `smem = {total}`")
+                    };
                     self.errors.push(
                         err(
                             "SMEM-LIMIT",
                             span,
                             format!("`{}` declares `smem = {declared}`: a byte count from 0 to the device limit of {DEVICE_SMEM_LIMIT} bytes per block", self.f.name),
                         )
-                        .help(format!("declare the bytes of shared memory the function needs: it allocates {total}")),
+                        .help(help),
                     );
                 } else if total > declared as u64 {
                     self.errors.push(
@@ -428,11 +434,20 @@ impl<'a> Cx<'a> {
             );
         }
         if total > DEVICE_SMEM_LIMIT {
-            self.errors.push(err(
-                "SMEM-LIMIT",
-                span,
-                format!("`{}` uses {total} bytes of shared memory, more than the device limit of {DEVICE_SMEM_LIMIT} bytes", self.f.name),
-            ));
+            // At the allocations (the first), not at the attribute that may already be reported.
+            let (at, what) = match (self.first_alloc, self.first_smem_call) {
+                (Some(a), _) => (a, "its allocations, the first one here"),
+                (None, Some(c)) => (c, "with this call's callee"),
+                (None, None) => (span, "in all"),
+            };
+            self.errors.push(
+                err(
+                    "SMEM-LIMIT",
+                    at,
+                    format!("`{}` uses {total} bytes of shared memory ({what}), more than the device limit of {DEVICE_SMEM_LIMIT} bytes", self.f.name),
+                )
+                .help("allocate less per block: smaller tiles, or fewer ring slots"),
+            );
         }
     }
 }

@@ -337,7 +337,7 @@ impl<'a> Cx<'a> {
                 ),
             )
             .note(o.span, note)
-            .help("give each unit its own elements (`|j| t * K + j` for K elements each), or write from one unit (`claim` the memory, or a split arm); a view that is only read may be shared: pass it to a `*const` parameter"),
+            .help(format!("give each unit its own elements (`|j| t * K + j` for K elements each), or write from one unit (`claim` the memory, or a split arm); a view that is only read may be shared: pass it to a `*const` parameter{}", if o.at.level == Level::Block && o.code.level == Level::Grid { "; a kernel that runs one block declares `blocks = 1`" } else { "" })),
         );
     }
 }

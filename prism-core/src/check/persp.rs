@@ -59,13 +59,20 @@ impl<'a> Cx<'a> {
             } else if p.level == code.level {
                 format!("{} does not divide {}", p.n, code.n)
             } else {
-                format!(
-                    "{} {} units are guaranteed in {code} ({}), and {} does not divide that",
-                    self.units(p.level, code).unwrap_or(0),
-                    p.level,
-                    self.t_desc(),
-                    p.n
-                )
+                match self.units(p.level, code).unwrap_or(0) {
+                    0 | 1 => format!(
+                        "the number of {}s in {code} is not known to be a multiple of {} ({})",
+                        p.level,
+                        p.n,
+                        self.t_desc()
+                    ),
+                    u => format!(
+                        "{code} is only known to hold a multiple of {u} {}s ({}), not of {}",
+                        p.level,
+                        self.t_desc(),
+                        p.n
+                    ),
+                }
             };
             self.errors.push(
                 err("T-GROUP", at.span, format!("cannot group {p} inside {code}: {why}"))
