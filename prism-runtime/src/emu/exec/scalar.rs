@@ -267,51 +267,35 @@ fn f32_saturate(m: Mods, r: f32) -> Option<f32> {
     }
 }
 
-pub(super) fn fminmax(a: f32, b: f32, max: bool) -> f32 {
-    if a.is_nan() {
-        return b;
-    }
-    if b.is_nan() {
-        return a;
-    }
-    if a == 0.0 && b == 0.0 {
-        // -0.0 orders below +0.0 (CUDA's `__hmax`/`__hmin`: "+0.0 > -0.0"), whichever operand comes first.
-        let neg = if max {
-            a.is_sign_negative() && b.is_sign_negative()
-        } else {
-            a.is_sign_negative() || b.is_sign_negative()
-        };
-        return if neg { -0.0 } else { 0.0 };
-    }
-    if max {
-        a.max(b)
-    } else {
-        a.min(b)
-    }
+/// `min`/`max` (`fminmax` on f32, `fminmax64` on f64): a NaN operand gives the other one, and -0.0 orders
+/// below +0.0 (CUDA's `__hmax`/`__hmin`: "+0.0 > -0.0"), whichever operand comes first.
+macro_rules! min_max {
+    ($name:ident, $t:ty) => {
+        pub(super) fn $name(a: $t, b: $t, max: bool) -> $t {
+            if a.is_nan() {
+                return b;
+            }
+            if b.is_nan() {
+                return a;
+            }
+            if a == 0.0 && b == 0.0 {
+                let neg = if max {
+                    a.is_sign_negative() && b.is_sign_negative()
+                } else {
+                    a.is_sign_negative() || b.is_sign_negative()
+                };
+                return if neg { -0.0 } else { 0.0 };
+            }
+            if max {
+                a.max(b)
+            } else {
+                a.min(b)
+            }
+        }
+    };
 }
-
-/// `min`/`max` on f64 as on f32 (`fminmax`): a NaN operand gives the other one, -0.0 orders below +0.0.
-pub(super) fn fminmax64(a: f64, b: f64, max: bool) -> f64 {
-    if a.is_nan() {
-        return b;
-    }
-    if b.is_nan() {
-        return a;
-    }
-    if a == 0.0 && b == 0.0 {
-        let neg = if max {
-            a.is_sign_negative() && b.is_sign_negative()
-        } else {
-            a.is_sign_negative() || b.is_sign_negative()
-        };
-        return if neg { -0.0 } else { 0.0 };
-    }
-    if max {
-        a.max(b)
-    } else {
-        a.min(b)
-    }
-}
+min_max!(fminmax, f32);
+min_max!(fminmax64, f64);
 
 pub(super) fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
     let (a, b, c) = if m.ftz {
