@@ -56,7 +56,7 @@ impl<'a> Cx<'a> {
             return None;
         }
         let size = self.unit_threads(p)?;
-        let units = (self.unit_threads(code)? / size).min(4096);
+        let units = (self.unit_threads(code)? / size).min(MAX_UNITS);
         (units >= 2).then(|| Layout {
             id,
             span,

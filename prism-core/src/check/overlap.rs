@@ -16,7 +16,7 @@ use super::*;
 use std::collections::HashMap;
 
 /// Most units compared (a collision among them is a collision).
-const MAX_UNITS: u64 = 4096;
+pub(super) const MAX_UNITS: u64 = 4096;
 
 /// A value as a function of a thread's rank in the unit of the code that computed it.
 #[derive(Clone, Debug)]
