@@ -197,7 +197,8 @@ fn shared_over_declared_and_device_limit() {
     let src = "#[prism_kernel(requires(grid[1], block[1]), smem = /*@*/1024)]\nfn k() {\n    group(block[1], || {\n        let a: Shared<[f32; 200]>;\n        let b: Shared<[f32; 100]>;\n    });\n}\n";
     // 800 -> 800, +400 = 1200 bytes (16-byte aligned).
     expect(src, "SMEM-LIMIT", &["1200", "1024"]);
-    let src = "#[prism_kernel(requires(grid[1], block[1]))]\nfn /*@*/k() {\n    group(block[1], || {\n        let a: Shared<[f32; 60000]>;\n    });\n}\n";
+    // Over the device limit: at the (first) allocation.
+    let src = "#[prism_kernel(requires(grid[1], block[1]))]\nfn k() {\n    group(block[1], || {\n        /*@*/let a: Shared<[f32; 60000]>;\n    });\n}\n";
     expect(src, "SMEM-LIMIT", &["240000", "232448"]);
 }
 
