@@ -297,6 +297,9 @@ struct Var {
     layout: Option<Layout>,
     /// A `for` counter over a constant range: its values.
     range: Option<Vec<i64>>,
+    /// A `for` counter: the narrowest perspective its bounds read (every unit at least that broad counts
+    /// the same values).
+    counter_over: Option<Perspective>,
     /// Named by the program since its declaration (a fill's slot names must each be loaded).
     used: bool,
 }
@@ -346,6 +349,10 @@ struct Cx<'a> {
     overlaps_reported: HashSet<usize>,
     /// Per partition, the elements its views' writes reached (`index_overlap.rs`).
     reached: std::collections::HashMap<usize, Reached>,
+    /// The arms of uniform `if`s the current statement is in: `(if, 0)` then, `(if, 1)` else. Writes in
+    /// the two arms of one `if` never both run (`index_overlap.rs`).
+    if_arms: Vec<(usize, u8)>,
+    next_if: usize,
     /// The enclosing conditions, loops and split arms: the narrowest perspective each reads (`None`:
     /// unknown, a split arm, or a loop that may `break`).
     conds: Vec<Option<Perspective>>,
@@ -391,6 +398,8 @@ impl<'a> Cx<'a> {
             next_partition: 0,
             overlaps_reported: HashSet::new(),
             reached: std::collections::HashMap::new(),
+            if_arms: Vec::new(),
+            next_if: 0,
             conds: Vec::new(),
             loop_depth: 0,
             unsafe_depth: 0,
@@ -419,6 +428,7 @@ impl<'a> Cx<'a> {
                 overlap: None,
                 layout: None,
                 range: None,
+                counter_over: None,
                 used: false,
             });
         }

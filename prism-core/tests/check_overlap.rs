@@ -357,3 +357,96 @@ fn whole_views_of_warps_refined_by_lane() {
         expect_ok(&kernel(inner, write));
     }
 }
+
+#[test]
+fn loop_counters_and_let_constants_index_like_constants() {
+    // Through a global `|x| x` view every thread writing the same loop of elements races, whether the
+    // loop's range is constant or uniform at run time.
+    let kernel = |body: &str| {
+        format!(
+            "#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]\n\
+             fn k(p: *mut f32, n: u32) {{\n\
+             partition(p, block[1], |x| x, |pb| {{\n\
+             group(block[1], || {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
+             partition(pb, thread[1], |x| x, |pt| {{ group(thread[1], || {{ {body} }}); }});\n\
+             }});\n}});\n}}\n"
+        )
+    };
+    for body in [
+        "for i in 0..4 { /*@*/pt[i] = 1.0; }",
+        "for i in 0..n { /*@*/pt[i] = 1.0; }",
+        "#[at(thread[1])]\nlet v = [1.0f32; 4];\n/*@*/store4(pt, 0, v);",
+    ] {
+        let src = kernel(body);
+        let ds = check(&src).expect_err("an overlap error");
+        assert!(
+            ds.iter().any(|d| d.rule == "T-PARTITION"
+                && d.message
+                    .contains("an index that is the same for all of them")),
+            "{src}\n{ds:#?}"
+        );
+    }
+    // A loop whose range differs between the threads, or indices that tell them apart: compiles.
+    for body in [
+        "for i in t..t + 1 { pt[i] = 1.0; }",
+        "for i in 0..4 { pt[t * 4 + i] = 1.0; }",
+    ] {
+        expect_ok(&kernel(body));
+    }
+    // A `let` constant is an index known at compile time; `store4` writes four elements.
+    for (body, element) in [
+        (
+            "#[at(thread[1])]\nlet k: u32 = 4;\nst[0] = 1.0;\n/*@*/st[k] = 2.0;",
+            4,
+        ),
+        (
+            "#[at(thread[1])]\nlet v = [1.0f32; 4];\nstore4(st, 0, v);\n/*@*/store4(st, 2, v);",
+            4,
+        ),
+    ] {
+        expect_index_overlap(
+            &block_kernel(128, &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {body} }}); }});")),
+            (0, 1),
+            element,
+        );
+    }
+}
+
+#[test]
+fn writes_that_never_run_together_are_not_compared() {
+    // The two arms of a uniform `if` never both run; an arm a constant condition never takes writes nothing.
+    for body in [
+        "if n > 2 { for i in 0..4 { st[i] = 1.0; } } else { st[4] = 2.0; }",
+        "if 2 > 3 { st[4] = 2.0; }\nst[0] = 1.0;",
+    ] {
+        expect_ok(&block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        ));
+    }
+    let src = "#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128, smem = 4096, instances = [1, 4])]\n\
+               fn k<const N: u32>(p: *mut f32) {\n\
+               group(block[1], || {\n\
+               let s: Shared<[f32; 1024]>;\n\
+               #[at(thread[1])]\nlet t: u32 = id();\n\
+               partition(s, thread[1], |j| t * N + j, |st| { group(thread[1], || { st[0] = 1.0; if N > 1 { st[1] = 2.0; } }); });\n\
+               });\n}\n";
+    expect_ok(src);
+}
+
+#[test]
+fn one_register_array_for_two_array_parameters() {
+    let src = "#[prism_device(requires(thread[1]))]\n\
+               fn rev(a: &[u32; 4], b: &mut [u32; 4]) { for i in 0..4 { b[i] = a[3 - i]; } }\n\
+               #[prism_kernel(requires(grid[1], block[1], thread[1]))]\n\
+               fn k(p: *mut u32) {\n\
+               #[at(thread[1])]\nlet t: u32 = id();\n\
+               partition(p, thread[1], |j| t * 4 + j, |pt| { group(thread[1], || {\n\
+               #[at(thread[1])]\nlet mut x = [1u32, 2, 3, 4];\nrev(&x, &mut x);\npt[0] = x[0];\n}); });\n}\n";
+    let ds = check(src).expect_err("an alias error");
+    assert!(
+        ds.iter()
+            .any(|d| d.rule == "CALL-ARG" && d.message.contains("is passed to both")),
+        "{ds:#?}"
+    );
+}

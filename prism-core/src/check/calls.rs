@@ -264,17 +264,31 @@ impl<'a> Cx<'a> {
         ret
     }
 
-    /// [CALL-ARG] one memory passed to two pointer parameters of which one writes: the callee's
+    /// [CALL-ARG] one memory (or register array) passed to two pointer (or array-reference) parameters of
+    /// which one writes: the callee's
     /// synchronization is inferred per parameter (SYNC.md: distinct pointers do not alias), so its writes
     /// through one would race with its accesses through the other (Rust refuses `f(&s, &mut s)` alike).
     fn aliased_args(&mut self, fname: &Ident, args: &[Expr], params: &[Param]) {
         let ptr = |p: &Param| match &p.ty {
-            Type::Ptr { mutable, .. } | Type::Shared { mutable, .. } => Some(*mutable),
+            Type::Ptr { mutable, .. }
+            | Type::Shared { mutable, .. }
+            | Type::ArrayRef { mutable, .. } => Some(*mutable),
             _ => None,
         };
+        // The name a pointer or array-reference argument passes (`s`, `&a`, `&mut a`).
+        fn named(a: &Expr) -> Option<&Ident> {
+            match &a.kind {
+                ExprKind::Var(id) => Some(id),
+                ExprKind::Ref { expr, .. } => match &expr.kind {
+                    ExprKind::Var(id) => Some(id),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
         let mut seen: Vec<(&Ident, &Param, bool)> = Vec::new();
         for (a, p) in args.iter().zip(params) {
-            let (ExprKind::Var(id), Some(m)) = (&a.kind, ptr(p)) else {
+            let (Some(id), Some(m)) = (named(a), ptr(p)) else {
                 continue;
             };
             let earlier = seen

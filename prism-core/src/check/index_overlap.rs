@@ -32,11 +32,32 @@ pub(super) struct Layout {
     pub(super) conds: usize,
 }
 
-/// The elements a partition's writes have reached: element → (unit, indices) of its first writer.
+/// The arms of uniform `if`s a write is in: `(if, 0)` then, `(if, 1)` else.
+type Arms = Vec<(usize, u8)>;
+
+/// One unit's write of an element: the unit, its indices, where, and the arms of uniform `if`s it is in.
+#[derive(Clone)]
+struct Write {
+    unit: u64,
+    indices: Vec<i128>,
+    span: Span,
+    arms: Arms,
+}
+
+impl Write {
+    /// Both may run in one launch: no `if` puts them in different arms.
+    fn together(&self, other: &Write) -> bool {
+        self.arms
+            .iter()
+            .all(|(i, a)| other.arms.iter().all(|(j, b)| i != j || a == b))
+    }
+}
+
+/// The elements a partition's writes have reached, with their writers.
 #[derive(Default)]
 pub(super) struct Reached {
-    tuples: HashSet<Vec<i128>>,
-    elements: HashMap<i128, (u64, Vec<i128>)>,
+    seen: HashSet<(Vec<i128>, Arms)>,
+    elements: HashMap<i128, Vec<Write>>,
     pairs: usize,
 }
 
@@ -85,7 +106,8 @@ impl<'a> Cx<'a> {
                     if !counters.iter().any(|(n, _)| n == name) {
                         counters.push((name.to_string(), r.clone()));
                     }
-                } else if !matches!(v.konst, Some(Some(_))) {
+                } else if !matches!(v.konst, Some(Some(_))) && !matches!(v.sym, Some(Sym::Const(_)))
+                {
                     known = false;
                 }
             });
@@ -117,6 +139,10 @@ impl<'a> Cx<'a> {
                     .find(|(c, _)| *c == n)
                     .map(|(_, v)| *v)
                     .or_else(|| (self.consts())(n))
+                    .or_else(|| match self.lookup(n).map(|i| &self.vars[i].sym) {
+                        Some(Some(Sym::Const(c))) => i64::try_from(*c).ok(),
+                        _ => None,
+                    })
             };
             let tuple = indices
                 .iter()
@@ -131,8 +157,16 @@ impl<'a> Cx<'a> {
         Some(out)
     }
 
-    /// A write through `v` at `indices` that reaches an element another unit writes: [T-PARTITION].
-    pub(super) fn index_overlap(&mut self, v: &Var, span: Span, what: &str, indices: &[Expr]) {
+    /// A write through `v` at `indices` (of `width` consecutive elements: `store4`) that reaches an
+    /// element another unit writes: [T-PARTITION].
+    pub(super) fn index_overlap(
+        &mut self,
+        v: &Var,
+        span: Span,
+        what: &str,
+        indices: &[Expr],
+        width: i128,
+    ) {
         let Some(l) = v.layout.clone() else {
             return;
         };
@@ -142,10 +176,11 @@ impl<'a> Cx<'a> {
         let Some(tuples) = self.index_tuples(indices) else {
             return;
         };
+        let arms = self.if_arms.clone();
         let reached = self.reached.entry(l.id).or_default();
         let mut clash = None;
         'tuples: for t in tuples {
-            if !reached.tuples.insert(t.clone()) {
+            if !reached.seen.insert((t.clone(), arms.clone())) {
                 continue;
             }
             for u in 0..l.units {
@@ -153,17 +188,23 @@ impl<'a> Cx<'a> {
                 if reached.pairs > MAX_PAIRS {
                     break 'tuples;
                 }
-                let Some(e) = l.sym.eval_at(u * l.size, &t) else {
+                let Some(e0) = l.sym.eval_at(u * l.size, &t) else {
                     continue;
                 };
-                match reached.elements.get(&e) {
-                    Some((w, wt)) if *w != u => {
-                        clash = Some((e, (*w, wt.clone()), (u, t.clone())));
+                let w = Write {
+                    unit: u,
+                    indices: t.clone(),
+                    span,
+                    arms: arms.clone(),
+                };
+                for e in e0..e0 + width {
+                    let writers = reached.elements.entry(e).or_default();
+                    if let Some(o) = writers.iter().find(|o| o.unit != u && o.together(&w)) {
+                        clash = Some((e, o.clone(), w));
                         break 'tuples;
                     }
-                    Some(_) => {}
-                    None => {
-                        reached.elements.insert(e, (u, t.clone()));
+                    if !writers.iter().any(|o| o.unit == u && o.arms == w.arms) {
+                        writers.push(w.clone());
                     }
                 }
             }
@@ -171,29 +212,32 @@ impl<'a> Cx<'a> {
         let Some((e, first, second)) = clash else {
             return;
         };
-        let ((a, ta), (b, tb)) = if first.0 < second.0 {
+        self.overlaps_reported.insert(l.id);
+        let earlier = first.span;
+        let (a, b) = if first.unit < second.unit {
             (first, second)
         } else {
             (second, first)
         };
-        self.overlaps_reported.insert(l.id);
         let ix = |t: &[i128]| {
             t.iter()
                 .map(|x| x.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        self.errors.push(
-            err(
-                "T-PARTITION",
-                span,
-                format!(
-                    "{what} races: through the index closure of `partition({}, {}, ..)`, {} unit {a} at index [{}] and unit {b} at index [{}] both write element {e} of `{}`",
-                    l.target, l.at, l.at, ix(&ta), ix(&tb), l.target
-                ),
-            )
-            .note(l.span, format!("each unit's elements are this closure's values at the indices it writes: units {a} and {b} meet at element {e}"))
-            .help("index only the unit's own elements (for `|j| t * K + j`, indices 0..K), or give each unit more (a larger K); elements another unit writes are shared data: write them in a later phase through a partition that hands them to that unit"),
-        );
+        let mut d = err(
+            "T-PARTITION",
+            span,
+            format!(
+                "{what} races: through the index closure of `partition({}, {}, ..)`, {} unit {} at index [{}] and unit {} at index [{}] both write element {e} of `{}`",
+                l.target, l.at, l.at, a.unit, ix(&a.indices), b.unit, ix(&b.indices), l.target
+            ),
+        )
+        .note(l.span, format!("each unit's elements are this closure's values at the indices it writes: units {} and {} meet at element {e}", a.unit, b.unit));
+        let at = |s: Span| (s.start().line, s.start().column);
+        if at(earlier) != at(span) {
+            d = d.note(earlier, "the other write");
+        }
+        self.errors.push(d.help("index only the unit's own elements (for `|j| t * K + j`, indices 0..K), or give each unit more (a larger K); a barrier between the writes does not make this legal: a partition hands each unit its own elements for all of its scope, so a later phase that writes other elements partitions again"));
     }
 }

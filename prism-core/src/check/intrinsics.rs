@@ -418,6 +418,15 @@ impl<'a> Cx<'a> {
         }
         let k = if n == "store4" { 4 } else { 2 };
         let elem = self.ptr_arg(name, &args[0], true, None, code);
+        // T-PARTITION at the vector's index (`ptr_arg` cannot see it): `k` elements from there.
+        if let Some(v) = match &args[0].kind {
+            ExprKind::Var(id) => self.lookup(&id.name).map(|i| self.vars[i].clone()),
+            _ => None,
+        } {
+            let what = format!("`{n}` through `{}`", v.name);
+            self.overlapping_write(&v, args[0].span, &what, Some(&args[1..2]));
+            self.index_overlap(&v, args[0].span, &what, &args[1..2], k as i128);
+        }
         self.vector_access(n, k, elem, args[0].span);
         let i = self.expr(&args[1], &at(c, t1, "the index"), code);
         self.expect_int(&i, args[1].span, "an index");

@@ -169,6 +169,8 @@ impl<'a> Cx<'a> {
                     (Some(Some(c)), _) => Sym::Const(*c as i128),
                     (Some(None), _) => Sym::Free,
                     _ if self.le(code, v.at) => Sym::Free,
+                    // A loop counter whose bounds every unit of `code` reads alike.
+                    _ if v.counter_over.is_some_and(|c| self.le(code, c)) => Sym::Free,
                     (None, Some(s)) if s.scopes_are(self.scope) => s.clone(),
                     _ => return None,
                 }
@@ -234,8 +236,10 @@ impl<'a> Cx<'a> {
                 });
             }
         }
+        // Rank-free values only when constant: `Free` means uniform over this `code`, which a later use
+        // in broader code must not take for its own.
         let s = self.sym(init, code, &[])?;
-        s.has_rank().then_some(s)
+        (s.has_rank() || s.closed()).then_some(s)
     }
 
     /// Two `p` units of one `code` unit that the index closure hands the same offsets, if it reads the

@@ -56,12 +56,21 @@ impl<'a> Cx<'a> {
                 else_block,
             } => {
                 self.condition(cond, code, "the `if` condition");
-                self.conds.push(self.cond_perspective(cond));
-                self.block(then_block, code);
-                if let Some(e) = else_block {
-                    self.block(e, code);
+                let c = self.cond_perspective(cond);
+                // An arm a constant condition never takes (`if N > 1` with N = 1) writes nothing: not
+                // judged as a write every unit makes (T-PARTITION).
+                let known = self.const_bool(cond);
+                let id = self.next_if;
+                self.next_if += 1;
+                for (arm, block) in [(0u8, Some(then_block)), (1, else_block.as_ref())] {
+                    let Some(block) = block else { continue };
+                    let dead = known.is_some_and(|k| k != (arm == 0));
+                    self.conds.push(if dead { None } else { c });
+                    self.if_arms.push((id, arm));
+                    self.block(block, code);
+                    self.if_arms.pop();
+                    self.conds.pop();
                 }
-                self.conds.pop();
             }
             StmtKind::While { cond, body } => {
                 self.condition(cond, code, "the `while` condition");
@@ -570,6 +579,7 @@ impl<'a> Cx<'a> {
         }
         let vi = self.declare(var, code, ty, false);
         self.vars[vi].range = self.constant_range(start, end, step);
+        self.vars[vi].counter_over = c;
         self.conds.push(c.filter(|_| !leaves_early(body)));
         self.loop_depth += 1;
         self.block(body, code);
@@ -580,6 +590,35 @@ impl<'a> Cx<'a> {
 }
 
 impl Cx<'_> {
+    /// A condition's value when constants decide it (literals, const generics, comparisons of constant
+    /// expressions, `&&`, `||`, `!`).
+    pub(super) fn const_bool(&self, e: &Expr) -> Option<bool> {
+        match &e.kind {
+            ExprKind::Lit(Lit::Bool(b)) => Some(*b),
+            ExprKind::Unary {
+                op: UnOp::Not,
+                expr,
+            } => self.const_bool(expr).map(|b| !b),
+            ExprKind::Binary { op, lhs, rhs } => match op {
+                BinOp::And => Some(self.const_bool(lhs)? && self.const_bool(rhs)?),
+                BinOp::Or => Some(self.const_bool(lhs)? || self.const_bool(rhs)?),
+                _ => {
+                    let (a, b) = (self.eval(lhs).ok()?, self.eval(rhs).ok()?);
+                    Some(match op {
+                        BinOp::Eq => a == b,
+                        BinOp::Ne => a != b,
+                        BinOp::Lt => a < b,
+                        BinOp::Le => a <= b,
+                        BinOp::Gt => a > b,
+                        BinOp::Ge => a >= b,
+                        _ => return None,
+                    })
+                }
+            },
+            _ => None,
+        }
+    }
+
     /// The values of a `for` counter whose bounds and step are constants (at most 4096 of them).
     fn constant_range(&self, start: &Expr, end: &Expr, step: Option<&Expr>) -> Option<Vec<i64>> {
         let (s, e) = (self.eval(start).ok()?, self.eval(end).ok()?);

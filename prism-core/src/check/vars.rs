@@ -27,6 +27,7 @@ impl<'a> Cx<'a> {
             overlap: None,
             layout: None,
             range: None,
+            counter_over: None,
             used: false,
         });
         self.vars.len() - 1
@@ -305,7 +306,7 @@ impl<'a> Cx<'a> {
         let what = format!("writing through `{}`", v.name);
         self.overlapping_write(v, span, &what, indices);
         if let Some(ix) = indices {
-            self.index_overlap(v, span, &what, ix);
+            self.index_overlap(v, span, &what, ix, 1);
         }
     }
 
