@@ -332,6 +332,12 @@ impl TensorMap {
                     i + 1
                 ));
             }
+            // A dimension of one element is never stepped along: its stride is free (CUTLASS passes 0 for
+            // the batch mode of every unbatched sm90 GEMM, e.g. example 48, and the driver takes it), and the
+            // dimensions inside it span what they spanned.
+            if self.dims[i + 1] == 1 {
+                continue;
+            }
             if s < extent {
                 return bad(format!(
                     "stride of dim {} = {s} bytes is smaller than the {extent} bytes of the dimensions inside it",
@@ -434,5 +440,48 @@ impl TensorMap {
         };
         m.validate()?;
         Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_map(dims: &[u64], strides: &[u64], boxd: &[u32]) -> Result<TensorMap, TensorMapError> {
+        TensorMap::tiled(
+            TensorDataType::F32,
+            0x1000,
+            dims,
+            strides,
+            boxd,
+            TensorSwizzle::None,
+        )
+    }
+
+    /// CUTLASS's sm90 GEMMs (example 48) describe an unbatched operand as (K, M, 1) with batch stride 0.
+    #[test]
+    fn a_size_one_dimension_takes_any_stride() {
+        let m = f32_map(&[256, 512, 1], &[1024, 0], &[32, 64, 1]).unwrap();
+        assert_eq!(TensorMap::decode(&m.encode()).unwrap(), m);
+        assert_eq!(m.extent_bytes(), 512 * 1024);
+        // Any multiple of 16, also one below the inner extent.
+        f32_map(&[256, 512, 1], &[1024, 512], &[32, 64, 1]).unwrap();
+        // Still a multiple of 16.
+        let e = f32_map(&[256, 512, 1], &[1024, 8], &[32, 64, 1]).unwrap_err();
+        assert!(e.0.contains("multiple of 16"), "{e}");
+    }
+
+    /// A dimension of more than one element must still clear the dimensions inside it, and a size-one
+    /// dimension between does not shrink what they span.
+    #[test]
+    fn a_stepped_dimension_still_clears_the_inner_ones() {
+        let e = f32_map(&[256, 2], &[0], &[32, 1]).unwrap_err();
+        assert!(e.0.contains("smaller than the 1024 bytes"), "{e}");
+        f32_map(&[32, 1, 8], &[0, 128], &[32, 1, 1]).unwrap();
+        let e = f32_map(&[32, 1, 8], &[0, 64], &[32, 1, 1]).unwrap_err();
+        assert!(
+            e.0.contains("stride of dim 2 = 64 bytes is smaller than the 128"),
+            "{e}"
+        );
     }
 }
