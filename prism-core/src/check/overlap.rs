@@ -272,6 +272,59 @@ impl<'a> Cx<'a> {
         None
     }
 
+    /// What T-PARTITION knows of a new view of `vi` (`partition(target, p, index, ..)` in `code` code):
+    /// two units with the same elements (`Overlap`), else the closure's exact layout (`Layout`), and the
+    /// parent view's overlap that still holds for this one.
+    pub(super) fn view_overlaps(
+        &self,
+        index: &IndexFn,
+        (p, code): (Perspective, Perspective),
+        vi: Option<usize>,
+        partition_id: usize,
+        span: Span,
+        target: &str,
+    ) -> (Option<Overlap>, Option<Layout>, Option<Overlap>) {
+        let overlap = self
+            .partition_overlap(index, p, code)
+            .map(|units| (units, false))
+            .or_else(|| {
+                // Global memory only: a shared view that every unit sees whole is a claim (`t_partition`).
+                let global = matches!(
+                    vi.map(|i| &self.vars[i].ty),
+                    Some(Ty::Ptr {
+                        space: Space::Global,
+                        ..
+                    })
+                );
+                global
+                    .then(|| self.same_offsets(index, p, code))
+                    .flatten()
+                    .map(|u| (u, true))
+            })
+            .map(|(units, by_index)| Overlap {
+                id: partition_id,
+                span,
+                at: p,
+                code,
+                target: target.to_string(),
+                units,
+                conds: self.conds.len(),
+                by_index,
+            });
+        let layout = overlap
+            .is_none()
+            .then(|| self.layout(index, p, code, partition_id, span, target))
+            .flatten();
+        // A view of a view that every unit sees whole keeps that while this closure tells those units
+        // no more apart: it reads only values uniform over their code, and ranks within this code, which
+        // repeat in each of them (`|k| lane + k` in every warp of a warp's `|x| x` view). A value that
+        // differs between them (a persistent kernel's `|j| tile * T + t * 4 + j`) ends it.
+        let inherited = vi
+            .and_then(|i| self.vars[i].overlap.clone())
+            .filter(|o| !o.by_index || self.sym(&index.body, o.code, &index.params).is_some());
+        (overlap, layout, inherited)
+    }
+
     /// Whether every unit of a partition made at `code` (with `conds` conditions open) runs the current
     /// statement: no condition since is narrower than `code` (nor a split arm, nor after a `break`).
     pub(super) fn every_unit_reaches(&self, conds: usize, code: Perspective) -> bool {

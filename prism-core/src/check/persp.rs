@@ -279,44 +279,8 @@ impl<'a> Cx<'a> {
         let same_for = self.closure_same_for(index, &reads, code);
         let partition_id = self.next_partition;
         self.next_partition += 1;
-        let overlap = self
-            .partition_overlap(index, p, code)
-            .map(|units| (units, false))
-            .or_else(|| {
-                // Global memory only: a shared view that every unit sees whole is a claim (below).
-                let global = matches!(
-                    vi.map(|i| &self.vars[i].ty),
-                    Some(Ty::Ptr {
-                        space: Space::Global,
-                        ..
-                    })
-                );
-                global
-                    .then(|| self.same_offsets(index, p, code))
-                    .flatten()
-                    .map(|u| (u, true))
-            })
-            .map(|(units, by_index)| Overlap {
-                id: partition_id,
-                span,
-                at: p,
-                code,
-                target: target.name.clone(),
-                units,
-                conds: self.conds.len(),
-                by_index,
-            });
-        let layout = overlap
-            .is_none()
-            .then(|| self.layout(index, p, code, partition_id, span, &target.name))
-            .flatten();
-        // A view of a view that every unit sees whole keeps that while this closure tells those units
-        // no more apart: it reads only values uniform over their code, and ranks within this code, which
-        // repeat in each of them (`|k| lane + k` in every warp of a warp's `|x| x` view). A value that
-        // differs between them (a persistent kernel's `|j| tile * T + t * 4 + j`) ends it.
-        let inherited = vi
-            .and_then(|i| self.vars[i].overlap.clone())
-            .filter(|o| !o.by_index || self.sym(&index.body, o.code, &index.params).is_some());
+        let (overlap, layout, inherited) =
+            self.view_overlaps(index, (p, code), vi, partition_id, span, &target.name);
         self.vars.truncate(mark);
         // They stay as they are inside the partition (T-PARTITION).
         let frozen_mark = self.frozen.len();

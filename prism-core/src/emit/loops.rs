@@ -3,6 +3,9 @@
 use super::expr::mentions;
 use super::*;
 
+/// A `for` loop's start, end and step as constants, where they are.
+type ConstBounds = (R<i64>, R<i64>, R<Option<i64>>);
+
 impl Em {
     pub(super) fn for_stmt(
         &mut self,
@@ -61,7 +64,19 @@ impl Em {
                 return Ok(());
             }
         }
-        // A run-time loop.
+        self.runtime_for(var, (start, end, step), body, consts, guard_wrap)
+    }
+
+    /// A `for` loop emitted as a loop: counter, unsigned test at the head, the body on a copy of the
+    /// counter, the increment (guarded against wrapping where it may) at `cont`.
+    fn runtime_for(
+        &mut self,
+        var: &Ident,
+        (start, end, step): (&Expr, &Expr, Option<&Expr>),
+        body: &Block,
+        consts: ConstBounds,
+        mut guard_wrap: bool,
+    ) -> R<()> {
         let uni = self.uniform(start)
             && self.uniform(end)
             && step.map(|s| self.uniform(s)).unwrap_or(true);
