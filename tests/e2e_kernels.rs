@@ -526,3 +526,81 @@ fn shared_index_out_of_bounds_faults() {
         );
     }
 }
+
+// Names as Rust spells them: raw identifiers (keywords as names) and non-ASCII letters, for kernels,
+// parameters and device functions. PTX names are ASCII: the entry of `données` is `donn_ue9_es`.
+
+/// `r#type[i] = r#loop(x[i])`, in a kernel named with a keyword.
+#[prism::prism_device(requires(thread[1]))]
+pub fn r#loop(v: f32) -> f32 {
+    v * 2.0 + 1.0
+}
+
+#[prism::prism_kernel(requires(grid[1], block[1], thread[1]))]
+pub fn r#match(x: *const f32, r#type: *mut f32, n: u32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(
+        r#type,
+        thread[1],
+        |j| i + j,
+        |o| {
+            group(thread[1], || {
+                if i < n {
+                    o[0] = r#loop(x[i]);
+                }
+            });
+        },
+    );
+}
+
+/// `sortie[i] = doublé(entrée[i])`.
+#[prism::prism_device(requires(thread[1]))]
+pub fn doublé(v: f32) -> f32 {
+    v + v
+}
+
+#[prism::prism_kernel(requires(grid[1], block[1], thread[1]))]
+pub fn données(entrée: *const f32, sortie: *mut f32, n: u32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(
+        sortie,
+        thread[1],
+        |j| i + j,
+        |s| {
+            group(thread[1], || {
+                if i < n {
+                    s[0] = doublé(entrée[i]);
+                }
+            });
+        },
+    );
+}
+
+#[test]
+fn raw_and_non_ascii_names() {
+    assert!(r#match::PTX.contains(".entry match("), "{}", r#match::PTX);
+    assert!(
+        données::PTX.contains(".entry donn_ue9_es("),
+        "{}",
+        données::PTX
+    );
+    let dev = device();
+    let mut rng = Rng::new(34);
+    let n = 77usize;
+    let x = rng.f32s(n);
+    let dx = dev.htod(&x).unwrap();
+    let mut dy = dev.htod(&vec![SENTINEL_F32; n]).unwrap();
+    r#match::launch(&dev, LaunchDims::new(2, 64), &dx, &mut dy, n as u32).unwrap();
+    let y = dev.dtoh(&dy).unwrap();
+    for i in 0..n {
+        assert_eq!(y[i], x[i] * 2.0 + 1.0, "r#match: y[{i}]");
+    }
+    let mut dz = dev.htod(&vec![SENTINEL_F32; n]).unwrap();
+    données::launch(&dev, LaunchDims::new(3, 32), &dx, &mut dz, n as u32).unwrap();
+    let z = dev.dtoh(&dz).unwrap();
+    for i in 0..n {
+        assert_eq!(z[i], x[i] + x[i], "données: z[{i}]");
+    }
+}

@@ -43,6 +43,7 @@ pub struct CheckedInstance {
     pub blocks_exact: Option<u32>,
 }
 
+mod callee_writes;
 mod calls;
 mod contract;
 mod expr;
@@ -102,7 +103,7 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
                 Diagnostic::new(
                     "INSTANCES",
                     f.name.span,
-                    format!("kernel `{}` has const generics but no `instances`", f.name),
+                    format!("kernel `{}` has const generics but no `instances` (or an empty list)", f.name),
                 )
                 .help("PTX is produced at compile time: list the instances, e.g. `instances = [(64, 64), (128, 128)]`"),
             );
@@ -121,6 +122,19 @@ pub fn check_function(f: &Function, deps: &[Function]) -> Result<Checked, Vec<Di
                         f.const_params.len()
                     ),
                 ));
+            } else if let Some((c, v)) = f.const_params.iter().zip(&i.values).find(|(c, v)| {
+                let (lo, hi) = crate::consteval::range(c.ty);
+                !(lo..=hi).contains(&i128::from(**v))
+            }) {
+                // Rust would refuse it later, at the whole attribute (`-1` for a `u32`).
+                errors.push(
+                    Diagnostic::new(
+                        "INSTANCES",
+                        i.span,
+                        format!("instance value {v} does not fit `{}: {}`", c.name, c.ty),
+                    )
+                    .help(format!("give `{}` a value of type {}", c.name, c.ty)),
+                );
             } else {
                 value_sets.push(Some(i.values.clone()));
             }
@@ -297,9 +311,9 @@ struct Var {
     layout: Option<Layout>,
     /// A `for` counter over a constant range: its values.
     range: Option<Vec<i64>>,
-    /// A `for` counter: the narrowest perspective its bounds read (every unit at least that broad counts
-    /// the same values).
-    counter_over: Option<Perspective>,
+    /// A `for` counter or an immutable integer `let`: the narrowest perspective its bounds or its value
+    /// read (every unit at least that broad counts the same values, or binds the same value).
+    uniform_over: Option<Perspective>,
     /// Named by the program since its declaration (a fill's slot names must each be loaded).
     used: bool,
 }
@@ -428,7 +442,7 @@ impl<'a> Cx<'a> {
                 overlap: None,
                 layout: None,
                 range: None,
-                counter_over: None,
+                uniform_over: None,
                 used: false,
             });
         }

@@ -134,7 +134,7 @@ struct Ov<'a> {
     out: Vec<Diagnostic>,
 }
 
-fn range(t: ScalarType) -> (i128, i128) {
+pub(crate) fn range(t: ScalarType) -> (i128, i128) {
     match t {
         ScalarType::U32 => (0, u32::MAX as i128),
         ScalarType::I32 => (i32::MIN as i128, i32::MAX as i128),

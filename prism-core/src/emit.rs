@@ -90,9 +90,18 @@ pub fn emit_kernel(k: &Checked, synced: &Synced) -> Result<Vec<CompiledKernel>, 
     }
 }
 
-/// PTX entry name of an instance: `name` or `name_v1_v2` (negative values as `m5`).
+/// PTX entry name of an instance: `name` or `name_v1_v2` (negative values as `m5`). PTX names are ASCII
+/// letters, digits and `_`: any other character of a Rust name is written `_uXXXX_` (`données` is
+/// `donn_ue9_es`). Instruction names are not reserved (ptxas takes `.entry match`).
 pub fn entry_name(name: &str, instance: &[i64]) -> String {
-    let mut s = name.to_string();
+    let mut s = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            s.push(c);
+        } else {
+            let _ = write!(s, "_u{:x}_", c as u32);
+        }
+    }
     for v in instance {
         if *v < 0 {
             let _ = write!(s, "_m{}", v.unsigned_abs());

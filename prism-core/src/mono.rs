@@ -148,18 +148,26 @@ fn count_error(f: &Function, found: usize, span: Span) -> Diagnostic {
 
 fn bound_error(f: &Function, p: &TypeParam, t: ScalarType, span: Span) -> Diagnostic {
     let m: Vec<&str> = p.bound.members().iter().map(|t| t.rust_name()).collect();
-    Diagnostic::new(
+    // Another crate's spans do not point into this one: name the crate instead of a note at the bound.
+    let name = match &f.origin {
+        Some(krate) => format!("{krate}::{}", f.name),
+        None => f.name.to_string(),
+    };
+    let d = Diagnostic::new(
         "GENERIC",
         span,
         format!(
-            "`{t}` does not satisfy `{}: {}` of `{}` (it admits {})",
+            "`{t}` does not satisfy `{}: {}` of `{name}` (it admits {})",
             p.name,
             p.bound,
-            f.name,
             m.join(", ")
         ),
-    )
-    .note(p.bound_span, format!("`{}` bounded here", p.name))
+    );
+    if f.origin.is_some() {
+        d
+    } else {
+        d.note(p.bound_span, format!("`{}` bounded here", p.name))
+    }
 }
 
 /// The scalar type a generic argument names (`f32`), if it is one.

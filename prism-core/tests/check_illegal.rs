@@ -166,6 +166,17 @@ fn decl_broader_than_code() {
 }
 
 #[test]
+fn read_up_for_an_if_value_that_decides_a_collective() {
+    // An `if` value whose side calls a collective decides whether it runs: its condition is read at the
+    // code perspective, as an `if` statement's.
+    let src = kernel("    #[at(thread[1])]\n    let t: u32 = id();\n    group(thread[32], || {\n        #[at(thread[1])]\n        let v: u32 = if /*@*/t < 5 { shfl_xor(t, 1u32) } else { 0 };\n    });");
+    expect(&src, "READ-UP", &["`t`", "`shfl_xor`", "thread[32]"]);
+    // Into a broader sink, the condition is read at the sink.
+    let src = kernel("    #[at(thread[1])]\n    let t: u32 = id();\n    group(block[1], || {\n        #[at(block[1])]\n        let v: u32 = if /*@*/t < 5 { 1 } else { 0 };\n    });");
+    expect(&src, "WRITE-DOWN", &["`t`", "`v` (block[1])"]);
+}
+
+#[test]
 fn read_up_for_bound_and_while() {
     let src = kernel("    #[at(thread[1])]\n    let t: u32 = id();\n    group(block[1], || {\n        for i in 0../*@*/t { }\n    });");
     expect(&src, "READ-UP", &["`t`", "`for` bounds", "block[1]"]);

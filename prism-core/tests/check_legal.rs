@@ -244,3 +244,33 @@ fn k(x: *const u32, y: *mut u32, n: u32) {
 }",
     );
 }
+
+#[test]
+fn if_values_choose_per_thread_in_broader_code() {
+    // Without a collective in its sides, an `if` value's condition is read at its sink: each thread of the
+    // block picks its own (only the chosen side runs, so the guarded load stays in bounds).
+    check_all(
+        "#[prism_kernel(requires(grid[1], block[1], thread[32]), smem = 144)]
+fn k(x: *const f32, y: *mut f32, n: u32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(y, block[1], |j| b * block_dim() + j, |yb| {
+        group(block[1], || {
+            #[at(thread[1])]
+            let t: u32 = id();
+            #[at(thread[1])]
+            let i: u32 = b * block_dim() + t;
+            #[at(thread[1])]
+            let v: f32 = if i < n { x[i] } else { 0.0 };
+            partition(yb, thread[1], |j| t + j, |o| {
+                group(thread[1], || {
+                    if i < n {
+                        o[0] = v;
+                    }
+                });
+            });
+        });
+    });
+}",
+    );
+}

@@ -30,6 +30,14 @@ fn block_kernel(threads: u32, body: &str) -> String {
     )
 }
 
+/// The line and column (1-based line, 0-based column as spans count) of the token after the `/*@*/` marker.
+fn marker_at(src: &str) -> (usize, usize) {
+    let marker = src.find("/*@*/").expect("marker");
+    let line = src[..marker].matches('\n').count() + 1;
+    let col = marker - src[..marker].rfind('\n').map(|i| i + 1).unwrap_or(0) + "/*@*/".len();
+    (line, col)
+}
+
 /// The overlap error: names the units, and points at the write (`/*@*/` marks the token).
 fn expect_overlap(src: &str, units: (u64, u64)) {
     let ds = check(src).expect_err("an overlap error");
@@ -48,11 +56,8 @@ fn expect_overlap(src: &str, units: (u64, u64)) {
         "{}",
         d.text()
     );
-    let marker = src.find("/*@*/").expect("marker");
-    let line = src[..marker].matches('\n').count() + 1;
-    let col = marker - src[..marker].rfind('\n').map(|i| i + 1).unwrap_or(0) + 5;
     let at = d.span.start();
-    assert_eq!((at.line, at.column), (line, col), "span of {}", d.text());
+    assert_eq!((at.line, at.column), marker_at(src), "span of {}", d.text());
     assert_eq!(
         ds.iter()
             .filter(|d| d.message.contains("same elements"))
@@ -234,9 +239,12 @@ fn expect_index_overlap(src: &str, units: (u64, u64), element: i64) {
         "{}",
         d.text()
     );
-    let marker = src.find("/*@*/").expect("marker");
-    let line = src[..marker].matches('\n').count() + 1;
-    assert_eq!(d.span.start().line, line, "span of {}", d.text());
+    assert_eq!(
+        d.span.start().line,
+        marker_at(src).0,
+        "span of {}",
+        d.text()
+    );
     assert_eq!(ds.len(), 1, "reported once: {ds:#?}");
 }
 
@@ -285,10 +293,10 @@ fn indices_within_each_units_elements_compile() {
             &format!("partition(s, thread[1], {closure}, |st| {{ group(thread[1], || {{ {body} }}); }});"),
         ));
     }
-    // Reading a neighbour's elements is fine.
+    // Reading a neighbour's elements that no unit writes through the view is fine.
     expect_ok(&block_kernel(
         128,
-        "partition(s, thread[1], |j| t * 4 + j, |st| { group(thread[1], || { #[at(thread[1])]\nlet x: f32 = st[4]; st[0] = x; }); });",
+        "partition(s, thread[1], |j| t * 4 + j, |st| { group(thread[1], || { #[at(thread[1])]\nlet x: f32 = st[6] + st[7]; st[0] = x; st[1] = x; }); });",
     ));
 }
 
@@ -376,6 +384,9 @@ fn loop_counters_and_let_constants_index_like_constants() {
         "for i in 0..4 { /*@*/pt[i] = 1.0; }",
         "for i in 0..n { /*@*/pt[i] = 1.0; }",
         "#[at(thread[1])]\nlet v = [1.0f32; 4];\n/*@*/store4(pt, 0, v);",
+        // A `let` of values uniform over the threads indexes like them.
+        "#[at(thread[1])]\nlet k: u32 = n / 2;\n/*@*/pt[k] = 1.0;",
+        "#[at(thread[1])]\nlet k: u32 = n / 2;\nfor i in k..k + 2 { /*@*/pt[i] = 1.0; }",
     ] {
         let src = kernel(body);
         let ds = check(&src).expect_err("an overlap error");
@@ -390,6 +401,7 @@ fn loop_counters_and_let_constants_index_like_constants() {
     for body in [
         "for i in t..t + 1 { pt[i] = 1.0; }",
         "for i in 0..4 { pt[t * 4 + i] = 1.0; }",
+        "#[at(thread[1])]\nlet k: u32 = t * 2 + n;\npt[k] = 1.0;",
     ] {
         expect_ok(&kernel(body));
     }
@@ -449,4 +461,100 @@ fn one_register_array_for_two_array_parameters() {
             .any(|d| d.rule == "CALL-ARG" && d.message.contains("is passed to both")),
         "{ds:#?}"
     );
+}
+
+#[test]
+fn writes_inside_device_functions_count_at_the_call() {
+    // A device function's sure writes through a pointer parameter (constant indices, constant loops,
+    // const generics) are checked as the caller's writes through the view it passes.
+    let devices = "#[prism_device(requires(thread[1]))]\nfn put(x: *mut f32) { x[0] = 1.0; }\n\
+                   #[prism_device(requires(thread[1]))]\nfn fill<const K: u32>(x: *mut f32) { for i in 0..K { x[i] = 0.0; } }\n\
+                   #[prism_device(requires(thread[1]))]\nfn put_at(x: *mut f32, i: u32) { x[i] = 1.0; }\n";
+    // Through a shared view of four elements per thread: eight reach the next thread's first four.
+    let shared = |call: &str| {
+        format!(
+            "{devices}{}",
+            block_kernel(
+                128,
+                &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {call} }}); }});")
+            )
+        )
+    };
+    let src = shared("fill::<8>(/*@*/st);");
+    expect_index_overlap(&src, (0, 1), 4);
+    let ds = check(&src).unwrap_err();
+    assert!(
+        ds[0].message.contains("which writes `x[4]`")
+            && ds[0]
+                .notes
+                .iter()
+                .any(|(_, n)| n.contains("`fill` writes through `x` here")),
+        "{}",
+        ds[0].text()
+    );
+    for call in ["fill::<4>(st);", "put(st);", "put_at(st, 3);"] {
+        expect_ok(&shared(call));
+    }
+    // Through a global `|x| x` view, every thread writing element 0 inside `put` races.
+    let global = |body: &str| {
+        format!(
+            "{devices}#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128, blocks = 1)]\n\
+             fn k(p: *mut f32, n: u32) {{\n\
+             partition(p, block[1], |x| x, |pb| {{\n\
+             group(block[1], || {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
+             partition(pb, thread[1], |x| x, |pt| {{ group(thread[1], || {{ {body} }}); }});\n\
+             }});\n}});\n}}\n"
+        )
+    };
+    let ds = check(&global("put(pt);")).expect_err("an overlap error");
+    assert!(
+        ds.iter().any(|d| d.rule == "T-PARTITION"
+            && d.message
+                .contains("passing `pt` to `put`, which writes `x[0]`")
+            && d.message
+                .contains("an index that is the same for all of them")),
+        "{ds:#?}"
+    );
+    // One thread, or an index the caller tells apart (not followed): compiles.
+    for body in ["if t == 0 { put(pt); }", "put_at(pt, t);"] {
+        expect_ok(&global(body));
+    }
+}
+
+#[test]
+fn reads_of_elements_another_unit_writes() {
+    // Thread t writes `st[0]` and reads `st[1]`, thread t + 1's `st[0]`: a race however the two are
+    // ordered (the partition hands each unit its elements for all of its scope).
+    for body in [
+        "st[0] = 1.0;\n#[at(thread[1])]\nlet v: f32 = /*@*/st[1];",
+        "#[at(thread[1])]\nlet v: f32 = st[1];\n/*@*/st[0] = v;",
+    ] {
+        let src = block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        );
+        let ds = check(&src).expect_err("a read/write race");
+        let d = ds
+            .iter()
+            .find(|d| d.rule == "T-PARTITION" && d.message.contains("reads"))
+            .unwrap_or_else(|| panic!("{src}\n{ds:#?}"));
+        assert!(
+            d.message.contains("unit 0 at index [1] reads")
+                && d.message.contains("unit 1 at index [0] writes"),
+            "{}",
+            d.text()
+        );
+        assert_eq!(d.span.start().line, marker_at(&src).0, "{}", d.text());
+    }
+    // Reading only its own elements, or elements no unit writes through the view: compiles.
+    for body in [
+        "st[0] = 1.0;\n#[at(thread[1])]\nlet v: f32 = st[0];\nst[0] = v + 1.0;",
+        "#[at(thread[1])]\nlet v: f32 = st[0] + st[1];",
+    ] {
+        let src = block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        );
+        expect_ok(&src);
+    }
 }

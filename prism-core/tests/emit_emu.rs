@@ -268,3 +268,84 @@ fn k(y: *mut u32, a: u32, n: u32, s: u32) {
         other => panic!("a zero step must trap: {other:?}"),
     }
 }
+
+/// Shifts by the type's width or more give 0 (all sign bits for `>>` of a negative signed value), for
+/// every width of the amount: a u64 amount of 2^32 or more is not cut to its low 32 bits (docs/RUNTIME.md,
+/// "Safety").
+#[test]
+fn shifts_by_the_width_or_more_shift_everything_out() {
+    let src = "
+#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+fn k(x: *const u64, s: *const u64, o: *mut u64) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(o, thread[1], |j| t * 5 + j, |ot| {
+        group(thread[1], || {
+            let v: u64 = x[t];
+            let sh: u64 = s[t];
+            ot[0] = v << sh;
+            ot[1] = v >> sh;
+            ot[2] = ((v as i64) >> sh) as u64;
+            ot[3] = ((v as u32) << sh) as u64;
+            ot[4] = (((v as i32) >> (sh as i64)) as i64) as u64;
+        });
+    });
+}
+";
+    let ks = compile_src(src);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    let amounts: Vec<u64> = vec![
+        0,
+        1,
+        31,
+        32,
+        33,
+        63,
+        64,
+        65,
+        255,
+        256,
+        1 << 32,
+        (1 << 32) + 1,
+        (1 << 32) + 63,
+        u64::MAX,
+        u64::MAX - 30,
+    ];
+    let n = amounts.len();
+    let xs: Vec<u64> = (0..n as u64)
+        .map(|i| 0x8000_0000_8000_0001u64.rotate_left(i as u32 * 7) ^ (i * 0x1234_5678_9abc))
+        .collect();
+    // The documented semantics: Rust's shift where the amount is below the width, else shifted out.
+    let shl64 = |v: u64, s: u64| if s < 64 { v << s } else { 0 };
+    let shr64 = |v: u64, s: u64| if s < 64 { v >> s } else { 0 };
+    let sar64 = |v: i64, s: u64| if s < 64 { v >> s } else { v >> 63 };
+    let shl32 = |v: u32, s: u64| if s < 32 { v << s } else { 0 };
+    let sar32 = |v: i32, s: u64| if s < 32 { v >> s } else { v >> 31 };
+    let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>();
+    let mut emu = Emulator::new(EmuConfig::default());
+    let (dx, ds, d_o) = (emu.alloc(8 * n), emu.alloc(8 * n), emu.alloc(40 * n));
+    emu.write(dx, &le(&xs)).unwrap();
+    emu.write(ds, &le(&amounts)).unwrap();
+    let p = [
+        ParamValue::Ptr(dx),
+        ParamValue::Ptr(ds),
+        ParamValue::Ptr(d_o),
+    ];
+    emu.launch(&module, &k.entry, [1, 1, 1], [n as u32, 1, 1], 0, &p)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = emu.read(d_o, 40 * n).unwrap();
+    let got = |i: usize| u64::from_le_bytes(out[8 * i..8 * i + 8].try_into().unwrap());
+    for (t, (&v, &s)) in xs.iter().zip(&amounts).enumerate() {
+        let want = [
+            shl64(v, s),
+            shr64(v, s),
+            sar64(v as i64, s) as u64,
+            shl32(v as u32, s) as u64,
+            sar32(v as i32, s) as i64 as u64,
+        ];
+        for (j, w) in want.iter().enumerate() {
+            assert_eq!(got(t * 5 + j), *w, "value {v:#x}, amount {s:#x}, form {j}");
+        }
+    }
+}

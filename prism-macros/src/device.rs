@@ -124,7 +124,8 @@ pub fn items(attr: &TokenStream, item: &TokenStream, f: Option<&Function>) -> To
     };
     let name = &name;
     let krate = current_crate();
-    let callback = Ident::new(&name.to_string(), Span::call_site());
+    let mut callback = name.clone();
+    callback.set_span(Span::call_site());
     // The callback macro has the function's own name, so that a call of an unknown or misspelled name fails
     // with rustc's "cannot find macro `name`" (and its similar-name suggestion) instead of an internal name.
     // A `pub` function's macro is exported (other crates reach it as `other_crate::name!`); the same macro

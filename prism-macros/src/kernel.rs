@@ -5,7 +5,7 @@ use crate::device;
 use crate::launch::{
     self, const_generics_decl, kernel_aliases, phantom_fields, raw_address_params,
 };
-use crate::names::current_crate;
+use crate::names::{current_crate, rust_ident};
 use crate::resolve::{self, Target};
 use crate::state::{self, DepTokens, Origin, Pending, State};
 use prism_core::ast::{FnKind, Function, Ident as AstIdent};
@@ -202,16 +202,16 @@ fn advance(mut st: State, root: &Function, f: &Function, dep: Option<&DepTokens>
         // textual scope for this crate, `krate::name!` for exported ones.
         let (path, alias) = match (&target, dep.map(|d| &d.origin)) {
             (Target::SameCrate { name }, Some(Origin::Extern(krate))) => {
-                let m = Ident::new(name, span);
+                let m = rust_ident(name, span);
                 (quote!(#krate :: #m), String::new())
             }
             (Target::SameCrate { name }, _) => {
-                let m = Ident::new(name, span);
+                let m = rust_ident(name, span);
                 (quote!(#m), String::new())
             }
             (Target::Qualified { alias, name }, _) => {
                 let a = alias.split("::").map(|seg| Ident::new(seg, span));
-                let m = Ident::new(name, span);
+                let m = rust_ident(name, span);
                 (quote!(#(#a ::)* #m), alias.clone())
             }
         };
@@ -285,7 +285,8 @@ fn kernel_marker(item: &TokenStream) -> TokenStream {
         return TokenStream::new();
     };
     let krate = current_crate();
-    let callback = Ident::new(&name.to_string(), Span::call_site());
+    let mut callback = name.clone();
+    callback.set_span(Span::call_site());
     let misuse = format!(
         "`{name}!` is the Prism kernel `{name}`, not a macro: launch it from the host with \
          `{name}::launch(..)`; if this was meant to be another macro, rename the kernel, whose name shadows it here"

@@ -2,7 +2,7 @@
 //! safe launcher (argument types from the kernel's parameters), the kernel's documentation, the aliases of
 //! a generic kernel, and the raw-address analysis that makes a launcher `unsafe`.
 
-use crate::names::requires_text;
+use crate::names::{requires_text, rust_ident};
 use crate::resolve;
 use crate::state::State;
 use prism_core::ast::{Function, ScalarType};
@@ -59,7 +59,7 @@ pub(crate) fn phantom_fields(f: &syn::ItemFn) -> TokenStream {
 /// `pub type k_u32<const N: u32> = k<u32, N>;` for each `aliases = [..]` tuple of a generic kernel.
 pub(crate) fn kernel_aliases(root: &Function, item: &syn::ItemFn) -> TokenStream {
     let vis = &item.vis;
-    let name = Ident::new(&root.name.name, root.name.span);
+    let name = rust_ident(&root.name.name, root.name.span);
     let consts: Vec<(&Ident, &syn::Type)> = item
         .sig
         .generics
@@ -136,7 +136,7 @@ fn launch_param(root: &Function, p: &prism_core::ParamInfo) -> Result<LaunchPara
         .find(|q| q.name.name == p.name)
         .map(|q| q.span)
         .unwrap_or(root.span);
-    let name = Ident::new(&p.name, span);
+    let name = rust_ident(&p.name, span);
     let pname = &p.name;
     match &p.kind {
         ParamKind::Scalar(t) => {
@@ -372,7 +372,7 @@ pub(crate) fn emit_kernel(
         .iter()
         .filter(|a| a.path().is_ident("doc"))
         .collect();
-    let name = Ident::new(&root.name.name, root.name.span);
+    let name = rust_ident(&root.name.name, root.name.span);
     let generics = const_generics_decl(&item);
     let bound = requires_text(root);
     let mut out = TokenStream::new();

@@ -247,6 +247,7 @@ impl<'a> Cx<'a> {
                 _ => p.at.map(|x| x.perspective).unwrap_or(ctop),
             };
             self.call_arg(name, a, p, pat, &callee_consts, code);
+            self.callee_writes(name, callee, (a, p), &callee_consts);
         }
         self.aliased_args(name, args, &callee.params);
         // The result has the callee's `returns` perspective (default: its top).

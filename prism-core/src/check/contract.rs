@@ -405,7 +405,18 @@ impl<'a> Cx<'a> {
                             span,
                             format!("`{}` uses {total} bytes of shared memory but declares `smem = {declared}`", self.f.name),
                         )
-                        .help("raise `smem`, or allocate less (each allocation is rounded up to 16 bytes)"),
+                        .help(format!(
+                            "declare `smem = {total}`, or allocate less: each allocation is rounded up to 16 bytes{}",
+                            if self.smem_align > 16 {
+                                format!(
+                                    ", and {} bytes more let the window start at a {}-byte boundary (TMA and swizzled layouts need it; the dynamic window is only 16-byte aligned)",
+                                    self.smem_align - 16,
+                                    self.smem_align
+                                )
+                            } else {
+                                String::new()
+                            }
+                        )),
                     );
                 }
             }

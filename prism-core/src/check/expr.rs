@@ -144,7 +144,10 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// `if c { a } else { b }` as a value: the condition is read at the code perspective (and at the sink), both sides alike.
+    /// `if c { a } else { b }` as a value. The condition decides the value: it is read at the sink (a
+    /// `thread[1]` value may be chosen per thread in block code). When a side calls a collective, it also
+    /// decides whether that collective runs: then it is read at the code perspective too (READ-UP, as an
+    /// `if` statement's).
     fn e_select(
         &mut self,
         cond: &Expr,
@@ -153,15 +156,26 @@ impl<'a> Cx<'a> {
         sink: &Sink,
         code: Perspective,
     ) -> Ty {
-        let csink = Sink {
-            p: code,
-            rule: "READ-UP",
-            what: format!("the `if` condition at code perspective {code}"),
-            id_target: None,
+        let guarded = self
+            .collective_in(then_value)
+            .or_else(|| self.collective_in(else_value));
+        let csink = match &guarded {
+            Some(what) => Sink {
+                p: code,
+                rule: "READ-UP",
+                what: format!(
+                    "the `if` condition at code perspective {code}, which decides whether {what} runs"
+                ),
+                id_target: None,
+            },
+            None => Sink {
+                id_target: None,
+                ..sink.clone()
+            },
         };
-        // The condition must also be readable at the sink: take the narrower requirement of both.
         let ct = self.expr(cond, &csink, code);
-        if !self.le(sink.p, code) {
+        // With a collective, the condition must also be readable at the sink: the narrower of both.
+        if guarded.is_some() && !self.le(sink.p, code) {
             let s2 = Sink {
                 id_target: None,
                 ..sink.clone()
@@ -397,6 +411,7 @@ impl<'a> Cx<'a> {
                 if space == Space::Shared {
                     self.arr_access_shared(&v, id.span, code);
                 }
+                self.index_read(&v, id.span, indices);
                 Ty::Scalar(elem)
             }
             Ty::Err => Ty::Err,

@@ -35,13 +35,15 @@ pub(super) struct Layout {
 /// The arms of uniform `if`s a write is in: `(if, 0)` then, `(if, 1)` else.
 type Arms = Vec<(usize, u8)>;
 
-/// One unit's write of an element: the unit, its indices, where, and the arms of uniform `if`s it is in.
+/// One unit's write (or read) of an element: the unit, its indices, where, and the arms of uniform `if`s
+/// it is in.
 #[derive(Clone)]
 struct Write {
     unit: u64,
     indices: Vec<i128>,
     span: Span,
     arms: Arms,
+    read: bool,
 }
 
 impl Write {
@@ -51,12 +53,17 @@ impl Write {
             .iter()
             .all(|(i, a)| other.arms.iter().all(|(j, b)| i != j || a == b))
     }
+
+    /// Two units' accesses of one element that race: at least one writes, and both may run.
+    fn races(&self, other: &Write) -> bool {
+        self.unit != other.unit && !(self.read && other.read) && self.together(other)
+    }
 }
 
-/// The elements a partition's writes have reached, with their writers.
+/// The elements a partition's writes (and reads) have reached, with their units.
 #[derive(Default)]
 pub(super) struct Reached {
-    seen: HashSet<(Vec<i128>, Arms)>,
+    seen: HashSet<(Vec<i128>, Arms, bool)>,
     elements: HashMap<i128, Vec<Write>>,
     pairs: usize,
 }
@@ -158,7 +165,7 @@ impl<'a> Cx<'a> {
     }
 
     /// A write through `v` at `indices` (of `width` consecutive elements: `store4`) that reaches an
-    /// element another unit writes: [T-PARTITION].
+    /// element another unit writes or reads: [T-PARTITION].
     pub(super) fn index_overlap(
         &mut self,
         v: &Var,
@@ -166,6 +173,24 @@ impl<'a> Cx<'a> {
         what: &str,
         indices: &[Expr],
         width: i128,
+    ) {
+        self.index_access(v, span, what, (indices, width), false);
+    }
+
+    /// A read through `v` at `indices` of an element another unit writes: [T-PARTITION]. Reading
+    /// elements no unit writes through the view (a halo of a read-only view) is fine.
+    pub(super) fn index_read(&mut self, v: &Var, span: Span, indices: &[Expr]) {
+        let what = format!("reading `{}`", v.name);
+        self.index_access(v, span, &what, (indices, 1), true);
+    }
+
+    fn index_access(
+        &mut self,
+        v: &Var,
+        span: Span,
+        what: &str,
+        (indices, width): (&[Expr], i128),
+        read: bool,
     ) {
         let Some(l) = v.layout.clone() else {
             return;
@@ -180,7 +205,7 @@ impl<'a> Cx<'a> {
         let reached = self.reached.entry(l.id).or_default();
         let mut clash = None;
         'tuples: for t in tuples {
-            if !reached.seen.insert((t.clone(), arms.clone())) {
+            if !reached.seen.insert((t.clone(), arms.clone(), read)) {
                 continue;
             }
             for u in 0..l.units {
@@ -196,14 +221,18 @@ impl<'a> Cx<'a> {
                     indices: t.clone(),
                     span,
                     arms: arms.clone(),
+                    read,
                 };
                 for e in e0..e0 + width {
                     let writers = reached.elements.entry(e).or_default();
-                    if let Some(o) = writers.iter().find(|o| o.unit != u && o.together(&w)) {
+                    if let Some(o) = writers.iter().find(|o| o.races(&w)) {
                         clash = Some((e, o.clone(), w));
                         break 'tuples;
                     }
-                    if !writers.iter().any(|o| o.unit == u && o.arms == w.arms) {
+                    if !writers
+                        .iter()
+                        .any(|o| o.unit == u && o.arms == w.arms && o.read == w.read)
+                    {
                         writers.push(w.clone());
                     }
                 }
@@ -225,19 +254,48 @@ impl<'a> Cx<'a> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let access = |w: &Write| if w.read { "reads" } else { "writes" };
+        let (verb, note_verb) = if a.read || b.read {
+            (
+                format!(
+                    "{} unit {} at index [{}] {} and unit {} at index [{}] {} element {e} of `{}`",
+                    l.at,
+                    a.unit,
+                    ix(&a.indices),
+                    access(&a),
+                    b.unit,
+                    ix(&b.indices),
+                    access(&b),
+                    l.target
+                ),
+                "uses",
+            )
+        } else {
+            (
+                format!(
+                    "{} unit {} at index [{}] and unit {} at index [{}] both write element {e} of `{}`",
+                    l.at, a.unit, ix(&a.indices), b.unit, ix(&b.indices), l.target
+                ),
+                "writes",
+            )
+        };
         let mut d = err(
             "T-PARTITION",
             span,
             format!(
-                "{what} races: through the index closure of `partition({}, {}, ..)`, {} unit {} at index [{}] and unit {} at index [{}] both write element {e} of `{}`",
-                l.target, l.at, l.at, a.unit, ix(&a.indices), b.unit, ix(&b.indices), l.target
+                "{what} races: through the index closure of `partition({}, {}, ..)`, {verb}",
+                l.target, l.at
             ),
         )
-        .note(l.span, format!("each unit's elements are this closure's values at the indices it writes: units {} and {} meet at element {e}", a.unit, b.unit));
+        .note(l.span, format!("each unit's elements are this closure's values at the indices it {note_verb}: units {} and {} meet at element {e}", a.unit, b.unit));
         let at = |s: Span| (s.start().line, s.start().column);
         if at(earlier) != at(span) {
             d = d.note(earlier, "the other write");
         }
-        self.errors.push(d.help("index only the unit's own elements (for `|j| t * K + j`, indices 0..K), or give each unit more (a larger K); a barrier between the writes does not make this legal: a partition hands each unit its own elements for all of its scope, so a later phase that writes other elements partitions again"));
+        self.errors.push(d.help(if a.read || b.read {
+            "read only the unit's own elements, or elements no unit writes through this view; a barrier does not make this legal: a partition hands each unit its own elements for all of its scope, so read a neighbour's elements in a later phase (after this partition's scope: a new `partition`, or the memory itself)"
+        } else {
+            "index only the unit's own elements (for `|j| t * K + j`, indices 0..K), or give each unit more (a larger K); a barrier between the writes does not make this legal: a partition hands each unit its own elements for all of its scope, so a later phase that writes other elements partitions again"
+        }));
     }
 }

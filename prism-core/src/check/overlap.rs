@@ -169,8 +169,9 @@ impl<'a> Cx<'a> {
                     (Some(Some(c)), _) => Sym::Const(*c as i128),
                     (Some(None), _) => Sym::Free,
                     _ if self.le(code, v.at) => Sym::Free,
-                    // A loop counter whose bounds every unit of `code` reads alike.
-                    _ if v.counter_over.is_some_and(|c| self.le(code, c)) => Sym::Free,
+                    // A loop counter whose bounds, or a `let` whose value, every unit of `code` reads
+                    // alike.
+                    _ if v.uniform_over.is_some_and(|c| self.le(code, c)) => Sym::Free,
                     (None, Some(s)) if s.scopes_are(self.scope) => s.clone(),
                     _ => return None,
                 }
@@ -214,7 +215,9 @@ impl<'a> Cx<'a> {
                 if v.konst.is_some() {
                     return;
                 }
-                finest = self.narrower(finest, Some(v.at));
+                // A counter or `let` of values broader than its own perspective reads at theirs.
+                let at = v.uniform_over.filter(|&u| self.le(v.at, u)).unwrap_or(v.at);
+                finest = self.narrower(finest, Some(at));
             }
             _ => {}
         });

@@ -291,6 +291,9 @@ impl<'a> Cx<'a> {
         let vi = self.declare(name, p, final_ty, mutable || init.is_none());
         if let (false, Some(e)) = (mutable, init) {
             self.vars[vi].sym = self.sym_of_binding(e, p, code);
+            if matches!(self.vars[vi].ty, Ty::Scalar(s) if s.is_int()) {
+                self.vars[vi].uniform_over = self.cond_perspective(e);
+            }
         }
     }
 
@@ -579,7 +582,7 @@ impl<'a> Cx<'a> {
         }
         let vi = self.declare(var, code, ty, false);
         self.vars[vi].range = self.constant_range(start, end, step);
-        self.vars[vi].counter_over = c;
+        self.vars[vi].uniform_over = c;
         self.conds.push(c.filter(|_| !leaves_early(body)));
         self.loop_depth += 1;
         self.block(body, code);
@@ -631,7 +634,7 @@ impl Cx<'_> {
 }
 
 /// A loop body with a `break` or `continue`: the statements after it may run in some units only.
-fn leaves_early(body: &Block) -> bool {
+pub(super) fn leaves_early(body: &Block) -> bool {
     let mut found = false;
     walk::walk_block(body, &mut |s| {
         found |= matches!(s.kind, StmtKind::Break | StmtKind::Continue);

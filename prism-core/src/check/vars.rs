@@ -27,7 +27,7 @@ impl<'a> Cx<'a> {
             overlap: None,
             layout: None,
             range: None,
-            counter_over: None,
+            uniform_over: None,
             used: false,
         });
         self.vars.len() - 1

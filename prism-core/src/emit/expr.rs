@@ -338,6 +338,22 @@ impl Em {
             let b = match b.ty() {
                 None => b,
                 Some(ScalarType::U32 | ScalarType::I32) => b,
+                // Only the low 32 bits survive the cvt to u32: clamp first, so that an amount of 2^32 or
+                // more still shifts everything out (a negative i64 amount is a huge unsigned one).
+                Some(w @ (ScalarType::U64 | ScalarType::I64)) => {
+                    let clamped = match b {
+                        Val::Imm(Imm::Int(v), _) => {
+                            Val::Imm(Imm::Int((v as u64).min(255) as i128), Some(ScalarType::U64))
+                        }
+                        _ => {
+                            let r = self.fresh(ScalarType::U64);
+                            let x = self.reg(&b, w);
+                            self.line(format!("min.u64 {r}, {x}, 255;"));
+                            Val::Reg(r, ScalarType::U64)
+                        }
+                    };
+                    self.cast(clamped, ScalarType::U32, span)?
+                }
                 Some(_) => self.cast(b, ScalarType::U32, span)?,
             };
             self.coerce(b, ScalarType::U32, span)?

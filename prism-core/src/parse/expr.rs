@@ -453,7 +453,8 @@ pub(super) fn unsupported_expr(e: &syn::Expr) -> Diagnostic {
         syn::Expr::Match(_) => syntax(
             span,
             "`match` is only supported as `match split(level) { .. }` statement",
-        ),
+        )
+        .help("branch on a value with `if x == 0 { .. } else if x == 1 { .. } else { .. }`"),
         _ => syntax(span, "unsupported expression")
             .help("see docs/SYNTAX.md for the expressions Prism accepts"),
     }

@@ -69,9 +69,11 @@ pub(super) fn precheck(ts: &TokenStream) -> Result<(), Vec<Diagnostic>> {
     Ok(())
 }
 
+/// A name as the program means it: a raw identifier (`r#type`) is the name `type` (Rust's own reading).
 pub(super) fn ident(i: &syn::Ident) -> Ident {
+    let name = i.to_string();
     Ident {
-        name: i.to_string(),
+        name: name.strip_prefix("r#").map(str::to_string).unwrap_or(name),
         span: i.span(),
     }
 }

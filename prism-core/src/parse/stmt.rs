@@ -273,15 +273,17 @@ impl Cx {
     pub(super) fn split(&mut self, m: &syn::ExprMatch) -> PResult<Stmt> {
         self.no_attrs(&m.attrs)?;
         let help = "write `match split(thread) { 32 => { .. } 1 => { .. } }` (levels: thread, block, warp, warpgroup)";
+        let not_split = || {
+            syntax(m.expr.span(), "`match` is only supported on `split(level)`").help(
+                "branch on a value with `if x == 0 { .. } else if x == 1 { .. } else { .. }`; split \
+                 the threads with `match split(thread) { 32 => { .. } 1 => { .. } }`",
+            )
+        };
         let syn::Expr::Call(c) = strip_paren(&m.expr) else {
-            return Err(
-                syntax(m.expr.span(), "`match` is only supported on `split(level)`").help(help),
-            );
+            return Err(not_split());
         };
         if path_ident(&c.func).is_none_or(|i| i != "split") || c.args.len() != 1 {
-            return Err(
-                syntax(m.expr.span(), "`match` is only supported on `split(level)`").help(help),
-            );
+            return Err(not_split());
         }
         let lv = &c.args[0];
         let (level, unit) = match path_ident(lv).map(|i| i.to_string()).as_deref() {
@@ -325,13 +327,21 @@ impl Cx {
                     )
                 }
             };
-            let body = match &*arm.body {
+            // A block, or one statement-like expression (`2 => match split(warp) { .. },`), as closures.
+            let body = match strip_paren(&arm.body) {
                 syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block)?,
+                other @ (syn::Expr::Match(_)
+                | syn::Expr::If(_)
+                | syn::Expr::While(_)
+                | syn::Expr::ForLoop(_)
+                | syn::Expr::Call(_)
+                | syn::Expr::Unsafe(_)
+                | syn::Expr::Assign(_)) => self.closure_block(other, "a split arm")?,
                 other => {
-                    return Err(syntax(
-                        other.span(),
-                        "a split arm body must be a block `{ .. }`",
-                    ))
+                    return Err(
+                        syntax(other.span(), "a split arm body must be a block `{ .. }`")
+                            .help("write `32 => { .. }`"),
+                    )
                 }
             };
             arms.push(SplitArm {
