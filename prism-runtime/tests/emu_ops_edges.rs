@@ -1,7 +1,9 @@
 //! Edge cases of instruction semantics that users' nvcc programs found wrong, each against the value the
 //! PTX ISA (or CUDA's documentation) gives: rounding of 16-bit fma and tf32 conversions, sign extension of
 //! float → narrow-integer conversions, `mad.hi.sat`, the order of signed zeros in `min`/`max`, operands
-//! the emulator does not model faulting instead of computing something else (`.b128`, `xorsign`, `oob`),
+//! the emulator does not model faulting instead of computing something else (`xorsign`, `oob`, `.b128`
+//! immediates), `.b128` register pairs (`ld`/`st`/`mov`/`atom.cas`/`atom.exch`), the carry flag after a
+//! subtraction (the adder's carry, not the borrow),
 //! bulk copies' 16-byte rule, multicast bulk copies, and cluster barriers with exited threads.
 
 use prism_runtime::emu::*;
@@ -142,7 +144,9 @@ fn negative_zero_orders_below_positive_zero() {
 #[test]
 fn unmodelled_operands_fault_instead_of_computing_something_else() {
     for (regs, body, what) in [
-        (".reg .b128 %q<2>;", "ld.global.b128 %q1, [%rd2];\nmov.b128 {%rd3, %rd4}, %q1;\nst.global.u64 [%rd1], %rd3;", "b128"),
+        // `.b128` values are register pairs: an immediate or a lone 64-bit register would be truncated.
+        (".reg .b128 %q<2>;", "mov.b128 %q1, 5;\nmov.b128 {%rd3, %rd4}, %q1;\nst.global.u64 [%rd1], %rd3;", "b128"),
+        (".reg .b128 %q<2>;", "ld.global.u64 %rd3, [%rd2];\natom.global.exch.b128 %q1, [%rd1], %rd3;", "b128"),
         ("", "ld.global.f32 %f1, [%rd2];\nmax.xorsign.abs.f32 %f2, %f1, %f1;\nst.global.f32 [%rd1], %f2;", "xorsign"),
         ("", "ld.global.b16 %h1, [%rd2];\nfma.rn.oob.bf16 %h2, %h1, %h1, %h1;\nst.global.b16 [%rd1], %h2;", "oob"),
     ] {
@@ -315,4 +319,54 @@ fn oversized_allocations_are_error_values() {
     assert!(matches!(e.try_alloc(usize::MAX), Err(EmuError::Memory(_))));
     let a = e.try_alloc(64).unwrap();
     assert_eq!(e.read(a, 64).unwrap(), vec![0u8; 64]);
+}
+
+#[test]
+fn b128_register_pairs_load_store_move_and_swap() {
+    // ld.b128 / mov.b128 unpack and pack / st.b128, then atom.cas.b128 (hit, then miss) and atom.exch.b128
+    // on the 16 bytes at out + 16; a .b128 register's halves are {low, high}.
+    let body = "ld.global.b128 %q1, [%rd2];\nmov.b128 {%rd3, %rd4}, %q1;\nmov.b128 %q2, {%rd4, %rd3};\n\
+                st.global.b128 [%rd1], %q2;\nst.global.b128 [%rd1+16], %q1;\n\
+                atom.global.cas.b128 %q3, [%rd1+16], %q1, %q2;\nmov.b128 {%rd5, %rd6}, %q3;\n\
+                st.global.v2.u64 [%rd1+32], {%rd5, %rd6};\n\
+                atom.relaxed.gpu.global.cas.b128 %q3, [%rd1+16], %q1, %q1;\nmov.b128 {%rd5, %rd6}, %q3;\n\
+                st.global.v2.u64 [%rd1+48], {%rd5, %rd6};\n\
+                atom.global.exch.b128 %q3, [%rd1+16], %q3;\nmov.b128 %q1, %q3;\nst.global.b128 [%rd1+64], %q1;";
+    let inp = [1u32, 2, 3, 4];
+    let got = run(".reg .b128 %q<4>;", body, &inp, 20).unwrap();
+    let (lo, hi) = ([1, 2], [3, 4]);
+    // out: q2, then the 16 bytes the atomics work on (q1, swapped to q2 by the first cas, exchanged with
+    // itself), the first cas's old value (q1), the second's (q2, a miss), the exchange's (q2).
+    let want: Vec<u32> = [hi, lo, hi, lo, lo, hi, hi, lo, hi, lo].concat();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn b128_atomics_need_sixteen_byte_alignment() {
+    let body = "ld.global.b128 %q1, [%rd2];\natom.global.cas.b128 %q2, [%rd1+8], %q1, %q1;";
+    match run(".reg .b128 %q<3>;", body, &[0; 4], 6) {
+        Err(EmuError::Faulted { faults, .. }) => {
+            assert_eq!(faults[0].kind, FaultKind::Misaligned, "{faults:?}")
+        }
+        other => panic!("expected a Misaligned fault, got {other:?}"),
+    }
+}
+
+#[test]
+fn carry_after_subtraction_is_the_adders_carry() {
+    // The hardware subtracts as a + ~b + 1: after `sub.cc` CF is 1 when nothing was borrowed, and `addc`
+    // / `subc` read it as such (an `add.cc` that clears CF makes a following `subc` subtract one more).
+    let body = "mov.u32 %r1, 5;\nmov.u32 %r2, 3;\n\
+                sub.cc.u32 %r3, %r1, %r2;\naddc.u32 %r4, 0, 0;\nst.global.u32 [%rd1], %r4;\n\
+                sub.cc.u32 %r3, %r2, %r1;\naddc.u32 %r4, 0, 0;\nst.global.u32 [%rd1+4], %r4;\n\
+                add.cc.u32 %r3, 0, 0;\nsubc.u32 %r4, 0, 0;\nst.global.u32 [%rd1+8], %r4;\n\
+                add.cc.u32 %r3, %r1, -1;\nsubc.u32 %r4, 10, 3;\nst.global.u32 [%rd1+12], %r4;\n\
+                sub.cc.u32 %r3, %r2, %r1;\nsubc.cc.u32 %r4, 0, 0;\nsubc.u32 %r5, 7, 0;\nst.global.u32 [%rd1+16], %r4;\n\
+                st.global.u32 [%rd1+20], %r5;\n\
+                mov.u64 %rd3, 0;\nsub.cc.u64 %rd4, %rd3, 1;\nmadc.lo.u32 %r6, %r1, %r2, 100;\nst.global.u32 [%rd1+24], %r6;";
+    let got = run("", body, &[], 7).unwrap();
+    // 5-3: no borrow (CF 1); 3-5: borrow (CF 0); add.cc 0+0 leaves CF 0, so subc 0-0 gives -1; 5+(-1)
+    // carries, so 10-3 is 7; a borrow chain: 0-0-borrow = -1 with a borrow again, 7-0-borrow = 6;
+    // 0-1 borrows (CF 0): madc adds nothing, 115.
+    assert_eq!(got, [1, 0, u32::MAX, 7, u32::MAX, 6, 115]);
 }

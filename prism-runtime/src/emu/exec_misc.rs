@@ -261,15 +261,30 @@ fn passed_on(
     via.into()
 }
 
+/// `add{c}`/`sub{c}` of `bits`-bit `x` and `y` with the carry in `cin` (`None`: `add.cc`/`sub.cc`): the
+/// result and the carry out. The hardware subtracts by adding the complement, `x + !y + 1` (`sub.cc`) or
+/// `x + !y + CF` (`subc`), so CF after a subtraction is the adder's carry, the complement of the borrow,
+/// and an `addc` after a `sub.cc` (or a `subc` after an `add.cc`) sees it that way.
+fn add_carry(x: u64, y: u64, cin: Option<u64>, sub: bool, bits: u32) -> (u64, bool) {
+    let mk = mask_bits(bits);
+    let (y, cf) = match (sub, cin) {
+        (true, cf) => (!y & mk, cf.unwrap_or(1)),
+        (false, cf) => (y & mk, cf.unwrap_or(0)),
+    };
+    let s = (x & mk) as u128 + y as u128 + cf as u128;
+    (s as u64 & mk, s >> bits != 0)
+}
+
 /// How many acquired instances a thread remembers for [`L::collective_orders`].
 const ACQUIRED_KEPT: usize = 64;
 
 impl L<'_> {
-    /// A `shfl/vote/match/redux.sync` the lanes of `exec` executed together passes on what each member
-    /// acquired (`acquire`, the last [`ACQUIRED_KEPT`] instances) to all of them: cooperative groups has one
-    /// lane acquire a flag and broadcast it with `shfl.sync`, after which the whole warp reads the published
-    /// data. The PTX memory model promises ordering for `bar.warp.sync` only; the hardware's warp executes
-    /// the collective together, so this is what it does.
+    /// A `bar.warp.sync` or `shfl/vote/match/redux.sync` the lanes of `exec` executed together passes on
+    /// what each member acquired (`acquire`, the last [`ACQUIRED_KEPT`] instances) to all of them: one lane
+    /// acquires a flag, `__syncwarp()`, and the whole warp reads the published data (cooperative groups
+    /// broadcasts the flag with `shfl.sync` instead). The PTX memory model promises ordering for
+    /// `bar.warp.sync` only; the hardware's warp executes the other collectives together, so this is what
+    /// it does. (Until 2026-11-28 `bar.warp.sync` did not pass it on: a false race, `emu_nvcc_round34.rs`.)
     pub(super) fn collective_orders(&mut self, b: &mut Block, wi: usize, exec: u32) {
         if !self.cfg.check_races || b.acquired.is_empty() || exec.count_ones() < 2 {
             return;
@@ -488,23 +503,10 @@ impl L<'_> {
             let v = |i: usize| args.get(i).map(|o| self.val(b, w, wi, o, l)).unwrap_or(0);
             let result = match op {
                 MiscOp::AddCarry { sub, cin, cout, ty } => {
-                    let bits = ty.bits();
-                    let mk = mask_bits(bits);
-                    let cf = if cin {
-                        w.regs[REG_CARRY as usize * 32 + l] & 1
-                    } else {
-                        0
-                    };
-                    let (x, y) = (v(1) & mk, v(2) & mk);
-                    let (d, out) = if sub {
-                        let s = (x as u128).wrapping_sub(y as u128 + cf as u128);
-                        (s as u64 & mk, (x as u128) < y as u128 + cf as u128)
-                    } else {
-                        let s = x as u128 + y as u128 + cf as u128;
-                        (s as u64 & mk, s >> bits != 0)
-                    };
+                    let cf = w.regs[REG_CARRY as usize * 32 + l] & 1;
+                    let (d, carry) = add_carry(v(1), v(2), cin.then_some(cf), sub, ty.bits());
                     if cout {
-                        w.regs[REG_CARRY as usize * 32 + l] = out as u64;
+                        w.regs[REG_CARRY as usize * 32 + l] = carry as u64;
                     }
                     Some(d)
                 }

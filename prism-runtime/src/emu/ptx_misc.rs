@@ -5,7 +5,8 @@
 use super::*;
 
 /// Hidden per-thread register holding the carry flag `CC.CF` of `add.cc`/`addc`/`sub.cc`/`subc`/`mad.cc`/`madc`
-/// (for subtraction: the borrow, as `subc` computes `a - (b + CF)`).
+/// (as the hardware's adder carry: a subtraction computes `a + !b + 1`, `subc` `a + !b + CF`, so after a
+/// subtraction CF is 1 when there was no borrow; the PTX ISA's `a - (b + CF)` with CF the borrow).
 pub(crate) const REG_CARRY: u32 = 0;
 /// Hidden per-thread register holding the bytes of the thread's `alloca` stack in use.
 pub(crate) const REG_STACK: u32 = 1;

@@ -167,26 +167,7 @@ impl L<'_> {
                 }
             };
             self.track(b, wi, l, loc, es, Acc::Atomic, pc, a);
-            if self.cfg.check_races && matches!(op, AtomOp::Cas | AtomOp::Exch) {
-                self.sync_through_atomic(b, wi, l, loc);
-            }
-            if ins.order & ORDER_ACQUIRE != 0 {
-                self.acquire(b, wi, l, loc);
-            }
-            if ins.order & ORDER_RELEASE != 0 {
-                self.release(b, wi, l, loc);
-            }
-            // A relaxed read-modify-write after a fence (`__threadfence(); atomicInc(&count, ..)`, the
-            // last-block reduction): acquire and release on its location; the fence is spent on it.
-            if ins.order & (ORDER_ACQUIRE | ORDER_RELEASE) == 0 && self.cfg.check_races {
-                let t = self.tid_of(wi, l);
-                if b.fenced.remove(&t) {
-                    self.acquire(b, wi, l, loc);
-                    self.release(b, wi, l, loc);
-                }
-                // A fence after it makes it an acquire (`atomicCAS(lock, 0, 1); __threadfence();`).
-                b.strong_loads.insert(t, loc);
-            }
+            self.atom_order(b, wi, l, loc, op, ins.order);
             let x = self.val(b, w, wi, &args[ai + 1], l);
             let y = if op == AtomOp::Cas {
                 self.val(b, w, wi, &args[ai + 2], l)
@@ -198,6 +179,91 @@ impl L<'_> {
             self.store(b, loc, es, new);
             if !red {
                 Self::set(w, &args[0], l, old);
+            }
+        });
+        self.atomics += 1;
+        self.finish_access(pc);
+        if !ok {
+            return Step::Stop;
+        }
+        Self::advance(w, mask);
+        Step::Continue
+    }
+
+    /// What a scalar atomic on `loc` does for the race detector: `cas`/`exch` synchronize through the
+    /// location, `.acquire`/`.release` (`order`) order, and a relaxed one spends a preceding fence.
+    fn atom_order(&mut self, b: &mut Block, wi: usize, l: usize, loc: Loc, op: AtomOp, order: u8) {
+        if self.cfg.check_races && matches!(op, AtomOp::Cas | AtomOp::Exch) {
+            self.sync_through_atomic(b, wi, l, loc);
+        }
+        if order & ORDER_ACQUIRE != 0 {
+            self.acquire(b, wi, l, loc);
+        }
+        if order & ORDER_RELEASE != 0 {
+            self.release(b, wi, l, loc);
+        }
+        // A relaxed read-modify-write after a fence (`__threadfence(); atomicInc(&count, ..)`, the
+        // last-block reduction): acquire and release on its location; the fence is spent on it.
+        if order & (ORDER_ACQUIRE | ORDER_RELEASE) == 0 && self.cfg.check_races {
+            let t = self.tid_of(wi, l);
+            if b.fenced.remove(&t) {
+                self.acquire(b, wi, l, loc);
+                self.release(b, wi, l, loc);
+            }
+            // A fence after it makes it an acquire (`atomicCAS(lock, 0, 1); __threadfence();`).
+            b.strong_loads.insert(t, loc);
+        }
+    }
+
+    /// `atom{.sem}{.scope}{.space}.cas.b128 d, [a], b, c` and `.exch.b128 d, [a], b` (sm_90; CUDA's
+    /// 16-byte `atomicCAS`/`atomicExch`, `cuda::atomic_ref` of a 16-byte type): one atomic on 16
+    /// bytes aligned to 16, the values in register pairs (`d`, `b`, `c` decode to `{lo, hi}`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn exec_atom128(
+        &mut self,
+        b: &mut Block,
+        wi: usize,
+        w: &mut Warp,
+        ins: &Instr,
+        pc: u32,
+        mask: u32,
+        exec: u32,
+        space: &Space,
+        op: &AtomOp,
+    ) -> Step {
+        let args = &ins.args;
+        let (space, op) = (*space, *op);
+        let (dst, x, y) = (
+            args[0].elements(),
+            args[2].elements(),
+            args.get(3).map(Operand::elements),
+        );
+        let mut ok = true;
+        lanes!(exec, l, {
+            let a = match &args[1] {
+                Operand::Addr(base, off) => self.addr(w, base, *off, l, space == Space::Generic),
+                o => self.val(b, w, wi, o, l),
+            };
+            let Some(loc) = self.resolve(b, wi, l, space, a, 16, pc) else {
+                ok = false;
+                break;
+            };
+            self.track(b, wi, l, loc, 16, Acc::Atomic, pc, a);
+            self.atom_order(b, wi, l, loc, op, ins.order);
+            let hi = offset_loc(loc, 8);
+            let old = [self.load(b, loc, 8), self.load(b, hi, 8)];
+            let pair =
+                |e: &Self, v: &[Operand], w: &Warp| [0, 1].map(|k| e.val(b, w, wi, &v[k], l));
+            let xv = pair(self, &x, w);
+            let new = match (op, &y) {
+                (AtomOp::Cas, Some(y)) if old == xv => pair(self, y, w),
+                (AtomOp::Cas, _) => old,
+                _ => xv,
+            };
+            self.store(b, loc, 8, new[0]);
+            self.store(b, hi, 8, new[1]);
+            for (d, v) in dst.iter().zip(old) {
+                Self::set(w, d, l, v);
             }
         });
         self.atomics += 1;

@@ -210,9 +210,11 @@ impl L<'_> {
         let m = self.m;
         let ins = &m.code[pc as usize];
         let args = &ins.args;
+        // `bar.warp.sync` orders its members' memory accesses (PTX ISA); what one lane acquired before it
+        // (a flag another warp released) orders the others after it too.
         if matches!(
             ins.kind,
-            Kind::Shfl(_) | Kind::Vote(_) | Kind::Match(..) | Kind::Redux(..)
+            Kind::Shfl(_) | Kind::Vote(_) | Kind::Match(..) | Kind::Redux(..) | Kind::BarWarpSync
         ) {
             self.collective_orders(b, wi, exec);
         }

@@ -17,6 +17,15 @@ impl L<'_> {
     ) -> Step {
         let args = &ins.args;
         match (&args[0], &args[1]) {
+            // `mov.b128` between a register pair and a `.b128` register (both are pairs here).
+            (Operand::Vec(ds), Operand::Vec(ss)) if ds.len() == ss.len() => {
+                lanes!(exec, l, {
+                    let vals: Vec<u64> = ss.iter().map(|s| self.val(b, w, wi, s, l)).collect();
+                    for (d, v) in ds.iter().zip(vals) {
+                        Self::set(w, d, l, v);
+                    }
+                });
+            }
             (Operand::Vec(ds), src) => {
                 // unpack
                 let n = ds.len() as u32;

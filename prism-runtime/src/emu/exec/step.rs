@@ -314,6 +314,9 @@ impl L<'_> {
             Kind::St(space, ty, vw) => {
                 return self.exec_st(b, wi, w, ins, pc, mask, exec, space, ty, vw)
             }
+            Kind::Atom(space, op, PtxType::B128, _, _) => {
+                return self.exec_atom128(b, wi, w, ins, pc, mask, exec, space, op)
+            }
             Kind::Atom(space, op, ty, red, 1) => {
                 return self.exec_atom(b, wi, w, ins, pc, mask, exec, space, op, ty, red)
             }

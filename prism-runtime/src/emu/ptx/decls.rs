@@ -303,10 +303,16 @@ impl Parser {
         Ok(off)
     }
 
+    /// A new register named `name`; a `.b128` one takes two 64-bit slots, `r` (bits 0..64) and `r + 1`
+    /// (bits 64..128), and its operands decode to the pair (`Operand::Vec`).
     pub(super) fn new_reg(&mut self, name: &str, ty: PtxType) -> u32 {
         let r = self.nregs;
         self.nregs += 1;
         self.reg_names.push(name.to_string());
+        if ty == PtxType::B128 {
+            self.nregs += 1;
+            self.reg_names.push(format!("{name}.hi"));
+        }
         self.declare(name.to_string(), Name::Reg(r, ty));
         r
     }

@@ -17,23 +17,29 @@ impl Parser {
         let parts: Vec<&str> = p.opcode.split('.').collect();
         let base = parts[0];
         let mods = &parts[1..];
-        let types: Vec<PtxType> = mods.iter().filter_map(|m| PtxType::from_name(m)).collect();
-        if types.contains(&PtxType::B128) {
-            // Registers are 64 bits wide here: a `.b128` value would be truncated, so its instructions fault
-            // as unsupported instead of computing with half of it.
-            return Ok(pmisc::unsupported(
-                &format!("{} (128-bit `.b128` operands)", p.opcode),
-                line,
-            ));
-        }
+        let mut types: Vec<PtxType> = mods.iter().filter_map(|m| PtxType::from_name(m)).collect();
         let has = |m: &str| mods.contains(&m);
+        let b128 = types.contains(&PtxType::B128);
+        let b128_mem = match b128_form(base, mods) {
+            _ if !b128 => false,
+            B128::Unsupported => {
+                let what = format!("{} (128-bit `.b128` operands)", p.opcode);
+                return Ok(pmisc::unsupported(&what, line));
+            }
+            B128::Memory => {
+                // A 16-byte load or store is the `.v2.b64` one of the register pair.
+                types = vec![PtxType::B64];
+                true
+            }
+            B128::Pairs => false,
+        };
         if has("xorsign") || has("oob") {
             // `min/max.xorsign.abs` (|a| vs |b|, sign of a ^ b) and `fma.oob` (0 for an out-of-bounds NaN
             // operand) change the result; not modelled, so they fault instead of computing plain min/fma.
             return Ok(pmisc::unsupported(&p.opcode, line));
         }
         let space = state_space(mods);
-        let vecw = if has("v2") {
+        let vecw = if has("v2") || b128_mem {
             2
         } else if has("v4") {
             4
@@ -79,6 +85,10 @@ impl Parser {
             Ok(a) => a,
             Err(i) => return Ok(i),
         };
+        if b128 && !b128_operands(&kind, &args) {
+            let what = format!("{} (128-bit operands other than registers)", p.opcode);
+            return Ok(pmisc::unsupported(&what, line));
+        }
         // `.L2::cache_hint`: the last operand is a cache policy (`createpolicy`'s), which the emulator,
         // without an L2, does not use; dropped so that no operand reads it as something else (a TMA load's
         // multicast mask, a `cp.async`'s source size).
@@ -94,26 +104,7 @@ impl Parser {
                 _ => return perr(line, format!("unknown guard predicate {}", g)),
             },
         };
-        // `.param` variables of device functions and call sites live in the thread's frame (local memory)
-        let kind = match kind {
-            Kind::Ld(Space::Param, t, v)
-                if matches!(
-                    args.get(1),
-                    Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))
-                ) =>
-            {
-                Kind::Ld(Space::Local, t, v)
-            }
-            Kind::St(Space::Param, t, v)
-                if matches!(
-                    args.first(),
-                    Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _))
-                ) =>
-            {
-                Kind::St(Space::Local, t, v)
-            }
-            k => k,
-        };
+        let kind = frame_params(kind, &args);
         // A call names a function, or (indirect) holds its address in a register.
         let kind = match kind {
             Kind::Call
@@ -146,18 +137,7 @@ impl Parser {
                 return perr(line, "bra target must be a label of the same function");
             }
         }
-        let order = if matches!(kind, Kind::Ld(..) | Kind::St(..) | Kind::Atom(..)) {
-            let p = &p.opcode;
-            let acq = p.contains(".acquire") || p.contains(".acq_rel");
-            let rel = p.contains(".release") || p.contains(".acq_rel");
-            // `.volatile` is `.relaxed.sys` for synchronization (PTX ISA, memory consistency model).
-            let strong = acq || rel || p.contains(".relaxed") || p.contains(".volatile");
-            (acq as u8 * ORDER_ACQUIRE)
-                | (rel as u8 * ORDER_RELEASE)
-                | (strong as u8 * ORDER_STRONG)
-        } else {
-            0
-        };
+        let order = memory_order(&kind, &p.opcode);
         Ok(Instr {
             kind,
             guard,
@@ -356,6 +336,62 @@ fn operand_shapes(kind: &Kind, args: &[Operand], opcode: &str) -> Result<(), Str
         }
     }
     Ok(())
+}
+
+/// How the emulator runs an instruction with a `.b128` type: `.b128` values live in register pairs
+/// (`Parser::new_reg`).
+enum B128 {
+    /// `ld`/`st` (not vector): the `.v2.b64` load or store of the pair.
+    Memory,
+    /// `mov.b128` and `atom{.sem}{.scope}{.space}.{cas,exch}.b128` (sm_90), on register pairs.
+    Pairs,
+    /// Anything else faults as unsupported rather than compute with half of the value.
+    Unsupported,
+}
+
+fn b128_form(base: &str, mods: &[&str]) -> B128 {
+    let vector = mods.iter().any(|m| matches!(*m, "v2" | "v4" | "v8"));
+    match base {
+        "ld" | "st" if !vector => B128::Memory,
+        "mov" => B128::Pairs,
+        "atom" if mods.iter().any(|m| matches!(*m, "cas" | "exch")) => B128::Pairs,
+        _ => B128::Unsupported,
+    }
+}
+
+/// `.param` variables of device functions and call sites live in the thread's frame (local memory).
+fn frame_params(kind: Kind, args: &[Operand]) -> Kind {
+    let local =
+        |o: Option<&Operand>| matches!(o, Some(Operand::Addr(AddrBase::Sym(SymRef::Local(_)), _)));
+    match kind {
+        Kind::Ld(Space::Param, t, v) if local(args.get(1)) => Kind::Ld(Space::Local, t, v),
+        Kind::St(Space::Param, t, v) if local(args.first()) => Kind::St(Space::Local, t, v),
+        k => k,
+    }
+}
+
+/// The ordering bits of a load, store or atomic `opcode` (`ORDER_*`; 0 for other kinds).
+fn memory_order(kind: &Kind, opcode: &str) -> u8 {
+    if !matches!(kind, Kind::Ld(..) | Kind::St(..) | Kind::Atom(..)) {
+        return 0;
+    }
+    let acq = opcode.contains(".acquire") || opcode.contains(".acq_rel");
+    let rel = opcode.contains(".release") || opcode.contains(".acq_rel");
+    // `.volatile` is `.relaxed.sys` for synchronization (PTX ISA, memory consistency model).
+    let strong = acq || rel || opcode.contains(".relaxed") || opcode.contains(".volatile");
+    (acq as u8 * ORDER_ACQUIRE) | (rel as u8 * ORDER_RELEASE) | (strong as u8 * ORDER_STRONG)
+}
+
+/// Whether the operands of a `.b128` instruction are register pairs where the value is 128 bits: a
+/// `mov.b128` between a `.b128` register and two 64-bit ones (or another `.b128` register), an atomic's
+/// destination and values (an immediate or a single 64-bit register would be a truncated value).
+fn b128_operands(kind: &Kind, args: &[Operand]) -> bool {
+    let pair = |o: &Operand| matches!(o, Operand::Vec(v) if v.len() == 2);
+    match kind {
+        Kind::Mov(_) => args.len() == 2 && args.iter().all(pair),
+        Kind::Atom(..) => args.len() >= 3 && pair(&args[0]) && args[2..].iter().all(pair),
+        _ => true,
+    }
 }
 
 fn min_args(kind: &Kind) -> usize {

@@ -194,12 +194,16 @@ impl Parser {
                 line,
                 message: "missing register type".into(),
             })?;
+        // A `.b128` register takes two 64-bit slots (`Parser::new_reg`).
+        let slots = if ty == PtxType::B128 { 2u32 } else { 1 };
         for n in &r.names {
             let name = &n.name;
             match n.range {
                 Some(count) => {
                     // Checked before the loop: `%r<99999999>` is an error, not minutes of allocation.
-                    if count > (MAX_REGISTERS - self.nregs.min(MAX_REGISTERS)) as i64 {
+                    if count.saturating_mul(slots as i64)
+                        > (MAX_REGISTERS - self.nregs.min(MAX_REGISTERS)) as i64
+                    {
                         return perr(
                             line,
                             format!("{name}<{count}> takes the module past {MAX_REGISTERS} registers (the emulator's limit)"),
@@ -209,7 +213,7 @@ impl Parser {
                         self.new_reg(&format!("{}{}", name, i), ty);
                     }
                 }
-                None if self.nregs >= MAX_REGISTERS => {
+                None if self.nregs + slots > MAX_REGISTERS => {
                     return perr(line, format!("{name} takes the module past {MAX_REGISTERS} registers (the emulator's limit)"));
                 }
                 None => {

@@ -66,6 +66,10 @@ impl Parser {
                     return Ok(Operand::Sreg(s));
                 }
                 match self.resolve_name(p.scope, n) {
+                    // A `.b128` register: its two 64-bit halves, low first.
+                    Some(Name::Reg(r, PtxType::B128)) => {
+                        Operand::Vec(vec![Operand::Reg(r), Operand::Reg(r + 1)])
+                    }
                     Some(Name::Reg(r, _)) => Operand::Reg(r),
                     Some(Name::Sym(s)) => Operand::Sym(s),
                     None => {
