@@ -274,3 +274,22 @@ fn k(x: *const f32, y: *mut f32, n: u32) {
 }",
     );
 }
+
+#[test]
+fn split_arms_take_a_bare_statement_like_body() {
+    // As closures do (rustfmt writes `2 => match split(warp) { .. },`).
+    check_all(
+        "#[prism_kernel(requires(grid[1], block[1], thread[32]), threads = 128)]
+fn k(y: *mut u32) {
+    group(block[1], || {
+        match split(warp) {
+            2 => match split(warp) {
+                1 => {}
+                1 => {}
+            },
+            2 => {}
+        }
+    });
+}",
+    );
+}

@@ -5,48 +5,14 @@
 //! carved dynamic shared memory, a warp bitonic sort, and flush-to-zero arithmetic. Every output element
 //! is checked against a CPU reference written from the PTX ISA / CUDA documentation.
 
+mod common;
+
+use common::{Pod, Rng};
 use prism_runtime::emu::*;
 
 fn module(name: &str) -> Module {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(path).expect("fixture");
-    Module::parse(&src).expect("nvcc PTX parses")
+    common::fixture_module(name)
 }
-
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-trait Pod: Copy {
-    const N: usize;
-    fn put(self, out: &mut Vec<u8>);
-    fn get(b: &[u8]) -> Self;
-}
-macro_rules! pod {
-    ($($t:ty),*) => {$(
-        impl Pod for $t {
-            const N: usize = std::mem::size_of::<$t>();
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn get(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b.try_into().expect("size"))
-            }
-        }
-    )*};
-}
-pod!(u8, u16, i32, u32, i64, u64, f32, f64);
 
 fn up<T: Pod>(e: &mut Emulator, v: &[T]) -> u64 {
     let mut b = Vec::with_capacity(v.len() * T::N);

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{configs, Rng};
+use common::{configs, Pod, Rng};
 use prism_runtime::emu::*;
 
 fn module() -> Module {
@@ -19,27 +19,6 @@ fn module() -> Module {
 
 /// Sentinel for outputs: an element the kernel should have written but did not shows as this.
 const UNSET: i32 = 0x5A5A_5A5A;
-
-/// Little-endian element types moved to and from the emulator.
-trait Pod: Copy {
-    const N: usize;
-    fn put(self, out: &mut Vec<u8>);
-    fn get(b: &[u8]) -> Self;
-}
-macro_rules! pod {
-    ($($t:ty),*) => {$(
-        impl Pod for $t {
-            const N: usize = std::mem::size_of::<$t>();
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn get(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b.try_into().expect("size"))
-            }
-        }
-    )*};
-}
-pod!(u16, i32, u32, u64, f32, f64);
 
 /// One emulator with typed buffers.
 struct Dev(Emulator);

@@ -328,22 +328,7 @@ impl Cx {
                 }
             };
             // A block, or one statement-like expression (`2 => match split(warp) { .. },`), as closures.
-            let body = match strip_paren(&arm.body) {
-                syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block)?,
-                other @ (syn::Expr::Match(_)
-                | syn::Expr::If(_)
-                | syn::Expr::While(_)
-                | syn::Expr::ForLoop(_)
-                | syn::Expr::Call(_)
-                | syn::Expr::Unsafe(_)
-                | syn::Expr::Assign(_)) => self.closure_block(other, "a split arm")?,
-                other => {
-                    return Err(
-                        syntax(other.span(), "a split arm body must be a block `{ .. }`")
-                            .help("write `32 => { .. }`"),
-                    )
-                }
-            };
+            let body = self.closure_block(&arm.body, "a split arm")?;
             arms.push(SplitArm {
                 size,
                 size_span: arm.pat.span(),
@@ -438,7 +423,7 @@ impl Cx {
             }
             other => Err(syntax(
                 other.span(),
-                format!("{what}: the closure body must be a block `{{ .. }}`"),
+                format!("{what}: the body must be a block `{{ .. }}`"),
             )),
         }
     }

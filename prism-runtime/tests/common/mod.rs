@@ -31,7 +31,34 @@ impl Rng {
     pub fn ints(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
         (0..n).map(|_| self.range(lo, hi)).collect()
     }
+
+    /// A value in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
 }
+
+/// Little-endian element types moved to and from the emulator.
+pub trait Pod: Copy {
+    const N: usize;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(b: &[u8]) -> Self;
+}
+
+macro_rules! pod {
+    ($($t:ty),*) => {$(
+        impl Pod for $t {
+            const N: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b.try_into().expect("size"))
+            }
+        }
+    )*};
+}
+pod!(u8, u16, i32, u32, i64, u64, f32, f64);
 
 /// A new allocation holding `bytes`.
 pub fn upload(e: &mut Emulator, bytes: &[u8]) -> u64 {
