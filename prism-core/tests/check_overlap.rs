@@ -469,7 +469,8 @@ fn writes_inside_device_functions_count_at_the_call() {
     // const generics) are checked as the caller's writes through the view it passes.
     let devices = "#[prism_device(requires(thread[1]))]\nfn put(x: *mut f32) { x[0] = 1.0; }\n\
                    #[prism_device(requires(thread[1]))]\nfn fill<const K: u32>(x: *mut f32) { for i in 0..K { x[i] = 0.0; } }\n\
-                   #[prism_device(requires(thread[1]))]\nfn put_at(x: *mut f32, i: u32) { x[i] = 1.0; }\n";
+                   #[prism_device(requires(thread[1]))]\nfn put_at(x: *mut f32, i: u32) { x[i] = 1.0; }\n\
+                   #[prism_device(requires(thread[1]))]\nfn fill_twice<const K: u32>(y: *mut f32) { fill::<K>(y); put(y); }\n";
     // Through a shared view of four elements per thread: eight reach the next thread's first four.
     let shared = |call: &str| {
         format!(
@@ -480,6 +481,8 @@ fn writes_inside_device_functions_count_at_the_call() {
             )
         )
     };
+    // Through a function that passes its parameter on (const generics evaluated on the way).
+    expect_index_overlap(&shared("fill_twice::<6>(/*@*/st);"), (0, 1), 4);
     let src = shared("fill::<8>(/*@*/st);");
     expect_index_overlap(&src, (0, 1), 4);
     let ds = check(&src).unwrap_err();
@@ -488,11 +491,16 @@ fn writes_inside_device_functions_count_at_the_call() {
             && ds[0]
                 .notes
                 .iter()
-                .any(|(_, n)| n.contains("`fill` writes through `x` here")),
+                .any(|(_, n)| n.contains("the write, through `fill`'s parameter `x`")),
         "{}",
         ds[0].text()
     );
-    for call in ["fill::<4>(st);", "put(st);", "put_at(st, 3);"] {
+    for call in [
+        "fill::<4>(st);",
+        "put(st);",
+        "put_at(st, 3);",
+        "fill_twice::<4>(st);",
+    ] {
         expect_ok(&shared(call));
     }
     // Through a global `|x| x` view, every thread writing element 0 inside `put` races.

@@ -5,14 +5,17 @@
 //!
 //! Only writes every call makes are collected: statements of the body itself and of `for` loops over
 //! constant ranges without `break`/`continue` (not under an `if`, `while`, split arm or nested view), whose
-//! indices are constants, const generics, immutable `let` constants or those loops' counters. Anything
-//! else the callee does with the parameter is not followed (the emulator's race detector sees it).
+//! indices are constants, const generics, immutable `let` constants or those loops' counters; and, through
+//! the parameter passed on as it is, the sure writes of the device functions it calls (a few levels deep).
+//! Anything else the callee does with the parameter is not followed (the emulator's race detector sees it).
 
 use super::stmt::leaves_early;
 use super::*;
 
 /// Most writes collected from one callee for one parameter (loops over constant ranges are unrolled).
 const MAX_WRITES: usize = 256;
+/// Most nested calls followed (a device function passing the parameter on to another).
+const MAX_DEPTH: u32 = 4;
 
 /// One write a callee makes through a parameter: its indices, how many consecutive elements
 /// (`store2`/`store4`), and where in the callee.
@@ -22,15 +25,29 @@ pub(super) struct CalleeWrite {
     pub(super) span: Span,
 }
 
-/// The writes `callee` surely makes through its parameter `param`; `consts` gives its const generics.
+/// The writes `callee` surely makes through its parameter `param`; `consts` gives its const generics,
+/// `deps` the device functions it may call.
 pub(super) fn param_writes(
     callee: &Function,
     param: &str,
     consts: &dyn Fn(&str) -> Option<i64>,
+    deps: &[Function],
+) -> Vec<CalleeWrite> {
+    walk_callee(callee, param, consts, deps, 0)
+}
+
+fn walk_callee(
+    callee: &Function,
+    param: &str,
+    consts: &dyn Fn(&str) -> Option<i64>,
+    deps: &[Function],
+    depth: u32,
 ) -> Vec<CalleeWrite> {
     let mut w = Walk {
         param,
         consts,
+        deps,
+        depth,
         env: Vec::new(),
         out: Vec::new(),
     };
@@ -41,6 +58,8 @@ pub(super) fn param_writes(
 struct Walk<'a> {
     param: &'a str,
     consts: &'a dyn Fn(&str) -> Option<i64>,
+    deps: &'a [Function],
+    depth: u32,
     /// Names bound in the callee: their constant value, `None` when not constant (shadowing a const).
     env: Vec<(String, Option<i64>)>,
     out: Vec<CalleeWrite>,
@@ -69,6 +88,45 @@ impl Walk<'_> {
                 width,
                 span,
             });
+        }
+    }
+
+    /// A device function the parameter is passed on to, as it is: its sure writes through that parameter.
+    fn nested_call(&mut self, path: &[Ident], generics: &[Expr], args: &[Expr]) {
+        let Some(name) = path.last() else { return };
+        let Some(dep) = self.deps.iter().find(|d| d.name.name == name.name) else {
+            return;
+        };
+        if self.depth >= MAX_DEPTH || args.len() != dep.params.len() {
+            return;
+        }
+        // Const arguments follow the type arguments.
+        let values: Vec<Option<i64>> = dep
+            .const_params
+            .iter()
+            .enumerate()
+            .map(|(k, _)| {
+                generics
+                    .get(dep.type_params.len() + k)
+                    .and_then(|g| self.eval(g))
+            })
+            .collect();
+        let consts = |n: &str| {
+            dep.const_params
+                .iter()
+                .position(|c| c.name.name == n)
+                .and_then(|k| values[k])
+        };
+        for (a, p) in args.iter().zip(&dep.params) {
+            let writable = matches!(
+                p.ty,
+                Type::Ptr { mutable: true, .. } | Type::Shared { mutable: true, .. }
+            );
+            if writable && self.is_param(a) {
+                let inner = walk_callee(dep, &p.name.name, &consts, self.deps, self.depth + 1);
+                let room = MAX_WRITES.saturating_sub(self.out.len());
+                self.out.extend(inner.into_iter().take(room));
+            }
         }
     }
 
@@ -111,7 +169,12 @@ impl Walk<'_> {
                 }
             }
             StmtKind::Expr(e) => {
-                if let ExprKind::Call { path, args, .. } = &e.kind {
+                if let ExprKind::Call {
+                    path,
+                    generics,
+                    args,
+                } = &e.kind
+                {
                     let width = match path.last().map(|p| p.name.as_str()) {
                         Some("store2") => 2,
                         Some("store4") => 4,
@@ -119,6 +182,8 @@ impl Walk<'_> {
                     };
                     if width > 0 && args.len() == 3 && self.is_param(&args[0]) {
                         self.push(&args[1..2], width, s.span);
+                    } else if width == 0 {
+                        self.nested_call(path, generics, args);
                     }
                 }
             }
@@ -177,7 +242,7 @@ impl Cx<'_> {
         if (v.overlap.is_none() && v.layout.is_none()) || v.index_arity != 1 {
             return;
         }
-        for w in param_writes(callee, &p.name.name, consts) {
+        for w in param_writes(callee, &p.name.name, consts, self.deps) {
             let Some(lits) = w
                 .indices
                 .iter()
@@ -218,7 +283,10 @@ impl Cx<'_> {
                     if let Some(d) = self.errors.pop() {
                         self.errors.push(d.note(
                             w.span,
-                            format!("`{}` writes through `{}` here", fname.name, p.name.name),
+                            format!(
+                                "the write, through `{}`'s parameter `{}`",
+                                fname.name, p.name.name
+                            ),
                         ));
                     }
                 }
