@@ -370,3 +370,54 @@ fn carry_after_subtraction_is_the_adders_carry() {
     // 0-1 borrows (CF 0): madc adds nothing, 115.
     assert_eq!(got, [1, 0, u32::MAX, 7, u32::MAX, 6, 115]);
 }
+
+#[test]
+fn f16_ftz_flushes_subnormal_inputs_and_results() {
+    // 0x0001 is f16's smallest subnormal, 0x0400 its smallest normal, 0x3800 is 0.5, 0x3c00 is 1.0.
+    let ops = [
+        ("add", "%h1, %h2", 0x0001_0001u32),
+        ("mul", "%h1, %h2", 0x3800_0400),
+        ("mul", "%h1, %h2", 0x3800_8400),
+        ("mul", "%h1, %h2", 0x3c00_0200),
+    ];
+    let mut body = String::new();
+    let mut inp = Vec::new();
+    for (i, (op, args, pair)) in ops.iter().enumerate() {
+        inp.push(*pair);
+        for (j, ftz) in ["", ".ftz"].iter().enumerate() {
+            let k = 2 * i + j;
+            body += &format!(
+                "ld.global.b16 %h1, [%rd2+{}];\nld.global.b16 %h2, [%rd2+{}];\n\
+                 {op}.rn{ftz}.f16 %h3, {args};\ncvt.u32.u16 %r1, %h3;\nst.global.u32 [%rd1+{}], %r1;\n",
+                4 * i,
+                4 * i + 2,
+                4 * k
+            );
+        }
+    }
+    // Packed: both halves flushed alike.
+    body +=
+        "ld.global.b32 %r2, [%rd2];\nmov.b32 %r3, 0x00010001;\nadd.rn.ftz.f16x2 %r4, %r2, %r3;\n\
+             st.global.u32 [%rd1+32], %r4;\n";
+    // Compares: a subnormal equals zero under `.ftz` only.
+    body += "ld.global.b16 %h1, [%rd2];\nmov.b16 %h2, 0;\n\
+             setp.eq.f16 %p1, %h1, %h2;\nselp.u32 %r5, 1, 0, %p1;\nst.global.u32 [%rd1+36], %r5;\n\
+             setp.eq.ftz.f16 %p2, %h1, %h2;\nselp.u32 %r5, 1, 0, %p2;\nst.global.u32 [%rd1+40], %r5;";
+    let got = run("", &body, &inp, 11).unwrap();
+    assert_eq!(
+        got,
+        [
+            0x0002,
+            0x0000,
+            0x0200,
+            0x0000,
+            0x8200,
+            0x8000,
+            0x0200,
+            0x0000,
+            0x0000_0000,
+            0,
+            1
+        ]
+    );
+}

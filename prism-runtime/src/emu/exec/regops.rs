@@ -130,8 +130,8 @@ impl L<'_> {
             (&args[0], None, 1)
         };
         lanes!(exec, l, {
-            let a = ftz_operand(ftz, *ty, self.val(b, w, wi, &args[ai], l));
-            let c = ftz_operand(ftz, *ty, self.val(b, w, wi, &args[ai + 1], l));
+            let a = ftz_compare(ftz, *ty, self.val(b, w, wi, &args[ai], l));
+            let c = ftz_compare(ftz, *ty, self.val(b, w, wi, &args[ai + 1], l));
             let mut r = compare(*cmp, *ty, a, c);
             // setp.f16x2/bf16x2 p|q: p from the low halves, q from the high ones.
             let mut q = if matches!(ty, PtxType::F16x2 | PtxType::BF16x2) {
@@ -181,8 +181,8 @@ impl L<'_> {
             _ => mask_bits(ebits),
         };
         lanes!(exec, l, {
-            let a = ftz_operand(ftz, *sty, self.val(b, w, wi, &args[1], l));
-            let c = ftz_operand(ftz, *sty, self.val(b, w, wi, &args[2], l));
+            let a = ftz_compare(ftz, *sty, self.val(b, w, wi, &args[1], l));
+            let c = ftz_compare(ftz, *sty, self.val(b, w, wi, &args[2], l));
             let p = bop.map(|_| self.val(b, w, wi, &args[3], l) != 0);
             let mut v = 0u64;
             for k in 0..elems {

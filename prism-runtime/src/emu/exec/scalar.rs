@@ -37,6 +37,17 @@ pub(super) fn ftz_operand(ftz: bool, ty: PtxType, v: u64) -> u64 {
     }
 }
 
+/// A `setp`/`set` operand of type `ty` under `.ftz`: f32, and f16 and each half of f16x2 (PTX ISA,
+/// half-precision comparison: "flushes subnormal inputs to sign-preserving zero").
+pub(super) fn ftz_compare(ftz: bool, ty: PtxType, v: u64) -> u64 {
+    let half = |h: u64| if h & 0x7c00 == 0 { h & 0x8000 } else { h };
+    match ty {
+        PtxType::F16 if ftz => half(v & 0xffff),
+        PtxType::F16x2 if ftz => half(v & 0xffff) | half((v >> 16) & 0xffff) << 16,
+        _ => ftz_operand(ftz, ty, v),
+    }
+}
+
 pub(super) fn boolop(o: BoolOp, a: bool, b: bool) -> bool {
     match o {
         BoolOp::And => a && b,
@@ -170,7 +181,22 @@ pub(super) fn testp(op: AluOp, x: f64, normal: bool, sub: bool) -> bool {
     }
 }
 
+/// `.ftz` on f16 (`add.ftz.f16`, `fma.rn.ftz.f16`, ..): a subnormal input or result is a zero of the same
+/// sign (PTX ISA, half-precision instructions). bf16 arithmetic has no `.ftz`.
+fn flush16(ty: PtxType, m: Mods, v: u64) -> u64 {
+    if ty == PtxType::F16 {
+        ftz_compare(m.ftz, ty, v)
+    } else {
+        v
+    }
+}
+
 pub(super) fn half_op(ty: PtxType, op: AluOp, m: Mods, a: u64, b: u64, c: u64) -> u16 {
+    let (a, b, c) = (flush16(ty, m, a), flush16(ty, m, b), flush16(ty, m, c));
+    flush16(ty, m, half_op_exact(ty, op, m, a, b, c) as u64) as u16
+}
+
+fn half_op_exact(ty: PtxType, op: AluOp, m: Mods, a: u64, b: u64, c: u64) -> u16 {
     let f = |x: u64| to_f64(ty, x) as f32;
     if matches!(op, AluOp::Abs | AluOp::Neg) {
         return match op {
