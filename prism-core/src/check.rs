@@ -365,7 +365,7 @@ struct Cx<'a> {
     reached: std::collections::HashMap<usize, Reached>,
     /// The arms of uniform `if`s the current statement is in: `(if, 0)` then, `(if, 1)` else. Writes in
     /// the two arms of one `if` never both run (`index_overlap.rs`).
-    if_arms: Vec<(usize, u8)>,
+    if_arms: Vec<(usize, u8, u32)>,
     next_if: usize,
     /// The enclosing conditions, loops and split arms: the narrowest perspective each reads (`None`:
     /// unknown, a split arm, or a loop that may `break`).

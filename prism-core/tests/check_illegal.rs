@@ -174,6 +174,34 @@ fn read_up_for_an_if_value_that_decides_a_collective() {
     // Into a broader sink, the condition is read at the sink.
     let src = kernel("    #[at(thread[1])]\n    let t: u32 = id();\n    group(block[1], || {\n        #[at(block[1])]\n        let v: u32 = if /*@*/t < 5 { 1 } else { 0 };\n    });");
     expect(&src, "WRITE-DOWN", &["`t`", "`v` (block[1])"]);
+    // A collective device function called by a path (`crate::f`, `some_crate::f`) is one too, in an `if`
+    // value and on the right of `&&`.
+    let wsum = "#[prism_device(requires(thread[32]), returns = thread[1])]\nfn wsum(#[at(thread[1])] v: u32) -> u32 {\n#[at(thread[1])]\nlet mut a: u32 = v;\nfor k in 0..5 { a = a + shfl_xor(a, 16u32 >> k); }\na\n}\n";
+    for (value, callee) in [
+        ("if /*@*/t < 5 { crate::wsum(t) } else { 0 }", "`wsum`"),
+        ("if /*@*/t < 5 { other::wsum(t) } else { 0 }", "`wsum`"),
+        ("((/*@*/t < 5 && crate::wsum(t) > 3) as u32)", "`wsum`"),
+    ] {
+        let src = format!(
+            "{wsum}{}",
+            kernel(&format!("    #[at(thread[1])]\n    let t: u32 = id();\n    group(thread[32], || {{\n        #[at(thread[1])]\n        let v: u32 = {value};\n    }});"))
+        );
+        expect(&src, "READ-UP", &["`t`", callee, "thread[32]"]);
+    }
+}
+
+#[test]
+fn read_up_suggests_the_perspective_a_let_of_broader_values_may_have() {
+    // `k` is made of values at grid[1] but declared at thread[1]: its declaration narrows it.
+    let src = kernel("    #[at(thread[1])]\n    let k: u32 = n / 2;\n    group(block[1], || {\n        if /*@*/k > 3 { sync_threads(); }\n    });");
+    let d = expect(&src, "READ-UP", &["`k`", "block[1]"]);
+    assert!(
+        d.help
+            .as_deref()
+            .is_some_and(|h| h.contains("declare it `#[at(block[1])]`")),
+        "{}",
+        d.text()
+    );
 }
 
 #[test]

@@ -566,3 +566,66 @@ fn reads_of_elements_another_unit_writes() {
         expect_ok(&src);
     }
 }
+
+#[test]
+fn arms_of_an_if_inside_a_loop_both_run() {
+    // Inside a loop inside the partition, the two arms of one `if` run in one launch (one per iteration):
+    // thread 1 writes element 1 in phase 0, thread 0 reads it in phase 1.
+    let src = block_kernel(
+        128,
+        "partition(s, thread[1], |j| t + j, |st| { group(thread[1], || {\n\
+         for ph in 0..2 { if ph == 0 { st[0] = 1.0; } else {\n#[at(thread[1])]\nlet v: f32 = /*@*/st[1];\n} }\n}); });",
+    );
+    let ds = check(&src).expect_err("a race across iterations");
+    assert!(
+        ds.iter()
+            .any(|d| d.rule == "T-PARTITION" && d.message.contains("reads")),
+        "{ds:#?}"
+    );
+    // Outside a loop, the arms never both run.
+    expect_ok(&block_kernel(
+        128,
+        "partition(s, thread[1], |j| t + j, |st| { group(thread[1], || {\n\
+         if n == 0 { st[0] = 1.0; } else {\n#[at(thread[1])]\nlet v: f32 = st[1];\n}\n}); });",
+    ));
+}
+
+#[test]
+fn huge_constant_loops_in_a_callee_end_quickly() {
+    // The callee's constant loops are unrolled within a budget: `0..u32::MAX` does not hang the compiler.
+    let devices = "#[prism_device(requires(thread[1]))]\nfn mx(x: *mut f32) { for i in 0..4294967295u32 { } x[4] = 1.0; }\n\
+                   #[prism_device(requires(thread[1]))]\nfn big(x: *mut f32) {\n#[at(thread[1])]\nlet mut a: u32 = 0;\nfor i in 0..100000 { for j in 0..100000 { a = a + j; } }\nx[0] = a as f32; }\n";
+    let start = std::time::Instant::now();
+    for call in ["mx(st);", "big(st);"] {
+        let src = format!(
+            "{devices}{}",
+            block_kernel(
+                128,
+                &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {call} }}); }});")
+            )
+        );
+        let _ = check(&src);
+    }
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_view_of_two_indices_is_not_a_pointer() {
+    let src = format!(
+        "#[prism_device(requires(thread[1]))]\nfn rd(x: *const f32) -> f32 {{ x[0] }}\n{}",
+        block_kernel(
+            128,
+            "partition(s, thread[1], |r, c| t * 2 + r * 256 + c, |st| { group(thread[1], || { st[(0, 0)] = rd(/*@*/st); }); });"
+        )
+    );
+    let ds = check(&src).expect_err("a two-index view passed to a pointer");
+    let d = ds
+        .iter()
+        .find(|d| d.rule == "T-PARTITION" && d.message.contains("takes 2 indices"))
+        .unwrap_or_else(|| panic!("{ds:#?}"));
+    assert_eq!(d.span.start().line, marker_at(&src).0, "{}", d.text());
+}

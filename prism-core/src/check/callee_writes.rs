@@ -16,6 +16,9 @@ use super::*;
 const MAX_WRITES: usize = 256;
 /// Most nested calls followed (a device function passing the parameter on to another).
 const MAX_DEPTH: u32 = 4;
+/// Most statements visited for one argument (constant loops are unrolled: `0..u32::MAX` must not hang
+/// the compiler); past it the walk stops with what it has.
+const MAX_VISITS: usize = 1 << 16;
 
 /// One write a callee makes through a parameter: its indices, how many consecutive elements
 /// (`store2`/`store4`), and where in the callee.
@@ -33,7 +36,8 @@ pub(super) fn param_writes(
     consts: &dyn Fn(&str) -> Option<i64>,
     deps: &[Function],
 ) -> Vec<CalleeWrite> {
-    walk_callee(callee, param, consts, deps, 0)
+    let mut visits = MAX_VISITS;
+    walk_callee(callee, param, consts, deps, (0, &mut visits))
 }
 
 fn walk_callee(
@@ -41,17 +45,19 @@ fn walk_callee(
     param: &str,
     consts: &dyn Fn(&str) -> Option<i64>,
     deps: &[Function],
-    depth: u32,
+    (depth, visits): (u32, &mut usize),
 ) -> Vec<CalleeWrite> {
     let mut w = Walk {
         param,
         consts,
         deps,
         depth,
+        visits: *visits,
         env: Vec::new(),
         out: Vec::new(),
     };
     w.block(&callee.body);
+    *visits = w.visits;
     w.out
 }
 
@@ -60,6 +66,8 @@ struct Walk<'a> {
     consts: &'a dyn Fn(&str) -> Option<i64>,
     deps: &'a [Function],
     depth: u32,
+    /// Statements left to visit ([`MAX_VISITS`]).
+    visits: usize,
     /// Names bound in the callee: their constant value, `None` when not constant (shadowing a const).
     env: Vec<(String, Option<i64>)>,
     out: Vec<CalleeWrite>,
@@ -123,7 +131,15 @@ impl Walk<'_> {
                 Type::Ptr { mutable: true, .. } | Type::Shared { mutable: true, .. }
             );
             if writable && self.is_param(a) {
-                let inner = walk_callee(dep, &p.name.name, &consts, self.deps, self.depth + 1);
+                let mut visits = self.visits;
+                let inner = walk_callee(
+                    dep,
+                    &p.name.name,
+                    &consts,
+                    self.deps,
+                    (self.depth + 1, &mut visits),
+                );
+                self.visits = visits;
                 let room = MAX_WRITES.saturating_sub(self.out.len());
                 self.out.extend(inner.into_iter().take(room));
             }
@@ -145,6 +161,10 @@ impl Walk<'_> {
     }
 
     fn stmt(&mut self, s: &Stmt) -> bool {
+        if self.visits == 0 {
+            return false;
+        }
+        self.visits -= 1;
         match &s.kind {
             StmtKind::Let {
                 name,
@@ -203,7 +223,9 @@ impl Walk<'_> {
                 };
                 let Some(step) = step else { return true };
                 let mut i = a;
-                while i < b && self.out.len() < MAX_WRITES {
+                while i < b && self.out.len() < MAX_WRITES && self.visits > 0 {
+                    // Each iteration costs a visit, an empty body too.
+                    self.visits -= 1;
                     self.env.push((var.name.clone(), Some(i)));
                     let go_on = self.block(body);
                     self.env.pop();

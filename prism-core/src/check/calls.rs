@@ -640,6 +640,21 @@ impl<'a> Cx<'a> {
                 ),
             ));
         }
+        if v.index_arity != 1 {
+            self.errors.push(
+                err(
+                    "T-PARTITION",
+                    id.span,
+                    format!(
+                        "`{}` takes {} indices (its partition's closure has {} parameters), but parameter `{}` of `{}` is a pointer, indexed by one",
+                        v.name, v.index_arity, v.index_arity, p.name, fname.name
+                    ),
+                )
+                .note(v.span, format!("`{}` declared here", v.name))
+                .help("pass a view whose closure takes one index (`|j| base + j`)"),
+            );
+            return;
+        }
         if *mutable {
             self.overlapping_write(
                 &v,

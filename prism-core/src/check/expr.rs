@@ -591,10 +591,15 @@ impl<'a> Cx<'a> {
             let Some(name) = path.last().map(|n| n.name.as_str()) else {
                 return;
             };
-            if found.is_some() || path.len() != 1 {
+            if found.is_some() {
                 return;
             }
-            let need = match crate::intrinsics::lookup(name) {
+            // Intrinsics are called by their bare name; a device function by any path (`crate::f`,
+            // `prism_kernels::f`) resolves by its last segment, as `e_call` does.
+            let intrinsic = (path.len() == 1)
+                .then(|| crate::intrinsics::lookup(name))
+                .flatten();
+            let need = match intrinsic {
                 Some(i) => match i.need {
                     crate::intrinsics::Need::At(p) => Some(p),
                     crate::intrinsics::Need::Cluster => Some(Perspective::block(1)),

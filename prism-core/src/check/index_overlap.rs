@@ -30,6 +30,9 @@ pub(super) struct Layout {
     pub(super) size: u64,
     pub(super) units: u64,
     pub(super) conds: usize,
+    /// Loops open where the partition was made: an `if` inside a loop inside the partition runs both
+    /// arms in one launch (one per iteration), so only `if`s outside such loops keep writes apart.
+    pub(super) loop_depth: u32,
 }
 
 /// The arms of uniform `if`s a write is in: `(if, 0)` then, `(if, 1)` else.
@@ -95,6 +98,7 @@ impl<'a> Cx<'a> {
             size,
             units,
             conds: self.conds.len(),
+            loop_depth: self.loop_depth,
         })
     }
 
@@ -201,7 +205,12 @@ impl<'a> Cx<'a> {
         let Some(tuples) = self.index_tuples(indices) else {
             return;
         };
-        let arms = self.if_arms.clone();
+        let arms: Arms = self
+            .if_arms
+            .iter()
+            .filter(|(_, _, depth)| *depth <= l.loop_depth)
+            .map(|&(i, a, _)| (i, a))
+            .collect();
         let reached = self.reached.entry(l.id).or_default();
         let mut clash = None;
         'tuples: for t in tuples {
@@ -242,7 +251,14 @@ impl<'a> Cx<'a> {
             return;
         };
         self.overlaps_reported.insert(l.id);
-        let earlier = first.span;
+        let (earlier, earlier_what) = (
+            first.span,
+            if first.read {
+                "the other access (a read)"
+            } else {
+                "the other write"
+            },
+        );
         let (a, b) = if first.unit < second.unit {
             (first, second)
         } else {
@@ -290,7 +306,7 @@ impl<'a> Cx<'a> {
         .note(l.span, format!("each unit's elements are this closure's values at the indices it {note_verb}: units {} and {} meet at element {e}", a.unit, b.unit));
         let at = |s: Span| (s.start().line, s.start().column);
         if at(earlier) != at(span) {
-            d = d.note(earlier, "the other write");
+            d = d.note(earlier, earlier_what);
         }
         self.errors.push(d.help(if a.read || b.read {
             "read only the unit's own elements, or elements no unit writes through this view; a barrier does not make this legal: a partition hands each unit its own elements for all of its scope, so read a neighbour's elements in a later phase (after this partition's scope: a new `partition`, or the memory itself)"

@@ -66,7 +66,7 @@ impl<'a> Cx<'a> {
                     let Some(block) = block else { continue };
                     let dead = known.is_some_and(|k| k != (arm == 0));
                     self.conds.push(if dead { None } else { c });
-                    self.if_arms.push((id, arm));
+                    self.if_arms.push((id, arm, self.loop_depth));
                     self.block(block, code);
                     self.if_arms.pop();
                     self.conds.pop();

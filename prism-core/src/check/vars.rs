@@ -238,6 +238,14 @@ impl<'a> Cx<'a> {
                  (`y[i]`), or partition further down to the threads that own the value",
                 p = sink.p
             )
+        } else if !v.mutable && v.uniform_over.is_some_and(|u| self.le(sink.p, u)) {
+            // An immutable value made of broader values: its declaration is what narrows it.
+            format!(
+                "only variables at {p} or broader can flow there; `{}` is computed from values at {} or broader: declare it `#[at({p})]` (or drop its `#[at(..)]`)",
+                v.name,
+                v.uniform_over.unwrap_or(v.at),
+                p = sink.p
+            )
         } else {
             format!("only variables at {} or broader can flow there", sink.p)
         });
