@@ -1346,3 +1346,42 @@ fn k(m: TensorMapMut<f32, 1>) {
     assert_ne!(ok, src);
     assert!(emit_errors(&ok).is_empty(), "{}", texts(&emit_errors(&ok)));
 }
+
+/// A device function may take its register count as a const generic (a library consumer warpgroup): the
+/// instance's value is checked where it is emitted.
+#[test]
+fn set_max_regs_takes_a_device_functions_const_generic() {
+    let src = |producer: u32| {
+        format!(
+            "#[prism_device(requires(thread[128]))]\nfn regs<const R: u32>() {{ set_max_regs(R); }}\n\
+             #[prism_kernel(requires(grid[1], block[1], thread[128]), threads = 256)]\n\
+             fn k(y: *mut u32) {{\n\
+             group(block[1], || {{\n\
+             match split(warpgroup) {{\n\
+             1 => {{ regs::<{producer}>(); }}\n\
+             1 => {{ regs::<232>(); }}\n\
+             }}\n\
+             }});\n\
+             }}\n"
+        )
+    };
+    let ks = compile_src(&src(40));
+    assert!(
+        ks[0].ptx.contains("setmaxnreg.dec.sync.aligned.u32 40"),
+        "{}",
+        ks[0].ptx
+    );
+    // Two warpgroups enter with 248 registers each: both counts lower it.
+    assert!(
+        ks[0].ptx.contains("setmaxnreg.dec.sync.aligned.u32 232"),
+        "{}",
+        ks[0].ptx
+    );
+    let ds = emit_errors(&src(44));
+    assert!(
+        ds.iter()
+            .any(|d| d.rule == "SETMAXNREG" && d.message.contains("set_max_regs(44)")),
+        "{}",
+        texts(&ds)
+    );
+}

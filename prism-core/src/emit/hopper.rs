@@ -596,6 +596,15 @@ impl Em {
     /// register file must hold every warpgroup's count at once (64 K per SM, one block of these).
     fn set_max_regs(&mut self, args: &[Expr], span: Span) -> R<()> {
         let n = self.const_u32(&args[0])?;
+        // The checker knows a generic device function's count only as an expression of its const generics.
+        if !(24..=256).contains(&n) || n % 8 != 0 {
+            return Err(err(
+                "SETMAXNREG",
+                args[0].span,
+                format!("`set_max_regs({n})`: a warpgroup's register count must be a multiple of 8 in 24..=256"),
+            )
+            .help("e.g. 40 for a TMA producer, 232 for wgmma consumers (PTX ISA §9.7.19.5)"));
+        }
         let entry = self.maxnreg_entry();
         let block = self.threads.unwrap_or(1024);
         let units = self.ctx.units.clone();
