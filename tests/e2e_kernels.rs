@@ -604,3 +604,57 @@ fn raw_and_non_ascii_names() {
         assert_eq!(z[i], x[i] + x[i], "données: z[{i}]");
     }
 }
+
+// A device function named like a generic helper that another crate's generic function calls by its bare
+// name (`prism_ext_crate::lane_total_sq` calls its own `lane_total::<T>`): each call keeps its own callee.
+
+/// The warp's largest value: this crate's `lane_total`.
+#[prism::prism_device(requires(thread[32]), returns = thread[1])]
+pub fn lane_total(#[at(thread[1])] v: f32) -> f32 {
+    #[at(thread[1])]
+    let mut x: f32 = v;
+    for k in 0..5 {
+        x = x.max(shfl_xor(x, 16u32 >> k));
+    }
+    x
+}
+
+#[prism::prism_kernel(requires(grid[1], block[1], thread[32]))]
+pub fn sum_sq_plus_max(x: *const f32, y: *mut f32) {
+    #[at(thread[1])]
+    let i: u32 = id();
+    partition(
+        y,
+        thread[1],
+        |j| i + j,
+        |yt| {
+            group(thread[32], || {
+                #[at(thread[1])]
+                let v: f32 = prism_ext_crate::lane_total_sq::<f32>(x[i]) + lane_total(x[i]);
+                group(thread[1], || {
+                    yt[0] = v;
+                });
+            });
+        },
+    );
+}
+
+#[test]
+fn a_local_function_does_not_take_over_a_library_functions_generic_callee() {
+    let dev = device();
+    let n = 64usize;
+    // Small integers: the sums are exact in any order.
+    let x: Vec<f32> = (0..n).map(|i| ((i * 7 + 3) % 11) as f32 - 5.0).collect();
+    let dx = dev.htod(&x).unwrap();
+    let mut dy = dev.htod(&vec![SENTINEL_F32; n]).unwrap();
+    sum_sq_plus_max::launch(&dev, LaunchDims::new(1, 64), &dx, &mut dy).unwrap();
+    let y = dev.dtoh(&dy).unwrap();
+    for w in 0..2 {
+        let lanes = &x[32 * w..32 * w + 32];
+        let sq: f32 = lanes.iter().map(|v| v * v).sum();
+        let max = lanes.iter().cloned().fold(f32::MIN, f32::max);
+        for l in 0..32 {
+            assert_eq!(y[32 * w + l], sq + max, "warp {w}, lane {l}");
+        }
+    }
+}

@@ -58,7 +58,28 @@ pub fn instantiate(
     g.origin = f.origin.clone();
     g.type_params.clear();
     g.source = None;
+    keep_call_paths(f, &mut g);
     Ok(g)
+}
+
+/// The instance, parsed again from the template's tokens, has its calls as written; the template's calls
+/// may have been pointed at their dependencies since (the macros name a dependency `crate__name` when two
+/// share a name). The same tokens make the same calls in the same order: take the template's paths.
+fn keep_call_paths(template: &Function, g: &mut Function) {
+    let mut paths = Vec::new();
+    let mut body = template.body.clone();
+    visit_calls_mut(&mut body, &mut |p, _, _| paths.push(p.clone()));
+    let mut count = 0;
+    visit_calls_mut(&mut g.body, &mut |_, _, _| count += 1);
+    if count != paths.len() {
+        return;
+    }
+    let mut it = paths.into_iter();
+    visit_calls_mut(&mut g.body, &mut |p, _, _| {
+        if let Some(q) = it.next() {
+            *p = q;
+        }
+    });
 }
 
 /// The instance of generic kernel `f` for one tuple of type arguments of its `instances`: named `k_f32` (so

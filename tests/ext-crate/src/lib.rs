@@ -5,7 +5,7 @@
 //! its body (with its own callees, `thread_load`) is inlined into these kernels' PTX: there is no `call`
 //! instruction in it.
 
-use prism_macros::prism_kernel;
+use prism_macros::{prism_device, prism_kernel};
 
 /// Each warp copies `32 * 4` consecutive `i32`s through registers with `prism_kernels::warp_load::<4>` and
 /// `prism_kernels::warp_store::<4>`. Launch `len / 128` items' worth of warps: any block size that is a
@@ -67,6 +67,24 @@ pub fn ext_block_copy_plus_one(input: *const i32, output: *mut i32) {
             );
         },
     );
+}
+
+/// The warp's sum: a generic helper that [`lane_total_sq`] calls by its bare name. A crate calling
+/// `lane_total_sq` may have a device function of this name of its own (`tests/e2e_kernels.rs` does).
+#[prism_device(requires(thread[32]), returns = thread[1])]
+pub fn lane_total<T: Num32>(#[at(thread[1])] v: T) -> T {
+    #[at(thread[1])]
+    let mut x: T = v;
+    for k in 0..5 {
+        x = x + shfl_xor(x, 16u32 >> k);
+    }
+    x
+}
+
+/// The warp's sum of squares, through the generic [`lane_total`].
+#[prism_device(requires(thread[32]), returns = thread[1])]
+pub fn lane_total_sq<T: Num32>(#[at(thread[1])] v: T) -> T {
+    lane_total::<T>(v * v)
 }
 
 /// Referenced by binaries that must keep this crate's kernels registered (the linker drops unreferenced
