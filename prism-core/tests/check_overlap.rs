@@ -300,19 +300,23 @@ fn indices_within_each_units_elements_compile() {
     ));
 }
 
+/// A block of 128 threads seeing all of global `p` (`|x| x`), each thread `t` all of it again (`pt`);
+/// `body` runs in thread code. `attrs` adds to the kernel's attribute (`, blocks = 1`).
+fn whole_view_kernel(attrs: &str, body: &str) -> String {
+    format!(
+        "#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128{attrs})]\n\
+         fn k(p: *mut f32, n: u32) {{\n\
+         partition(p, block[1], |x| x, |pb| {{\n\
+         group(block[1], || {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
+         partition(pb, thread[1], |x| x, |pt| {{ group(thread[1], || {{ {body} }}); }});\n\
+         }});\n}});\n}}\n"
+    )
+}
+
 #[test]
 fn whole_global_views_written_at_one_index() {
     // `|x| x` of global memory: the index must tell the units apart; element 0 by every thread races.
-    let kernel = |body: &str| {
-        format!(
-            "#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]\n\
-             fn k(p: *mut f32, n: u32) {{\n\
-             partition(p, block[1], |x| x, |pb| {{\n\
-             group(block[1], || {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
-             partition(pb, thread[1], |x| x, |pt| {{ group(thread[1], || {{ {body} }}); }});\n\
-             }});\n}});\n}}\n"
-        )
-    };
+    let kernel = |body: &str| whole_view_kernel("", body);
     for body in [
         "/*@*/pt[0] = 1.0;",
         "/*@*/pt[n] = 1.0;",
@@ -370,16 +374,7 @@ fn whole_views_of_warps_refined_by_lane() {
 fn loop_counters_and_let_constants_index_like_constants() {
     // Through a global `|x| x` view every thread writing the same loop of elements races, whether the
     // loop's range is constant or uniform at run time.
-    let kernel = |body: &str| {
-        format!(
-            "#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]\n\
-             fn k(p: *mut f32, n: u32) {{\n\
-             partition(p, block[1], |x| x, |pb| {{\n\
-             group(block[1], || {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
-             partition(pb, thread[1], |x| x, |pt| {{ group(thread[1], || {{ {body} }}); }});\n\
-             }});\n}});\n}}\n"
-        )
-    };
+    let kernel = |body: &str| whole_view_kernel("", body);
     for body in [
         "for i in 0..4 { /*@*/pt[i] = 1.0; }",
         "for i in 0..n { /*@*/pt[i] = 1.0; }",
@@ -504,16 +499,7 @@ fn writes_inside_device_functions_count_at_the_call() {
         expect_ok(&shared(call));
     }
     // Through a global `|x| x` view, every thread writing element 0 inside `put` races.
-    let global = |body: &str| {
-        format!(
-            "{devices}#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128, blocks = 1)]\n\
-             fn k(p: *mut f32, n: u32) {{\n\
-             partition(p, block[1], |x| x, |pb| {{\n\
-             group(block[1], || {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
-             partition(pb, thread[1], |x| x, |pt| {{ group(thread[1], || {{ {body} }}); }});\n\
-             }});\n}});\n}}\n"
-        )
-    };
+    let global = |body: &str| format!("{devices}{}", whole_view_kernel(", blocks = 1", body));
     let ds = check(&global("put(pt);")).expect_err("an overlap error");
     assert!(
         ds.iter().any(|d| d.rule == "T-PARTITION"

@@ -57,10 +57,7 @@ fn launch(
     smem: u32,
     p: &[ParamValue],
 ) -> LaunchReport {
-    match e.launch(m, k, [grid, 1, 1], [block, 1, 1], smem, p) {
-        Ok(r) => r,
-        Err(err) => panic!("{k}: {err:?}"),
-    }
+    common::launch_1d(e, m, k, (grid, block, smem), p)
 }
 
 /// The PTX ISA's `shfl.sync` source lane for mode `mode` (0 up, 1 down, 2 bfly, 3 idx), `b` and `c`

@@ -53,10 +53,7 @@ impl Dev {
         smem: u32,
         p: &[ParamValue],
     ) -> LaunchReport {
-        match self.0.launch(m, k, [grid, 1, 1], [block, 1, 1], smem, p) {
-            Ok(r) => r,
-            Err(err) => panic!("{k}: {err:?}"),
-        }
+        common::launch_1d(&mut self.0, m, k, (grid, block, smem), p)
     }
 }
 

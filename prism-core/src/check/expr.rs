@@ -156,32 +156,17 @@ impl<'a> Cx<'a> {
         sink: &Sink,
         code: Perspective,
     ) -> Ty {
-        let guarded = self
+        let guard = self
             .collective_in(then_value)
-            .or_else(|| self.collective_in(else_value));
-        let csink = match &guarded {
-            Some(what) => Sink {
-                p: code,
-                rule: "READ-UP",
-                what: format!(
-                    "the `if` condition at code perspective {code}, which decides whether {what} runs"
-                ),
-                id_target: None,
-            },
-            None => Sink {
-                id_target: None,
-                ..sink.clone()
-            },
+            .or_else(|| self.collective_in(else_value))
+            .map(|what| {
+                format!("the `if` condition at code perspective {code}, which decides whether {what} runs")
+            });
+        let vsink = Sink {
+            id_target: None,
+            ..sink.clone()
         };
-        let ct = self.expr(cond, &csink, code);
-        // With a collective, the condition must also be readable at the sink: the narrower of both.
-        if guarded.is_some() && !self.le(sink.p, code) {
-            let s2 = Sink {
-                id_target: None,
-                ..sink.clone()
-            };
-            let _ = self.expr_silent_vars(cond, &s2);
-        }
+        let ct = self.deciding_condition(cond, guard, &vsink, code);
         self.expect_ty(
             &ct,
             &Ty::Scalar(ScalarType::Bool),
@@ -553,31 +538,45 @@ impl<'a> Cx<'a> {
         let guarded = matches!(op, BinOp::And | BinOp::Or)
             .then(|| self.collective_in(rhs))
             .flatten();
-        let l = match &guarded {
-            Some(what) => {
-                let csink = Sink {
-                    p: code,
-                    rule: "READ-UP",
-                    what: format!(
-                        "the left side of `{}` at code perspective {code}, which decides whether {what} on its right runs",
-                        if op == BinOp::And { "&&" } else { "||" }
-                    ),
-                    id_target: None,
-                };
-                let l = self.expr(lhs, &csink, code);
-                if !self.le(sink.p, code) {
-                    let s2 = Sink {
-                        id_target: None,
-                        ..sink.clone()
-                    };
-                    let _ = self.expr_silent_vars(lhs, &s2);
-                }
-                l
-            }
-            None => self.expr(lhs, sink, code),
-        };
+        let guard = guarded.map(|what| {
+            format!(
+                "the left side of `{}` at code perspective {code}, which decides whether {what} on its right runs",
+                if op == BinOp::And { "&&" } else { "||" }
+            )
+        });
+        let l = self.deciding_condition(lhs, guard, sink, code);
         let r = self.expr(rhs, sink, code);
         self.binop_types(op, &l, &r, e.span)
+    }
+
+    /// A condition that decides whether a collective runs (`guard` says which, for READ-UP's message) is
+    /// read at the code perspective, and at the sink too (the narrower of both); without one it is an
+    /// ordinary value, read at the sink.
+    fn deciding_condition(
+        &mut self,
+        cond: &Expr,
+        guard: Option<String>,
+        sink: &Sink,
+        code: Perspective,
+    ) -> Ty {
+        let Some(what) = guard else {
+            return self.expr(cond, sink, code);
+        };
+        let csink = Sink {
+            p: code,
+            rule: "READ-UP",
+            what,
+            id_target: None,
+        };
+        let t = self.expr(cond, &csink, code);
+        if !self.le(sink.p, code) {
+            let s2 = Sink {
+                id_target: None,
+                ..sink.clone()
+            };
+            let _ = self.expr_silent_vars(cond, &s2);
+        }
+        t
     }
 
     /// The first collective `e` calls (an intrinsic or device function that needs more than `thread[1]`),

@@ -104,3 +104,18 @@ pub fn configs() -> Vec<(String, EmuConfig)> {
     }
     v
 }
+
+/// Launches `k` on a one-dimensional grid of `grid` blocks of `block` threads; a failed launch panics
+/// with the kernel's name and the error.
+pub fn launch_1d(
+    e: &mut Emulator,
+    m: &Module,
+    k: &str,
+    (grid, block, smem): (u32, u32, u32),
+    p: &[ParamValue],
+) -> LaunchReport {
+    match e.launch(m, k, [grid, 1, 1], [block, 1, 1], smem, p) {
+        Ok(r) => r,
+        Err(err) => panic!("{k}: {err:?}"),
+    }
+}
