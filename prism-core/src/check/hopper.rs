@@ -23,151 +23,161 @@ impl Cx<'_> {
         args: &[Expr],
         code: Perspective,
     ) -> Option<Ty> {
-        let n = name.name.as_str();
-        let t1 = Perspective::thread(1);
-        let wg = Perspective::thread(128);
-        let at = |p: Perspective, what: &str| Sink {
-            p,
-            rule: "CALL-ARG",
-            what: format!("{what} of `{n}` ({p})"),
-            id_target: None,
-        };
-        match n {
-            "tma_load" | "tma_load_multicast" => {
-                self.need_perspective(name, t1, code);
-                if n == "tma_load_multicast" {
-                    let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
-                    if !matches!(c, Some(2..=8)) {
-                        self.errors.push(
-                            err("CLUSTER", name.span, "`tma_load_multicast` writes the slot of every block of a cluster: it needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
-                                .help("add `cluster = 2` to the kernel's attribute (a device function's `cluster = 2` makes it callable only from such kernels)"),
-                        );
-                    }
-                }
-                if args.len() < 3 {
-                    self.arity_error(name, "2 + the map's rank", args.len());
-                    return Some(Ty::Err);
-                }
-                self.async_dst(n, &args[0], true);
-                let rank = self.tensor_map_arg(name, &args[1]).map(|(r, _)| r);
-                if let Some(r) = rank {
-                    if args.len() != 2 + r as usize {
-                        self.arity_error(
-                            name,
-                            &format!("{} (the destination, the map and {r} coordinates)", 2 + r),
-                            args.len(),
-                        );
-                    }
-                }
-                for c in &args[2..] {
-                    let t = self.expr(c, &at(t1, "a coordinate"), code);
-                    self.expect_int(&t, c.span, "a coordinate");
-                }
-                Some(Ty::Unit)
-            }
-            "tma_store" => {
-                self.need_perspective(name, t1, code);
-                if args.len() < 3 {
-                    self.arity_error(name, "2 + the map's rank", args.len());
-                    return Some(Ty::Err);
-                }
-                if let Some((r, mutable)) = self.tensor_map_arg(name, &args[0]) {
-                    if !mutable {
-                        let (pname, elem) = match &args[0].kind {
-                            ExprKind::Var(id) => {
-                                let el = self
-                                    .use_var(id)
-                                    .and_then(|vi| match &self.vars[vi].ty {
-                                        Ty::TensorMap { elem, .. } => Some(elem.to_string()),
-                                        _ => None,
-                                    })
-                                    .unwrap_or_else(|| "T".into());
-                                (id.name.clone(), el)
-                            }
-                            _ => ("d".into(), "T".into()),
-                        };
-                        self.errors.push(
-                            err("TMA", args[0].span, "`tma_store` writes global memory through its map: the parameter must be a `TensorMapMut<T, RANK>`")
-                                .help(format!("declare it `{pname}: TensorMapMut<{elem}, {r}>`; the host passes `&mut prism_runtime::TensorMapMut`")),
-                        );
-                    }
-                    if args.len() != 2 + r as usize {
-                        self.arity_error(
-                            name,
-                            &format!("{} (the map, the source and {r} coordinates)", 2 + r),
-                            args.len(),
-                        );
-                    }
-                }
-                // The source: a shared allocation itself, read through the async proxy.
-                self.ptr_arg(name, &args[1], false, Some(Space::Shared), code);
-                for c in &args[2..] {
-                    let t = self.expr(c, &at(t1, "a coordinate"), code);
-                    self.expect_int(&t, c.span, "a coordinate");
-                }
-                Some(Ty::Unit)
-            }
-            "wgmma_bf16" | "wgmma_f16" => {
-                self.need_perspective(name, wg, code);
-                if args.len() != 5 && args.len() != 6 {
-                    self.arity_error(name, "5 or 6", args.len());
-                    return Some(Ty::Err);
-                }
-                if let Some(acc) = args.get(5) {
-                    // scale-d: false computes D = A·B, ignoring D's old value (the first k-step).
-                    let t = self.expr(acc, &at(wg, "`accumulate`"), code);
-                    self.expect_ty(&t, &Ty::Scalar(ScalarType::Bool), acc.span, "`accumulate`");
-                }
-                self.accumulator_arg(name, &args[0]);
-                let input = if n == "wgmma_bf16" {
-                    ScalarType::BF16
-                } else {
-                    ScalarType::F16
-                };
-                for (k, what) in [(1, "A"), (3, "B")] {
-                    if let Some(el) = self.ptr_arg(name, &args[k], false, Some(Space::Shared), code)
-                    {
-                        if el != input {
-                            self.errors.push(err(
-                                "TYPE",
-                                args[k].span,
-                                format!(
-                                    "operand {what} of `{n}` must be shared {input}, found {el}"
-                                ),
-                            ));
-                        }
-                    }
-                    // Offsets are uniform over the warpgroup: one descriptor for all of its warps.
-                    let t = self.expr(
-                        &args[k + 1],
-                        &at(wg, &format!("the offset into {what}")),
-                        code,
-                    );
-                    self.expect_int(&t, args[k + 1].span, "an element offset");
-                }
-                Some(Ty::Unit)
-            }
-            "sync_cluster" => {
-                let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
-                match c {
-                    Some(c @ 2..=8) => self.need_perspective(name, Perspective::block(c as u32), code),
-                    // A `cluster = N` out of range is reported where it is declared.
-                    Some(_) => {}
-                    None => self.errors.push(
-                        err("CLUSTER", name.span, "`sync_cluster()` needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
-                            .help("add `cluster = 2` to the kernel attribute, and `block[2]` to `requires`"),
-                    ),
-                }
-                if !args.is_empty() {
-                    self.arity_error(name, "0", args.len());
-                }
-                Some(Ty::Unit)
-            }
-            "stmatrix_bf16" => Some(self.stmatrix_call(name, args, code, ScalarType::BF16)),
-            "store_fragment_f32" => Some(self.stmatrix_call(name, args, code, ScalarType::F32)),
-            "set_max_regs" => Some(self.set_max_regs_call(name, args, code)),
-            _ => None,
+        Some(match name.name.as_str() {
+            "tma_load" | "tma_load_multicast" => self.tma_load_call(name, args, code),
+            "tma_store" => self.tma_store_call(name, args, code),
+            "wgmma_bf16" => self.wgmma_call(name, args, code, ScalarType::BF16),
+            "wgmma_f16" => self.wgmma_call(name, args, code, ScalarType::F16),
+            "sync_cluster" => self.sync_cluster_call(name, args, code),
+            "stmatrix_bf16" => self.stmatrix_call(name, args, code, ScalarType::BF16),
+            "store_fragment_f32" => self.stmatrix_call(name, args, code, ScalarType::F32),
+            "set_max_regs" => self.set_max_regs_call(name, args, code),
+            _ => return None,
+        })
+    }
+
+    /// Checks a coordinate argument of a TMA copy: an integer, read per issuing thread.
+    fn tma_coordinates(&mut self, name: &Ident, coords: &[Expr], code: Perspective) {
+        let sink = arg_sink(name, Perspective::thread(1), "a coordinate");
+        for c in coords {
+            let t = self.expr(c, &sink, code);
+            self.expect_int(&t, c.span, "a coordinate");
         }
+    }
+
+    /// `tma_load(dst_async, map, c0, ..)` and `tma_load_multicast(..)`: one thread issues the copy.
+    fn tma_load_call(&mut self, name: &Ident, args: &[Expr], code: Perspective) -> Ty {
+        let n = name.name.as_str();
+        self.need_perspective(name, Perspective::thread(1), code);
+        if n == "tma_load_multicast" {
+            let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
+            if !matches!(c, Some(2..=8)) {
+                self.errors.push(
+                    err("CLUSTER", name.span, "`tma_load_multicast` writes the slot of every block of a cluster: it needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
+                        .help("add `cluster = 2` to the kernel's attribute (a device function's `cluster = 2` makes it callable only from such kernels)"),
+                );
+            }
+        }
+        if args.len() < 3 {
+            self.arity_error(name, "2 + the map's rank", args.len());
+            return Ty::Err;
+        }
+        self.async_dst(n, &args[0], true);
+        let rank = self.tensor_map_arg(name, &args[1]).map(|(r, _)| r);
+        if let Some(r) = rank {
+            if args.len() != 2 + r as usize {
+                self.arity_error(
+                    name,
+                    &format!("{} (the destination, the map and {r} coordinates)", 2 + r),
+                    args.len(),
+                );
+            }
+        }
+        self.tma_coordinates(name, &args[2..], code);
+        Ty::Unit
+    }
+
+    /// `tma_store(map, src, c0, ..)`: one thread stores a shared box through a `TensorMapMut`.
+    fn tma_store_call(&mut self, name: &Ident, args: &[Expr], code: Perspective) -> Ty {
+        self.need_perspective(name, Perspective::thread(1), code);
+        if args.len() < 3 {
+            self.arity_error(name, "2 + the map's rank", args.len());
+            return Ty::Err;
+        }
+        if let Some((r, mutable)) = self.tensor_map_arg(name, &args[0]) {
+            if !mutable {
+                self.read_only_store_map(&args[0], r);
+            }
+            if args.len() != 2 + r as usize {
+                self.arity_error(
+                    name,
+                    &format!("{} (the map, the source and {r} coordinates)", 2 + r),
+                    args.len(),
+                );
+            }
+        }
+        // The source: a shared allocation itself, read through the async proxy.
+        self.ptr_arg(name, &args[1], false, Some(Space::Shared), code);
+        self.tma_coordinates(name, &args[2..], code);
+        Ty::Unit
+    }
+
+    /// TMA: a store through a read-only `TensorMap`, with the declaration that would allow it.
+    fn read_only_store_map(&mut self, map: &Expr, rank: u32) {
+        let (pname, elem) = match &map.kind {
+            ExprKind::Var(id) => {
+                let el = self
+                    .use_var(id)
+                    .and_then(|vi| match &self.vars[vi].ty {
+                        Ty::TensorMap { elem, .. } => Some(elem.to_string()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "T".into());
+                (id.name.clone(), el)
+            }
+            _ => ("d".into(), "T".into()),
+        };
+        self.errors.push(
+            err("TMA", map.span, "`tma_store` writes global memory through its map: the parameter must be a `TensorMapMut<T, RANK>`")
+                .help(format!("declare it `{pname}: TensorMapMut<{elem}, {rank}>`; the host passes `&mut prism_runtime::TensorMapMut`")),
+        );
+    }
+
+    /// `wgmma_bf16(&mut d, a, a_off, b, b_off[, accumulate])`: a warpgroup collective on shared operands.
+    fn wgmma_call(
+        &mut self,
+        name: &Ident,
+        args: &[Expr],
+        code: Perspective,
+        input: ScalarType,
+    ) -> Ty {
+        let n = name.name.as_str();
+        let wg = Perspective::thread(128);
+        self.need_perspective(name, wg, code);
+        if args.len() != 5 && args.len() != 6 {
+            self.arity_error(name, "5 or 6", args.len());
+            return Ty::Err;
+        }
+        if let Some(acc) = args.get(5) {
+            // scale-d: false computes D = A·B, ignoring D's old value (the first k-step).
+            let t = self.expr(acc, &arg_sink(name, wg, "`accumulate`"), code);
+            self.expect_ty(&t, &Ty::Scalar(ScalarType::Bool), acc.span, "`accumulate`");
+        }
+        self.accumulator_arg(name, &args[0]);
+        for (k, what) in [(1, "A"), (3, "B")] {
+            if let Some(el) = self.ptr_arg(name, &args[k], false, Some(Space::Shared), code) {
+                if el != input {
+                    self.errors.push(err(
+                        "TYPE",
+                        args[k].span,
+                        format!("operand {what} of `{n}` must be shared {input}, found {el}"),
+                    ));
+                }
+            }
+            // Offsets are uniform over the warpgroup: one descriptor for all of its warps.
+            let sink = arg_sink(name, wg, &format!("the offset into {what}"));
+            let t = self.expr(&args[k + 1], &sink, code);
+            self.expect_int(&t, args[k + 1].span, "an element offset");
+        }
+        Ty::Unit
+    }
+
+    /// `sync_cluster()`: a barrier of every thread of the cluster's blocks.
+    fn sync_cluster_call(&mut self, name: &Ident, args: &[Expr], code: Perspective) -> Ty {
+        let c = self.f.cluster.as_ref().and_then(|e| self.eval(e).ok());
+        match c {
+            Some(c @ 2..=8) => self.need_perspective(name, Perspective::block(c as u32), code),
+            // A `cluster = N` out of range is reported where it is declared.
+            Some(_) => {}
+            None => self.errors.push(
+                err("CLUSTER", name.span, "`sync_cluster()` needs a kernel (or a device function) declared with `cluster = N`, N in 2..=8")
+                    .help("add `cluster = 2` to the kernel attribute, and `block[2]` to `requires`"),
+            ),
+        }
+        if !args.is_empty() {
+            self.arity_error(name, "0", args.len());
+        }
+        Ty::Unit
     }
 
     /// `stmatrix_bf16(tile, &acc, j)` / `store_fragment_f32(tile, &acc, j)`: the warpgroup stores box `j` of
@@ -737,4 +747,14 @@ fn surely(b: &Block, n: &str, konst: &dyn Fn(&Expr) -> Option<i64>) -> bool {
         StmtKind::Split { arms, .. } => arms.iter().any(|a| surely(&a.body, n, konst)),
         _ => false,
     })
+}
+
+/// Where an argument of a Hopper intrinsic is read: at `p`, for rule CALL-ARG.
+fn arg_sink(name: &Ident, p: Perspective, what: &str) -> Sink {
+    Sink {
+        p,
+        rule: "CALL-ARG",
+        what: format!("{what} of `{}` ({p})", name.name),
+        id_target: None,
+    }
 }

@@ -38,25 +38,7 @@ impl Em {
     }
 
     pub(super) fn stmt(&mut self, s: &Stmt) -> R<()> {
-        // A drain may start while the previous drain's wgmmas are in flight (it only issues more into the
-        // same accumulators): every other statement could touch them, so it waits.
-        let drain = matches!(
-            &s.kind,
-            StmtKind::RingUse {
-                op: RingOp::Drain,
-                ..
-            }
-        );
-        let keeps_group = drain && !self.wgmma_open;
-        // A simple statement that names no accumulator or operand of the wgmmas in flight runs while they do
-        // (the wait goes as late as the dependences allow); compound statements branch, so they wait.
-        let independent = matches!(
-            &s.kind,
-            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Expr(_)
-        ) && !self.wgmma_names.iter().any(|n| stmt_mentions(s, n));
-        if !is_wgmma_stmt(s) && !keeps_group && !independent {
-            self.wgmma_retire();
-        }
+        self.retire_wgmmas_before(s);
         match &s.kind {
             StmtKind::Let {
                 name,
@@ -85,19 +67,7 @@ impl Em {
                 step,
                 body,
             } => self.for_stmt(var, start, end, step.as_ref(), body, s.span),
-            StmtKind::Break | StmtKind::Continue => {
-                let l = self
-                    .loops
-                    .last()
-                    .ok_or_else(|| bug("LOOP", s.span, "`break`/`continue` outside a loop"))?;
-                let target = if matches!(s.kind, StmtKind::Break) {
-                    l.brk.clone()
-                } else {
-                    l.cont.clone()
-                };
-                self.line(format!("bra.uni {target};"));
-                Ok(())
-            }
+            StmtKind::Break | StmtKind::Continue => self.loop_jump(s),
             StmtKind::Group { at, body } => {
                 let saved = self.ctx.clone();
                 self.group_into(at.perspective)?;
@@ -112,24 +82,7 @@ impl Em {
                 index,
                 new_name,
                 body,
-            } => {
-                let (view, _) = self.mem_binding(target)?;
-                let mut v = view;
-                v.maps.push(Rc::new(IndexMap {
-                    params: index.params.iter().map(|p| p.name.clone()).collect(),
-                    body: (*index.body).clone(),
-                    env: self.capture(),
-                }));
-                self.scope_with(
-                    target,
-                    new_name,
-                    Binding::Mem {
-                        view: v,
-                        persp: at.perspective,
-                    },
-                    body,
-                )
-            }
+            } => self.partition(target, at.perspective, index, new_name, body),
             StmtKind::Claim {
                 target,
                 at,
@@ -151,17 +104,7 @@ impl Em {
                 target,
                 new_name,
                 body,
-            } => {
-                let (view, persp) = self.mem_binding(target)?;
-                self.async_scopes.push(AsyncScope {
-                    name: new_name.name.clone(),
-                    bulk_ok: view.space == Space::Shared && persp == Perspective::block(1),
-                    mbar: None,
-                });
-                let r = self.scope_with(target, new_name, Binding::Mem { view, persp }, body);
-                self.async_scopes.pop();
-                r
-            }
+            } => self.async_scope(target, new_name, body),
             StmtKind::Unsafe { body } => self.block(body).map(|_| ()),
             StmtKind::Ring {
                 stages,
@@ -191,6 +134,75 @@ impl Em {
             } => self.peer(target, rank, new_name, body),
             StmtKind::Barrier(b) => self.barrier(*b, s.span),
         }
+    }
+
+    /// Waits for the wgmmas in flight before a statement that may touch their registers.
+    fn retire_wgmmas_before(&mut self, s: &Stmt) {
+        // A drain may start while the previous drain's wgmmas are in flight (it only issues more into the
+        // same accumulators): every other statement could touch them, so it waits.
+        let drain = matches!(
+            &s.kind,
+            StmtKind::RingUse {
+                op: RingOp::Drain,
+                ..
+            }
+        );
+        let keeps_group = drain && !self.wgmma_open;
+        // A simple statement that names no accumulator or operand of the wgmmas in flight runs while they do
+        // (the wait goes as late as the dependences allow); compound statements branch, so they wait.
+        let independent = matches!(
+            &s.kind,
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Expr(_)
+        ) && !self.wgmma_names.iter().any(|n| stmt_mentions(s, n));
+        if !is_wgmma_stmt(s) && !keeps_group && !independent {
+            self.wgmma_retire();
+        }
+    }
+
+    /// `break` / `continue`: a jump to the innermost loop's exit or head.
+    fn loop_jump(&mut self, s: &Stmt) -> R<()> {
+        let l = self
+            .loops
+            .last()
+            .ok_or_else(|| bug("LOOP", s.span, "`break`/`continue` outside a loop"))?;
+        let target = if matches!(s.kind, StmtKind::Break) {
+            l.brk.clone()
+        } else {
+            l.cont.clone()
+        };
+        self.line(format!("bra.uni {target};"));
+        Ok(())
+    }
+
+    /// `partition(x, at, |i| .., |x_unit| body)`: the body sees `x` through one more index map.
+    fn partition(
+        &mut self,
+        target: &Ident,
+        at: Perspective,
+        index: &IndexFn,
+        new_name: &Ident,
+        body: &Block,
+    ) -> R<()> {
+        let (mut view, _) = self.mem_binding(target)?;
+        view.maps.push(Rc::new(IndexMap {
+            params: index.params.iter().map(|p| p.name.clone()).collect(),
+            body: (*index.body).clone(),
+            env: self.capture(),
+        }));
+        self.scope_with(target, new_name, Binding::Mem { view, persp: at }, body)
+    }
+
+    /// `async_(x, |x_async| body)`: the body may start asynchronous copies into `x`.
+    fn async_scope(&mut self, target: &Ident, new_name: &Ident, body: &Block) -> R<()> {
+        let (view, persp) = self.mem_binding(target)?;
+        self.async_scopes.push(AsyncScope {
+            name: new_name.name.clone(),
+            bulk_ok: view.space == Space::Shared && persp == Perspective::block(1),
+            mbar: None,
+        });
+        let r = self.scope_with(target, new_name, Binding::Mem { view, persp }, body);
+        self.async_scopes.pop();
+        r
     }
 
     /// `while`: the condition is tested at the head; `continue` jumps to it, `break` past the loop.

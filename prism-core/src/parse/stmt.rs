@@ -444,17 +444,7 @@ impl Cx {
             .map(|i| i.to_string())
             .unwrap_or_default();
         let args: Vec<&syn::Expr> = c.args.iter().collect();
-        let arity = |n: usize, shape: &str| -> PResult<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(syntax(
-                    span,
-                    format!("`{name}` takes {n} arguments, found {}", args.len()),
-                )
-                .help(format!("write `{shape}`")))
-            }
-        };
+        let arity = |n: usize, shape: &str| construct_arity(&name, span, args.len(), n, shape);
         let kind = match name.as_str() {
             "group" => {
                 arity(2, "group(thread[1], || { .. })")?;
@@ -470,31 +460,7 @@ impl Cx {
                     4,
                     "partition(x, thread[1], |i| offset + i, |x_thread| { .. })",
                 )?;
-                let target = self.target(args[0], "partition")?;
-                let at = self.perspective(args[1])?;
-                let (iparams, ibody) =
-                    self.closure(args[2], "the `partition` index function", None)?;
-                if iparams.is_empty() {
-                    return Err(syntax(
-                        args[2].span(),
-                        "the `partition` index function needs at least one parameter",
-                    )
-                    .help("e.g. `|i| offset + i`"));
-                }
-                let index = IndexFn {
-                    params: iparams,
-                    body: Box::new(self.expr(ibody)?),
-                    span: args[2].span(),
-                };
-                let (mut np, body) = self.closure(args[3], "the `partition` body", Some(1))?;
-                let new_name = np.remove(0);
-                StmtKind::Partition {
-                    target,
-                    at,
-                    index,
-                    new_name,
-                    body: self.closure_block(body, "`partition`")?,
-                }
+                self.partition_construct(&args)?
             }
             "claim" => {
                 arity(3, "claim(x, thread[32], |x_warp| { .. })")?;
@@ -551,9 +517,58 @@ impl Cx {
                     body: self.closure_block(body, "`peer`")?,
                 }
             }
+            "fill" | "drain" | "turn" => self.ring_use_construct(&name, &args, span)?,
+            _ => {
+                return Err(syntax(
+                    span,
+                    "`split` is used as `match split(level) { n => { .. } }`",
+                ));
+            }
+        };
+        Ok(Stmt { kind, span })
+    }
+
+    /// `partition(x, at, |i| index, |x_unit| { .. })` (T-PARTITION), its arity already checked.
+    fn partition_construct(&mut self, args: &[&syn::Expr]) -> PResult<StmtKind> {
+        let target = self.target(args[0], "partition")?;
+        let at = self.perspective(args[1])?;
+        let (iparams, ibody) = self.closure(args[2], "the `partition` index function", None)?;
+        if iparams.is_empty() {
+            return Err(syntax(
+                args[2].span(),
+                "the `partition` index function needs at least one parameter",
+            )
+            .help("e.g. `|i| offset + i`"));
+        }
+        let index = IndexFn {
+            params: iparams,
+            body: Box::new(self.expr(ibody)?),
+            span: args[2].span(),
+        };
+        let (mut np, body) = self.closure(args[3], "the `partition` body", Some(1))?;
+        let new_name = np.remove(0);
+        Ok(StmtKind::Partition {
+            target,
+            at,
+            index,
+            new_name,
+            body: self.closure_block(body, "`partition`")?,
+        })
+    }
+
+    /// `fill(r, i, |slots| ..)`, `drain(r, i, |slots| ..)` and `turn(r, consumer, || ..)`: a side's step of
+    /// a ring.
+    fn ring_use_construct(
+        &mut self,
+        name: &str,
+        args: &[&syn::Expr],
+        span: Span,
+    ) -> PResult<StmtKind> {
+        let arity = |n: usize, shape: &str| construct_arity(name, span, args.len(), n, shape);
+        Ok(match name {
             "fill" | "drain" => {
                 arity(3, &format!("{name}(r, i, |a_slot, b_slot| {{ .. }})"))?;
-                let ring = self.target(args[0], &name)?;
+                let ring = self.target(args[0], name)?;
                 let index = self.expr(args[1])?;
                 let what = format!("the `{name}` body");
                 let (names, body) = self.closure(args[2], &what, None)?;
@@ -577,9 +592,10 @@ impl Cx {
                     body: self.closure_block(body, &format!("`{name}`"))?,
                 }
             }
-            "turn" => {
+            // `turn`: the only other name this is called with.
+            _ => {
                 arity(3, "turn(r, consumer, || { .. })")?;
-                let ring = self.target(args[0], &name)?;
+                let ring = self.target(args[0], name)?;
                 let index = self.expr(args[1])?;
                 let (names, body) = self.closure(args[2], "the `turn` body", Some(0))?;
                 debug_assert!(names.is_empty());
@@ -591,14 +607,19 @@ impl Cx {
                     body: self.closure_block(body, "`turn`")?,
                 }
             }
-            _ => {
-                return Err(syntax(
-                    span,
-                    "`split` is used as `match split(level) { n => { .. } }`",
-                ));
-            }
-        };
-        Ok(Stmt { kind, span })
+        })
+    }
+}
+
+/// A construct's argument count, or the error that shows its shape.
+fn construct_arity(name: &str, span: Span, found: usize, n: usize, shape: &str) -> PResult<()> {
+    if found == n {
+        Ok(())
+    } else {
+        Err(
+            syntax(span, format!("`{name}` takes {n} arguments, found {found}"))
+                .help(format!("write `{shape}`")),
+        )
     }
 }
 
