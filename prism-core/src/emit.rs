@@ -263,6 +263,9 @@ struct Em {
     /// Perspective of the variable the current expression is assigned to (for `id()`, §3.5).
     id_target: Option<Perspective>,
     depth: u32,
+    /// Set while inlining a device function of another crate: errors there are reported at the outermost
+    /// call in the crate being compiled (the foreign function's own spans point at its crate's macro).
+    in_foreign: bool,
     synced: HashMap<String, Rc<Function>>,
     uses_smem: bool,
     /// Synchronization policy for inlined device functions.
@@ -356,6 +359,7 @@ impl Em {
             loops: Vec::new(),
             id_target: None,
             depth: 0,
+            in_foreign: false,
             synced: HashMap::new(),
             uses_smem: false,
             named_bars: Vec::new(),

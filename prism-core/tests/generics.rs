@@ -364,3 +364,29 @@ fn one<T: Num32, const N: u32>(a: T) -> T {
 ";
     expect_generic(src, device(src), &["one type per type parameter"]);
 }
+
+#[test]
+fn argument_messages_name_the_instance_with_its_const_arguments() {
+    // `[f32; 8]` comes from the call's `8`: the message names `thread_sum::<f32, 8>`, not `thread_sum::<f32>`.
+    let src = format!(
+        "{WARP_SUM}
+#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+fn k(out: *mut f32) {{
+    let items: [f32; 4] = [1.0; 4];
+    let s: f32 = thread_sum::<f32, 8>(&items);
+}}
+"
+    );
+    let ds = compile(&src).expect_err("a [f32; 4] for a [f32; 8] parameter");
+    let d = ds.iter().find(|d| d.rule == "TYPE").unwrap_or_else(|| {
+        panic!(
+            "no TYPE: {:#?}",
+            ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+        )
+    });
+    assert!(
+        d.message.contains("`thread_sum::<f32, 8>`") && d.message.contains("[f32; 8]"),
+        "{}",
+        d.text()
+    );
+}

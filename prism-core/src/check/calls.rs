@@ -241,15 +241,18 @@ impl<'a> Cx<'a> {
                 ),
             ));
         }
+        // Argument messages name the instance as called, const arguments included (`sumsq::<f32, 8>`):
+        // they decide parameter types such as `[T; N]`.
+        let shown = with_const_args(name, &gvals);
         for (a, p) in args.iter().zip(&callee.params) {
             let pat = match p.ty {
                 Type::ArrayRef { .. } => Perspective::thread(1),
                 _ => p.at.map(|x| x.perspective).unwrap_or(ctop),
             };
-            self.call_arg(name, a, p, pat, &callee_consts, code);
-            self.callee_writes(name, callee, (a, p), &callee_consts);
+            self.call_arg(&shown, a, p, pat, &callee_consts, code);
+            self.callee_writes(&shown, callee, (a, p), &callee_consts);
         }
-        self.aliased_args(name, args, &callee.params);
+        self.aliased_args(&shown, args, &callee.params);
         // The result has the callee's `returns` perspective (default: its top).
         let ret = match &callee.ret {
             None => Ty::Unit,
@@ -899,4 +902,22 @@ fn requires_note(callee: &Function, name: &Ident) -> (Span, String) {
         at,
         format!("`{}`{from} declares requires({})", name.name, ps.join(", ")),
     )
+}
+
+/// `name` with the values of a call's const generic arguments: `f::<f32>` and `[8]` give `f::<f32, 8>`, `g`
+/// and `[4]` give `g::<4>`; unchanged when there are none or one is not known.
+fn with_const_args(name: &Ident, consts: &[Option<i64>]) -> Ident {
+    let vals: Option<Vec<String>> = consts.iter().map(|v| v.map(|v| v.to_string())).collect();
+    let mut shown = name.clone();
+    match vals {
+        Some(v) if !v.is_empty() => {
+            let v = v.join(", ");
+            shown.name = match name.name.strip_suffix('>') {
+                Some(head) => format!("{head}, {v}>"),
+                None => format!("{}::<{v}>", name.name),
+            };
+        }
+        _ => {}
+    }
+    shown
 }

@@ -2,6 +2,14 @@
 
 use super::*;
 
+/// An error inside device function `krate::name` of another crate, moved to its call in this crate: the
+/// function's own spans can only point at the macro that carries its tokens (the caller's attribute).
+fn at_foreign_call(mut d: Diagnostic, krate: &str, name: &str, call: Span) -> Diagnostic {
+    d.span = call;
+    d.message = format!("{} (in `{krate}::{name}`, called here)", d.message);
+    d
+}
+
 impl Em {
     pub(super) fn call_device(
         &mut self,
@@ -87,6 +95,8 @@ impl Em {
         let saved_loops = std::mem::take(&mut self.loops);
         let saved_target = self.id_target.take();
         self.depth += 1;
+        let foreign_call = f.origin.is_some() && !self.in_foreign;
+        self.in_foreign |= foreign_call;
         // The callee's own allocations start where the caller's callees go (they overlay each other).
         let saved_smem = (self.smem_next, self.smem_callee_base);
         self.smem_next = self.smem_callee_base;
@@ -99,6 +109,13 @@ impl Em {
             .and_then(|_| self.block(&f.body));
         (self.smem_next, self.smem_callee_base) = saved_smem;
         self.depth -= 1;
+        if foreign_call {
+            self.in_foreign = false;
+        }
+        let r = r.map_err(|d| match (&f.origin, foreign_call) {
+            (Some(krate), true) => at_foreign_call(d, krate, &name, span),
+            _ => d,
+        });
         self.env = saved_env;
         self.wgmma_names_leave(caller_wgmma, &f.params, args);
         self.ctx = saved_ctx;

@@ -87,6 +87,13 @@ pub fn lane_total_sq<T: Num32>(#[at(thread[1])] v: T) -> T {
     lane_total::<T>(v * v)
 }
 
+/// A consumer warpgroup's register raise (`setmaxnreg.inc` to 240): a library building block whose
+/// budget only the calling kernel can check (`tests/ext-crate/ui/setmaxnreg_over_in_callee.rs`).
+#[prism_device(requires(thread[128]))]
+pub fn raise_regs_240() {
+    set_max_regs(240);
+}
+
 /// Referenced by binaries that must keep this crate's kernels registered (the linker drops unreferenced
 /// crates, and with them their `inventory` entries): `prism_ext_crate::link()`.
 pub fn link() {}
