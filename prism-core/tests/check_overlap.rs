@@ -486,7 +486,7 @@ fn writes_inside_device_functions_count_at_the_call() {
             && ds[0]
                 .notes
                 .iter()
-                .any(|(_, n)| n.contains("the write, through `fill`'s parameter `x`")),
+                .any(|(_, n)| n.contains("the write, through `fill::<8>`'s parameter `x`")),
         "{}",
         ds[0].text()
     );
@@ -551,6 +551,32 @@ fn reads_of_elements_another_unit_writes() {
         );
         expect_ok(&src);
     }
+}
+
+#[test]
+fn vector_loads_read_every_element_they_load() {
+    // Thread t owns `4t .. 4t + 4`; `load4(st, 4)` / `load2(st, 4)` also read thread t + 1's first elements.
+    const OWN: &str = "st[0] = 1.0;\nst[1] = 1.0;\nst[2] = 1.0;\nst[3] = 1.0;\n";
+    for load in ["load4(/*@*/st, 4)", "load2(/*@*/st, 4)"] {
+        let n = if load.starts_with("load4") { 4 } else { 2 };
+        let body = format!("{OWN}#[at(thread[1])]\nlet v: [f32; {n}] = {load};");
+        let src = block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        );
+        let ds = check(&src).expect_err("a vector read of a neighbour's elements");
+        let d = ds
+            .iter()
+            .find(|d| d.rule == "T-PARTITION" && d.message.contains("reads"))
+            .unwrap_or_else(|| panic!("{src}\n{ds:#?}"));
+        assert_eq!(d.span.start().line, marker_at(&src).0, "{}", d.text());
+    }
+    // A vector of its own elements: compiles.
+    let body = format!("{OWN}#[at(thread[1])]\nlet v: [f32; 4] = load4(st, 0);");
+    expect_ok(&block_kernel(
+        128,
+        &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+    ));
 }
 
 #[test]

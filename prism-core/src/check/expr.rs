@@ -396,7 +396,7 @@ impl<'a> Cx<'a> {
                 if space == Space::Shared {
                     self.arr_access_shared(&v, id.span, code);
                 }
-                self.index_read(&v, id.span, indices);
+                self.index_read(&v, id.span, indices, 1);
                 Ty::Scalar(elem)
             }
             Ty::Err => Ty::Err,

@@ -181,11 +181,12 @@ impl<'a> Cx<'a> {
         self.index_access(v, span, what, (indices, width), false);
     }
 
-    /// A read through `v` at `indices` of an element another unit writes: [T-PARTITION]. Reading
-    /// elements no unit writes through the view (a halo of a read-only view) is fine.
-    pub(super) fn index_read(&mut self, v: &Var, span: Span, indices: &[Expr]) {
+    /// A read through `v` at `indices` (of `width` consecutive elements: `load4`) of an element another
+    /// unit writes: [T-PARTITION]. Reading elements no unit writes through the view (a halo of a read-only
+    /// view) is fine.
+    pub(super) fn index_read(&mut self, v: &Var, span: Span, indices: &[Expr], width: i128) {
         let what = format!("reading `{}`", v.name);
-        self.index_access(v, span, &what, (indices, 1), true);
+        self.index_access(v, span, &what, (indices, width), true);
     }
 
     fn index_access(

@@ -367,6 +367,7 @@ impl<'a> Cx<'a> {
                             if space == Space::Shared {
                                 self.arr_access_shared(&v, id.span, code);
                             }
+                            self.index_read(&v, id.span, &args[1..2], k as i128);
                             Some(elem)
                         }
                         _ => {
