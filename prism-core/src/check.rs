@@ -43,7 +43,7 @@ pub struct CheckedInstance {
     pub blocks_exact: Option<u32>,
 }
 
-mod callee_writes;
+mod callee_accesses;
 mod calls;
 mod contract;
 mod expr;

@@ -516,6 +516,51 @@ fn writes_inside_device_functions_count_at_the_call() {
 }
 
 #[test]
+fn reads_inside_device_functions_count_at_the_call() {
+    // A device function's sure reads through a pointer parameter are checked as the caller's reads: thread
+    // t writes its four elements and passes its view to a function that reads one past them.
+    let devices = "#[prism_device(requires(thread[1]), returns = thread[1])]\nfn peek(x: *const f32) -> f32 { x[4] }\n\
+                   #[prism_device(requires(thread[1]), returns = thread[1])]\nfn sum<const K: u32>(x: *const f32) -> f32 { let mut a: f32 = 0.0; for i in 0..K { a = a + x[i]; } a }\n\
+                   #[prism_device(requires(thread[1]))]\nfn bump(x: *mut f32) { x[4] += 1.0; }\n\
+                   #[prism_device(requires(thread[1]), returns = thread[1])]\nfn maybe(x: *const f32, c: bool) -> f32 { if c { x[4] } else { 0.0 } }\n";
+    let shared = |call: &str| {
+        format!(
+            "{devices}{}",
+            block_kernel(
+                128,
+                &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ st[0] = 1.0;\n{call} }}); }});")
+            )
+        )
+    };
+    for call in [
+        "#[at(thread[1])]\nlet v: f32 = peek(/*@*/st);",
+        "#[at(thread[1])]\nlet v: f32 = sum::<5>(/*@*/st);",
+        "bump(/*@*/st);",
+    ] {
+        let src = shared(call);
+        let ds = check(&src).err().unwrap_or_else(|| panic!("accepted: {call}"));
+        let d = ds
+            .iter()
+            .find(|d| d.rule == "T-PARTITION" && d.message.contains("which reads"))
+            .unwrap_or_else(|| panic!("{src}\n{ds:#?}"));
+        assert!(
+            d.message.contains("unit 1 at index [0] writes")
+                && d.notes.iter().any(|(_, n)| n.contains("the read, through")),
+            "{}",
+            d.text()
+        );
+        assert_eq!(d.span.start().line, marker_at(&src).0, "{}", d.text());
+    }
+    // Its own elements, or a read only one side of an `if` value makes: compiles.
+    for call in [
+        "#[at(thread[1])]\nlet v: f32 = sum::<4>(st);",
+        "#[at(thread[1])]\nlet v: f32 = maybe(st, t > 200);",
+    ] {
+        expect_ok(&shared(call));
+    }
+}
+
+#[test]
 fn reads_of_elements_another_unit_writes() {
     // Thread t writes `st[0]` and reads `st[1]`, thread t + 1's `st[0]`: a race however the two are
     // ordered (the partition hands each unit its elements for all of its scope).

@@ -186,7 +186,19 @@ impl<'a> Cx<'a> {
     /// view) is fine.
     pub(super) fn index_read(&mut self, v: &Var, span: Span, indices: &[Expr], width: i128) {
         let what = format!("reading `{}`", v.name);
-        self.index_access(v, span, &what, (indices, width), true);
+        self.index_read_as(v, span, &what, indices, width);
+    }
+
+    /// [`Self::index_read`] described as `what` (a device function's read through a parameter).
+    pub(super) fn index_read_as(
+        &mut self,
+        v: &Var,
+        span: Span,
+        what: &str,
+        indices: &[Expr],
+        width: i128,
+    ) {
+        self.index_access(v, span, what, (indices, width), true);
     }
 
     fn index_access(

@@ -1,18 +1,20 @@
-//! [T-PARTITION] through device functions: the writes a callee surely makes through a pointer parameter at
-//! indices known at compile time, so that a view passed to it is checked as if the caller wrote them
-//! (`fn put(x: *mut f32) { x[0] = 1.0; }` called by every thread with a global `|x| x` view races on
-//! element 0; with `|j| t * 2 + j`, `for i in 0..4 { x[i] = .. }` reaches the next thread's elements).
+//! [T-PARTITION] through device functions: the writes and reads a callee surely makes through a pointer
+//! parameter at indices known at compile time, so that a view passed to it is checked as if the caller
+//! made them (`fn put(x: *mut f32) { x[0] = 1.0; }` called by every thread with a global `|x| x` view races
+//! on element 0; with `|j| t * 2 + j`, `for i in 0..4 { x[i] = .. }` reaches the next thread's elements, and
+//! so does a read of `x[2]` when the caller writes its own elements).
 //!
-//! Only writes every call makes are collected: statements of the body itself and of `for` loops over
-//! constant ranges without `break`/`continue` (not under an `if`, `while`, split arm or nested view), whose
-//! indices are constants, const generics, immutable `let` constants or those loops' counters; and, through
-//! the parameter passed on as it is, the sure writes of the device functions it calls (a few levels deep).
-//! Anything else the callee does with the parameter is not followed (the emulator's race detector sees it).
+//! Only accesses every call makes are collected: statements of the body itself and of `for` loops over
+//! constant ranges without `break`/`continue` (not under an `if`, `while`, split arm or nested view, nor
+//! the sides of an `if` value or the right of `&&`/`||`), whose indices are constants, const generics,
+//! immutable `let` constants or those loops' counters; and, through the parameter passed on as it is, the
+//! sure accesses of the device functions it calls (a few levels deep). Anything else the callee does with
+//! the parameter is not followed (the emulator's race detector sees it).
 
 use super::stmt::leaves_early;
 use super::*;
 
-/// Most writes collected from one callee for one parameter (loops over constant ranges are unrolled).
+/// Most accesses collected from one callee for one parameter (loops over constant ranges are unrolled).
 const MAX_WRITES: usize = 256;
 /// Most nested calls followed (a device function passing the parameter on to another).
 const MAX_DEPTH: u32 = 4;
@@ -20,22 +22,23 @@ const MAX_DEPTH: u32 = 4;
 /// the compiler); past it the walk stops with what it has.
 const MAX_VISITS: usize = 1 << 16;
 
-/// One write a callee makes through a parameter: its indices, how many consecutive elements
-/// (`store2`/`store4`), and where in the callee.
-pub(super) struct CalleeWrite {
+/// One access a callee makes through a parameter: its indices, how many consecutive elements
+/// (`store2`/`store4`, `load2`/`load4`), whether it reads, and where in the callee.
+pub(super) struct CalleeAccess {
     pub(super) indices: Vec<i64>,
     pub(super) width: i128,
+    pub(super) read: bool,
     pub(super) span: Span,
 }
 
-/// The writes `callee` surely makes through its parameter `param`; `consts` gives its const generics,
+/// The accesses `callee` surely makes through its parameter `param`; `consts` gives its const generics,
 /// `deps` the device functions it may call.
-pub(super) fn param_writes(
+pub(super) fn param_accesses(
     callee: &Function,
     param: &str,
     consts: &dyn Fn(&str) -> Option<i64>,
     deps: &[Function],
-) -> Vec<CalleeWrite> {
+) -> Vec<CalleeAccess> {
     let mut visits = MAX_VISITS;
     walk_callee(callee, param, consts, deps, (0, &mut visits))
 }
@@ -46,7 +49,7 @@ fn walk_callee(
     consts: &dyn Fn(&str) -> Option<i64>,
     deps: &[Function],
     (depth, visits): (u32, &mut usize),
-) -> Vec<CalleeWrite> {
+) -> Vec<CalleeAccess> {
     let mut w = Walk {
         param,
         consts,
@@ -70,7 +73,7 @@ struct Walk<'a> {
     visits: usize,
     /// Names bound in the callee: their constant value, `None` when not constant (shadowing a const).
     env: Vec<(String, Option<i64>)>,
-    out: Vec<CalleeWrite>,
+    out: Vec<CalleeAccess>,
 }
 
 impl Walk<'_> {
@@ -86,20 +89,79 @@ impl Walk<'_> {
         matches!(&e.kind, ExprKind::Var(id) if id.name == self.param)
     }
 
-    fn push(&mut self, indices: &[Expr], width: i128, span: Span) {
+    fn push(&mut self, indices: &[Expr], (width, read): (i128, bool), span: Span) {
         if self.out.len() >= MAX_WRITES {
             return;
         }
         if let Some(indices) = indices.iter().map(|e| self.eval(e)).collect() {
-            self.out.push(CalleeWrite {
+            self.out.push(CalleeAccess {
                 indices,
                 width,
+                read,
                 span,
             });
         }
     }
 
-    /// A device function the parameter is passed on to, as it is: its sure writes through that parameter.
+    /// The accesses evaluating `e` surely makes: reads `x[i]`, `load2/4(x, i)`, stores `store2/4(x, i, v)`,
+    /// and those of the device functions `x` is passed to. Only the condition of an `if` value and the
+    /// left of `&&`/`||` surely run.
+    fn expr(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Index { base, indices } => {
+                if self.is_param(base) {
+                    self.push(indices, (1, true), e.span);
+                }
+                indices.iter().for_each(|i| self.expr(i));
+            }
+            ExprKind::Call {
+                path,
+                generics,
+                args,
+            } => {
+                let name = path.last().map(|p| p.name.as_str());
+                let (width, read) = match name {
+                    Some("store2") => (2, false),
+                    Some("store4") => (4, false),
+                    Some("load2") => (2, true),
+                    Some("load4") => (4, true),
+                    _ => (0, false),
+                };
+                if width == 0 {
+                    self.nested_call(path, generics, args);
+                } else if args.len() == 2 + usize::from(!read) && self.is_param(&args[0]) {
+                    self.push(&args[1..2], (width, read), e.span);
+                }
+                for a in args {
+                    if !self.is_param(a) {
+                        self.expr(a);
+                    }
+                }
+            }
+            ExprKind::Binary {
+                op: BinOp::And | BinOp::Or,
+                lhs,
+                ..
+            } => self.expr(lhs),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.expr(lhs);
+                self.expr(rhs);
+            }
+            ExprKind::Select { cond, .. } => self.expr(cond),
+            ExprKind::Unary { expr, .. }
+            | ExprKind::Cast { expr, .. }
+            | ExprKind::Ref { expr, .. } => self.expr(expr),
+            ExprKind::MethodCall { recv, args, .. } => {
+                self.expr(recv);
+                args.iter().for_each(|a| self.expr(a));
+            }
+            ExprKind::ArrayLit(items) => items.iter().for_each(|a| self.expr(a)),
+            ExprKind::ArrayRepeat { value, .. } => self.expr(value),
+            ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Asm { .. } => {}
+        }
+    }
+
+    /// A device function the parameter is passed on to, as it is: its sure accesses through that parameter.
     fn nested_call(&mut self, path: &[Ident], generics: &[Expr], args: &[Expr]) {
         let Some(name) = path.last() else { return };
         let Some(dep) = self.deps.iter().find(|d| d.name.name == name.name) else {
@@ -126,11 +188,8 @@ impl Walk<'_> {
                 .and_then(|k| values[k])
         };
         for (a, p) in args.iter().zip(&dep.params) {
-            let writable = matches!(
-                p.ty,
-                Type::Ptr { mutable: true, .. } | Type::Shared { mutable: true, .. }
-            );
-            if writable && self.is_param(a) {
+            let pointer = matches!(p.ty, Type::Ptr { .. } | Type::Shared { .. });
+            if pointer && self.is_param(a) {
                 let mut visits = self.visits;
                 let inner = walk_callee(
                     dep,
@@ -156,6 +215,9 @@ impl Walk<'_> {
                 break;
             }
         }
+        if let (true, Some(tail)) = (go_on, &b.tail) {
+            self.expr(tail);
+        }
         self.env.truncate(mark);
         go_on
     }
@@ -175,38 +237,30 @@ impl Walk<'_> {
                 if name.name == self.param {
                     return false;
                 }
+                if let Some(e) = init {
+                    self.expr(e);
+                }
                 let v = match (mutable, init) {
                     (false, Some(e)) => self.eval(e),
                     _ => None,
                 };
                 self.env.push((name.name.clone(), v));
             }
-            StmtKind::Assign { place, .. } => {
-                if let ExprKind::Index { base, indices } = &place.kind {
-                    if self.is_param(base) {
-                        self.push(indices, 1, s.span);
+            StmtKind::Assign { place, op, value } => {
+                self.expr(value);
+                match &place.kind {
+                    ExprKind::Index { base, indices } if self.is_param(base) => {
+                        indices.iter().for_each(|i| self.expr(i));
+                        // `x[i] += v` reads `x[i]` too.
+                        if op.is_some() {
+                            self.push(indices, (1, true), s.span);
+                        }
+                        self.push(indices, (1, false), s.span);
                     }
+                    _ => self.expr(place),
                 }
             }
-            StmtKind::Expr(e) => {
-                if let ExprKind::Call {
-                    path,
-                    generics,
-                    args,
-                } = &e.kind
-                {
-                    let width = match path.last().map(|p| p.name.as_str()) {
-                        Some("store2") => 2,
-                        Some("store4") => 4,
-                        _ => 0,
-                    };
-                    if width > 0 && args.len() == 3 && self.is_param(&args[0]) {
-                        self.push(&args[1..2], width, s.span);
-                    } else if width == 0 {
-                        self.nested_call(path, generics, args);
-                    }
-                }
-            }
+            StmtKind::Expr(e) => self.expr(e),
             StmtKind::For {
                 var,
                 start,
@@ -243,28 +297,25 @@ impl Walk<'_> {
 }
 
 impl Cx<'_> {
-    /// A view passed to a writable pointer parameter of `callee`: the writes the callee surely makes
+    /// A view passed to a pointer parameter of `callee`: the writes and reads the callee surely makes
     /// through it are checked as the caller's, at the argument (T-PARTITION).
-    pub(super) fn callee_writes(
+    pub(super) fn callee_accesses(
         &mut self,
         fname: &Ident,
         callee: &Function,
         (a, p): (&Expr, &Param),
         consts: &dyn Fn(&str) -> Option<i64>,
     ) {
-        let writable = matches!(
-            p.ty,
-            Type::Ptr { mutable: true, .. } | Type::Shared { mutable: true, .. }
-        );
+        let pointer = matches!(p.ty, Type::Ptr { .. } | Type::Shared { .. });
         let ExprKind::Var(id) = &a.kind else { return };
-        let Some(vi) = self.lookup(&id.name).filter(|_| writable) else {
+        let Some(vi) = self.lookup(&id.name).filter(|_| pointer) else {
             return;
         };
         let v = self.vars[vi].clone();
         if (v.overlap.is_none() && v.layout.is_none()) || v.index_arity != 1 {
             return;
         }
-        for w in param_writes(callee, &p.name.name, consts, self.deps) {
+        for w in param_accesses(callee, &p.name.name, consts, self.deps) {
             let Some(lits) = w
                 .indices
                 .iter()
@@ -286,9 +337,10 @@ impl Cx<'_> {
                 .collect::<Vec<_>>()
                 .join(", ");
             let what = format!(
-                "passing `{}` to `{}`, which writes `{}[{shown}]`{},",
+                "passing `{}` to `{}`, which {} `{}[{shown}]`{},",
                 v.name,
                 fname.name,
+                if w.read { "reads" } else { "writes" },
                 p.name.name,
                 if w.width > 1 {
                     format!(" and the {} elements after it", w.width - 1)
@@ -297,8 +349,12 @@ impl Cx<'_> {
                 }
             );
             let before = self.errors.len();
-            self.overlapping_write(&v, id.span, &what, Some(&lits));
-            self.index_overlap(&v, id.span, &what, &lits, w.width);
+            if w.read {
+                self.index_read_as(&v, id.span, &what, &lits, w.width);
+            } else {
+                self.overlapping_write(&v, id.span, &what, Some(&lits));
+                self.index_overlap(&v, id.span, &what, &lits, w.width);
+            }
             if self.errors.len() > before {
                 // Spans of another crate's function do not point into this one.
                 if callee.origin.is_none() {
@@ -306,8 +362,10 @@ impl Cx<'_> {
                         self.errors.push(d.note(
                             w.span,
                             format!(
-                                "the write, through `{}`'s parameter `{}`",
-                                fname.name, p.name.name
+                                "the {}, through `{}`'s parameter `{}`",
+                                if w.read { "read" } else { "write" },
+                                fname.name,
+                                p.name.name
                             ),
                         ));
                     }
