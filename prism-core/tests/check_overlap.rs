@@ -538,7 +538,9 @@ fn reads_inside_device_functions_count_at_the_call() {
         "bump(/*@*/st);",
     ] {
         let src = shared(call);
-        let ds = check(&src).err().unwrap_or_else(|| panic!("accepted: {call}"));
+        let ds = check(&src)
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {call}"));
         let d = ds
             .iter()
             .find(|d| d.rule == "T-PARTITION" && d.message.contains("which reads"))
@@ -558,6 +560,68 @@ fn reads_inside_device_functions_count_at_the_call() {
     ] {
         expect_ok(&shared(call));
     }
+}
+
+#[test]
+fn an_inner_view_reaching_past_its_outer_units_elements() {
+    // Each warp gets `stride` elements; each lane four of its warp's. With a stride of 32, lane 8 of warp
+    // 0 writes outer index 32, element 32: warp 1's index 0, which warp 1's lane 0 writes.
+    let nested = |stride: u32, per_lane: u32, write: &str| {
+        block_kernel(
+            128,
+            &format!(
+                "partition(s, thread[32], |j| w * {stride} + j, |sw| {{ group(thread[32], || {{\n\
+                 #[at(thread[1])]\nlet l: u32 = id();\n\
+                 partition(sw, thread[1], |j| l * {per_lane} + j, |st| {{ group(thread[1], || {{ {write} }}); }});\n\
+                 }}); }});"
+            ),
+        )
+    };
+    let src = nested(32, 4, "/*@*/st[0] = 1.0;");
+    let ds = check(&src).expect_err("lanes 8.. reach the next warp's elements");
+    let d = ds
+        .iter()
+        .find(|d| d.rule == "T-PARTITION" && d.message.contains("both write element 32 of `s`"))
+        .unwrap_or_else(|| {
+            panic!(
+                "{src}\n{:#?}",
+                ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        d.message.contains("partition(s, thread[32], ..)")
+            && d.message.contains("unit 0 at index [32]"),
+        "{}",
+        d.text()
+    );
+    assert_eq!(d.span.start().line, marker_at(&src).0, "{}", d.text());
+    // One element per lane: lane l reads inner index 32, no lane's own element but the next warp's
+    // index l, which that warp's lane l writes.
+    let src = nested(
+        32,
+        1,
+        "st[0] = 1.0;\n#[at(thread[1])]\nlet v: f32 = /*@*/st[32];",
+    );
+    let ds = check(&src).expect_err("a read of the next warp's written element");
+    assert!(
+        ds.iter()
+            .any(|d| d.rule == "T-PARTITION" && d.message.contains("reads")),
+        "{src}\n{:#?}",
+        ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+    );
+    // 128 elements per warp hold its 32 lanes' four; one per lane fits in 32.
+    expect_ok(&nested(128, 4, "st[0] = 1.0;\nst[3] = 2.0;"));
+    expect_ok(&nested(
+        32,
+        1,
+        "st[0] = 1.0;\n#[at(thread[1])]\nlet v: f32 = st[0];",
+    ));
+    // Reading elements no unit writes (a halo) past the stride: fine.
+    expect_ok(&nested(
+        32,
+        4,
+        "#[at(thread[1])]\nlet v: f32 = st[0] + st[5];",
+    ));
 }
 
 #[test]

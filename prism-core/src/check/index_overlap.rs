@@ -33,6 +33,8 @@ pub(super) struct Layout {
     /// Loops open where the partition was made: an `if` inside a loop inside the partition runs both
     /// arms in one launch (one per iteration), so only `if`s outside such loops keep writes apart.
     pub(super) loop_depth: u32,
+    /// The layout of the view this one partitions, when it has one.
+    pub(super) outer: Option<Box<Layout>>,
 }
 
 /// The arms of uniform `if`s a write is in: `(if, 0)` then, `(if, 1)` else.
@@ -99,6 +101,7 @@ impl<'a> Cx<'a> {
             units,
             conds: self.conds.len(),
             loop_depth: self.loop_depth,
+            outer: None,
         })
     }
 
@@ -212,12 +215,62 @@ impl<'a> Cx<'a> {
         let Some(l) = v.layout.clone() else {
             return;
         };
-        if self.overlaps_reported.contains(&l.id) || !self.every_unit_reaches(l.conds, l.code) {
-            return;
-        }
         let Some(tuples) = self.index_tuples(indices) else {
             return;
         };
+        self.layout_access(&l, span, what, (tuples, width), read);
+    }
+
+    /// An access through a view with layout `l` at each of `tuples` (each `width` consecutive elements),
+    /// then the same elements as indices of the view `l` partitions, if that one has a layout too: an
+    /// inner view reaching past its outer unit's elements (`|j| lane * 4 + j` inside a warp's
+    /// `|j| w * 32 + j`) meets the next outer unit's there.
+    fn layout_access(
+        &mut self,
+        l: &Layout,
+        span: Span,
+        what: &str,
+        (tuples, width): (Vec<Vec<i128>>, i128),
+        read: bool,
+    ) {
+        let before = self.errors.len();
+        self.view_access(l, span, what, (&tuples, width), read);
+        // One error per access: the inner view's own race first.
+        if self.errors.len() > before {
+            return;
+        }
+        if let Some(outer) = &l.outer {
+            // Every inner unit's elements, as indices of the outer view (the same in every outer unit:
+            // the inner closure reads only ranks within its code and constants).
+            let mut outer_tuples: Vec<Vec<i128>> = Vec::new();
+            for t in &tuples {
+                for u in 0..l.units {
+                    let Some(e0) = l.sym.eval_at(u * l.size, t) else {
+                        continue;
+                    };
+                    for e in e0..e0 + width {
+                        if outer_tuples.len() < MAX_TUPLES && !outer_tuples.contains(&vec![e]) {
+                            outer_tuples.push(vec![e]);
+                        }
+                    }
+                }
+            }
+            self.layout_access(outer, span, what, (outer_tuples, 1), read);
+        }
+    }
+
+    /// [`Self::layout_access`] for `l` itself.
+    fn view_access(
+        &mut self,
+        l: &Layout,
+        span: Span,
+        what: &str,
+        (tuples, width): (&[Vec<i128>], i128),
+        read: bool,
+    ) {
+        if self.overlaps_reported.contains(&l.id) || !self.every_unit_reaches(l.conds, l.code) {
+            return;
+        }
         let arms: Arms = self
             .if_arms
             .iter()

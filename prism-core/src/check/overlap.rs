@@ -317,7 +317,14 @@ impl<'a> Cx<'a> {
         let layout = overlap
             .is_none()
             .then(|| self.layout(index, p, code, partition_id, span, target))
-            .flatten();
+            .flatten()
+            .map(|mut l| {
+                // One index into the view partitioned: its accesses are that view's too.
+                if index.params.len() == 1 {
+                    l.outer = vi.and_then(|i| self.vars[i].layout.clone()).map(Box::new);
+                }
+                l
+            });
         // A view of a view that every unit sees whole keeps that while this closure tells those units
         // no more apart: it reads only values uniform over their code, and ranks within this code, which
         // repeat in each of them (`|k| lane + k` in every warp of a warp's `|x| x` view). A value that
