@@ -41,8 +41,11 @@ type R<T> = Result<T, Diagnostic>;
 
 /// Largest trip count a loop is unrolled to.
 const MAX_UNROLL: i128 = 4096;
-/// Loops with at most this many iterations are always unrolled.
+/// Loops with at most this many iterations are unrolled (unless [`MAX_UNROLLED`] is reached).
 const SMALL_TRIP: i128 = 16;
+/// Most copies of one loop body that nested unrolled loops make (`for` loops of 16 nested five deep
+/// would make a million: minutes of compile time and PTX that ptxas cannot take).
+const MAX_UNROLLED: i128 = 1 << 14;
 /// Deepest chain of inlined device-function calls.
 const MAX_INLINE_DEPTH: u32 = 64;
 
@@ -301,6 +304,9 @@ struct Em {
     /// Run-time loops around the code being emitted, through inlined calls (a ring inside one starts afresh
     /// at every iteration: `ring::reinit`).
     runtime_loops: u32,
+    /// Copies of the code being emitted that the unrolled loops around it make (the product of their trip
+    /// counts, through inlined calls): at most [`MAX_UNROLLED`].
+    unrolled: i128,
     /// Inside `turn(r, c, ..)`: ring `r`'s id and the consumer `c` (its drains count as that consumer's).
     turn: Option<(usize, u32)>,
     /// The module uses sm_90a-only instructions (wgmma, setmaxnreg).
@@ -377,6 +383,7 @@ impl Em {
             wgmma_names: Vec::new(),
             drain_deferred: None,
             runtime_loops: 0,
+            unrolled: 1,
             turn: None,
             sm90a: false,
             tma_uses: HashMap::new(),

@@ -425,6 +425,9 @@ fn writes_that_never_run_together_are_not_compared() {
     for body in [
         "if n > 2 { for i in 0..4 { st[i] = 1.0; } } else { st[4] = 2.0; }",
         "if 2 > 3 { st[4] = 2.0; }\nst[0] = 1.0;",
+        // Nor does a loop that never runs its body (probe round I).
+        "for i in 0..0 { st[4] = 2.0; }\nst[0] = 1.0;",
+        "while false { st[4] = 2.0; }\nst[0] = 1.0;",
     ] {
         expect_ok(&block_kernel(
             128,
@@ -436,7 +439,7 @@ fn writes_that_never_run_together_are_not_compared() {
                group(block[1], || {\n\
                let s: Shared<[f32; 1024]>;\n\
                #[at(thread[1])]\nlet t: u32 = id();\n\
-               partition(s, thread[1], |j| t * N + j, |st| { group(thread[1], || { st[0] = 1.0; if N > 1 { st[1] = 2.0; } }); });\n\
+               partition(s, thread[1], |j| t * N + j, |st| { group(thread[1], || { st[0] = 1.0; if N > 1 { st[1] = 2.0; } for i in 1..N { st[1] = 2.0; } }); });\n\
                });\n}\n";
     expect_ok(src);
 }

@@ -229,3 +229,37 @@ fn deep_nesting_is_an_error_not_a_crash() {
         }
     });
 }
+
+#[test]
+fn nested_unrolled_loops_have_a_budget() {
+    // Probe round I: loops of up to 16 iterations are unrolled, and loops that index a register array up to
+    // 4096; nested, they multiplied (five loops of 16: a million copies, seconds; two register-array loops of
+    // 4096: minutes and gigabytes). Past `MAX_UNROLLED` copies an optional unroll becomes a run-time loop,
+    // and a loop that must be unrolled is an EMIT-LOOP error.
+    let kernel = |body: &str| {
+        format!(
+            "#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 32)]\n\
+             fn k(p: *mut f32) {{\n#[at(thread[1])]\nlet t: u32 = id();\n\
+             partition(p, thread[1], |j| t + j, |pt| {{ group(thread[1], || {{\n{body}\n}}); }});\n}}\n"
+        )
+    };
+    let loops = "#[at(thread[1])]\nlet mut a: f32 = 0.0;\n\
+                 for i0 in 0..16 { for i1 in 0..16 { for i2 in 0..16 { for i3 in 0..16 { for i4 in 0..16 {\n\
+                 a = a + 1.0; } } } } }\npt[0] = a;";
+    let t0 = std::time::Instant::now();
+    let fs = parse::parse_source(&kernel(loops)).expect("parses");
+    let ks = compile_kernel(&fs[0], &[]).expect("compiles");
+    let lines = ks[0].ptx.lines().count();
+    assert!(lines < 200_000, "{lines} lines of PTX");
+    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+    let arrays = "#[at(thread[1])]\nlet mut a = [0.0f32; 4096];\n\
+                  for i in 0..4096 { for j in 0..4096 { a[i] = a[j] + 1.0; } }\npt[0] = a[0];";
+    let fs = parse::parse_source(&kernel(arrays)).expect("parses");
+    let ds = compile_kernel(&fs[0], &[]).expect_err("an unroll budget error");
+    assert!(
+        ds.iter()
+            .any(|d| d.rule == "EMIT-LOOP" && d.message.contains("copies of its body")),
+        "{:#?}",
+        ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+    );
+}

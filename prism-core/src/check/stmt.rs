@@ -74,7 +74,11 @@ impl<'a> Cx<'a> {
             }
             StmtKind::While { cond, body } => {
                 self.condition(cond, code, "the `while` condition");
-                let c = self.cond_perspective(cond).filter(|_| !leaves_early(body));
+                // A body a constant `false` never runs writes nothing (T-PARTITION), as a dead `if` arm.
+                let never = self.const_bool(cond) == Some(false);
+                let c = self
+                    .cond_perspective(cond)
+                    .filter(|_| !never && !leaves_early(body));
                 self.conds.push(c);
                 self.loop_depth += 1;
                 self.block(body, code);
@@ -583,7 +587,9 @@ impl<'a> Cx<'a> {
         let vi = self.declare(var, code, ty, false);
         self.vars[vi].range = self.constant_range(start, end, step);
         self.vars[vi].uniform_over = c;
-        self.conds.push(c.filter(|_| !leaves_early(body)));
+        // A constant empty range (`0..0`, `1..N` with N = 1) never runs its body: it writes nothing.
+        let never = self.vars[vi].range.as_ref().is_some_and(|r| r.is_empty());
+        self.conds.push(c.filter(|_| !never && !leaves_early(body)));
         self.loop_depth += 1;
         self.block(body, code);
         self.loop_depth -= 1;

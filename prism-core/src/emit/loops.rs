@@ -34,7 +34,24 @@ impl Em {
             let max = type_max(self.loop_ty(start, end).unwrap_or(ScalarType::U32));
             guard_wrap = trips > 0 && a + (trips - 1) * st + st > max;
             let indexes = indexes_reg_array(body, &var.name, &self.array_names(body));
-            if trips <= SMALL_TRIP || (indexes && trips <= MAX_UNROLL) {
+            let copies = self.unrolled.saturating_mul(trips.max(1));
+            if indexes && trips <= MAX_UNROLL && copies > MAX_UNROLLED {
+                // The loop must be unrolled (register arrays, wgmma offsets), and nested in other
+                // unrolled loops it would make more copies of its body than any kernel can use.
+                return Err(err(
+                    "EMIT-LOOP",
+                    span,
+                    format!(
+                        "unrolling this loop ({trips} iterations, inside unrolled loops making {} copies) \
+                         makes {copies} copies of its body, more than {MAX_UNROLLED}",
+                        self.unrolled
+                    ),
+                )
+                .help("a loop that indexes a thread-local array is unrolled (the array lives in registers): make the loops around it run-time loops (bounds not known at compile time) or smaller"));
+            }
+            if (trips <= SMALL_TRIP && copies <= MAX_UNROLLED) || (indexes && trips <= MAX_UNROLL) {
+                let saved = self.unrolled;
+                self.unrolled = copies;
                 // Unrolled: the variable is a constant in each copy (register arrays stay in registers).
                 let ty = self.loop_ty(start, end);
                 let end_l = self.label();
@@ -61,6 +78,7 @@ impl Em {
                     i += st;
                 }
                 self.put_label(&end_l);
+                self.unrolled = saved;
                 return Ok(());
             }
         }
