@@ -332,9 +332,12 @@ pub(super) fn indexes_reg_array(body: &Block, var: &str, arrays: &[String]) -> b
                 args,
                 generics,
             } => {
-                // wgmma offsets must be constants: unroll loops that step through the operands.
-                let wgmma = path.last().is_some_and(|p| p.name.starts_with("wgmma_"))
-                    && args.iter().any(|a| mentions(a, var));
+                // wgmma offsets and the accumulator box of `stmatrix_bf16` / `store_fragment_f32` must be
+                // constants: unroll loops that step through them.
+                let wgmma = path.last().is_some_and(|p| {
+                    p.name.starts_with("wgmma_")
+                        || matches!(p.name.as_str(), "stmatrix_bf16" | "store_fragment_f32")
+                }) && args.iter().any(|a| mentions(a, var));
                 wgmma
                     || args.iter().any(|a| expr(a, var, arrays))
                     || generics.iter().any(|g| mentions(g, var))
