@@ -314,6 +314,10 @@ struct Var {
     /// A `for` counter or an immutable integer `let`: the narrowest perspective its bounds or its value
     /// read (every unit at least that broad counts the same values, or binds the same value).
     uniform_over: Option<Perspective>,
+    /// An immutable integer `let` of `for` counters (over constant ranges), constants and other such
+    /// `let`s: its initializer and the variables it names, resolved where it is declared (T-PARTITION
+    /// evaluates it per counter value).
+    of_counters: Option<std::rc::Rc<(Expr, Vec<(String, usize)>)>>,
     /// Named by the program since its declaration (a fill's slot names must each be loaded).
     used: bool,
 }
@@ -443,6 +447,7 @@ impl<'a> Cx<'a> {
                 layout: None,
                 range: None,
                 uniform_over: None,
+                of_counters: None,
                 used: false,
             });
         }

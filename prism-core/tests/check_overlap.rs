@@ -628,6 +628,25 @@ fn an_inner_view_reaching_past_its_outer_units_elements() {
 }
 
 #[test]
+fn lets_of_loop_counters_index_like_the_counters() {
+    // `k = i * 2 + 2` for `i` in 0..2 reaches index 4, the next thread's index 0, which it writes.
+    let body = |inner: &str| {
+        block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {inner} }}); }});"),
+        )
+    };
+    let src = body(
+        "st[0] = 0.0;\nfor i in 0..2 {\n#[at(thread[1])]\nlet k: u32 = i * 2 + 2;\n#[at(thread[1])]\nlet m: u32 = k + 1;\n/*@*/st[m - 1] = 1.0;\n}",
+    );
+    expect_index_overlap(&src, (0, 1), 4);
+    // Within each thread's four: compiles.
+    expect_ok(&body(
+        "for i in 0..2 {\n#[at(thread[1])]\nlet k: u32 = i * 2;\nst[k] = 1.0;\nst[k + 1] = 2.0;\n}",
+    ));
+}
+
+#[test]
 fn reads_of_elements_another_unit_writes() {
     // Thread t writes `st[0]` and reads `st[1]`, thread t + 1's `st[0]`: a race however the two are
     // ordered (the partition hands each unit its elements for all of its scope).

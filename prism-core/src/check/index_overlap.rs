@@ -105,25 +105,88 @@ impl<'a> Cx<'a> {
         })
     }
 
+    /// The initializer of immutable integer `let` `vi` when it reads only `for` counters over constant
+    /// ranges, constants and other such `let`s, with at least one counter (`let k = i * 2 + 1;`).
+    pub(super) fn of_counters(
+        &self,
+        init: &Expr,
+        vi: usize,
+    ) -> Option<std::rc::Rc<(Expr, Vec<(String, usize)>)>> {
+        let mut refs: Vec<(String, usize)> = Vec::new();
+        let mut ok = true;
+        let mut counters = false;
+        walk::walk_vars(init, &mut |name| {
+            // The binding itself is not declared yet at its initializer: skip a same-named outer one.
+            match self.lookup(name).filter(|&i| i != vi) {
+                Some(i) => {
+                    let v = &self.vars[i];
+                    counters |= v.range.is_some() || v.of_counters.is_some();
+                    ok &= v.range.is_some()
+                        || v.of_counters.is_some()
+                        || matches!(v.konst, Some(Some(_)))
+                        || matches!(v.sym, Some(Sym::Const(_)));
+                    if !refs.iter().any(|(n, _)| n == name) {
+                        refs.push((name.to_string(), i));
+                    }
+                }
+                None => ok = false,
+            }
+        });
+        (ok && counters).then(|| std::rc::Rc::new((init.clone(), refs)))
+    }
+
+    /// The counters variable `vi` reads, through `let`s of counters (`of_counters`); `false` when it is
+    /// not known at compile time.
+    fn index_counters(&self, vi: usize, counters: &mut Vec<(usize, Vec<i64>)>, depth: u32) -> bool {
+        let v = &self.vars[vi];
+        if let Some(r) = &v.range {
+            if !counters.iter().any(|(c, _)| *c == vi) {
+                counters.push((vi, r.clone()));
+            }
+            return true;
+        }
+        if matches!(v.konst, Some(Some(_))) || matches!(v.sym, Some(Sym::Const(_))) {
+            return true;
+        }
+        match &v.of_counters {
+            Some(d) if depth < 16 => {
+                d.1.iter()
+                    .all(|(_, i)| self.index_counters(*i, counters, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    /// The value of variable `vi` for the counters' `values`.
+    fn index_value(&self, vi: usize, values: &[(usize, i64)], depth: u32) -> Option<i64> {
+        let v = &self.vars[vi];
+        if v.range.is_some() {
+            return values.iter().find(|(c, _)| *c == vi).map(|(_, x)| *x);
+        }
+        if let Some(Some(c)) = v.konst {
+            return Some(c);
+        }
+        if let Some(Sym::Const(c)) = v.sym {
+            return i64::try_from(c).ok();
+        }
+        let d = v.of_counters.as_ref().filter(|_| depth < 16)?;
+        let lookup = |n: &str| {
+            let (_, i) = d.1.iter().find(|(m, _)| m == n)?;
+            self.index_value(*i, values, depth + 1)
+        };
+        crate::consteval::eval_const(&d.0, &lookup).ok()
+    }
+
     /// The index tuples `indices` takes in one unit: every combination of the `for` counters it reads
-    /// (constant ranges only) with its constants; `None` when an index reads anything else.
+    /// (constant ranges only, also through `let`s of them) with its constants; `None` when an index reads
+    /// anything else.
     fn index_tuples(&self, indices: &[Expr]) -> Option<Vec<Vec<i128>>> {
-        let mut counters: Vec<(String, Vec<i64>)> = Vec::new();
+        let mut counters: Vec<(usize, Vec<i64>)> = Vec::new();
         let mut known = true;
         for e in indices {
-            walk::walk_vars(e, &mut |name| {
-                let Some(v) = self.lookup(name).map(|i| &self.vars[i]) else {
-                    known = false;
-                    return;
-                };
-                if let Some(r) = &v.range {
-                    if !counters.iter().any(|(n, _)| n == name) {
-                        counters.push((name.to_string(), r.clone()));
-                    }
-                } else if !matches!(v.konst, Some(Some(_))) && !matches!(v.sym, Some(Sym::Const(_)))
-                {
-                    known = false;
-                }
+            walk::walk_vars(e, &mut |name| match self.lookup(name) {
+                Some(i) => known &= self.index_counters(i, &mut counters, 0),
+                None => known = false,
             });
         }
         if !known {
@@ -139,24 +202,18 @@ impl<'a> Cx<'a> {
         for k in 0..count {
             // Counter values for combination `k` (mixed radix over the ranges).
             let mut rest = k;
-            let values: Vec<(&str, i64)> = counters
+            let values: Vec<(usize, i64)> = counters
                 .iter()
-                .map(|(n, r)| {
+                .map(|(c, r)| {
                     let v = r[rest % r.len()];
                     rest /= r.len();
-                    (n.as_str(), v)
+                    (*c, v)
                 })
                 .collect();
             let consts = |n: &str| {
-                values
-                    .iter()
-                    .find(|(c, _)| *c == n)
-                    .map(|(_, v)| *v)
+                self.lookup(n)
+                    .and_then(|i| self.index_value(i, &values, 0))
                     .or_else(|| (self.consts())(n))
-                    .or_else(|| match self.lookup(n).map(|i| &self.vars[i].sym) {
-                        Some(Some(Sym::Const(c))) => i64::try_from(*c).ok(),
-                        _ => None,
-                    })
             };
             let tuple = indices
                 .iter()

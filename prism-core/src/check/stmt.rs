@@ -297,6 +297,7 @@ impl<'a> Cx<'a> {
             self.vars[vi].sym = self.sym_of_binding(e, p, code);
             if matches!(self.vars[vi].ty, Ty::Scalar(s) if s.is_int()) {
                 self.vars[vi].uniform_over = self.cond_perspective(e);
+                self.vars[vi].of_counters = self.of_counters(e, vi);
             }
         }
     }

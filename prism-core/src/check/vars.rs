@@ -28,6 +28,7 @@ impl<'a> Cx<'a> {
             layout: None,
             range: None,
             uniform_over: None,
+            of_counters: None,
             used: false,
         });
         self.vars.len() - 1
