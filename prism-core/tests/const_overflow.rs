@@ -67,6 +67,21 @@ fn overflowing_constants_are_rejected() {
         "for i in 0..340282366920938463463374607431768211455 { }",
         "every integer type",
     );
+    // Unsuffixed float literals past the range of the type they take (user round I).
+    rejected("let a: f32 = 1e39;", "out of range for f32");
+    rejected("let mut a: f32 = 0.0;\na = -1e39;", "out of range for f32");
+    rejected(
+        "let a: f32 = 2.0;\nlet b: f32 = a.max(-1e39);",
+        "out of range for f32",
+    );
+}
+
+#[test]
+fn unsuffixed_float_literals_at_the_limits_are_accepted() {
+    // f32::MAX and a value that rounds down to it, and f64 values past f32's range.
+    accepted("let a: f32 = 3.4028235e38;");
+    accepted("let a: f32 = 3.40282356e38;");
+    accepted("let a: f64 = 1e300;");
 }
 
 #[test]

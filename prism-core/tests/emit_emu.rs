@@ -349,3 +349,166 @@ fn k(x: *const u64, s: *const u64, o: *mut u64) {
         }
     }
 }
+
+#[test]
+fn if_values_of_untyped_literals_take_the_type_they_are_used_at() {
+    // Both sides unsuffixed literals, or the literal first: the value has the type of its `let`, of the
+    // memory it is stored to or of the other operand, else f32 (i32 for integers), as the checker types it.
+    let src = "
+#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+fn k(x: *const f32, of: *mut f32, od: *mut f64, oi: *mut i64) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(of, thread[1], |j| t * 7 + j, |ft| {
+        partition(od, thread[1], |j| t * 2 + j, |dt| {
+            partition(oi, thread[1], |j| t * 2 + j, |it| {
+                group(thread[1], || {
+                    let v: f32 = x[t];
+                    let c = if v > 0.0 { 1.5 } else { 2.5 };
+                    ft[0] = c;
+                    ft[1] = (c as u32) as f32;
+                    let d: f32 = if v > 0.5 { 1.0 } else { 2.0 };
+                    ft[2] = d;
+                    ft[3] = if v > 0.0 { 0.25 } else { x[t] };
+                    ft[4] = (if v > 0.0 { 3.0 } else { 4.0 }) * v;
+                    ft[5] = if v > 0.0 { 1.0 } else if v > -0.5 { 2.0 } else { 3.0 };
+                    let mut m = 1.5;
+                    m = m * v;
+                    ft[6] = m;
+                    dt[0] = if v > 0.0 { 1.5 } else { 2.5 };
+                    let e: f64 = if v > 0.0 { 0.1 } else { 0.2 };
+                    dt[1] = e;
+                    it[0] = if v > 0.0 { 1 } else { -2 };
+                    let g: i64 = if v > 0.0 { 5000000000 } else { 7 };
+                    it[1] = g;
+                });
+            });
+        });
+    });
+}
+";
+    let ks = compile_src(src);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    let n = 64usize;
+    let xs = random(n, 7);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = upload(&mut emu, &xs);
+    let (df, dd, di) = (emu.alloc(28 * n), emu.alloc(16 * n), emu.alloc(16 * n));
+    let p = [
+        ParamValue::Ptr(dx),
+        ParamValue::Ptr(df),
+        ParamValue::Ptr(dd),
+        ParamValue::Ptr(di),
+    ];
+    emu.launch(&module, &k.entry, [1, 1, 1], [n as u32, 1, 1], 0, &p)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f = floats(&emu.read(df, 28 * n).unwrap());
+    let d8 = emu.read(dd, 16 * n).unwrap();
+    let i8 = emu.read(di, 16 * n).unwrap();
+    let dbl = |i: usize| f64::from_le_bytes(d8[8 * i..8 * i + 8].try_into().unwrap());
+    let int = |i: usize| i64::from_le_bytes(i8[8 * i..8 * i + 8].try_into().unwrap());
+    for (t, &v) in xs.iter().enumerate() {
+        let c: f32 = if v > 0.0 { 1.5 } else { 2.5 };
+        let want = [
+            c,
+            (c as u32) as f32,
+            if v > 0.5 { 1.0 } else { 2.0 },
+            if v > 0.0 { 0.25 } else { v },
+            (if v > 0.0 { 3.0 } else { 4.0 }) * v,
+            if v > 0.0 {
+                1.0
+            } else if v > -0.5 {
+                2.0
+            } else {
+                3.0
+            },
+            1.5 * v,
+        ];
+        assert_eq!(&f[7 * t..7 * t + 7], &want, "thread {t}, x = {v}");
+        assert_eq!(dbl(2 * t), if v > 0.0 { 1.5 } else { 2.5 }, "thread {t}");
+        assert_eq!(
+            dbl(2 * t + 1),
+            if v > 0.0 { 0.1 } else { 0.2 },
+            "thread {t}"
+        );
+        assert_eq!(int(2 * t), if v > 0.0 { 1 } else { -2 }, "thread {t}");
+        assert_eq!(
+            int(2 * t + 1),
+            if v > 0.0 { 5_000_000_000 } else { 7 },
+            "thread {t}"
+        );
+    }
+}
+
+#[test]
+fn scalar_type_constants() {
+    // `f32::NEG_INFINITY` as an online maximum's start, and the other constants a port from Rust or CUDA uses.
+    let src = "
+#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+fn k(x: *const f32, of: *mut f32, oi: *mut i64) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(of, thread[1], |j| t * 8 + j, |ft| {
+        partition(oi, thread[1], |j| t * 4 + j, |it| {
+            group(thread[1], || {
+                let mut m: f32 = f32::NEG_INFINITY;
+                m = m.max(x[t]);
+                ft[0] = m;
+                ft[1] = f32::MAX;
+                ft[2] = f32::MIN;
+                ft[3] = f32::EPSILON;
+                ft[4] = f32::INFINITY;
+                ft[5] = f32::MIN_POSITIVE;
+                ft[6] = f32::NAN;
+                ft[7] = (f64::MAX / 1e300) as f32;
+                it[0] = u32::MAX as i64;
+                it[1] = i32::MIN as i64;
+                it[2] = i64::MIN;
+                it[3] = (u64::MAX >> 1) as i64;
+            });
+        });
+    });
+}
+";
+    let ks = compile_src(src);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    let n = 32usize;
+    let xs = random(n, 11);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = upload(&mut emu, &xs);
+    let (df, di) = (emu.alloc(32 * n), emu.alloc(32 * n));
+    let p = [
+        ParamValue::Ptr(dx),
+        ParamValue::Ptr(df),
+        ParamValue::Ptr(di),
+    ];
+    emu.launch(&module, &k.entry, [1, 1, 1], [n as u32, 1, 1], 0, &p)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f = floats(&emu.read(df, 32 * n).unwrap());
+    let i8 = emu.read(di, 32 * n).unwrap();
+    let int = |i: usize| i64::from_le_bytes(i8[8 * i..8 * i + 8].try_into().unwrap());
+    for (t, &v) in xs.iter().enumerate() {
+        let want = [
+            v,
+            f32::MAX,
+            f32::MIN,
+            f32::EPSILON,
+            f32::INFINITY,
+            f32::MIN_POSITIVE,
+        ];
+        assert_eq!(&f[8 * t..8 * t + 6], &want, "thread {t}");
+        assert!(f[8 * t + 6].is_nan(), "thread {t}: {}", f[8 * t + 6]);
+        assert_eq!(f[8 * t + 7], (f64::MAX / 1e300) as f32, "thread {t}");
+        let ints = [
+            u32::MAX as i64,
+            i32::MIN as i64,
+            i64::MIN,
+            (u64::MAX >> 1) as i64,
+        ];
+        for (j, w) in ints.iter().enumerate() {
+            assert_eq!(int(4 * t + j), *w, "thread {t}, constant {j}");
+        }
+    }
+}

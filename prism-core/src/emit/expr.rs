@@ -125,8 +125,16 @@ impl Em {
                 rhs,
             } if !pure(rhs) => self.short_circuit(op, lhs, rhs),
             ExprKind::Binary { op, lhs, rhs } => {
-                let a = self.scalar(lhs)?;
-                let b = self.scalar(rhs)?;
+                // An `if` value of untyped literals takes the other operand's type (`(if c { 3.0 } else
+                // { 4.0 }) * v`): that operand goes first when it is the right one (the left is pure).
+                let (a, b) = if untyped(lhs) && !untyped(rhs) && pure(lhs) {
+                    let b = self.scalar(rhs)?;
+                    (self.scalar_as(lhs, b.ty())?, b)
+                } else {
+                    let a = self.scalar(lhs)?;
+                    let b = self.scalar_as(rhs, a.ty())?;
+                    (a, b)
+                };
                 self.binop(*op, a, b, e.span).map(Value::S)
             }
             ExprKind::Cast { expr, ty } => {
@@ -175,7 +183,7 @@ impl Em {
                 cond,
                 then_value,
                 else_value,
-            } => self.select(cond, then_value, else_value),
+            } => self.select(cond, then_value, else_value, None),
             ExprKind::Asm { template, operands } => {
                 self.asm(template, operands, e.span).map(|_| Value::Unit)
             }
@@ -199,18 +207,56 @@ impl Em {
         Ok(Value::S(Val::Reg(r, ScalarType::Bool)))
     }
 
-    /// `if c { a } else { b }` as a value: `selp` when both sides are pure, else a branch so only the chosen side runs.
-    fn select(&mut self, cond: &Expr, then_value: &Expr, else_value: &Expr) -> R<Value> {
+    /// `e` as a scalar, where the value is used at type `want` (a `let`'s, the memory it is stored to, the
+    /// other operand): an `if` value of untyped literals takes that type, as the checker gives it.
+    pub(super) fn scalar_as(&mut self, e: &Expr, want: Option<ScalarType>) -> R<Val> {
+        match &e.kind {
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => match self.select(cond, then_value, else_value, want)? {
+                Value::S(v) => Ok(v),
+                _ => Err(bug("TYPE", e.span, "expected a scalar value here")),
+            },
+            _ => self.scalar(e),
+        }
+    }
+
+    /// `if c { a } else { b }` as a value: `selp` when both sides are pure, else a branch so only the chosen
+    /// side runs. Its type is a typed side's, else `want`, else f32 for float literals and i32 for integer
+    /// ones (the checker's defaults).
+    fn select(
+        &mut self,
+        cond: &Expr,
+        then_value: &Expr,
+        else_value: &Expr,
+        want: Option<ScalarType>,
+    ) -> R<Value> {
         let c = self.scalar(cond)?;
         let c = self.coerce(c, ScalarType::Bool, cond.span)?;
         if let Val::Imm(Imm::Bool(b), _) = c {
-            return self.expr(if b { then_value } else { else_value });
+            let chosen = if b { then_value } else { else_value };
+            return self.scalar_as(chosen, want).map(Value::S);
         }
         let p = self.reg(&c, ScalarType::Bool);
+        let default = |a: &Val, b: Option<&Val>| {
+            a.ty().or(b.and_then(Val::ty)).or(want).unwrap_or(
+                if [Some(a), b]
+                    .into_iter()
+                    .flatten()
+                    .any(|v| matches!(v, Val::Imm(Imm::Float(_), _)))
+                {
+                    ScalarType::F32
+                } else {
+                    ScalarType::I32
+                },
+            )
+        };
         if pure(then_value) && pure(else_value) {
-            let a = self.scalar(then_value)?;
-            let b = self.scalar(else_value)?;
-            let t = a.ty().or(b.ty()).unwrap_or(ScalarType::I32);
+            let a = self.scalar_as(then_value, want)?;
+            let b = self.scalar_as(else_value, want.or(a.ty()))?;
+            let t = default(&a, Some(&b));
             let a = self.coerce(a, t, then_value.span)?;
             let b = self.coerce(b, t, else_value.span)?;
             let r = self.fresh(t);
@@ -228,18 +274,25 @@ impl Em {
             }
             Ok(Value::S(Val::Reg(r, t)))
         } else {
-            // Only the chosen side runs (it may read memory).
-            let (else_l, end) = (self.label(), self.label());
-            self.line(format!("@!{p} bra {else_l};"));
-            let a = self.scalar(then_value)?;
-            let t = a.ty().unwrap_or(ScalarType::I32);
+            // Only the chosen side runs (it may read memory). An untyped literal side goes second, so that
+            // it takes the other side's type.
+            let swap = want.is_none() && untyped(then_value);
+            let (first, second, neg) = if swap {
+                (else_value, then_value, "")
+            } else {
+                (then_value, else_value, "!")
+            };
+            let (second_l, end) = (self.label(), self.label());
+            self.line(format!("@{neg}{p} bra {second_l};"));
+            let a = self.scalar_as(first, want)?;
+            let t = default(&a, None);
             let r = self.fresh(t);
-            let a = self.coerce(a, t, then_value.span)?;
+            let a = self.coerce(a, t, first.span)?;
             self.mov_into(&r, &a, t);
             self.line(format!("bra.uni {end};"));
-            self.put_label(&else_l);
-            let b = self.scalar(else_value)?;
-            let b = self.coerce(b, t, else_value.span)?;
+            self.put_label(&second_l);
+            let b = self.scalar_as(second, Some(t))?;
+            let b = self.coerce(b, t, second.span)?;
             self.mov_into(&r, &b, t);
             self.put_label(&end);
             Ok(Value::S(Val::Reg(r, t)))
@@ -767,4 +820,19 @@ fn cmp_op(op: BinOp, t: ScalarType) -> Option<&'static str> {
         }
         _ => return None,
     })
+}
+
+/// An expression of unsuffixed literals only (`1.5`, `-2`, `if c { 1.0 } else { 2.0 }`): its type comes
+/// from where it is used.
+pub(super) fn untyped(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(Lit::Int(_, None) | Lit::Float(_, None)) => true,
+        ExprKind::Unary { expr, .. } => untyped(expr),
+        ExprKind::Select {
+            then_value,
+            else_value,
+            ..
+        } => untyped(then_value) && untyped(else_value),
+        _ => false,
+    }
 }

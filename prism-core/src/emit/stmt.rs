@@ -321,9 +321,12 @@ impl Em {
             }
             None => None,
         };
-        let value = match init {
-            Some(e) => Some(self.with_target(persp, |s| s.expr(e))?),
-            None => None,
+        let value = match (init, declared) {
+            (Some(e), Some((t, None))) => {
+                Some(self.with_target(persp, |s| s.scalar_as(e, Some(t)).map(Value::S))?)
+            }
+            (Some(e), _) => Some(self.with_target(persp, |s| s.expr(e))?),
+            (None, _) => None,
         };
         match value {
             None => match declared {
@@ -359,10 +362,11 @@ impl Em {
             Some(Value::S(v)) => {
                 let t = match declared {
                     Some((t, None)) => t,
+                    // An untyped literal: the checker's defaults (f32, i32).
                     _ => v
                         .ty()
                         .unwrap_or(if matches!(v, Val::Imm(Imm::Float(_), _)) {
-                            ScalarType::F64
+                            ScalarType::F32
                         } else {
                             ScalarType::I32
                         }),
@@ -411,7 +415,7 @@ impl Em {
                     val: Val::Reg(r, t),
                     persp,
                 } => {
-                    let v = self.with_target(persp, |s| s.scalar(value))?;
+                    let v = self.with_target(persp, |s| s.scalar_as(value, Some(t)))?;
                     let v = match op {
                         Some(op) => self.binop(op, Val::Reg(r.clone(), t), v, place.span)?,
                         None => v,
@@ -449,7 +453,7 @@ impl Em {
                 match self.lookup(id)? {
                     Binding::Array { regs, elem, persp } => {
                         let i = self.reg_index(id, &regs, indices, place.span)?;
-                        let v = self.with_target(persp, |s| s.scalar(value))?;
+                        let v = self.with_target(persp, |s| s.scalar_as(value, Some(elem)))?;
                         let v = match op {
                             Some(op) => {
                                 self.binop(op, Val::Reg(regs[i].clone(), elem), v, place.span)?
@@ -463,7 +467,7 @@ impl Em {
                     Binding::Mem { view, persp } => {
                         let idx = self.scalars(indices)?;
                         let addr = self.address(&view, idx, place.span)?;
-                        let v = self.with_target(persp, |s| s.scalar(value))?;
+                        let v = self.with_target(persp, |s| s.scalar_as(value, Some(view.elem)))?;
                         let v = match op {
                             Some(op) => {
                                 let cur = self.load(&view, &addr, None);

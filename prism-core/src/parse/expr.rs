@@ -416,13 +416,91 @@ fn typed_literal(l: Lit, t: ScalarType) -> Option<Lit> {
 
 #[inline(never)]
 pub(super) fn e_path(e: &syn::Expr) -> PResult<ExprKind> {
-    match path_ident(e) {
-        Some(i) => Ok(ExprKind::Var(ident(i))),
-        None => Err(
-            syntax(e.span(), "paths are only supported as function names")
-                .help("write a variable name, or call `path::f(..)`"),
-        ),
+    if let Some(i) = path_ident(e) {
+        return Ok(ExprKind::Var(ident(i)));
     }
+    if let Some(k) = assoc_const(e)? {
+        return Ok(k);
+    }
+    Err(
+        syntax(e.span(), "paths are only supported as function names")
+            .help("write a variable name, or call `path::f(..)`; the scalar types' constants are written `f32::MAX`, `f32::INFINITY`, `u32::MAX`, .."),
+    )
+}
+
+/// `f32::MAX`, `f32::NEG_INFINITY`, `u32::MAX`, `i64::MIN`, ..: the scalar types' constants as the
+/// literal expressions they stand for (an infinity as `1.0 / 0.0`, as the checker allows). `None` when `e`
+/// is not `type::NAME`.
+fn assoc_const(e: &syn::Expr) -> PResult<Option<ExprKind>> {
+    let syn::Expr::Path(p) = e else {
+        return Ok(None);
+    };
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let (Some(t), [_, name]) = (
+        segs.first().and_then(|s| types::scalar_from_name(s)),
+        segs.as_slice(),
+    ) else {
+        return Ok(None);
+    };
+    let span = e.span();
+    let lit = |l: Lit| Expr {
+        kind: ExprKind::Lit(l),
+        span,
+    };
+    let neg = |x: Expr| Expr {
+        kind: ExprKind::Unary {
+            op: UnOp::Neg,
+            expr: Box::new(x),
+        },
+        span,
+    };
+    let bin = |op: BinOp, a: Expr, b: Expr| ExprKind::Binary {
+        op,
+        lhs: Box::new(a),
+        rhs: Box::new(b),
+    };
+    let float = |v: f64| lit(Lit::Float(v, Some(t)));
+    let (f32_or, int_max) = (t == ScalarType::F32, |m: u128| lit(Lit::Int(m, Some(t))));
+    let pick = |a: f64, b: f64| if f32_or { a } else { b };
+    let kind = match (t, name.as_str()) {
+        (ScalarType::F32 | ScalarType::F64, "MAX") => float(pick(f32::MAX as f64, f64::MAX)).kind,
+        (ScalarType::F32 | ScalarType::F64, "MIN") => {
+            neg(float(pick(f32::MAX as f64, f64::MAX))).kind
+        }
+        (ScalarType::F32 | ScalarType::F64, "EPSILON") => {
+            float(pick(f32::EPSILON as f64, f64::EPSILON)).kind
+        }
+        (ScalarType::F32 | ScalarType::F64, "MIN_POSITIVE") => {
+            float(pick(f32::MIN_POSITIVE as f64, f64::MIN_POSITIVE)).kind
+        }
+        (ScalarType::F32 | ScalarType::F64, "INFINITY") => bin(BinOp::Div, float(1.0), float(0.0)),
+        (ScalarType::F32 | ScalarType::F64, "NEG_INFINITY") => {
+            bin(BinOp::Div, neg(float(1.0)), float(0.0))
+        }
+        (ScalarType::F32 | ScalarType::F64, "NAN") => bin(BinOp::Div, float(0.0), float(0.0)),
+        (ScalarType::U32, "MAX") => int_max(u32::MAX as u128).kind,
+        (ScalarType::U64, "MAX") => int_max(u64::MAX as u128).kind,
+        (ScalarType::U32 | ScalarType::U64, "MIN") => int_max(0).kind,
+        (ScalarType::I32, "MAX") => int_max(i32::MAX as u128).kind,
+        (ScalarType::I64, "MAX") => int_max(i64::MAX as u128).kind,
+        // -MAX - 1: the literal 2^31 (2^63) is out of range before the negation.
+        (ScalarType::I32, "MIN") => {
+            bin(BinOp::Sub, neg(int_max(i32::MAX as u128)), int_max(1))
+        }
+        (ScalarType::I64, "MIN") => {
+            bin(BinOp::Sub, neg(int_max(i64::MAX as u128)), int_max(1))
+        }
+        (_, other) => {
+            return Err(syntax(span, format!("`{}::{other}` is not supported", segs[0]))
+                .help("supported: `MAX`, `MIN` of u32 i32 u64 i64 f32 f64, and `EPSILON`, `MIN_POSITIVE`, `INFINITY`, `NEG_INFINITY`, `NAN` of f32 f64"))
+        }
+    };
+    Ok(Some(kind))
 }
 
 #[inline(never)]
