@@ -286,6 +286,9 @@ struct ClaimInfo {
     from_partition: bool,
 }
 
+/// An immutable `let` of loop counters: its initializer and the variables it names (their indices).
+type OfCounters = (Expr, Vec<(String, usize)>);
+
 #[derive(Clone, Debug)]
 struct Var {
     name: String,
@@ -317,7 +320,7 @@ struct Var {
     /// An immutable integer `let` of `for` counters (over constant ranges), constants and other such
     /// `let`s: its initializer and the variables it names, resolved where it is declared (T-PARTITION
     /// evaluates it per counter value).
-    of_counters: Option<std::rc::Rc<(Expr, Vec<(String, usize)>)>>,
+    of_counters: Option<std::rc::Rc<OfCounters>>,
     /// Named by the program since its declaration (a fill's slot names must each be loaded).
     used: bool,
 }

@@ -111,7 +111,7 @@ impl<'a> Cx<'a> {
         &self,
         init: &Expr,
         vi: usize,
-    ) -> Option<std::rc::Rc<(Expr, Vec<(String, usize)>)>> {
+    ) -> Option<std::rc::Rc<super::OfCounters>> {
         let mut refs: Vec<(String, usize)> = Vec::new();
         let mut ok = true;
         let mut counters = false;
@@ -345,7 +345,7 @@ impl<'a> Cx<'a> {
                 if reached.pairs > MAX_PAIRS {
                     break 'tuples;
                 }
-                let Some(e0) = l.sym.eval_at(u * l.size, &t) else {
+                let Some(e0) = l.sym.eval_at(u * l.size, t) else {
                     continue;
                 };
                 let w = Write {
