@@ -1,9 +1,9 @@
 //! Edge cases of instruction semantics that users' nvcc programs found wrong, each against the value the
 //! PTX ISA (or CUDA's documentation) gives: rounding of 16-bit fma and tf32 conversions, sign extension of
 //! float → narrow-integer conversions, `mad.hi.sat`, the order of signed zeros in `min`/`max`, operands
-//! the emulator does not model faulting instead of computing something else (`xorsign`, `oob`, `.b128`
+//! the emulator does not model faulting instead of computing something else (16-bit `xorsign`, `oob`, `.b128`
 //! immediates), `.b128` register pairs (`ld`/`st`/`mov`/`atom.cas`/`atom.exch`), the carry flag after a
-//! subtraction (the adder's carry, not the borrow),
+//! subtraction (the adder's carry, not the borrow), `min/max.xorsign.abs.f32`,
 //! bulk copies' 16-byte rule, multicast bulk copies, and cluster barriers with exited threads.
 
 use prism_runtime::emu::*;
@@ -147,7 +147,7 @@ fn unmodelled_operands_fault_instead_of_computing_something_else() {
         // `.b128` values are register pairs: an immediate or a lone 64-bit register would be truncated.
         (".reg .b128 %q<2>;", "mov.b128 %q1, 5;\nmov.b128 {%rd3, %rd4}, %q1;\nst.global.u64 [%rd1], %rd3;", "b128"),
         (".reg .b128 %q<2>;", "ld.global.u64 %rd3, [%rd2];\natom.global.exch.b128 %q1, [%rd1], %rd3;", "b128"),
-        ("", "ld.global.f32 %f1, [%rd2];\nmax.xorsign.abs.f32 %f2, %f1, %f1;\nst.global.f32 [%rd1], %f2;", "xorsign"),
+        ("", "ld.global.b16 %h1, [%rd2];\nmax.xorsign.abs.f16 %h2, %h1, %h1;\nst.global.b16 [%rd1], %h2;", "xorsign"),
         ("", "ld.global.b16 %h1, [%rd2];\nfma.rn.oob.bf16 %h2, %h1, %h1, %h1;\nst.global.b16 [%rd1], %h2;", "oob"),
     ] {
         match run(regs, body, &[0x3f80_0000, 0x3f80_0000, 0, 0], 2) {
@@ -157,6 +157,65 @@ fn unmodelled_operands_fault_instead_of_computing_something_else() {
             ),
             other => panic!("{what}: expected an Unsupported fault, got {other:?}"),
         }
+    }
+}
+
+#[test]
+fn min_max_xorsign_abs_f32_compare_magnitudes_and_xor_signs() {
+    // PTX ISA, min/max: |a| vs |b| under the usual NaN rules; a non-NaN result takes sign(a) ^ sign(b).
+    let cases: [(f32, f32); 6] = [
+        (-3.0, 2.0),
+        (-3.0, -2.0),
+        (1.5, -4.0),
+        (f32::NAN, -2.0),
+        (-0.0, 0.0),
+        (5.0, 5.0),
+    ];
+    let mut body = String::new();
+    let mut inp = Vec::new();
+    for (i, (a, b)) in cases.iter().enumerate() {
+        inp.extend([a.to_bits(), b.to_bits()]);
+        for (j, op) in ["min.xorsign.abs", "max.xorsign.abs", "min.NaN.xorsign.abs"]
+            .iter()
+            .enumerate()
+        {
+            body += &format!(
+                "ld.global.f32 %f1, [%rd2+{}];\nld.global.f32 %f2, [%rd2+{}];\n{op}.f32 %f3, %f1, %f2;\n\
+                 st.global.f32 [%rd1+{}], %f3;\n",
+                8 * i,
+                8 * i + 4,
+                4 * (3 * i + j)
+            );
+        }
+    }
+    let got = run("", &body, &inp, 3 * cases.len()).unwrap();
+    let want: [f32; 18] = [
+        -2.0,
+        -3.0,
+        -2.0, // -3, 2
+        2.0,
+        3.0,
+        2.0, // -3, -2
+        -1.5,
+        -4.0,
+        -1.5, // 1.5, -4
+        -2.0,
+        -2.0,
+        f32::NAN, // NaN, -2: the other operand, sign NaN ^ -2 (NaN is positive here)
+        -0.0,
+        -0.0,
+        -0.0, // -0, 0
+        5.0,
+        5.0,
+        5.0,
+    ];
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            f32::from_bits(*g).is_nan()
+        } else {
+            *g == w.to_bits()
+        };
+        assert!(ok, "case {k}: got {:?}, want {w:?}", f32::from_bits(*g));
     }
 }
 

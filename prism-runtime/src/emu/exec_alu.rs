@@ -130,7 +130,7 @@ pub(super) fn alu_lanes / alu_lanes_on(
             }
             true
         }
-        F32 if !m.sat && !m.relu && !m.nan && !m.ftz && m.dir == Dir::Near => {
+        F32 if !m.sat && !m.relu && !m.nan && !m.ftz && !m.xorsign && m.dir == Dir::Near => {
             match op {
                 AluOp::Add => f32_map(x, y, z, out, |a, b, _| a + b),
                 AluOp::Sub => f32_map(x, y, z, out, |a, b, _| a - b),

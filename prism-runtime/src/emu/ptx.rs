@@ -390,6 +390,8 @@ pub(crate) struct Mods {
     /// `.ftz` (f32, and f64 `rcp/rsqrt.approx.ftz`): subnormal inputs and results become zeros of the
     /// same sign.
     pub ftz: bool,
+    /// `min/max.xorsign.abs.f32`: compares |a| and |b|; the result's sign is sign(a) ^ sign(b).
+    pub xorsign: bool,
 }
 
 /// The rounding direction of float arithmetic (`exec/directed.rs`).

@@ -323,6 +323,23 @@ macro_rules! min_max {
 min_max!(fminmax, f32);
 min_max!(fminmax64, f64);
 
+/// `min/max{.NaN}.xorsign.abs.f32` (PTX ISA, min/max): the min/max of |a| and |b| under the usual NaN
+/// rules, then, unless the result is NaN, the sign bit set to sign(a) ^ sign(b).
+fn xorsign_minmax(max: bool, nan: bool, a: f32, b: f32) -> f32 {
+    let neg = a.is_sign_negative() != b.is_sign_negative();
+    let (a, b) = (a.abs(), b.abs());
+    let r = if nan && (a.is_nan() || b.is_nan()) {
+        f32::NAN
+    } else {
+        fminmax(a, b, max)
+    };
+    if r.is_nan() || !neg {
+        r
+    } else {
+        -r
+    }
+}
+
 pub(super) fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
     let (a, b, c) = if m.ftz {
         (flush32(a), flush32(b), flush32(c))
@@ -337,6 +354,7 @@ pub(super) fn f32_alu(op: AluOp, m: Mods, a: f32, b: f32, c: f32) -> f32 {
         AluOp::Div => a / b,
         AluOp::Abs => a.abs(),
         AluOp::Neg => -a,
+        AluOp::Min | AluOp::Max if m.xorsign => xorsign_minmax(op == AluOp::Max, m.nan, a, b),
         // `.NaN`: a NaN operand gives the canonical NaN (without it, the other operand).
         AluOp::Min | AluOp::Max if m.nan && (a.is_nan() || b.is_nan()) => f32::NAN,
         AluOp::Min => fminmax(a, b, false),

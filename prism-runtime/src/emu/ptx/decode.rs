@@ -33,9 +33,10 @@ impl Parser {
             }
             B128::Pairs => false,
         };
-        if has("xorsign") || has("oob") {
-            // `min/max.xorsign.abs` (|a| vs |b|, sign of a ^ b) and `fma.oob` (0 for an out-of-bounds NaN
-            // operand) change the result; not modelled, so they fault instead of computing plain min/fma.
+        let xorsign_f32 = matches!(base, "min" | "max") && types == [PtxType::F32] && has("abs");
+        if (has("xorsign") && !xorsign_f32) || has("oob") {
+            // `min/max.xorsign.abs` on f16/bf16(x2) and `fma.oob` (0 for an out-of-bounds NaN operand) change
+            // the result; not modelled, so they fault instead of computing plain min/fma.
             return Ok(pmisc::unsupported(&p.opcode, line));
         }
         let space = state_space(mods);
@@ -64,6 +65,7 @@ impl Parser {
                 _ => Dir::Near,
             },
             ftz: has("ftz"),
+            xorsign: has("xorsign"),
         };
         let o = OpInfo {
             p,
