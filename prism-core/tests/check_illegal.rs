@@ -577,3 +577,35 @@ fn partition_closure_variables_are_frozen_inside() {
     check_function(fs.last().unwrap(), &fs)
         .unwrap_or_else(|e| panic!("{:?}", e.iter().map(|d| d.text()).collect::<Vec<_>>()));
 }
+
+// ---- what a port from Rust or CUDA writes first (user round I): the help says what to write instead
+
+#[test]
+fn porting_helps_name_the_prism_spelling() {
+    let src =
+        kernel("#[at(thread[1])]\nlet t: u32 = id();\n#[at(thread[1])]\nlet v: f32 = q[t].exp();");
+    let ds = diags(&src);
+    assert!(
+        ds.iter().any(|d| d.rule == "UNKNOWN-FN"
+            && d.help
+                .as_deref()
+                .is_some_and(|h| h.contains("`(x * 1.442695).exp2()`"))),
+        "{:#?}",
+        ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+    );
+    let parse_help = |src: &str| {
+        let ds = parse_source(src).expect_err("a syntax error");
+        ds.iter()
+            .filter_map(|d| d.help.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let h = parse_help(&kernel(
+        "#[at(thread[1])]\nlet t: u32 = id();\n#[at(thread[1])]\nlet v: f32 = q[t as usize];",
+    ));
+    assert!(h.contains("there is no `usize`"), "{h}");
+    let h = parse_help(
+        "#[prism_device(requires(thread[1]))]\nfn pair(a: f32) -> (f32, f32) { (a, a) }\n",
+    );
+    assert!(h.contains("`&mut [T; N]` parameter"), "{h}");
+}

@@ -711,7 +711,12 @@ impl<'a> Cx<'a> {
                         method.span,
                         format!("unknown method `{other}`"),
                     )
-                    .help("math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma"),
+                    .help(match other {
+                        "exp" => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma; e^x is `(x * 1.442695).exp2()` (log2 e)",
+                        "ln" | "log" => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma; ln x is `x.log2() * 0.6931472` (ln 2)",
+                        "tanh" => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma; tanh x is `1.0 - 2.0 / ((x * 2.885390).exp2() + 1.0)` (2 log2 e)",
+                        _ => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma",
+                    }),
                 );
                 return Ty::Err;
             }

@@ -154,9 +154,14 @@ impl Cx {
 
     #[inline(never)]
     pub(super) fn e_cast(&mut self, c: &syn::ExprCast) -> PResult<ExprKind> {
-        let ty = self
-            .scalar(&c.ty)
-            .map_err(|d| d.help("casts go to scalar types: `x as f32`"))?;
+        let usize_like = matches!(&*c.ty, syn::Type::Path(p) if p.path.is_ident("usize") || p.path.is_ident("isize"));
+        let ty = self.scalar(&c.ty).map_err(|d| {
+            d.help(if usize_like {
+                "there is no `usize`: indices are `u32` (or `u64`) values, so index with the value itself (`x[i]`), or cast to `u32` / `u64`"
+            } else {
+                "casts go to scalar types: `x as f32`"
+            })
+        })?;
         // `0 as T` with `T` a type parameter is the literal of type T (`0u32`, `0.0f32`), when it is exact.
         let to_param = matches!(&*c.ty, syn::Type::Path(p) if p.path.get_ident().is_some_and(|i| self.type_param(&i.to_string()).is_some()));
         if to_param {

@@ -204,6 +204,8 @@ impl Cx {
                     self.scalar(t).map_err(|d| d.help(TYPES_HELP))?,
                 ))
             }
+            syn::Type::Tuple(_) => Err(syntax(t.span(), "tuples are not supported")
+                .help("return several values through a `&mut [T; N]` parameter (`fn f(out: &mut [f32; 2])`, called as `f(&mut pair)`), or return an array `[T; N]`")),
             _ => Err(syntax(t.span(), "unsupported type").help(TYPES_HELP)),
         }
     }
