@@ -480,7 +480,7 @@ impl EmuBackend {
         let cl = kernel.contract.cluster_blocks();
         let cluster = (cl > 1).then_some([cl, 1, 1]);
         let mut m = lock(&self.emu);
-        Ok(m.launch_cluster(
+        match m.launch_cluster(
             &module,
             kernel.entry,
             [dims.grid, 1, 1],
@@ -488,8 +488,67 @@ impl EmuBackend {
             cluster,
             kernel.contract.smem_bytes(),
             &params,
-        )?)
+        ) {
+            Ok(r) => Ok(r),
+            Err(emu::EmuError::Faulted { mut faults, report }) => {
+                for f in &mut faults {
+                    f.message = fault_in_terms_of_args(&m, kernel, args, &f.message);
+                }
+                Err(emu::EmuError::Faulted { faults, report }.into())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
+}
+
+/// A fault's message with the kernel's name, and each global address in it named as an element of the
+/// buffer argument it falls in or just past (`` `y`[5] ``, `` `y`[66], past its 64 elements ``): the emulator
+/// knows addresses, the launch knows which parameter each buffer is.
+fn fault_in_terms_of_args(
+    emu: &emu::Emulator,
+    kernel: &KernelInfo,
+    args: &[KernelArg<'_>],
+    message: &str,
+) -> String {
+    let mut notes = Vec::new();
+    for word in message.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let Some(addr) = word
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        else {
+            continue;
+        };
+        // The buffer with the highest base at or below the address.
+        let owner = args
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match a {
+                KernelArg::Buf { buf, .. } if buf.raw_ptr() <= addr => Some((i, buf)),
+                _ => None,
+            })
+            .max_by_key(|(_, b)| b.raw_ptr());
+        let Some((i, buf)) = owner else { continue };
+        let Some(bytes) = emu.alloc_len(buf.raw_ptr()) else {
+            continue;
+        };
+        let size = buf.elem().size().max(1) as u64;
+        let (offset, len) = (addr - buf.raw_ptr(), bytes as u64 / size);
+        let name = kernel.params.get(i).map_or("?", |p| p.name);
+        let element = offset / size;
+        let what = if element < len {
+            format!("`{name}`[{element}]")
+        } else if element - len < 1 << 20 {
+            format!("`{name}`[{element}], past its {len} elements")
+        } else {
+            continue;
+        };
+        notes.push(format!("{word} is {what}, parameter #{i}"));
+    }
+    let mut out = format!("kernel `{}`: {message}", kernel.name);
+    if !notes.is_empty() {
+        out.push_str(&format!(" ({})", notes.join("; ")));
+    }
+    out
 }
 
 /// Result of [`Device::launch`].

@@ -419,6 +419,14 @@ impl Emulator {
         }
     }
 
+    /// The length in bytes of the live allocation that starts at `base`.
+    pub(crate) fn alloc_len(&self, base: u64) -> Option<usize> {
+        self.allocs
+            .iter()
+            .find(|a| a.base == base)
+            .map(|a| a.data.len())
+    }
+
     /// The configuration.
     pub fn config(&self) -> &EmuConfig {
         &self.cfg
