@@ -189,6 +189,33 @@ impl L<'_> {
         Step::Continue
     }
 
+    /// The transaction count after `op` stays in [-(2^20 - 1), 2^20 - 1] (PTX ISA, mbarrier): beyond it is
+    /// an error, recorded as a fault of lane `l` (false).
+    fn mbar_tx_in_range(
+        &mut self,
+        b: &Block,
+        (wi, l, pc): (usize, usize, u32),
+        tx: i64,
+        op: MbarOp,
+        extra: Option<u64>,
+    ) -> bool {
+        let tx_add = match op {
+            MbarOp::ArriveExpectTx | MbarOp::ExpectTx => extra.unwrap_or(0) as i64,
+            MbarOp::CompleteTx => -(extra.unwrap_or(0) as i64),
+            _ => 0,
+        };
+        if (tx + tx_add).abs() < 1 << 20 {
+            return true;
+        }
+        let msg = format!(
+            "mbarrier transaction count {} (expected {} more bytes) outside its range of ±(2^20 - 1)",
+            tx + tx_add,
+            tx_add
+        );
+        self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+        false
+    }
+
     /// One lane's `mbarrier` operation (false after a fault).
     #[allow(clippy::too_many_arguments)]
     fn mbarrier_lane(
@@ -253,19 +280,7 @@ impl L<'_> {
                 return false;
             }
         };
-        // The transaction count lives in [-(2^20 - 1), 2^20 - 1] (PTX ISA, mbarrier): beyond it is an error.
-        let tx_add = match op {
-            MbarOp::ArriveExpectTx | MbarOp::ExpectTx => extra.unwrap_or(0) as i64,
-            MbarOp::CompleteTx => -(extra.unwrap_or(0) as i64),
-            _ => 0,
-        };
-        if (mb.tx + tx_add).abs() >= 1 << 20 {
-            let msg = format!(
-                "mbarrier transaction count {} (expected {} more bytes) outside its range of ±(2^20 - 1)",
-                mb.tx + tx_add,
-                tx_add
-            );
-            self.fault(b, wi, Some(l as u32), pc, FaultKind::MbarrierMisuse, msg);
+        if !self.mbar_tx_in_range(b, (wi, l, pc), mb.tx, op, extra) {
             return false;
         }
         if matches!(op, MbarOp::ArriveNoinc | MbarOp::CpAsyncArrive) {

@@ -50,62 +50,7 @@ impl L<'_> {
             return None;
         }
         match sp {
-            Space::Shared => {
-                // Past every shared window: where a Prism kernel's bounds check (SHARED-INDEX) sends an
-                // index out of range of its shared allocation (the GPU refuses the address too).
-                if a >= 0xFFFF_FF00 {
-                    let msg = format!("shared address 0x{a:x} is past every shared window: an index out of bounds of a shared allocation (a Prism kernel's SHARED-INDEX check sends such accesses here)");
-                    self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
-                    return None;
-                }
-                // A shared::cluster address made by `mapa` carries the target block's rank + 1 in bits
-                // 24..29; rank + 1 = 0 (or this block's own rank) is this block's shared memory.
-                let tag = ((a >> 24) & 0x3F) as u32;
-                let a = a & 0xFF_FFFF;
-                let csize = self.cluster_size();
-                if tag != 0 && tag - 1 != b.crank {
-                    let r = tag - 1;
-                    if r >= csize {
-                        let msg = format!("shared::cluster address names block rank {r}, but the cluster has {csize} blocks");
-                        self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
-                        return None;
-                    }
-                    if a as usize + size > self.smem_size {
-                        let msg = format!("shared::cluster access of {size} bytes at offset 0x{a:x} of block rank {r}, outside its {} bytes", self.smem_size);
-                        self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
-                        return None;
-                    }
-                    // Distributed shared memory lives as long as its block: a block must not exit
-                    // while others of its cluster may still access it (CUDA Programming Guide,
-                    // distributed shared memory), so an access after that is undefined behaviour.
-                    if (self.remote_exited >> r) & 1 != 0 {
-                        let msg = format!("shared::cluster access of {size} bytes at offset 0x{a:x} of block rank {r} of the cluster, which has exited: its shared memory no longer exists (keep every block until its peers are done with it, e.g. a barrier.cluster before exit)");
-                        self.fault(
-                            b,
-                            wi,
-                            Some(lane as u32),
-                            pc,
-                            FaultKind::InvalidOperation,
-                            msg,
-                        );
-                        return None;
-                    }
-                    return Some(Loc::Remote(r as usize, a as usize));
-                }
-                if a as usize + size <= self.smem_size {
-                    Some(Loc::Shared(a as usize))
-                } else {
-                    self.fault(
-                        b,
-                        wi,
-                        Some(lane as u32),
-                        pc,
-                        FaultKind::OutOfBounds,
-                        format!("shared access of {} bytes at offset 0x{:x} outside the block's {} bytes of shared memory", size, a, self.smem_size),
-                    );
-                    None
-                }
-            }
+            Space::Shared => self.resolve_shared(b, wi, lane, a, size, pc),
             Space::Local => {
                 if let Some(i) = self.local_index(b, tid, a, size) {
                     Some(Loc::Local(i))
@@ -160,6 +105,73 @@ impl L<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// [`Self::resolve`] for a shared (or shared::cluster) offset `a`, bounds checked.
+    #[inline]
+    fn resolve_shared(
+        &mut self,
+        b: &Block,
+        wi: usize,
+        lane: usize,
+        a: u64,
+        size: usize,
+        pc: u32,
+    ) -> Option<Loc> {
+        // Past every shared window: where a Prism kernel's bounds check (SHARED-INDEX) sends an
+        // index out of range of its shared allocation (the GPU refuses the address too).
+        if a >= 0xFFFF_FF00 {
+            let msg = format!("shared address 0x{a:x} is past every shared window: an index out of bounds of a shared allocation (a Prism kernel's SHARED-INDEX check sends such accesses here)");
+            self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
+            return None;
+        }
+        // A shared::cluster address made by `mapa` carries the target block's rank + 1 in bits
+        // 24..29; rank + 1 = 0 (or this block's own rank) is this block's shared memory.
+        let tag = ((a >> 24) & 0x3F) as u32;
+        let a = a & 0xFF_FFFF;
+        let csize = self.cluster_size();
+        if tag != 0 && tag - 1 != b.crank {
+            let r = tag - 1;
+            if r >= csize {
+                let msg = format!("shared::cluster address names block rank {r}, but the cluster has {csize} blocks");
+                self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
+                return None;
+            }
+            if a as usize + size > self.smem_size {
+                let msg = format!("shared::cluster access of {size} bytes at offset 0x{a:x} of block rank {r}, outside its {} bytes", self.smem_size);
+                self.fault(b, wi, Some(lane as u32), pc, FaultKind::OutOfBounds, msg);
+                return None;
+            }
+            // Distributed shared memory lives as long as its block: a block must not exit
+            // while others of its cluster may still access it (CUDA Programming Guide,
+            // distributed shared memory), so an access after that is undefined behaviour.
+            if (self.remote_exited >> r) & 1 != 0 {
+                let msg = format!("shared::cluster access of {size} bytes at offset 0x{a:x} of block rank {r} of the cluster, which has exited: its shared memory no longer exists (keep every block until its peers are done with it, e.g. a barrier.cluster before exit)");
+                self.fault(
+                    b,
+                    wi,
+                    Some(lane as u32),
+                    pc,
+                    FaultKind::InvalidOperation,
+                    msg,
+                );
+                return None;
+            }
+            return Some(Loc::Remote(r as usize, a as usize));
+        }
+        if a as usize + size <= self.smem_size {
+            Some(Loc::Shared(a as usize))
+        } else {
+            self.fault(
+                b,
+                wi,
+                Some(lane as u32),
+                pc,
+                FaultKind::OutOfBounds,
+                format!("shared access of {} bytes at offset 0x{:x} outside the block's {} bytes of shared memory", size, a, self.smem_size),
+            );
+            None
         }
     }
 
