@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{configs, Pod, Rng};
+use common::{check, configs, Dev, Rng};
 use prism_runtime::emu::*;
 
 fn module() -> Module {
@@ -18,54 +18,9 @@ fn module() -> Module {
 }
 
 /// Sentinel for outputs: an element the kernel should have written but did not shows as this.
-const UNSET: i32 = 0x5A5A_5A5A;
-
-/// One emulator with typed buffers.
-struct Dev(Emulator);
-impl Dev {
-    fn new(cfg: EmuConfig) -> Self {
-        Dev(Emulator::new(cfg))
-    }
-    fn up<T: Pod>(&mut self, v: &[T]) -> u64 {
-        let mut b = Vec::with_capacity(v.len() * T::N);
-        for x in v {
-            x.put(&mut b);
-        }
-        common::upload(&mut self.0, &b)
-    }
-    fn unset(&mut self, n: usize) -> u64 {
-        self.up(&vec![UNSET; n])
-    }
-    fn down<T: Pod>(&self, a: u64, n: usize) -> Vec<T> {
-        self.0
-            .read(a, n * T::N)
-            .expect("read")
-            .chunks(T::N)
-            .map(T::get)
-            .collect()
-    }
-    fn run(
-        &mut self,
-        m: &Module,
-        k: &str,
-        grid: u32,
-        block: u32,
-        smem: u32,
-        p: &[ParamValue],
-    ) -> LaunchReport {
-        common::launch_1d(&mut self.0, m, k, (grid, block, smem), p)
-    }
-}
+const UNSET: i32 = common::UNSET_BITS as i32;
 
 use ParamValue::{Ptr, I32};
-
-/// Compares `got` with `want` element by element, naming the first difference.
-fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g, w, "{what}: element {i}");
-    }
-}
 
 // ---------------------------------------------------------------- K1: BlockExchange + BlockShuffle
 
@@ -87,9 +42,7 @@ fn cub_exchange_shuffle_matches_host() {
         d.run(
             &m,
             "cub_exchange_shuffle",
-            blocks as u32,
-            128,
-            0,
+            (blocks as u32, 128, 0),
             &[Ptr(xin), Ptr(o0), Ptr(o1), Ptr(o2), Ptr(sh)],
         );
         let (mut w0, mut w1, mut w2, mut wsh) = (
@@ -171,9 +124,7 @@ fn cub_run_length_decode_matches_host() {
         d.run(
             &m,
             "cub_rld",
-            blocks as u32,
-            64,
-            0,
+            (blocks as u32, 64, 0),
             &[Ptr(vin), Ptr(lin), Ptr(dec), Ptr(rel), Ptr(tot)],
         );
         let (gd, gr, gt) = (
@@ -223,9 +174,7 @@ fn warp_merge_sort_matches_host() {
         d.run(
             &m,
             "warp_merge_sort",
-            blocks as u32,
-            128,
-            0,
+            (blocks as u32, 128, 0),
             &[Ptr(xin), Ptr(ko), Ptr(vo)],
         );
         let (mut wk, mut wv) = (vec![0; n], vec![0; n]);
@@ -264,9 +213,7 @@ fn lookback_scan_hand_matches_host() {
             d.run(
                 &m,
                 "lookback_scan_hand",
-                tiles as u32,
-                128,
-                0,
+                (tiles as u32, 128, 0),
                 &[Ptr(xin), Ptr(out), Ptr(status), Ptr(counter), I32(n as i32)],
             );
             let mut acc = 0u32;
@@ -363,9 +310,7 @@ fn atomic_ref_orders_match_host() {
         d.run(
             &m,
             "atomic_ref_orders",
-            n.div_ceil(128) as u32,
-            128,
-            0,
+            (n.div_ceil(128) as u32, 128, 0),
             &[
                 Ptr(xin),
                 I32(n as i32),
@@ -440,9 +385,7 @@ fn cluster_dsmem_histogram_matches_host() {
             d.run(
                 &m,
                 "cluster_hist",
-                grid as u32,
-                block as u32,
-                (bpb * 4) as u32,
+                (grid as u32, block as u32, (bpb * 4) as u32),
                 &[
                     Ptr(bins),
                     Ptr(xin),
@@ -497,9 +440,7 @@ fn atomic_cas128_matches_host() {
         d.run(
             &m,
             "atomic_cas128",
-            n.div_ceil(128) as u32,
-            128,
-            0,
+            (n.div_ceil(128) as u32, 128, 0),
             &[Ptr(slots), Ptr(xin), I32(n as i32), I32(nslots as i32)],
         );
         let mut want = vec![0u64; 2 * nslots];
@@ -553,9 +494,7 @@ fn switch_local_memcpy_matches_host() {
         d.run(
             &m,
             "switch_local",
-            n.div_ceil(64) as u32,
-            64,
-            0,
+            (n.div_ceil(64) as u32, 64, 0),
             &[Ptr(xin), Ptr(out), I32(n as i32)],
         );
         let mut want = vec![0i32; 2 * n];
@@ -593,9 +532,7 @@ fn named_barrier_ring_matches_host() {
         d.run(
             &m,
             "named_barrier_ring",
-            blocks as u32,
-            96,
-            0,
+            (blocks as u32, 96, 0),
             &[Ptr(xin), Ptr(out)],
         );
         let mut want = vec![0i32; blocks * 64];
@@ -636,9 +573,7 @@ fn bulk_ptx_copy_matches_host() {
         d.run(
             &m,
             "bulk_ptx_copy",
-            blocks as u32,
-            256,
-            0,
+            (blocks as u32, 256, 0),
             &[Ptr(xin), Ptr(out), I32(chunks as i32)],
         );
         let want: Vec<f32> = (0..n)
@@ -672,9 +607,7 @@ fn cuda_std_misc_matches_host() {
         d.run(
             &m,
             "cuda_std_misc",
-            n.div_ceil(64) as u32,
-            64,
-            0,
+            (n.div_ceil(64) as u32, 64, 0),
             &[Ptr(ain), Ptr(uin), Ptr(fo), Ptr(io), I32(n as i32)],
         );
         let (gf, gi) = (d.down::<f32>(fo, 8 * n), d.down::<i32>(io, 6 * n));
@@ -840,9 +773,7 @@ fn f64_special_functions_match_host() {
         d.run(
             &m,
             "f64_special",
-            n.div_ceil(64) as u32,
-            64,
-            0,
+            (n.div_ceil(64) as u32, 64, 0),
             &[Ptr(xa), Ptr(ya), Ptr(out), I32(n as i32)],
         );
         let g = d.down::<f64>(out, 20 * n);
@@ -911,9 +842,7 @@ fn f32_functions_match_host() {
         d.run(
             &m,
             "f32_funcs",
-            n.div_ceil(64) as u32,
-            64,
-            0,
+            (n.div_ceil(64) as u32, 64, 0),
             &[Ptr(xa), Ptr(ya), Ptr(out), I32(n as i32)],
         );
         let g = d.down::<f32>(out, 20 * n);
@@ -1121,9 +1050,7 @@ fn half_bf16_math_matches_host() {
         d.run(
             &m,
             "half_bf16",
-            n.div_ceil(128) as u32,
-            128,
-            0,
+            (n.div_ceil(128) as u32, 128, 0),
             &[Ptr(xa), Ptr(ya), Ptr(out), I32(n as i32)],
         );
         let g = d.down::<u16>(out, 24 * n);
@@ -1182,9 +1109,7 @@ fn int128_math_matches_host() {
         d.run(
             &m,
             "int128_math",
-            n.div_ceil(64) as u32,
-            64,
-            0,
+            (n.div_ceil(64) as u32, 64, 0),
             &[Ptr(aa), Ptr(ba), Ptr(out), I32(n as i32)],
         );
         let g = d.down::<u64>(out, 12 * n);
@@ -1238,9 +1163,7 @@ fn atomic128_exch_atomic_ref_block_cas_match_host() {
         d.run(
             &m,
             "atomic128_ops",
-            blocks as u32,
-            128,
-            0,
+            (blocks as u32, 128, 0),
             &[
                 Ptr(chain),
                 Ptr(olds),
@@ -1310,9 +1233,7 @@ fn thrust_seq_algorithms_match_host() {
         d.run(
             &m,
             "thrust_seq",
-            n.div_ceil(32) as u32,
-            32,
-            0,
+            (n.div_ceil(32) as u32, 32, 0),
             &[Ptr(xin), Ptr(out), I32(n as i32)],
         );
         let mut want = Vec::with_capacity(n * 52);
@@ -1359,9 +1280,7 @@ fn hash_insert_matches_host() {
         d.run(
             &m,
             "hash_insert",
-            n.div_ceil(128) as u32,
-            128,
-            0,
+            (n.div_ceil(128) as u32, 128, 0),
             &[
                 Ptr(keys),
                 Ptr(vals),
@@ -1420,9 +1339,7 @@ fn atomic_wait_notify_hand_off_matches_host() {
         d.run(
             &m,
             "wait_notify",
-            blocks as u32,
-            64,
-            0,
+            (blocks as u32, 64, 0),
             &[Ptr(xin), Ptr(out)],
         );
         let want: Vec<i32> = (0..blocks * 128)

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{configs, Pod, Rng};
+use common::{check, configs, Dev, Rng};
 use half::{bf16, f16};
 use prism_runtime::emu::*;
 use ParamValue::{Ptr, F32, I32};
@@ -20,42 +20,7 @@ fn module() -> Module {
 }
 
 /// Sentinel for outputs: an element the kernel should have written but did not shows as this.
-const UNSET: u32 = 0x5A5A_5A5A;
-
-struct Dev(Emulator);
-impl Dev {
-    fn new(cfg: EmuConfig) -> Self {
-        Dev(Emulator::new(cfg))
-    }
-    fn up<T: Pod>(&mut self, v: &[T]) -> u64 {
-        let mut b = Vec::with_capacity(v.len() * T::N);
-        for x in v {
-            x.put(&mut b);
-        }
-        common::upload(&mut self.0, &b)
-    }
-    fn unset(&mut self, n: usize) -> u64 {
-        self.up(&vec![UNSET; n])
-    }
-    fn down<T: Pod>(&self, a: u64, n: usize) -> Vec<T> {
-        self.0
-            .read(a, n * T::N)
-            .expect("read")
-            .chunks(T::N)
-            .map(T::get)
-            .collect()
-    }
-    fn run(&mut self, m: &Module, k: &str, dims: (u32, u32, u32), p: &[ParamValue]) {
-        common::launch_1d(&mut self.0, m, k, dims, p);
-    }
-}
-
-fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g, w, "{what}: element {i}");
-    }
-}
+const UNSET: u32 = common::UNSET_BITS;
 
 /// Float comparison with an absolute and a relative tolerance.
 fn close(what: &str, got: &[f32], want: &[f64], abs: f64, rel: f64) {

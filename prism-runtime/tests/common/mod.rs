@@ -119,3 +119,52 @@ pub fn launch_1d(
         Err(err) => panic!("{k}: {err:?}"),
     }
 }
+
+/// Sentinel bits for outputs: an element the kernel should have written but did not shows as this.
+pub const UNSET_BITS: u32 = 0x5A5A_5A5A;
+
+/// One emulator with typed buffers.
+pub struct Dev(pub Emulator);
+
+impl Dev {
+    pub fn new(cfg: EmuConfig) -> Self {
+        Dev(Emulator::new(cfg))
+    }
+    pub fn up<T: Pod>(&mut self, v: &[T]) -> u64 {
+        let mut b = Vec::with_capacity(v.len() * T::N);
+        for x in v {
+            x.put(&mut b);
+        }
+        upload(&mut self.0, &b)
+    }
+    /// `n` 32-bit elements of [`UNSET_BITS`].
+    pub fn unset(&mut self, n: usize) -> u64 {
+        self.up(&vec![UNSET_BITS; n])
+    }
+    pub fn down<T: Pod>(&self, a: u64, n: usize) -> Vec<T> {
+        self.0
+            .read(a, n * T::N)
+            .expect("read")
+            .chunks(T::N)
+            .map(T::get)
+            .collect()
+    }
+    /// [`launch_1d`] on this emulator.
+    pub fn run(
+        &mut self,
+        m: &Module,
+        k: &str,
+        dims: (u32, u32, u32),
+        p: &[ParamValue],
+    ) -> LaunchReport {
+        launch_1d(&mut self.0, m, k, dims, p)
+    }
+}
+
+/// Compares `got` with `want` element by element, naming the first difference.
+pub fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g, w, "{what}: element {i}");
+    }
+}
