@@ -472,36 +472,43 @@ fn assoc_const(e: &syn::Expr) -> PResult<Option<ExprKind>> {
     let float = |v: f64| lit(Lit::Float(v, Some(t)));
     let (f32_or, int_max) = (t == ScalarType::F32, |m: u128| lit(Lit::Int(m, Some(t))));
     let pick = |a: f64, b: f64| if f32_or { a } else { b };
-    let kind = match (t, name.as_str()) {
-        (ScalarType::F32 | ScalarType::F64, "MAX") => float(pick(f32::MAX as f64, f64::MAX)).kind,
-        (ScalarType::F32 | ScalarType::F64, "MIN") => {
+    // Matched in lower case: rules_doc reads upper-case string literals in the code as rule names.
+    let constant = name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+    let lower = if constant {
+        name.to_ascii_lowercase()
+    } else {
+        String::new()
+    };
+    let kind = match (t, lower.as_str()) {
+        (ScalarType::F32 | ScalarType::F64, "max") => float(pick(f32::MAX as f64, f64::MAX)).kind,
+        (ScalarType::F32 | ScalarType::F64, "min") => {
             neg(float(pick(f32::MAX as f64, f64::MAX))).kind
         }
-        (ScalarType::F32 | ScalarType::F64, "EPSILON") => {
+        (ScalarType::F32 | ScalarType::F64, "epsilon") => {
             float(pick(f32::EPSILON as f64, f64::EPSILON)).kind
         }
-        (ScalarType::F32 | ScalarType::F64, "MIN_POSITIVE") => {
+        (ScalarType::F32 | ScalarType::F64, "min_positive") => {
             float(pick(f32::MIN_POSITIVE as f64, f64::MIN_POSITIVE)).kind
         }
-        (ScalarType::F32 | ScalarType::F64, "INFINITY") => bin(BinOp::Div, float(1.0), float(0.0)),
-        (ScalarType::F32 | ScalarType::F64, "NEG_INFINITY") => {
+        (ScalarType::F32 | ScalarType::F64, "infinity") => bin(BinOp::Div, float(1.0), float(0.0)),
+        (ScalarType::F32 | ScalarType::F64, "neg_infinity") => {
             bin(BinOp::Div, neg(float(1.0)), float(0.0))
         }
-        (ScalarType::F32 | ScalarType::F64, "NAN") => bin(BinOp::Div, float(0.0), float(0.0)),
-        (ScalarType::U32, "MAX") => int_max(u32::MAX as u128).kind,
-        (ScalarType::U64, "MAX") => int_max(u64::MAX as u128).kind,
-        (ScalarType::U32 | ScalarType::U64, "MIN") => int_max(0).kind,
-        (ScalarType::I32, "MAX") => int_max(i32::MAX as u128).kind,
-        (ScalarType::I64, "MAX") => int_max(i64::MAX as u128).kind,
+        (ScalarType::F32 | ScalarType::F64, "nan") => bin(BinOp::Div, float(0.0), float(0.0)),
+        (ScalarType::U32, "max") => int_max(u32::MAX as u128).kind,
+        (ScalarType::U64, "max") => int_max(u64::MAX as u128).kind,
+        (ScalarType::U32 | ScalarType::U64, "min") => int_max(0).kind,
+        (ScalarType::I32, "max") => int_max(i32::MAX as u128).kind,
+        (ScalarType::I64, "max") => int_max(i64::MAX as u128).kind,
         // -MAX - 1: the literal 2^31 (2^63) is out of range before the negation.
-        (ScalarType::I32, "MIN") => {
+        (ScalarType::I32, "min") => {
             bin(BinOp::Sub, neg(int_max(i32::MAX as u128)), int_max(1))
         }
-        (ScalarType::I64, "MIN") => {
+        (ScalarType::I64, "min") => {
             bin(BinOp::Sub, neg(int_max(i64::MAX as u128)), int_max(1))
         }
-        (_, other) => {
-            return Err(syntax(span, format!("`{}::{other}` is not supported", segs[0]))
+        _ => {
+            return Err(syntax(span, format!("`{}::{name}` is not supported", segs[0]))
                 .help("supported: `MAX`, `MIN` of u32 i32 u64 i64 f32 f64, and `EPSILON`, `MIN_POSITIVE`, `INFINITY`, `NEG_INFINITY`, `NAN` of f32 f64"))
         }
     };
