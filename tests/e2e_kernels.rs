@@ -271,6 +271,94 @@ pub fn reverse_tiles(x: *const f32, y: *mut f32) {
     );
 }
 
+// docs/GUIDE.md §2, verbatim: a block's sum through shared memory, by hand (the library has
+// `prism_kernels::block_reduce`): each level reads in block code, then writes through a new partition.
+#[prism::prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128, smem = 512)]
+pub fn block_sums(x: *const f32, sums: *mut f32, n: u32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(
+        sums,
+        block[1],
+        |k| b + k,
+        |sum_b| {
+            group(block[1], || {
+                let s: Shared<[f32; 128]>;
+                #[at(thread[1])]
+                let t: u32 = id();
+                partition(
+                    s,
+                    thread[1],
+                    |k| t + k,
+                    |s_t| {
+                        group(thread[1], || {
+                            s_t[0] = if b * 128 + t < n { x[b * 128 + t] } else { 0.0 };
+                        });
+                    },
+                );
+                for level in 0..7 {
+                    let stride: u32 = 64 >> level;
+                    // Every thread reads (its pair, or nothing) before any writes: the compiler places the
+                    // barriers between the reads and the writes, and between the levels.
+                    #[at(thread[1])]
+                    let v: f32 = if t < stride {
+                        s[t] + s[t + stride]
+                    } else {
+                        0.0
+                    };
+                    partition(
+                        s,
+                        thread[1],
+                        |k| t + k,
+                        |s_t| {
+                            group(thread[1], || {
+                                if t < stride {
+                                    s_t[0] = v;
+                                }
+                            });
+                        },
+                    );
+                }
+                claim(sum_b, thread[1], |one| match split(thread) {
+                    1 => {
+                        one[0] = s[0];
+                    }
+                });
+            });
+        },
+    );
+}
+
+#[test]
+fn guide_block_sums_run() {
+    let dev = device();
+    let mut rng = Rng::new(35);
+    // Ragged: the last block's tail reads zeros.
+    for n in [1usize, 128, 300, 1000] {
+        let x = rng.f32s(n);
+        let blocks = n.div_ceil(128);
+        let dx = dev.htod(&x).unwrap();
+        let mut ds = dev.htod(&vec![SENTINEL_F32; blocks]).unwrap();
+        block_sums::launch(
+            &dev,
+            LaunchDims::new(blocks as u32, 128),
+            &dx,
+            &mut ds,
+            n as u32,
+        )
+        .unwrap();
+        let sums = dev.dtoh(&ds).unwrap();
+        for (b, chunk) in x.chunks(128).enumerate() {
+            let want: f64 = chunk.iter().map(|v| *v as f64).sum();
+            assert!(
+                (sums[b] as f64 - want).abs() < 1e-4,
+                "n = {n}, block {b}: {} vs {want}",
+                sums[b]
+            );
+        }
+    }
+}
+
 #[test]
 fn guide_examples_run() {
     let dev = device();
