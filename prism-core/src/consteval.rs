@@ -5,7 +5,37 @@ use crate::ast::{
     BinOp, Block, Expr, ExprKind, Function, Lit, ScalarType, Stmt, StmtKind, Type, UnOp,
 };
 use crate::Diagnostic;
+use proc_macro2::Span;
 use std::collections::HashMap;
+
+/// A float literal whose value is infinite in type `t`: an infinite `x` (`1e400`), or a finite one that
+/// rounds to nearest past `t`'s largest value (`1e39` as f32), as rustc's `overflowing_literals` says.
+pub(crate) fn float_literal_overflows(x: f64, t: ScalarType) -> bool {
+    let limit = match t {
+        ScalarType::F32 => return (x as f32).is_infinite(),
+        // The largest finite value plus half its ulp.
+        ScalarType::F16 => 65520.0,
+        ScalarType::BF16 => (2.0 - 1.0 / 256.0) * 2f64.powi(127),
+        _ => f64::INFINITY,
+    };
+    x.is_infinite() || x.abs() >= limit
+}
+
+/// CONST-OVERFLOW for a float literal that [`float_literal_overflows`] type `t`.
+pub(crate) fn float_literal_error(span: Span, t: ScalarType) -> Diagnostic {
+    let max = match t {
+        ScalarType::F32 => f32::MAX as f64,
+        ScalarType::F16 => 65504.0,
+        ScalarType::BF16 => 3.3895313892515355e38,
+        _ => f64::MAX,
+    };
+    Diagnostic::new(
+        "CONST-OVERFLOW",
+        span,
+        format!("literal out of range for {t}: the largest finite value is {max:e}"),
+    )
+    .help(format!("rustc rejects it too (`overflowing_literals`): write a smaller value (an infinity is `1.0{t} / 0.0`)"))
+}
 
 /// Evaluates an integer constant expression: literals, const names (looked up through `consts`), `+ - * / %
 /// << >> & | ^`, unary `-`, parentheses (already gone in the tree) and casts to integer types. Arithmetic is

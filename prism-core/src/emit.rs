@@ -143,6 +143,13 @@ impl Val {
             Val::Reg(_, t) => Some(*t),
         }
     }
+    /// Its type, or for an untyped literal the checker's default: f32 for a float, else i32.
+    fn ty_or_default(&self) -> ScalarType {
+        self.ty().unwrap_or(match self {
+            Val::Imm(Imm::Float(_), _) => ScalarType::F32,
+            _ => ScalarType::I32,
+        })
+    }
     fn as_int(&self) -> Option<i128> {
         match self {
             Val::Imm(Imm::Int(v), _) => Some(*v),

@@ -1,6 +1,7 @@
 //! Expressions and types: names, indexing, operators, casts, array literals and methods.
 
 use super::*;
+use crate::consteval::{float_literal_error, float_literal_overflows};
 
 impl<'a> Cx<'a> {
     pub(super) fn expect_ty(&mut self, got: &Ty, want: &Ty, span: Span, what: &str) {
@@ -53,21 +54,11 @@ impl<'a> Cx<'a> {
 
     pub(super) fn expr(&mut self, e: &Expr, sink: &Sink, code: Perspective) -> Ty {
         match &e.kind {
-            ExprKind::Lit(Lit::Float(v, t)) if float_lit_overflows(*v, *t) => {
-                let ty = t.unwrap_or(ScalarType::F64);
-                let max = if ty == ScalarType::F32 {
-                    f32::MAX as f64
-                } else {
-                    f64::MAX
-                };
-                self.errors.push(
-                    err(
-                        "CONST-OVERFLOW",
-                        e.span,
-                        format!("literal out of range for {ty}: the largest finite value is {max:e}"),
-                    )
-                    .help(format!("rustc rejects it too (`overflowing_literals`): write a smaller value (an infinity is `1.0{ty} / 0.0`)")),
-                );
+            ExprKind::Lit(Lit::Float(v, t))
+                if float_literal_overflows(*v, t.unwrap_or(ScalarType::F64)) =>
+            {
+                self.errors
+                    .push(float_literal_error(e.span, t.unwrap_or(ScalarType::F64)));
                 t.map_or(Ty::FloatLit, Ty::Scalar)
             }
             ExprKind::Lit(Lit::Int(_, Some(t))) | ExprKind::Lit(Lit::Float(_, Some(t))) => {
@@ -818,9 +809,4 @@ pub(super) fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
         (x, y) if x == y => Some(x.clone()),
         _ => None,
     }
-}
-
-/// A float literal whose finite decimal value is infinite in its type (`1e40f32`; any type for `1e400`).
-fn float_lit_overflows(v: f64, t: Option<ScalarType>) -> bool {
-    v.is_infinite() || (t == Some(ScalarType::F32) && (v as f32).is_infinite())
 }

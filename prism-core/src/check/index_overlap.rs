@@ -299,19 +299,17 @@ impl<'a> Cx<'a> {
         if let Some(outer) = &l.outer {
             // Every inner unit's elements, as indices of the outer view (the same in every outer unit:
             // the inner closure reads only ranks within its code and constants).
-            let mut outer_tuples: Vec<Vec<i128>> = Vec::new();
+            let mut elements = std::collections::BTreeSet::new();
             for t in &tuples {
                 for u in 0..l.units {
                     let Some(e0) = l.sym.eval_at(u * l.size, t) else {
                         continue;
                     };
-                    for e in e0..e0 + width {
-                        if outer_tuples.len() < MAX_TUPLES && !outer_tuples.contains(&vec![e]) {
-                            outer_tuples.push(vec![e]);
-                        }
-                    }
+                    elements
+                        .extend((e0..e0 + width).take(MAX_TUPLES.saturating_sub(elements.len())));
                 }
             }
+            let outer_tuples = elements.into_iter().map(|e| vec![e]).collect();
             self.layout_access(outer, span, what, (outer_tuples, 1), read);
         }
     }

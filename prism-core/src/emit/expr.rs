@@ -169,13 +169,7 @@ impl Em {
                     ));
                 }
                 let v = self.scalar(value)?;
-                let t = v
-                    .ty()
-                    .unwrap_or(if matches!(v, Val::Imm(Imm::Float(_), _)) {
-                        ScalarType::F32
-                    } else {
-                        ScalarType::I32
-                    });
+                let t = v.ty_or_default();
                 let v = self.coerce(v, t, e.span)?;
                 Ok(Value::Arr(vec![v; n as usize], t))
             }
@@ -240,18 +234,14 @@ impl Em {
             return self.scalar_as(chosen, want).map(Value::S);
         }
         let p = self.reg(&c, ScalarType::Bool);
+        // A typed side's type, else `want`, else the literals' default (f32 if either is a float).
         let default = |a: &Val, b: Option<&Val>| {
-            a.ty().or(b.and_then(Val::ty)).or(want).unwrap_or(
-                if [Some(a), b]
-                    .into_iter()
-                    .flatten()
-                    .any(|v| matches!(v, Val::Imm(Imm::Float(_), _)))
-                {
-                    ScalarType::F32
-                } else {
-                    ScalarType::I32
-                },
-            )
+            a.ty().or(b.and_then(Val::ty)).or(want).unwrap_or_else(|| {
+                match b.map(Val::ty_or_default) {
+                    Some(ScalarType::F32) => ScalarType::F32,
+                    _ => a.ty_or_default(),
+                }
+            })
         };
         if pure(then_value) && pure(else_value) {
             let a = self.scalar_as(then_value, want)?;

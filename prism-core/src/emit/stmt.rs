@@ -363,13 +363,7 @@ impl Em {
                 let t = match declared {
                     Some((t, None)) => t,
                     // An untyped literal: the checker's defaults (f32, i32).
-                    _ => v
-                        .ty()
-                        .unwrap_or(if matches!(v, Val::Imm(Imm::Float(_), _)) {
-                            ScalarType::F32
-                        } else {
-                            ScalarType::I32
-                        }),
+                    _ => v.ty_or_default(),
                 };
                 let v = self.coerce(v, t, span)?;
                 let val = if !mutable && matches!(v, Val::Imm(..)) {

@@ -335,19 +335,12 @@ impl Em {
         match v.ty() {
             None => Ok(match v {
                 // An unsuffixed literal takes its type here: past that type's range it would be stored as
-                // an infinity, which the checker's CONST-OVERFLOW forbids for suffixed ones.
-                Val::Imm(Imm::Float(x), _) if rounds_to_infinity(x, t) => {
-                    return Err(err(
-                        "CONST-OVERFLOW",
-                        span,
-                        format!(
-                            "literal out of range for {t}: the largest finite value is {:e}",
-                            float_max(t)
-                        ),
-                    )
-                    .help(format!(
-                        "rustc rejects it too (`overflowing_literals`): write a smaller value (an infinity is `1.0{t} / 0.0`)"
-                    )));
+                // an infinity, which the checker's CONST-OVERFLOW forbids for suffixed ones (a folded
+                // infinity, `1.0 / 0.0`, stays one).
+                Val::Imm(Imm::Float(x), _)
+                    if x.is_finite() && crate::consteval::float_literal_overflows(x, t) =>
+                {
+                    return Err(crate::consteval::float_literal_error(span, t));
                 }
                 Val::Imm(Imm::Int(x), _) if t.is_float() => Val::Imm(Imm::Float(x as f64), Some(t)),
                 Val::Imm(Imm::Int(x), _) => Val::Imm(Imm::Int(wrap_int(x, t)), Some(t)),
@@ -418,27 +411,5 @@ impl Em {
         let (x, y) = (self.op(a, ScalarType::U32), self.op(b, ScalarType::U32));
         self.line(format!("{ins} {r}, {x}, {y};"));
         Val::Reg(r, ScalarType::U32)
-    }
-}
-
-/// A finite `x` that rounds (to nearest) to an infinity in float type `t`.
-fn rounds_to_infinity(x: f64, t: ScalarType) -> bool {
-    let limit = match t {
-        ScalarType::F32 => return x.is_finite() && (x as f32).is_infinite(),
-        // The largest finite value plus half its ulp.
-        ScalarType::F16 => 65520.0,
-        ScalarType::BF16 => (2.0 - 1.0 / 256.0) * 2f64.powi(127),
-        _ => return false,
-    };
-    x.is_finite() && x.abs() >= limit
-}
-
-/// The largest finite value of float type `t` (f64's for other types).
-fn float_max(t: ScalarType) -> f64 {
-    match t {
-        ScalarType::F32 => f32::MAX as f64,
-        ScalarType::F16 => 65504.0,
-        ScalarType::BF16 => 3.3895313892515355e38,
-        _ => f64::MAX,
     }
 }
