@@ -359,6 +359,84 @@ fn guide_block_sums_run() {
     }
 }
 
+/// The CUDA-style in-place tree reduction (user round I): each thread's view reads its partner's element at a
+/// run-time index (`st[stride]`), which T-PARTITION cannot evaluate, so the synchronization inference counts
+/// the view's accesses as the block's and places a barrier between the levels (docs/SYNC.md, "Views reached at
+/// run-time indices"). Before, every launch was a data race.
+#[prism::prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]
+pub fn inplace_block_sums(x: *const f32, sums: *mut f32, n: u32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(
+        sums,
+        block[1],
+        |k| b + k,
+        |sum_b| {
+            group(block[1], || {
+                let s: Shared<[f32; 128]>;
+                #[at(thread[1])]
+                let t: u32 = id();
+                partition(
+                    s,
+                    thread[1],
+                    |k| t + k,
+                    |st| {
+                        group(thread[1], || {
+                            st[0] = if b * 128 + t < n { x[b * 128 + t] } else { 0.0 };
+                        });
+                        for lvl in 0..7 {
+                            let stride: u32 = 64u32 >> lvl;
+                            group(thread[1], || {
+                                if t < stride {
+                                    st[0] += st[stride];
+                                }
+                            });
+                        }
+                    },
+                );
+                claim(sum_b, thread[1], |one| match split(thread) {
+                    1 => {
+                        one[0] = s[0];
+                    }
+                });
+            });
+        },
+    );
+}
+
+#[test]
+fn inplace_tree_reduction_is_ordered() {
+    let mut rng = Rng::new(36);
+    for seed in 0..4u64 {
+        let dev = e2e_util::emulator_or_gpu(prism::runtime::emu::EmuConfig {
+            schedule: prism::runtime::emu::Schedule::Random { seed },
+            ..Default::default()
+        });
+        let n = [1usize, 128, 300, 1000][seed as usize];
+        let x = rng.f32s(n);
+        let blocks = n.div_ceil(128);
+        let dx = dev.htod(&x).unwrap();
+        let mut ds = dev.htod(&vec![SENTINEL_F32; blocks]).unwrap();
+        inplace_block_sums::launch(
+            &dev,
+            LaunchDims::new(blocks as u32, 128),
+            &dx,
+            &mut ds,
+            n as u32,
+        )
+        .unwrap();
+        let sums = dev.dtoh(&ds).unwrap();
+        for (b, chunk) in x.chunks(128).enumerate() {
+            let want: f64 = chunk.iter().map(|v| *v as f64).sum();
+            assert!(
+                (sums[b] as f64 - want).abs() < 1e-4,
+                "n = {n}, block {b}: {} vs {want}",
+                sums[b]
+            );
+        }
+    }
+}
+
 #[test]
 fn guide_examples_run() {
     let dev = device();

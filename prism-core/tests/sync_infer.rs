@@ -446,3 +446,107 @@ fn async_copy_waits_before_the_read() {
         "no fault without the async wait"
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// A view reached at an index known only at run time (`cross` shadow levels, docs/SYNC.md).
+
+/// The CUDA-style in-place tree reduction: each thread's view reads `st[stride]`, its partner's element,
+/// which T-PARTITION cannot evaluate (`stride` is a `let`). The reads of one level and the writes of the
+/// previous one are in different `group`s, so a block barrier orders them, as `__syncthreads()` would.
+/// `scratch` exercises the other side: one thread's own run-time indices in one group, where no barrier can
+/// go and none is needed.
+const TREE: &str = r#"
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128)]
+pub fn tree_sum(x: *const f32, out: *mut f32, n: u32) {
+    #[at(block[1])]
+    let b: u32 = id();
+    partition(out, block[1], |k| b + k, |ob| {
+        group(block[1], || {
+            let s: Shared<[f32; 128]>;
+            let w: Shared<[f32; 512]>;
+            #[at(thread[1])]
+            let t: u32 = id();
+            partition(w, thread[1], |k| t * 4 + k, |scratch| {
+                group(thread[1], || {
+                    for i in 0..n % 4 + 1 {
+                        scratch[i] = 1.0;
+                    }
+                    let j = n % 3;
+                    scratch[j] = scratch[j] + 1.0;
+                });
+            });
+            partition(s, thread[1], |k| t + k, |st| {
+                group(thread[1], || {
+                    st[0] = if b * 128 + t < n { x[b * 128 + t] } else { 0.0 };
+                });
+                for lvl in 0..7 {
+                    let stride: u32 = 64u32 >> lvl;
+                    group(thread[1], || {
+                        if t < stride {
+                            st[0] += st[stride];
+                        }
+                    });
+                }
+            });
+            claim(ob, thread[1], |o| {
+                match split(thread) {
+                    1 => {
+                        o[0] = s[0];
+                    }
+                }
+            });
+        });
+    });
+}
+"#;
+
+#[test]
+fn run_time_view_index_gets_a_barrier() {
+    let (ks, deps) = split(TREE);
+    let s = sites(&ks[0], &deps);
+    let st: Vec<&BarrierSite> = s
+        .iter()
+        .filter(|x| x.reasons.iter().any(|r| r.ends_with(" st")))
+        .collect();
+    assert!(
+        !st.is_empty() && st.iter().all(|x| x.barrier.at == Perspective::block(1)),
+        "{s:?}"
+    );
+    // Nothing for `scratch`: its run-time accesses are one thread's, in one group.
+    assert!(
+        !s.iter()
+            .any(|x| x.reasons.iter().any(|r| r.ends_with(" scratch"))),
+        "{s:?}"
+    );
+    let n = 300u32;
+    let x = random(n as usize, 21);
+    let blocks = n.div_ceil(128);
+    let k = compile(&ks[0], &deps, SyncPolicy::Inferred);
+    let got = run(
+        &k,
+        blocks,
+        128,
+        std::slice::from_ref(&x),
+        blocks as usize,
+        &[n],
+    )
+    .expect("no fault");
+    for (bi, g) in got.iter().enumerate() {
+        let mut v: Vec<f32> = (0..128)
+            .map(|t| x.get(bi * 128 + t).copied().unwrap_or(0.0))
+            .collect();
+        let mut stride = 64;
+        while stride > 0 {
+            for t in 0..stride {
+                v[t] += v[t + stride];
+            }
+            stride /= 2;
+        }
+        assert_eq!(*g, v[0], "block {bi}");
+    }
+    // Each barrier over `st` matters: without it, the partner's element is read before it is written.
+    let at = s.iter().position(|x| std::ptr::eq(x, st[0])).expect("site");
+    let k = compile(&ks[0], &deps, SyncPolicy::InferredWithout(at));
+    let r = run(&k, blocks, 128, &[x], blocks as usize, &[n]);
+    assert_eq!(r, Err(FaultKind::DataRace));
+}

@@ -30,7 +30,8 @@
 
 use super::unsynchronizable;
 use crate::ast::{
-    Barrier, Block, Expr, ExprKind, Function, Ident, Level, Perspective, Stmt, StmtKind, Type,
+    Barrier, Block, Expr, ExprKind, Function, Ident, IndexFn, Level, Perspective, Stmt, StmtKind,
+    Type,
 };
 use crate::intrinsics::{lookup, MemEffect};
 use crate::Diagnostic;
@@ -38,6 +39,7 @@ use proc_macro2::Span;
 use std::collections::{BTreeMap, HashMap};
 
 mod access;
+mod cross;
 mod place;
 mod tree;
 mod walk;
@@ -255,6 +257,11 @@ struct MemLevel {
     at: Perspective,
     parent: Option<usize>,
     is_async: bool,
+    /// A view of block-local memory that its scope reaches at indices known only at run time (`st[stride]`):
+    /// the shadow level its accesses count at too, at the viewed memory's threads (`cross::shadow`).
+    cross: Option<usize>,
+    /// This level is such a shadow: its waits go where a barrier can, and nowhere else (not an error).
+    soft: bool,
 }
 
 /// What a device function does to each pointer parameter, and to its own (overlaid) shared memory.
@@ -286,6 +293,8 @@ struct Need {
     at: Perspective,
     wait_async: bool,
     reason: String,
+    /// From a shadow level (`MemLevel::soft`): where no barrier can go, nothing is placed and nothing reported.
+    soft: bool,
     /// The conflict involves atomics: (level, the access, the pending accesses), for `SYNC-ATOMIC`.
     atomic: Option<(usize, Acc, Pend)>,
 }
@@ -359,6 +368,8 @@ impl<'a> Infer<'a> {
             at,
             parent,
             is_async,
+            cross: None,
+            soft: false,
         });
         let l = self.levels.len() - 1;
         self.level_keys.insert(key, l);

@@ -31,7 +31,7 @@ impl Infer<'_> {
         match &e.kind {
             ExprKind::Index { base, indices } => {
                 match Self::mem_token(names, base) {
-                    Some(t) => out.push((t, Acc::Read)),
+                    Some(t) => self.push_acc(out, t, Acc::Read),
                     None => self.expr_accs(base, names, scratch, out),
                 }
                 for i in indices {
@@ -53,9 +53,9 @@ impl Infer<'_> {
                             Self::mem_token(names, a),
                             intrinsic.memory.iter().find(|(j, _)| *j == i),
                         ) {
-                            (Some(t), Some((_, k))) => out.push((t, Acc::from(*k))),
+                            (Some(t), Some((_, k))) => self.push_acc(out, t, Acc::from(*k)),
                             // A memory name where no access is declared: count it as a read.
-                            (Some(t), None) => out.push((t, Acc::Read)),
+                            (Some(t), None) => self.push_acc(out, t, Acc::Read),
                             (None, _) => self.expr_accs(a, names, scratch, out),
                         }
                     }
@@ -74,6 +74,9 @@ impl Infer<'_> {
                                     ..Pend::default()
                                 });
                             push_pend(out, t, &p);
+                            if let Some(c) = self.cross_of(t) {
+                                push_pend(out, c, &p);
+                            }
                         }
                         None => self.expr_accs(a, names, scratch, out),
                     }
@@ -181,9 +184,9 @@ impl Infer<'_> {
         match &place.kind {
             ExprKind::Index { base, indices } => {
                 if let Some(t) = Self::mem_token(names, base) {
-                    out.push((t, Acc::Write));
+                    self.push_acc(out, t, Acc::Write);
                     if compound {
-                        out.push((t, Acc::Read));
+                        self.push_acc(out, t, Acc::Read);
                     }
                 }
                 for i in indices {

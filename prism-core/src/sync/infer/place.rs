@@ -32,6 +32,7 @@ impl Infer<'_> {
                             at,
                             wait_async: true,
                             reason,
+                            soft: self.levels[lv].soft,
                             atomic: None,
                         });
                     }
@@ -52,6 +53,7 @@ impl Infer<'_> {
                     at,
                     wait_async: p.aw,
                     reason,
+                    soft: self.levels[lv].soft,
                     atomic: p.atomic_involved(a).then_some((lv, a, p)),
                 });
             }
@@ -175,6 +177,14 @@ impl Infer<'_> {
             needs = rest;
             let wait_async = covered.iter().any(|n| n.wait_async);
             if !covers(self.code, at) {
+                // A shadow level's wait goes only where a barrier can (`cross`): drop it here, and give
+                // the real waits it swallowed their own chance (they may be narrower).
+                let (soft, covered): (Vec<Need>, Vec<Need>) =
+                    covered.into_iter().partition(|n| n.soft);
+                if !soft.is_empty() {
+                    needs.extend(covered);
+                    continue;
+                }
                 if self.dry > 0 {
                     continue;
                 }

@@ -285,9 +285,13 @@ impl Infer<'_> {
         let key = self.pos();
         let at = at.unwrap_or(self.levels[x].at);
         let y = self.level(key.clone(), &new_name.name, at, Some(x), is_async);
+        let shadow = self.shadow(s, &key, x, y);
         let node = self.node(key, s.span);
         st.pend.insert(y, Pend::default());
         st.inner.insert(y, Pend::default());
+        if let Some(c) = shadow {
+            st.pend.insert(c, Pend::default());
+        }
         st.inner.insert(x, Pend::default());
         let prev = self.active.insert(x, node);
         let mut out = self.child(0, body, st, code, Some((new_name.name.as_str(), Some(y))));
@@ -304,6 +308,10 @@ impl Infer<'_> {
             }
             out.pend.remove(&y);
             out.inner.remove(&y);
+            if let Some(c) = shadow {
+                out.pend.remove(&c);
+                out.inner.remove(&c);
+            }
         }
         out
     }
