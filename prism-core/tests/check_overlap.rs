@@ -772,3 +772,45 @@ fn a_view_of_two_indices_is_not_a_pointer() {
         .unwrap_or_else(|| panic!("{ds:#?}"));
     assert_eq!(d.span.start().line, marker_at(&src).0, "{}", d.text());
 }
+
+#[test]
+fn atomics_at_another_units_plain_elements() {
+    // An atomic is concurrent only with atomics: at an element another unit writes or reads plainly, it
+    // races (probe round I, P6).
+    for (body, other) in [
+        ("st[0] = 1.0; /*@*/atomic_add(st, 4, 2.0);", "writes"),
+        ("/*@*/atomic_add(st, 4, 2.0); st[0] = 1.0;", "writes"),
+        (
+            "#[at(thread[1])]\nlet x: f32 = st[0]; /*@*/atomic_add(st, 4, x);",
+            "reads",
+        ),
+    ] {
+        let src = block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        );
+        let ds = check(&src).expect_err("an atomic/plain race");
+        let d = ds
+            .iter()
+            .find(|d| d.rule == "T-PARTITION" && d.message.contains("atomically updates"))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{src}\n{:#?}",
+                    ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+                )
+            });
+        assert!(d.message.contains(other), "{}", d.text());
+        assert!(d.message.contains("element 4 "), "{}", d.text());
+        assert_eq!(d.span.start().line, marker_at(&src).0, "{}", d.text());
+    }
+    // Atomics with atomics, and atomics at the unit's own elements, compile.
+    for body in [
+        "atomic_add(st, 0, 1.0); atomic_add(st, 4, 2.0);",
+        "st[0] = 1.0; atomic_add(st, 3, 2.0);",
+    ] {
+        expect_ok(&block_kernel(
+            128,
+            &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {body} }}); }});"),
+        ));
+    }
+}

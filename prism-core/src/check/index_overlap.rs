@@ -40,15 +40,24 @@ pub(super) struct Layout {
 /// The arms of uniform `if`s a write is in: `(if, 0)` then, `(if, 1)` else.
 type Arms = Vec<(usize, u8)>;
 
-/// One unit's write (or read) of an element: the unit, its indices, where, and the arms of uniform `if`s
-/// it is in.
+/// How a unit reaches an element.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) enum Reach {
+    Read,
+    Write,
+    /// `atomic_*`: concurrent with other units' atomics, a race with their plain reads and writes.
+    Atomic,
+}
+
+/// One unit's write (or read, or atomic update) of an element: the unit, its indices, where, and the arms
+/// of uniform `if`s it is in.
 #[derive(Clone)]
 struct Write {
     unit: u64,
     indices: Vec<i128>,
     span: Span,
     arms: Arms,
-    read: bool,
+    kind: Reach,
 }
 
 impl Write {
@@ -59,16 +68,21 @@ impl Write {
             .all(|(i, a)| other.arms.iter().all(|(j, b)| i != j || a == b))
     }
 
-    /// Two units' accesses of one element that race: at least one writes, and both may run.
+    /// Two units' accesses of one element that race: both may run, and they are not both reads nor both
+    /// atomics.
     fn races(&self, other: &Write) -> bool {
-        self.unit != other.unit && !(self.read && other.read) && self.together(other)
+        let both = |k| self.kind == k && other.kind == k;
+        self.unit != other.unit
+            && !both(Reach::Read)
+            && !both(Reach::Atomic)
+            && self.together(other)
     }
 }
 
 /// The elements a partition's writes (and reads) have reached, with their units.
 #[derive(Default)]
 pub(super) struct Reached {
-    seen: HashSet<(Vec<i128>, Arms, bool)>,
+    seen: HashSet<(Vec<i128>, Arms, Reach)>,
     elements: HashMap<i128, Vec<Write>>,
     pairs: usize,
 }
@@ -238,7 +252,13 @@ impl<'a> Cx<'a> {
         indices: &[Expr],
         width: i128,
     ) {
-        self.index_access(v, span, what, (indices, width), false);
+        self.index_access(v, span, what, (indices, width), Reach::Write);
+    }
+
+    /// An `atomic_*` through `v` at `indices` of an element another unit reads or writes plainly:
+    /// [T-PARTITION] (atomics are concurrent only with atomics).
+    pub(super) fn index_atomic(&mut self, v: &Var, span: Span, what: &str, indices: &[Expr]) {
+        self.index_access(v, span, what, (indices, 1), Reach::Atomic);
     }
 
     /// A read through `v` at `indices` (of `width` consecutive elements: `load4`) of an element another
@@ -258,7 +278,7 @@ impl<'a> Cx<'a> {
         indices: &[Expr],
         width: i128,
     ) {
-        self.index_access(v, span, what, (indices, width), true);
+        self.index_access(v, span, what, (indices, width), Reach::Read);
     }
 
     fn index_access(
@@ -267,7 +287,7 @@ impl<'a> Cx<'a> {
         span: Span,
         what: &str,
         (indices, width): (&[Expr], i128),
-        read: bool,
+        read: Reach,
     ) {
         let Some(l) = v.layout.clone() else {
             return;
@@ -288,7 +308,7 @@ impl<'a> Cx<'a> {
         span: Span,
         what: &str,
         (tuples, width): (Vec<Vec<i128>>, i128),
-        read: bool,
+        read: Reach,
     ) {
         let before = self.errors.len();
         self.view_access(l, span, what, (&tuples, width), read);
@@ -321,7 +341,7 @@ impl<'a> Cx<'a> {
         span: Span,
         what: &str,
         (tuples, width): (&[Vec<i128>], i128),
-        read: bool,
+        read: Reach,
     ) {
         if self.overlaps_reported.contains(&l.id) || !self.every_unit_reaches(l.conds, l.code) {
             return;
@@ -351,7 +371,7 @@ impl<'a> Cx<'a> {
                     indices: t.clone(),
                     span,
                     arms: arms.clone(),
-                    read,
+                    kind: read,
                 };
                 for e in e0..e0 + width {
                     let writers = reached.elements.entry(e).or_default();
@@ -361,7 +381,7 @@ impl<'a> Cx<'a> {
                     }
                     if !writers
                         .iter()
-                        .any(|o| o.unit == u && o.arms == w.arms && o.read == w.read)
+                        .any(|o| o.unit == u && o.arms == w.arms && o.kind == w.kind)
                     {
                         writers.push(w.clone());
                     }
@@ -374,10 +394,10 @@ impl<'a> Cx<'a> {
         self.overlaps_reported.insert(l.id);
         let (earlier, earlier_what) = (
             first.span,
-            if first.read {
-                "the other access (a read)"
-            } else {
-                "the other write"
+            match first.kind {
+                Reach::Read => "the other access (a read)",
+                Reach::Atomic => "the other access (an atomic update)",
+                Reach::Write => "the other write",
             },
         );
         let (a, b) = if first.unit < second.unit {
@@ -391,8 +411,14 @@ impl<'a> Cx<'a> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let access = |w: &Write| if w.read { "reads" } else { "writes" };
-        let (verb, note_verb) = if a.read || b.read {
+        let access = |w: &Write| match w.kind {
+            Reach::Read => "reads",
+            Reach::Write => "writes",
+            Reach::Atomic => "atomically updates",
+        };
+        let plain_writes = a.kind == Reach::Write && b.kind == Reach::Write;
+        let atomic = a.kind == Reach::Atomic || b.kind == Reach::Atomic;
+        let (verb, note_verb) = if !plain_writes {
             (
                 format!(
                     "{} unit {} at index [{}] {} and unit {} at index [{}] {} element {e} of `{}`",
@@ -429,7 +455,9 @@ impl<'a> Cx<'a> {
         if at(earlier) != at(span) {
             d = d.note(earlier, earlier_what);
         }
-        self.errors.push(d.help(if a.read || b.read {
+        self.errors.push(d.help(if atomic {
+            "an atomic and a plain access of one element race (atomics are concurrent only with atomics): update the element with atomics only, or reach only the unit's own elements"
+        } else if !plain_writes {
             "read only the unit's own elements, or elements no unit writes through this view; a barrier does not make this legal: a partition hands each unit its own elements for all of its scope, so read a neighbour's elements in a later phase (after this partition's scope: a new `partition`, or the memory itself)"
         } else {
             "index only the unit's own elements (for `|j| t * K + j`, indices 0..K), or give each unit more (a larger K); a barrier between the writes does not make this legal: a partition hands each unit its own elements for all of its scope, so a later phase that writes other elements partitions again"

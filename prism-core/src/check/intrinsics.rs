@@ -268,6 +268,13 @@ impl<'a> Cx<'a> {
             return Ty::Err;
         }
         let elem = self.ptr_arg(name, &args[0], true, None, code);
+        // T-PARTITION: an atomic at an element another unit of the view reads or writes plainly.
+        if let ExprKind::Var(id) = &args[0].kind {
+            if let Some(v) = self.lookup(&id.name).map(|i| self.vars[i].clone()) {
+                let what = format!("`{n}` through `{}`", v.name);
+                self.index_atomic(&v, args[0].span, &what, &args[1..2]);
+            }
+        }
         if let Some(el) = elem {
             if let Some(ok) = atomic_types(n, el) {
                 self.errors.push(
