@@ -498,8 +498,28 @@ fn writes_inside_device_functions_count_at_the_call() {
         "put(st);",
         "put_at(st, 3);",
         "fill_twice::<4>(st);",
+        "for i in 0..4 { put_at(st, i); }",
+        "put_at(st, n);",
     ] {
         expect_ok(&shared(call));
+    }
+    // Integer parameters take the constants and constant-loop counters the caller passes, a call deeper too.
+    let shifted = format!(
+        "{devices}#[prism_device(requires(thread[1]))]\nfn put_after(z: *mut f32, k: u32) {{ put_at(z, k + 2); }}\n"
+    );
+    for (call, element) in [
+        ("put(st); put_at(/*@*/st, 4);", 4),
+        ("for i in 0..8 { put_at(/*@*/st, i); }", 4),
+        ("st[0] = 1.0; put_after(/*@*/st, 2);", 4),
+    ] {
+        let src = format!(
+            "{shifted}{}",
+            block_kernel(
+                128,
+                &format!("partition(s, thread[1], |j| t * 4 + j, |st| {{ group(thread[1], || {{ {call} }}); }});")
+            )
+        );
+        expect_index_overlap(&src, (0, 1), element);
     }
     // Through a global `|x| x` view, every thread writing element 0 inside `put` races.
     let global = |body: &str| format!("{devices}{}", whole_view_kernel(", blocks = 1", body));

@@ -7,7 +7,8 @@
 //! Only accesses every call makes are collected: statements of the body itself and of `for` loops over
 //! constant ranges without `break`/`continue` (not under an `if`, `while`, split arm or nested view, nor
 //! the sides of an `if` value or the right of `&&`/`||`), whose indices are constants, const generics,
-//! immutable `let` constants or those loops' counters; and, through the parameter passed on as it is, the
+//! integer parameters the caller passes a known value (a constant, or each value of its constant loop's
+//! counter), immutable `let` constants or those loops' counters; and, through the parameter passed on as it is, the
 //! sure accesses of the device functions it calls (a few levels deep). Anything else the callee does with
 //! the parameter is not followed (the emulator's race detector sees it).
 
@@ -181,11 +182,19 @@ impl Walk<'_> {
                     .and_then(|g| self.eval(g))
             })
             .collect();
+        // Integer parameters passed a value known here (`put(x, 4)`, `put(x, i)` in a constant loop).
+        let scalars: Vec<(&str, Option<i64>)> = args
+            .iter()
+            .zip(&dep.params)
+            .filter(|(_, p)| matches!(p.ty, Type::Scalar(t) if t.is_int()))
+            .map(|(a, p)| (p.name.name.as_str(), self.eval(a)))
+            .collect();
         let consts = |n: &str| {
             dep.const_params
                 .iter()
                 .position(|c| c.name.name == n)
                 .and_then(|k| values[k])
+                .or_else(|| scalars.iter().find(|(m, _)| *m == n).and_then(|(_, v)| *v))
         };
         for (a, p) in args.iter().zip(&dep.params) {
             let pointer = matches!(p.ty, Type::Ptr { .. } | Type::Shared { .. });
@@ -296,14 +305,46 @@ impl Walk<'_> {
     }
 }
 
+/// Most combinations of the caller's loop counters followed through a callee's integer parameters.
+const MAX_BINDINGS: usize = 64;
+
 impl Cx<'_> {
+    /// The values the callee's integer parameters take at the call, for each combination of the caller's
+    /// loop counters they read (`put(pt, 4)`; `put(pt, i)` in `for i in 0..4`): `(parameter, value)` lists.
+    /// Arguments known only at run time are left out (the callee's accesses through them are not followed).
+    fn scalar_bindings<'p>(&self, callee: &'p Function, args: &[Expr]) -> Vec<Vec<(&'p str, i64)>> {
+        let known: Vec<(&str, &Expr)> = args
+            .iter()
+            .zip(&callee.params)
+            .filter(|(_, p)| matches!(p.ty, Type::Scalar(t) if t.is_int()))
+            .filter(|(a, _)| self.index_tuples(std::slice::from_ref(*a)).is_some())
+            .map(|(a, p)| (p.name.name.as_str(), a))
+            .collect();
+        let exprs: Vec<Expr> = known.iter().map(|(_, a)| (*a).clone()).collect();
+        let tuples = match self.index_tuples(&exprs) {
+            Some(t) if t.len() <= MAX_BINDINGS => t,
+            _ => return vec![Vec::new()],
+        };
+        tuples
+            .into_iter()
+            .map(|t| {
+                known
+                    .iter()
+                    .zip(t)
+                    .filter_map(|((n, _), v)| Some((*n, i64::try_from(v).ok()?)))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// A view passed to a pointer parameter of `callee`: the writes and reads the callee surely makes
-    /// through it are checked as the caller's, at the argument (T-PARTITION).
+    /// through it are checked as the caller's, at the argument (T-PARTITION), with the callee's integer
+    /// parameters bound to the constants (and counters) the caller passes.
     pub(super) fn callee_accesses(
         &mut self,
         fname: &Ident,
         callee: &Function,
-        (a, p): (&Expr, &Param),
+        (args, a, p): (&[Expr], &Expr, &Param),
         consts: &dyn Fn(&str) -> Option<i64>,
     ) {
         let pointer = matches!(p.ty, Type::Ptr { .. } | Type::Shared { .. });
@@ -315,7 +356,17 @@ impl Cx<'_> {
         if (v.overlap.is_none() && v.layout.is_none()) || v.index_arity != 1 {
             return;
         }
-        for w in param_accesses(callee, &p.name.name, consts, self.deps) {
+        let mut accesses = Vec::new();
+        for b in self.scalar_bindings(callee, args) {
+            let bound = |n: &str| {
+                b.iter()
+                    .find(|(m, _)| *m == n)
+                    .map(|(_, v)| *v)
+                    .or_else(|| consts(n))
+            };
+            accesses.extend(param_accesses(callee, &p.name.name, &bound, self.deps));
+        }
+        for w in accesses {
             let Some(lits) = w
                 .indices
                 .iter()

@@ -250,7 +250,7 @@ impl<'a> Cx<'a> {
                 _ => p.at.map(|x| x.perspective).unwrap_or(ctop),
             };
             self.call_arg(&shown, a, p, pat, &callee_consts, code);
-            self.callee_accesses(&shown, callee, (a, p), &callee_consts);
+            self.callee_accesses(&shown, callee, (args, a, p), &callee_consts);
         }
         self.aliased_args(&shown, args, &callee.params);
         // The result has the callee's `returns` perspective (default: its top).

@@ -194,7 +194,7 @@ impl<'a> Cx<'a> {
     /// The index tuples `indices` takes in one unit: every combination of the `for` counters it reads
     /// (constant ranges only, also through `let`s of them) with its constants; `None` when an index reads
     /// anything else.
-    fn index_tuples(&self, indices: &[Expr]) -> Option<Vec<Vec<i128>>> {
+    pub(super) fn index_tuples(&self, indices: &[Expr]) -> Option<Vec<Vec<i128>>> {
         let mut counters: Vec<(usize, Vec<i64>)> = Vec::new();
         let mut known = true;
         for e in indices {
