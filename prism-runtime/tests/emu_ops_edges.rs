@@ -4,7 +4,8 @@
 //! the emulator does not model faulting instead of computing something else (16-bit `xorsign`, `oob`, `.b128`
 //! immediates), `.b128` register pairs (`ld`/`st`/`mov`/`atom.cas`/`atom.exch`), the carry flag after a
 //! subtraction (the adder's carry, not the borrow), `min/max.xorsign.abs.f32`,
-//! bulk copies' 16-byte rule, multicast bulk copies, and cluster barriers with exited threads.
+//! bulk copies' 16-byte rule, multicast bulk copies, cluster barriers with exited threads, and the canonical
+//! NaN of `cvt .relu`.
 
 use prism_runtime::emu::*;
 
@@ -479,4 +480,23 @@ fn f16_ftz_flushes_subnormal_inputs_and_results() {
             1
         ]
     );
+}
+
+#[test]
+fn cvt_relu_gives_the_canonical_nan() {
+    // PTX ISA, cvt `.relu` (f16, f16x2, bf16, bf16x2, tf32 destinations): "NaN results are converted to
+    // canonical NaN", whatever the source NaN's payload or sign; without `.relu` a NaN need only stay a NaN.
+    let body = "ld.global.f32 %f1, [%rd2];\nld.global.f32 %f2, [%rd2+4];\n\
+                cvt.rn.relu.bf16x2.f32 %r1, %f1, %f2;\nst.global.u32 [%rd1], %r1;\n\
+                cvt.rn.relu.f16x2.f32 %r2, %f2, %f1;\nst.global.u32 [%rd1+4], %r2;\n\
+                cvt.rn.relu.bf16.f32 %h1, %f1;\ncvt.u32.u16 %r3, %h1;\nst.global.u32 [%rd1+8], %r3;\n\
+                cvt.rn.relu.satfinite.f16.f32 %h2, %f1;\ncvt.u32.u16 %r4, %h2;\nst.global.u32 [%rd1+12], %r4;\n\
+                cvt.rz.relu.satfinite.bf16x2.f32 %r5, %f2, %f1;\nst.global.u32 [%rd1+16], %r5;\n\
+                cvt.rn.bf16x2.f32 %r6, %f1, %f2;\nst.global.u32 [%rd1+20], %r6;";
+    // a negative NaN with a payload, and -2.5 (relu: +0)
+    let got = run("", body, &[0xffc0_1234, (-2.5f32).to_bits()], 6).unwrap();
+    assert_eq!(&got[..5], &[0x7fff_0000, 0x0000_7fff, 0x7fff, 0x7fff, 0x0000_7fff]);
+    let (hi, lo) = ((got[5] >> 16) as u16, got[5] as u16);
+    assert!(half::bf16::from_bits(hi).is_nan(), "plain cvt keeps a NaN: {hi:#x}");
+    assert_eq!(lo, half::bf16::from_f32(-2.5).to_bits());
 }

@@ -219,6 +219,15 @@ fn cvt_exact(dty: PtxType, sty: PtxType, rnd: Rnd, flags: u8, a: u64) -> u64 {
     } else {
         x
     };
+    if x.is_nan() && flags & CVT_RELU != 0 {
+        // PTX ISA (cvt, `.relu`): for 16-bit and tf32 destinations "NaN results are converted to
+        // canonical NaN" (0x7FFF; 0x7FFFFFFF in tf32's 32-bit container), whatever the source NaN's payload.
+        match dty {
+            F16 | BF16 => return 0x7fff,
+            TF32 => return 0x7fff_ffff,
+            _ => {}
+        }
+    }
     let x = if sat {
         // [+0.0, 1.0]: -0.0 and NaN become +0.0.
         if x.is_nan() || x <= 0.0 {
