@@ -217,7 +217,11 @@ fn bulk_copy_pipeline_with_reduce_and_pdl_matches_host() {
                 &[Ptr(xi), Ptr(y), Ptr(counts), I32(ntiles as i32), F32(a)],
             );
             let wy: Vec<u32> = x.iter().map(|&v| a.mul_add(v, 1.0).to_bits()).collect();
-            let gy: Vec<u32> = d.down::<f32>(y, ntiles * 256).iter().map(|v| v.to_bits()).collect();
+            let gy: Vec<u32> = d
+                .down::<f32>(y, ntiles * 256)
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
             check(&format!("{name}: grid {grid}: y"), &gy, &wy);
             let mut wc = vec![7u32; 64];
             for (i, &v) in x.iter().enumerate() {
@@ -252,7 +256,9 @@ fn cluster_dsmem_reduction_with_relaxed_barrier_matches_host() {
             128,
             &[Ptr(xi), I32(per as i32), Ptr(totals), Ptr(ring), Ptr(ids)],
         );
-        let part: Vec<i32> = (0..blocks).map(|b| x[b * per..][..per].iter().sum()).collect();
+        let part: Vec<i32> = (0..blocks)
+            .map(|b| x[b * per..][..per].iter().sum())
+            .collect();
         let wt: Vec<i32> = (0..2).map(|c| part[4 * c..][..4].iter().sum()).collect();
         check(&format!("{name}: totals"), &d.down::<i32>(totals, 2), &wt);
         let mut wr = vec![0i32; 2 * blocks];
@@ -263,8 +269,16 @@ fn cluster_dsmem_reduction_with_relaxed_barrier_matches_host() {
             (wr[2 * b], wr[2 * b + 1]) = (left, left);
             wi[4 * b..][..4].copy_from_slice(&[r as u32, 4, c as u32 * 100 + 2, 1]);
         }
-        check(&format!("{name}: ring"), &d.down::<i32>(ring, 2 * blocks), &wr);
-        check(&format!("{name}: ids"), &d.down::<u32>(ids, 4 * blocks), &wi);
+        check(
+            &format!("{name}: ring"),
+            &d.down::<i32>(ring, 2 * blocks),
+            &wr,
+        );
+        check(
+            &format!("{name}: ids"),
+            &d.down::<u32>(ids, 4 * blocks),
+            &wi,
+        );
     }
 }
 
@@ -392,8 +406,20 @@ fn check_half(what: &str, got: u32, want: &Want) {
     for h in 0..2 {
         let gb = (got >> (16 * h)) as u16;
         let (g, w, abs, rel, exact) = match want {
-            Want::F16(w) => (f16::from_bits(gb).to_f64(), w[h], 0.0, 0.0, Some(f16::from_f64(w[h]).to_bits())),
-            Want::Bf16(w) => (bf16::from_bits(gb).to_f64(), w[h], 0.0, 0.0, Some(bf16::from_f64(w[h]).to_bits())),
+            Want::F16(w) => (
+                f16::from_bits(gb).to_f64(),
+                w[h],
+                0.0,
+                0.0,
+                Some(f16::from_f64(w[h]).to_bits()),
+            ),
+            Want::Bf16(w) => (
+                bf16::from_bits(gb).to_f64(),
+                w[h],
+                0.0,
+                0.0,
+                Some(bf16::from_f64(w[h]).to_bits()),
+            ),
             Want::F16Near(w, a, r) => (f16::from_bits(gb).to_f64(), w[h], *a, *r, None),
             Want::Bf16Near(w, a, r) => (bf16::from_bits(gb).to_f64(), w[h], *a, *r, None),
         };
@@ -477,7 +503,11 @@ fn half2_and_bf16x2_math_matches_host() {
                             break v;
                         }
                     };
-                    let mut bits = if b16 { bf16::from_f32(v).to_bits() } else { f16::from_f32(v).to_bits() };
+                    let mut bits = if b16 {
+                        bf16::from_f32(v).to_bits()
+                    } else {
+                        f16::from_f32(v).to_bits()
+                    };
                     if nan && (i * 2 + h) % 13 == 5 {
                         bits = if b16 { 0x7fc1 } else { 0x7e01 };
                     }
@@ -499,8 +529,15 @@ fn half2_and_bf16x2_math_matches_host() {
         d.run(&m, "half2_math", (2, 128, 0), &p);
         let got = d.down::<u32>(o, 20 * n);
         for i in 0..n {
-            for (k, want) in half2_ref(x[i], y[i], z[i], u[i], v[i], w[i]).iter().enumerate() {
-                check_half(&format!("{name}: element {i} op {k}"), got[20 * i + k], want);
+            for (k, want) in half2_ref(x[i], y[i], z[i], u[i], v[i], w[i])
+                .iter()
+                .enumerate()
+            {
+                check_half(
+                    &format!("{name}: element {i} op {k}"),
+                    got[20 * i + k],
+                    want,
+                );
             }
         }
     }
@@ -528,7 +565,14 @@ fn match_any_warp_aggregated_atomics_match_host() {
             &m,
             "match_agg",
             (8, 128, 0),
-            &[Ptr(xi), Ptr(counts), Ptr(slots), I32(cap as i32), Ptr(info), I32(n as i32)],
+            &[
+                Ptr(xi),
+                Ptr(counts),
+                Ptr(slots),
+                I32(cap as i32),
+                Ptr(info),
+                I32(n as i32),
+            ],
         );
         let key = |v: i32| ((v & 0x7fff_ffff) % 16) as usize;
         let mut wc = vec![0i32; 16];
@@ -538,10 +582,17 @@ fn match_any_warp_aggregated_atomics_match_host() {
             let active: u32 = lanes.iter().fold(0, |a, &i| a | 1 << (i - w0));
             let same_hi = lanes.iter().all(|&i| x[i] >> 30 == x[w0] >> 30);
             for &i in &lanes {
-                let grp: Vec<usize> = lanes.iter().cloned().filter(|&j| key(x[j]) == key(x[i])).collect();
+                let grp: Vec<usize> = lanes
+                    .iter()
+                    .cloned()
+                    .filter(|&j| key(x[j]) == key(x[i]))
+                    .collect();
                 let o = &mut wi[6 * i..][..6];
                 o[0] = grp.iter().filter(|&&j| j < i).count() as i32;
-                o[1] = grp.iter().fold(0u32, |a, &j| a.wrapping_add(x[j] as u32 & 0xffff)) as i32;
+                o[1] = grp
+                    .iter()
+                    .fold(0u32, |a, &j| a.wrapping_add(x[j] as u32 & 0xffff))
+                    as i32;
                 o[2] = grp.iter().map(|&j| x[j] as u32).min().unwrap() as i32;
                 o[3] = grp.iter().map(|&j| x[j]).max().unwrap();
                 o[4] = grp.iter().map(|&j| x[j]).min().unwrap();
@@ -559,7 +610,9 @@ fn match_any_warp_aggregated_atomics_match_host() {
             g.sort();
             let w: Vec<i32> = (0..n as i32).filter(|&i| key(x[i as usize]) == k).collect();
             check(&format!("{name}: bucket {k}"), &g, &w);
-            assert!(got[k * cap + wc[k] as usize..][..cap - wc[k] as usize].iter().all(|&v| v == -1));
+            assert!(got[k * cap + wc[k] as usize..][..cap - wc[k] as usize]
+                .iter()
+                .all(|&v| v == -1));
         }
     }
 }
@@ -575,8 +628,24 @@ fn round16(v: f64, dir: u8, rn: impl Fn(f64) -> u16, val: impl Fn(u16) -> f64) -
         return b;
     }
     // one step toward zero or away from zero on the magnitude
-    let down = |b: u16| if b & 0x7fff == 0 { 0x8001 } else if b & 0x8000 != 0 { b + 1 } else { b - 1 };
-    let up = |b: u16| if b & 0x7fff == 0 { 0x0001 } else if b & 0x8000 != 0 { b - 1 } else { b + 1 };
+    let down = |b: u16| {
+        if b & 0x7fff == 0 {
+            0x8001
+        } else if b & 0x8000 != 0 {
+            b + 1
+        } else {
+            b - 1
+        }
+    };
+    let up = |b: u16| {
+        if b & 0x7fff == 0 {
+            0x0001
+        } else if b & 0x8000 != 0 {
+            b - 1
+        } else {
+            b + 1
+        }
+    };
     let toward_down = match dir {
         1 => v > 0.0,
         2 => true,
@@ -655,8 +724,22 @@ fn f2i(x: f32, mode: fn(f64) -> f64, lo: i128, hi: i128) -> i128 {
 fn cvt_ref(x: f32, y: f32, d: f64, l: i64) -> [u32; 28] {
     let xf = x as f64;
     let (i32lo, i32hi) = (i32::MIN as i128, i32::MAX as i128);
-    let h = |dir| round16(xf, dir, |v| f16::from_f64(v).to_bits(), |b| f16::from_bits(b).to_f64()) as u32;
-    let bfr = |dir| round16(xf, dir, |v| bf16::from_f64(v).to_bits(), |b| bf16::from_bits(b).to_f64()) as u32;
+    let h = |dir| {
+        round16(
+            xf,
+            dir,
+            |v| f16::from_f64(v).to_bits(),
+            |b| f16::from_bits(b).to_f64(),
+        ) as u32
+    };
+    let bfr = |dir| {
+        round16(
+            xf,
+            dir,
+            |v| bf16::from_f64(v).to_bits(),
+            |b| bf16::from_bits(b).to_f64(),
+        ) as u32
+    };
     let bf_relu = |v: f32| {
         if v.is_nan() {
             0x7fff
@@ -780,12 +863,18 @@ fn float_conversion_corners_match_host() {
         let mut d = Dev::new(cfg);
         let (xi, di, li) = (d.up(&xs), d.up(&ds), d.up(&ls));
         let o = d.unset(28 * n);
-        d.run(&m, "cvt_corners", (2, 128, 0), &[Ptr(o), Ptr(xi), Ptr(di), Ptr(li), I32(n as i32)]);
+        d.run(
+            &m,
+            "cvt_corners",
+            (2, 128, 0),
+            &[Ptr(o), Ptr(xi), Ptr(di), Ptr(li), I32(n as i32)],
+        );
         let got = d.down::<u32>(o, 28 * n);
         for (j, (&g, &w)) in got.iter().zip(&want).enumerate() {
             let (i, k) = (j / 28, j % 28);
             // a NaN result (f32 or a 16-bit half) need only be a NaN
-            let nan32 = matches!(k, 9 | 27) && f32::from_bits(w).is_nan() && f32::from_bits(g).is_nan();
+            let nan32 =
+                matches!(k, 9 | 27) && f32::from_bits(w).is_nan() && f32::from_bits(g).is_nan();
             let nan16 = matches!(k, 11..=16) && xs[i].is_nan() && {
                 let (gh, wh) = (g as u16, w as u16);
                 let is = |b: u16, bf: bool| {
@@ -823,7 +912,9 @@ fn cub_segmented_warp_reduce_scans_and_argmax_match_host() {
     for (name, cfg) in configs() {
         let mut rng = Rng(0x3609);
         let x = rng.ints(blocks * ntiles * 128, -50, 50);
-        let flags: Vec<i32> = (0..blocks * 128).map(|_| (rng.below(5) == 0) as i32).collect();
+        let flags: Vec<i32> = (0..blocks * 128)
+            .map(|_| (rng.below(5) == 0) as i32)
+            .collect();
         let mut d = Dev::new(cfg);
         let (xi, fi) = (d.up(&x), d.up(&flags));
         let (seg, smax) = (d.unset(blocks * 128), d.unset(blocks * 128));
@@ -832,10 +923,24 @@ fn cub_segmented_warp_reduce_scans_and_argmax_match_host() {
             &m,
             "cub_more",
             (blocks as u32, 128, 0),
-            &[Ptr(xi), Ptr(fi), Ptr(seg), Ptr(smax), Ptr(srun), Ptr(amax), I32(ntiles as i32)],
+            &[
+                Ptr(xi),
+                Ptr(fi),
+                Ptr(seg),
+                Ptr(smax),
+                Ptr(srun),
+                Ptr(amax),
+                I32(ntiles as i32),
+            ],
         );
-        let (gseg, gmax) = (d.down::<i32>(seg, blocks * 128), d.down::<i32>(smax, blocks * 128));
-        let (grun, gam) = (d.down::<i32>(srun, blocks * ntiles * 128), d.down::<i32>(amax, 2 * blocks));
+        let (gseg, gmax) = (
+            d.down::<i32>(seg, blocks * 128),
+            d.down::<i32>(smax, blocks * 128),
+        );
+        let (grun, gam) = (
+            d.down::<i32>(srun, blocks * ntiles * 128),
+            d.down::<i32>(amax, 2 * blocks),
+        );
         for b in 0..blocks {
             let xb = &x[b * 128..][..128];
             for w in 0..4 {
@@ -846,7 +951,11 @@ fn cub_segmented_warp_reduce_scans_and_argmax_match_host() {
                         end += 1;
                     }
                     let s: i32 = xb[w * 32 + lane..w * 32 + end].iter().sum();
-                    assert_eq!(gseg[b * 128 + w * 32 + lane], s, "{name}: block {b} warp {w} head {lane}");
+                    assert_eq!(
+                        gseg[b * 128 + w * 32 + lane],
+                        s,
+                        "{name}: block {b} warp {w} head {lane}"
+                    );
                     lane = end;
                 }
             }
@@ -862,7 +971,11 @@ fn cub_segmented_warp_reduce_scans_and_argmax_match_host() {
                 pre += x[idx] & 0xff;
             }
             let best = (0..128).fold(0, |bi, t| if xb[t] > xb[bi] { t } else { bi });
-            check(&format!("{name}: block {b} argmax"), &gam[2 * b..][..2], &[best as i32, xb[best]]);
+            check(
+                &format!("{name}: block {b} argmax"),
+                &gam[2 * b..][..2],
+                &[best as i32, xb[best]],
+            );
         }
     }
 }
@@ -886,7 +999,9 @@ fn ldmatrix_stmatrix_transposes_match_host() {
     for (name, cfg) in configs() {
         let mut d = Dev::new(cfg);
         let ii = d.up(&input);
-        let outs: Vec<u64> = (0..3).map(|_| d.up(&vec![0x5A5Au16; tiles * 256])).collect();
+        let outs: Vec<u64> = (0..3)
+            .map(|_| d.up(&vec![0x5A5Au16; tiles * 256]))
+            .collect();
         d.run(
             &m,
             "ldst_matrix",
@@ -894,7 +1009,11 @@ fn ldmatrix_stmatrix_transposes_match_host() {
             &[Ptr(outs[0]), Ptr(outs[1]), Ptr(outs[2]), Ptr(ii)],
         );
         for (k, &o) in outs.iter().enumerate() {
-            check(&format!("{name}: transpose {k}"), &d.down::<u16>(o, tiles * 256), &want);
+            check(
+                &format!("{name}: transpose {k}"),
+                &d.down::<u16>(o, tiles * 256),
+                &want,
+            );
         }
     }
 }
@@ -942,7 +1061,10 @@ fn inc_dec_packed_half_64bit_cas16_and_float_max_atomics_match_host() {
         }
         check(&format!("{name}: inc/dec"), &d.down::<u32>(incdec, 6), &wi);
         let (mut wh, mut wb) = (vec![[0f64; 2]; 8], vec![[0f64; 2]; 8]);
-        let (mut wmx, mut wmn) = (vec![0u64, 7, u64::MAX, 1 << 40], vec![0i64, i64::MAX, -5, 1 << 40]);
+        let (mut wmx, mut wmn) = (
+            vec![0u64, 7, u64::MAX, 1 << 40],
+            vec![0i64, i64::MAX, -5, 1 << 40],
+        );
         let mut wc = vec![0xfff0u16; 16];
         let mut wf = [0f32; 3];
         for (i, &v) in x.iter().enumerate() {
@@ -957,7 +1079,8 @@ fn inc_dec_packed_half_64bit_cas16_and_float_max_atomics_match_host() {
         }
         let pack16 = |w: &[f64; 2], bf: bool| -> u32 {
             if bf {
-                bf16::from_f64(w[0]).to_bits() as u32 | (bf16::from_f64(w[1]).to_bits() as u32) << 16
+                bf16::from_f64(w[0]).to_bits() as u32
+                    | (bf16::from_f64(w[1]).to_bits() as u32) << 16
             } else {
                 f16::from_f64(w[0]).to_bits() as u32 | (f16::from_f64(w[1]).to_bits() as u32) << 16
             }
@@ -965,11 +1088,21 @@ fn inc_dec_packed_half_64bit_cas16_and_float_max_atomics_match_host() {
         let wh: Vec<u32> = wh.iter().map(|w| pack16(w, false)).collect();
         let wb: Vec<u32> = wb.iter().map(|w| pack16(w, true)).collect();
         // -0 + ... sums that end at zero may be -0 in one order and +0 in another: compare values
-        let norm = |v: u32| v & !(((v & 0x7fff == 0) as u32) << 15) & !(((v >> 16 & 0x7fff == 0) as u32) << 31);
+        let norm = |v: u32| {
+            v & !(((v & 0x7fff == 0) as u32) << 15) & !(((v >> 16 & 0x7fff == 0) as u32) << 31)
+        };
         let gh: Vec<u32> = d.down::<u32>(h2, 8).into_iter().map(norm).collect();
         let gb: Vec<u32> = d.down::<u32>(b2, 8).into_iter().map(norm).collect();
-        check(&format!("{name}: half2 sums"), &gh, &wh.into_iter().map(norm).collect::<Vec<_>>());
-        check(&format!("{name}: bf16x2 sums"), &gb, &wb.into_iter().map(norm).collect::<Vec<_>>());
+        check(
+            &format!("{name}: half2 sums"),
+            &gh,
+            &wh.into_iter().map(norm).collect::<Vec<_>>(),
+        );
+        check(
+            &format!("{name}: bf16x2 sums"),
+            &gb,
+            &wb.into_iter().map(norm).collect::<Vec<_>>(),
+        );
         check(&format!("{name}: u64 max"), &d.down::<u64>(mx, 4), &wmx);
         check(&format!("{name}: i64 min"), &d.down::<i64>(mn, 4), &wmn);
         check(&format!("{name}: cas16"), &d.down::<u16>(cas, 16), &wc);
@@ -1005,7 +1138,8 @@ fn flash_attention3_wgmma_rs_transposed_v_matches_host() {
             let p: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
             let sum: f64 = p.iter().sum();
             for t in 0..dh {
-                want[base + i * dh + t] = (0..l).map(|j| p[j] * f(v[base + j * dh + t])).sum::<f64>() / sum;
+                want[base + i * dh + t] =
+                    (0..l).map(|j| p[j] * f(v[base + j * dh + t])).sum::<f64>() / sum;
             }
         }
     }
@@ -1033,7 +1167,14 @@ fn flash_attention3_wgmma_rs_transposed_v_matches_host() {
             I32(l as i32),
             F32(scale * std::f32::consts::LOG2_E),
         ];
-        launch(&mut d, &m, "fa3_wgmma_fwd", [(l / 64) as u32, heads as u32, 1], 128, &p);
+        launch(
+            &mut d,
+            &m,
+            "fa3_wgmma_fwd",
+            [(l / 64) as u32, heads as u32, 1],
+            128,
+            &p,
+        );
         let got = d.down::<f32>(o, heads * l * dh);
         for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
             assert!(
@@ -1081,13 +1222,23 @@ fn warp_specialized_tma_wgmma_n24_gemm_matches_host() {
             I32(nn as i32),
             I32(kk as i32),
         ];
-        launch(&mut d, &m, "ws_gemm_n24", [(nn / 24) as u32, (mm / 64) as u32, 1], 256, &p);
+        launch(
+            &mut d,
+            &m,
+            "ws_gemm_n24",
+            [(nn / 24) as u32, (mm / 64) as u32, 1],
+            256,
+            &p,
+        );
         let got = d.down::<f32>(c, mm * nn);
         for r in 0..mm {
             for col in 0..nn {
                 let w: f64 = (0..kk).map(|k| f(a[r * kk + k]) * f(b[col * kk + k])).sum();
                 let g = got[r * nn + col] as f64;
-                assert!((g - w).abs() <= 1e-4, "{name}: C[{r}][{col}]: got {g}, want {w}");
+                assert!(
+                    (g - w).abs() <= 1e-4,
+                    "{name}: C[{r}][{col}]: got {g}, want {w}"
+                );
             }
         }
     }
@@ -1105,7 +1256,12 @@ fn dsmem_vector_loads_stores_and_address_classes_match_host() {
         let mut d = Dev::new(cfg);
         let xi = d.up(&x);
         let (out, info) = (d.unset(blocks * 64), d.unset(4 * blocks));
-        d.run(&m, "dsmem_v4", (blocks as u32, 64, 0), &[Ptr(xi), Ptr(out), Ptr(info)]);
+        d.run(
+            &m,
+            "dsmem_v4",
+            (blocks as u32, 64, 0),
+            &[Ptr(xi), Ptr(out), Ptr(info)],
+        );
         let mut wo = vec![0u32; blocks * 64];
         let mut wi = vec![0u32; 4 * blocks];
         for b in 0..blocks {
@@ -1114,11 +1270,91 @@ fn dsmem_vector_loads_stores_and_address_classes_match_host() {
             let own = |i: usize| x[b * 64 + i].wrapping_mul(3).wrapping_add((b % 2) as u32);
             for t in 0..16 {
                 let u = [own(4 * t), own(4 * t + 1), own(4 * t + 2), own(4 * t + 3)];
-                wo[b * 64 + 4 * t..][..4].copy_from_slice(&[u[0].wrapping_add(u[3]), u[1] ^ u[2], u[0], u[3]]);
+                wo[b * 64 + 4 * t..][..4].copy_from_slice(&[
+                    u[0].wrapping_add(u[3]),
+                    u[1] ^ u[2],
+                    u[0],
+                    u[3],
+                ]);
             }
             wi[4 * b..][..4].copy_from_slice(&[1, 0, 1, peer as u32 % 2]);
         }
-        check(&format!("{name}: inboxes"), &d.down::<u32>(out, blocks * 64), &wo);
-        check(&format!("{name}: address classes"), &d.down::<u32>(info, 4 * blocks), &wi);
+        check(
+            &format!("{name}: inboxes"),
+            &d.down::<u32>(out, blocks * 64),
+            &wo,
+        );
+        check(
+            &format!("{name}: address classes"),
+            &d.down::<u32>(info, 4 * blocks),
+            &wi,
+        );
+    }
+}
+
+// ---------------------------------------------------------------- K15: 4-bit integer mma.sync
+
+#[test]
+fn int4_mma_sync_tiles_match_host() {
+    let m = module();
+    for (name, cfg) in configs() {
+        let mut rng = Rng(0x360f);
+        let a: Vec<u8> = (0..16 * 64).map(|_| rng.next() as u8).collect();
+        let b: Vec<u8> = (0..8 * 64).map(|_| rng.next() as u8).collect();
+        // C near the s32 limits so that .satfinite clamps some sums and not others
+        let c: Vec<i32> = (0..128)
+            .map(|i| match i % 3 {
+                0 => i32::MAX - rng.range(0, 4000),
+                1 => i32::MIN + rng.range(0, 4000),
+                _ => rng.range(-100_000, 100_000),
+            })
+            .collect();
+        let nib = |v: &[u8], row: usize, k: usize, signed: bool| {
+            let x = (v[row * 64 + k / 2] >> (4 * (k % 2))) & 15;
+            if signed {
+                ((x << 4) as i8 >> 4) as i64
+            } else {
+                x as i64
+            }
+        };
+        let mut d = Dev::new(cfg);
+        let (ai, bi, ci) = (d.up(&a), d.up(&b), d.up(&c));
+        let (d64, d32, d8) = (d.unset(128), d.unset(128), d.unset(64));
+        d.run(
+            &m,
+            "int4_mma",
+            (1, 32, 0),
+            &[Ptr(d64), Ptr(d32), Ptr(d8), Ptr(ai), Ptr(bi), Ptr(ci)],
+        );
+        let dot = |r: usize, n: usize, ks: std::ops::Range<usize>, sa: bool, sb: bool| -> i64 {
+            ks.map(|k| nib(&a, r, k, sa) * nib(&b, n, k, sb)).sum()
+        };
+        let w64: Vec<i32> = (0..128)
+            .map(|i| dot(i / 8, i % 8, 0..128, true, true) as i32)
+            .collect();
+        let w32: Vec<i32> = (0..128)
+            .map(|i| {
+                let s = c[i] as i64 + dot(i / 8, i % 8, 0..32, false, true);
+                s.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+            })
+            .collect();
+        let w8: Vec<i32> = (0..64)
+            .map(|i| dot(i / 8, i % 8, 32..64, true, false) as i32)
+            .collect();
+        check(
+            &format!("{name}: m16n8k64 s4.s4"),
+            &d.down::<i32>(d64, 128),
+            &w64,
+        );
+        check(
+            &format!("{name}: m16n8k32 u4.s4 satfinite"),
+            &d.down::<i32>(d32, 128),
+            &w32,
+        );
+        check(
+            &format!("{name}: m8n8k32 s4.u4"),
+            &d.down::<i32>(d8, 64),
+            &w8,
+        );
     }
 }

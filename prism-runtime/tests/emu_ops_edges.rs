@@ -495,8 +495,14 @@ fn cvt_relu_gives_the_canonical_nan() {
                 cvt.rn.bf16x2.f32 %r6, %f1, %f2;\nst.global.u32 [%rd1+20], %r6;";
     // a negative NaN with a payload, and -2.5 (relu: +0)
     let got = run("", body, &[0xffc0_1234, (-2.5f32).to_bits()], 6).unwrap();
-    assert_eq!(&got[..5], &[0x7fff_0000, 0x0000_7fff, 0x7fff, 0x7fff, 0x0000_7fff]);
+    assert_eq!(
+        &got[..5],
+        &[0x7fff_0000, 0x0000_7fff, 0x7fff, 0x7fff, 0x0000_7fff]
+    );
     let (hi, lo) = ((got[5] >> 16) as u16, got[5] as u16);
-    assert!(half::bf16::from_bits(hi).is_nan(), "plain cvt keeps a NaN: {hi:#x}");
+    assert!(
+        half::bf16::from_bits(hi).is_nan(),
+        "plain cvt keeps a NaN: {hi:#x}"
+    );
     assert_eq!(lo, half::bf16::from_f32(-2.5).to_bits());
 }

@@ -133,8 +133,8 @@ fn has(mods: &[&str], m: &str) -> bool {
 }
 
 /// The integer and f64 forms of `mma.sync.aligned` (`shape`, `types` = D, A, B, C), or `None` for
-/// another form. Integer: m8n8k16, m16n8k16, m16n8k32 with s8/u8 A and B in any mix and s32 C/D,
-/// `.satfinite` optional; f64: m8n8k4 (sm_80) and m16n8k4/k8/k16 (sm_90), `.rn` the only rounding (PTX ISA,
+/// another form. Integer: m8n8k16, m16n8k16, m16n8k32 with s8/u8 A and B in any mix and s32 C/D, and
+/// m8n8k32, m16n8k32, m16n8k64 with s4/u4, `.satfinite` optional; f64: m8n8k4 (sm_80) and m16n8k4/k8/k16 (sm_90), `.rn` the only rounding (PTX ISA,
 /// Warp-level matrix instructions: `mma`). All need `.row.col`, the only layout these shapes accept.
 pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Option<MmaKind> {
     if !has(mods, "row") || !has(mods, "col") {
@@ -161,6 +161,35 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
             _ => None,
         };
     }
+    // 4-bit integers (sm_80+; `.s4`/`.u4` are not register types, so they arrive as modifiers, A's first):
+    // the 8-bit forms' fragments with eight elements to a register and twice the K.
+    let int4: Vec<bool> = mods
+        .iter()
+        .filter_map(|m| match *m {
+            "s4" => Some(true),
+            "u4" => Some(false),
+            _ => None,
+        })
+        .collect();
+    if !int4.is_empty() {
+        let (m16, k32) = match shape {
+            "m8n8k32" => (false, false),
+            "m16n8k32" => (true, false),
+            "m16n8k64" => (true, true),
+            _ => return None,
+        };
+        return match (&int4[..], types) {
+            ([a, b], [PtxType::S32, PtxType::S32]) => Some(MmaKind::Int {
+                m16,
+                k32,
+                nib: true,
+                a_signed: *a,
+                b_signed: *b,
+                sat: has(mods, "satfinite"),
+            }),
+            _ => None,
+        };
+    }
     match types {
         [PtxType::S32, a, b, PtxType::S32] if int8(*a) && int8(*b) => {
             let (m16, k32) = match shape {
@@ -172,6 +201,7 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
             Some(MmaKind::Int {
                 m16,
                 k32,
+                nib: false,
                 a_signed: *a == PtxType::S8,
                 b_signed: *b == PtxType::S8,
                 sat: has(mods, "satfinite"),
@@ -197,6 +227,7 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
 /// elements per thread, four 8-bit elements to a 32-bit register); `None` for the other kinds.
 pub(crate) fn mma_regs(kind: MmaKind) -> Option<[usize; 4]> {
     match kind {
+        // 4-bit forms (`nib`): twice the K at eight elements a register, so the same register counts
         MmaKind::Int { m16, k32, .. } => {
             let (m, k) = (if m16 { 16 } else { 8 }, if k32 { 32 } else { 16 });
             let cd = m * 8 / 32;

@@ -149,16 +149,19 @@ fn cd_pos(g: usize, t: usize, j: usize) -> (usize, usize) {
 /// registers alternate rows g and g+8 (m16 shapes), the second pair covers k + 16 (m16n8k32), each holds four
 /// consecutive k from 4t (PTX ISA, "Matrix Fragments for mma.m8n8k16 / m16n8k16 / m16n8k32" with .s8/.u8;
 /// CUTLASS `SM80_16x8x32_S32S8S8S32_TN` ALayout).
-fn int_a_pos(m16: bool, g: usize, t: usize, e: usize) -> (usize, usize) {
-    let r = e / 4;
+/// With `per` elements to a register (4 for 8-bit, 8 for 4-bit integers: "Matrix Fragments for
+/// mma.m8n8k32 / m16n8k32 / m16n8k64" with .s4/.u4, CUTLASS `SM80_16x8x64_S32S4S4S32_TN`) every k above
+/// scales by `per / 4`.
+fn int_a_pos(m16: bool, per: usize, g: usize, t: usize, e: usize) -> (usize, usize) {
+    let r = e / per;
     let (row_hi, k_hi) = if m16 { (r & 1, r >> 1) } else { (0, 0) };
-    (g + 8 * row_hi, 4 * t + e % 4 + 16 * k_hi)
+    (g + 8 * row_hi, per * t + e % per + 4 * per * k_hi)
 }
 
-/// (row k, column n) of B element `e` of lane (g, t), integer forms: column g, register j holds k = 16j +
-/// 4t .. 16j + 4t + 3.
-fn int_b_pos(g: usize, t: usize, e: usize) -> (usize, usize) {
-    (4 * t + e % 4 + 16 * (e / 4), g)
+/// (row k, column n) of B element `e` of lane (g, t), integer forms: column g, register j holds k = 4·per·j +
+/// per·t .. 4·per·j + per·t + per - 1 (`per` elements to a register, as for A).
+fn int_b_pos(per: usize, g: usize, t: usize, e: usize) -> (usize, usize) {
+    (per * t + e % per + 4 * per * (e / per), g)
 }
 
 /// `mma` with 8-bit integer or f64 inputs on one warp's fragments (the fragment layouts of the PTX ISA's
@@ -180,7 +183,10 @@ fn exec_mma_int_f64(
         return;
     };
     let (mm, kk) = match kind {
-        MmaKind::Int { m16, k32, .. } => (if m16 { 16 } else { 8 }, if k32 { 32 } else { 16 }),
+        MmaKind::Int { m16, k32, nib, .. } => (
+            if m16 { 16 } else { 8 },
+            if k32 { 32 } else { 16 } * if nib { 2 } else { 1 },
+        ),
         MmaKind::F64 { m, k } => (m as usize, k as usize),
         MmaKind::Fp8 { .. } => (16, 32),
         _ => return,
@@ -195,35 +201,38 @@ fn exec_mma_int_f64(
         match kind {
             MmaKind::Int {
                 m16,
+                nib,
                 a_signed,
                 b_signed,
                 ..
             } => {
-                let byte = |v: u64, e: usize, signed: bool| {
-                    let x = (v >> (8 * (e % 4))) as u8;
+                // element `e % per` of a register: bits [w·(e % per), w·(e % per + 1)), w = 32 / per
+                let (per, bits) = if nib { (8, 4) } else { (4, 8) };
+                let elem = |v: u64, e: usize, signed: bool| {
+                    let x = ((v >> (bits * (e % per))) as u32) << (32 - bits);
                     if signed {
-                        x as i8 as f64
+                        ((x as i32) >> (32 - bits)) as f64
                     } else {
-                        x as f64
+                        (x >> (32 - bits)) as f64
                     }
                 };
-                for e in 0..a.len() * 4 {
-                    let (r, k) = int_a_pos(m16, g, t, e);
-                    am[r * kk + k] = byte(rv(a, e / 4), e, a_signed);
+                for e in 0..a.len() * per {
+                    let (r, k) = int_a_pos(m16, per, g, t, e);
+                    am[r * kk + k] = elem(rv(a, e / per), e, a_signed);
                 }
-                for e in 0..bb.len() * 4 {
-                    let (k, n) = int_b_pos(g, t, e);
-                    bm[k * 8 + n] = byte(rv(bb, e / 4), e, b_signed);
+                for e in 0..bb.len() * per {
+                    let (k, n) = int_b_pos(per, g, t, e);
+                    bm[k * 8 + n] = elem(rv(bb, e / per), e, b_signed);
                 }
             }
             MmaKind::Fp8 { a_e5m2, b_e5m2 } => {
                 let code = |v: u64, e: usize| (v >> (8 * (e % 4))) as u8;
                 for e in 0..a.len() * 4 {
-                    let (r, k) = int_a_pos(true, g, t, e);
+                    let (r, k) = int_a_pos(true, 4, g, t, e);
                     am[r * kk + k] = super::misc::fp8_value(code(rv(a, e / 4), e), a_e5m2);
                 }
                 for e in 0..bb.len() * 4 {
-                    let (k, n) = int_b_pos(g, t, e);
+                    let (k, n) = int_b_pos(4, g, t, e);
                     bm[k * 8 + n] = super::misc::fp8_value(code(rv(bb, e / 4), e), b_e5m2);
                 }
             }
