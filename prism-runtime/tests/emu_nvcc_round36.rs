@@ -558,7 +558,7 @@ fn match_any_warp_aggregated_atomics_match_host() {
         }
         let mut d = Dev::new(cfg);
         let xi = d.up(&x);
-        let counts = d.up(&vec![0i32; 16]);
+        let counts = d.up(&[0i32; 16]);
         let slots = d.up(&vec![-1i32; 16 * cap]);
         let info = d.unset(6 * n);
         d.run(
