@@ -624,6 +624,8 @@ fn decoder_accepts_the_integer_f64_and_vector_forms_and_refuses_the_rest() {
         "mma.sync.aligned.m8n8k32.row.col.s32.s4.s4.s32 {%r1, %r2}, {%r5}, {%r9}, {%r1, %r2};",
         "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.u4.s4.s32 {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%r9}, {%r1, %r2, %r3, %r4};",
         "mma.sync.aligned.m16n8k64.row.col.s32.s4.u4.s32 {%r1, %r2, %r3, %r4}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%r1, %r2, %r3, %r4};",
+        "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc {%r1, %r2, %r3, %r4}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%r1, %r2, %r3, %r4};",
+        "mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc {%r1, %r2}, {%r5}, {%r9}, {%r1, %r2};",
         "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%fd1, %fd2, %fd3, %fd4}, {%fd5, %fd6}, {%fd7}, {%fd1, %fd2, %fd3, %fd4};",
         "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%fd1, %fd2, %fd3, %fd4}, {%fd5, %fd6, %fd7, %fd8}, {%fd9, %fd10}, {%fd1, %fd2, %fd3, %fd4};",
         "wmma.load.b.sync.aligned.row.m8n32k16.global.u8 {%r1, %r2, %r3, %r4}, [%rd1], 32;",
@@ -643,9 +645,10 @@ fn decoder_accepts_the_integer_f64_and_vector_forms_and_refuses_the_rest() {
         );
     }
     let unsupported = [
-        // single-bit, 4-bit in an 8-bit shape or mixed with 8-bit, FP8 other than m16n8k32 (sm_120's), sparse,
+        // single-bit with both or no bit operation or in another shape, 4-bit in an 8-bit shape or mixed with 8-bit, FP8 other than m16n8k32 (sm_120's), sparse,
         // Volta, other layouts, other accumulators
-        "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc {%r1, %r2, %r3, %r4}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%r1, %r2, %r3, %r4};",
+        "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.xor.popc {%r1, %r2, %r3, %r4}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%r1, %r2, %r3, %r4};",
+        "mma.sync.aligned.m16n8k64.row.col.s32.b1.b1.s32.xor.popc {%r1, %r2, %r3, %r4}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%r1, %r2, %r3, %r4};",
         "mma.sync.aligned.m16n8k16.row.col.s32.s4.s4.s32 {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%r9}, {%r1, %r2, %r3, %r4};",
         "mma.sync.aligned.m16n8k64.row.col.s32.s4.s8.s32 {%r1, %r2, %r3, %r4}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%r1, %r2, %r3, %r4};",
         "mma.sync.aligned.m16n8k16.row.col.f32.e4m3.e4m3.f32 {%f1, %f2, %f3, %f4}, {%r5, %r6}, {%r9}, {%f1, %f2, %f3, %f4};",

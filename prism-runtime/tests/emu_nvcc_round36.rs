@@ -5,7 +5,9 @@
 //! `expect_tx`, `cp.async.bulk` both ways, `cp.reduce.async.bulk`, `griddepcontrol`), a cluster reduction
 //! through `mapa` + `ld/st.shared::cluster` and `barrier.cluster.arrive.relaxed`, 64-bit and bit intrinsics,
 //! half2/bf16x2 math, warp-aggregated atomics with `__match_any_sync` and `__reduce_*_sync`, float
-//! conversion corners, CUB warp/block algorithms, and `ldmatrix`/`stmatrix` transposes. Every output
+//! conversion corners, CUB warp/block algorithms, `ldmatrix`/`stmatrix` transposes, `atom.inc/dec` and packed
+//! half atomics, a FlashAttention-3-style `wgmma` tile (RS, MN-major V), a warp-specialized `wgmma` m64n24k16
+//! GEMM, DSMEM vector accesses, and 4-bit / single-bit `mma.sync`. Every output
 //! element is checked against a host reference on seeded random inputs, under round-robin, lockstep and
 //! random schedules, with race detection on.
 
@@ -1353,6 +1355,57 @@ fn int4_mma_sync_tiles_match_host() {
         );
         check(
             &format!("{name}: m8n8k32 s4.u4"),
+            &d.down::<i32>(d8, 64),
+            &w8,
+        );
+    }
+}
+
+// ---------------------------------------------------------------- K16: single-bit mma.sync
+
+#[test]
+fn b1_mma_sync_hamming_tiles_match_host() {
+    let m = module();
+    for (name, cfg) in configs() {
+        let mut rng = Rng(0x3610);
+        let a: Vec<u32> = (0..16 * 8).map(|_| rng.next() as u32).collect();
+        let mut b: Vec<u32> = (0..8 * 8).map(|_| rng.next() as u32).collect();
+        b[0..8].copy_from_slice(&a[0..8]); // one distance of zero
+        let c = rng.ints(128, -1000, 1000);
+        let mut d = Dev::new(cfg);
+        let (ai, bi, ci) = (d.up(&a), d.up(&b), d.up(&c));
+        let (dx, da, d8) = (d.unset(128), d.unset(128), d.unset(64));
+        d.run(
+            &m,
+            "b1_mma",
+            (1, 32, 0),
+            &[Ptr(dx), Ptr(da), Ptr(d8), Ptr(ai), Ptr(bi), Ptr(ci)],
+        );
+        let pop = |r: usize, n: usize, words: std::ops::Range<usize>, xor: bool| -> i32 {
+            words
+                .map(|w| {
+                    let (x, y) = (a[r * 8 + w], b[n * 8 + w]);
+                    (if xor { x ^ y } else { x & y }).count_ones() as i32
+                })
+                .sum()
+        };
+        let wx: Vec<i32> = (0..128)
+            .map(|i| c[i] + pop(i / 8, i % 8, 0..8, true))
+            .collect();
+        let wa: Vec<i32> = (0..128).map(|i| pop(i / 8, i % 8, 0..4, false)).collect();
+        let w8: Vec<i32> = (0..64).map(|i| pop(i / 8, i % 8, 4..8, true)).collect();
+        check(
+            &format!("{name}: m16n8k256 xor.popc"),
+            &d.down::<i32>(dx, 128),
+            &wx,
+        );
+        check(
+            &format!("{name}: m16n8k128 and.popc"),
+            &d.down::<i32>(da, 128),
+            &wa,
+        );
+        check(
+            &format!("{name}: m8n8k128 xor.popc"),
             &d.down::<i32>(d8, 64),
             &w8,
         );

@@ -465,13 +465,15 @@ pub(crate) enum MmaKind {
     F16K8,
     /// m16n8k8 f32 += bf16 * bf16
     Bf16K8,
-    /// s32 += {s8,u8} * {s8,u8}: m8n8k16 (`m16` false), m16n8k16, m16n8k32 (`k32`); with `nib`,
-    /// s32 += {s4,u4} * {s4,u4} on twice the K: m8n8k32, m16n8k32, m16n8k64 (`k32`). `.satfinite` clamps
-    /// the exact sum to the s32 range where it would otherwise wrap (PTX ISA, `mma`, integer `.satfinite`).
+    /// s32 += {s8,u8} * {s8,u8}: m8n8k16 (`m16` false), m16n8k16, m16n8k32 (`k32`) (`bits` 8); s32 +=
+    /// {s4,u4} * {s4,u4} on twice the K: m8n8k32, m16n8k32, m16n8k64 (`bits` 4); s32 += popc(b1 `.and`/`.xor`
+    /// b1) on eight times the K: m8n8k128, m16n8k128, m16n8k256 (`bits` 1, `xor`). `.satfinite` clamps the
+    /// exact sum to the s32 range where it would otherwise wrap (PTX ISA, `mma`, integer `.satfinite`).
     Int {
         m16: bool,
         k32: bool,
-        nib: bool,
+        bits: u8,
+        xor: bool,
         a_signed: bool,
         b_signed: bool,
         sat: bool,

@@ -134,7 +134,8 @@ fn has(mods: &[&str], m: &str) -> bool {
 
 /// The integer and f64 forms of `mma.sync.aligned` (`shape`, `types` = D, A, B, C), or `None` for
 /// another form. Integer: m8n8k16, m16n8k16, m16n8k32 with s8/u8 A and B in any mix and s32 C/D, and
-/// m8n8k32, m16n8k32, m16n8k64 with s4/u4, `.satfinite` optional; f64: m8n8k4 (sm_80) and m16n8k4/k8/k16 (sm_90), `.rn` the only rounding (PTX ISA,
+/// m8n8k32, m16n8k32, m16n8k64 with s4/u4, `.satfinite` optional, and m8n8k128, m16n8k128, m16n8k256 with
+/// b1 `.and.popc`/`.xor.popc`; f64: m8n8k4 (sm_80) and m16n8k4/k8/k16 (sm_90), `.rn` the only rounding (PTX ISA,
 /// Warp-level matrix instructions: `mma`). All need `.row.col`, the only layout these shapes accept.
 pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Option<MmaKind> {
     if !has(mods, "row") || !has(mods, "col") {
@@ -171,6 +172,27 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
             _ => None,
         })
         .collect();
+    // Single-bit (sm_80+): `.b1.b1` with `.and.popc` or `.xor.popc`, eight times the 8-bit K at 32 bits a
+    // register.
+    if has(mods, "b1") {
+        let (m16, k32) = match shape {
+            "m8n8k128" => (false, false),
+            "m16n8k128" => (true, false),
+            "m16n8k256" => (true, true),
+            _ => return None,
+        };
+        let xor = has(mods, "xor");
+        let ok = has(mods, "popc") && (xor ^ has(mods, "and")) && !has(mods, "satfinite");
+        return (ok && types == [PtxType::S32, PtxType::S32]).then_some(MmaKind::Int {
+            m16,
+            k32,
+            bits: 1,
+            xor,
+            a_signed: false,
+            b_signed: false,
+            sat: false,
+        });
+    }
     if !int4.is_empty() {
         let (m16, k32) = match shape {
             "m8n8k32" => (false, false),
@@ -182,7 +204,8 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
             ([a, b], [PtxType::S32, PtxType::S32]) => Some(MmaKind::Int {
                 m16,
                 k32,
-                nib: true,
+                bits: 4,
+                xor: false,
                 a_signed: *a,
                 b_signed: *b,
                 sat: has(mods, "satfinite"),
@@ -201,7 +224,8 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
             Some(MmaKind::Int {
                 m16,
                 k32,
-                nib: false,
+                bits: 8,
+                xor: false,
                 a_signed: *a == PtxType::S8,
                 b_signed: *b == PtxType::S8,
                 sat: has(mods, "satfinite"),
@@ -227,7 +251,7 @@ pub(super) fn mma_int_f64(shape: &str, mods: &[&str], types: &[PtxType]) -> Opti
 /// elements per thread, four 8-bit elements to a 32-bit register); `None` for the other kinds.
 pub(crate) fn mma_regs(kind: MmaKind) -> Option<[usize; 4]> {
     match kind {
-        // 4-bit forms (`nib`): twice the K at eight elements a register, so the same register counts
+        // 4- and 1-bit forms: 2 or 8 times the K at 8 or 32 elements a register, so the same register counts
         MmaKind::Int { m16, k32, .. } => {
             let (m, k) = (if m16 { 16 } else { 8 }, if k32 { 32 } else { 16 });
             let cd = m * 8 / 32;

@@ -183,9 +183,9 @@ fn exec_mma_int_f64(
         return;
     };
     let (mm, kk) = match kind {
-        MmaKind::Int { m16, k32, nib, .. } => (
+        MmaKind::Int { m16, k32, bits, .. } => (
             if m16 { 16 } else { 8 },
-            if k32 { 32 } else { 16 } * if nib { 2 } else { 1 },
+            if k32 { 32 } else { 16 } * (8 / bits as usize),
         ),
         MmaKind::F64 { m, k } => (m as usize, k as usize),
         MmaKind::Fp8 { .. } => (16, 32),
@@ -201,13 +201,13 @@ fn exec_mma_int_f64(
         match kind {
             MmaKind::Int {
                 m16,
-                nib,
+                bits,
                 a_signed,
                 b_signed,
                 ..
             } => {
                 // element `e % per` of a register: bits [w·(e % per), w·(e % per + 1)), w = 32 / per
-                let (per, bits) = if nib { (8, 4) } else { (4, 8) };
+                let (per, bits) = (32 / bits as usize, bits as usize);
                 let elem = |v: u64, e: usize, signed: bool| {
                     let x = ((v >> (bits * (e % per))) as u32) << (32 - bits);
                     if signed {
@@ -255,10 +255,12 @@ fn exec_mma_int_f64(
         .map(|i| {
             let (r, n) = (i / 8, i % 8);
             match kind {
-                MmaKind::Int { sat, .. } => {
+                MmaKind::Int { sat, xor, .. } => {
                     let mut acc = cm[i] as u32 as i32 as i64;
                     for k in 0..kk {
-                        acc += (am[r * kk + k] * bm[k * 8 + n]) as i64;
+                        let (x, y) = (am[r * kk + k], bm[k * 8 + n]);
+                        // `.xor.popc` counts differing bits; otherwise the product (`.and.popc` for bits)
+                        acc += if xor { (x != y) as i64 } else { (x * y) as i64 };
                     }
                     let v = if sat {
                         acc.clamp(i32::MIN as i64, i32::MAX as i64) as i32
