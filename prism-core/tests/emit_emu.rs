@@ -512,3 +512,53 @@ fn k(x: *const f32, of: *mut f32, oi: *mut i64) {
         }
     }
 }
+
+/// A shared index divided by a run-time divisor: `t / d` with `d = 0` is all ones (docs/RUNTIME.md), so the
+/// SHARED-INDEX check must stay and the read fault. The check used to be elided (the quotient was bounded by
+/// the dividend, `t < 128`), and the read reached the last element of the allocation before `s2`, `s1[127]`
+/// (probe J, round 36), racing with its unordered write.
+#[test]
+fn a_shared_index_divided_by_a_run_time_zero_faults() {
+    let src = "
+#[prism_kernel(requires(grid[1], block[1], thread[1]), threads = 128, blocks = 1)]
+fn k(o: *mut f32, d: u32) {
+    partition(o, block[1], |j| j, |ob| { group(block[1], || {
+        let s1: Shared<[f32; 128]>;
+        let s2: Shared<[f32; 128]>;
+        #[at(thread[1])]
+        let t: u32 = id();
+        partition(s1, thread[1], |j| t + j, |st| { group(thread[1], || { st[0] = 7.0; }); });
+        partition(s2, thread[1], |j| t + j, |st| { group(thread[1], || { st[0] = t as f32; }); });
+        #[at(thread[1])]
+        let v: f32 = s2[t / d];
+        partition(ob, thread[1], |j| t + j, |ot| { group(thread[1], || { ot[0] = v; }); });
+    }); });
+}
+";
+    let ks = compile_src(src);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    for d in [0u32, 1, 2] {
+        let mut emu = Emulator::new(EmuConfig::default());
+        let o = upload(&mut emu, &[f32::NAN; 128]);
+        let p = [ParamValue::Ptr(o), ParamValue::U32(d)];
+        let r = emu.launch(
+            &module,
+            &k.entry,
+            [1, 1, 1],
+            [128, 1, 1],
+            k.contract.smem_bytes,
+            &p,
+        );
+        if d == 0 {
+            let text = format!("{:?}", r.expect_err("t / 0 is past s2"));
+            assert!(text.contains("OutOfBounds"), "{text}");
+            continue;
+        }
+        r.unwrap_or_else(|e| panic!("{e}"));
+        let got = floats(&emu.read(o, 128 * 4).unwrap());
+        for (t, g) in got.iter().enumerate() {
+            assert_eq!(*g, (t as u32 / d) as f32, "thread {t}, d = {d}");
+        }
+    }
+}

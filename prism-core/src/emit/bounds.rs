@@ -218,9 +218,12 @@ fn bound(i: &Instruction, max: &HashMap<String, u64>, threads: Option<u32>) -> O
             Operand::Int(k) if (0..32).contains(k) => Some(a()? >> k),
             _ => a(),
         },
+        // A divisor known only at run time may be zero, and `div.u32` by zero gives all ones (PTX leaves
+        // the value unspecified): no bound then (`s[t / n]` with `n = 0` must fault, not reach the
+        // allocation before `s`). `rem` by zero gives the dividend (the emulator, as the GPU), so `a()`.
         "div.u32" => match ops.get(2)? {
             Operand::Int(c) if *c > 0 => Some(a()? / *c as u64),
-            _ => a(),
+            _ => None,
         },
         "rem.u32" => match ops.get(2)? {
             Operand::Int(c) if *c > 0 => Some(a().map_or(*c as u64 - 1, |m| m.min(*c as u64 - 1))),
@@ -414,5 +417,29 @@ mod tests {
         );
         elide_proven(&mut body, None);
         assert!(kept(&body), "255 > 127");
+    }
+
+    /// A quotient by a run-time divisor is unbounded: the divisor may be zero (all ones).
+    #[test]
+    fn a_quotient_by_a_run_time_divisor_keeps_its_check() {
+        let mut body = checked(
+            vec![
+                I::new("mov.u32", vec![n("%r1"), n("%tid.x")]),
+                I::new("ld.global.u32", vec![n("%r2"), n("%rd1")]),
+                I::new("div.u32", vec![n("%r9"), n("%r1"), n("%r2")]),
+            ],
+            255,
+        );
+        elide_proven(&mut body, Some(128));
+        assert!(kept(&body), "t / n is all ones for n = 0");
+        let mut body = checked(
+            vec![
+                I::new("mov.u32", vec![n("%r1"), n("%tid.x")]),
+                I::new("div.u32", vec![n("%r9"), n("%r1"), Operand::Int(2)]),
+            ],
+            63,
+        );
+        elide_proven(&mut body, Some(128));
+        assert!(!kept(&body), "t / 2 <= 63");
     }
 }
