@@ -329,6 +329,19 @@ pub fn block_sums(x: *const f32, sums: *mut f32, n: u32) {
     );
 }
 
+/// Each 128-element chunk of `x` summed into `sums[b]` (within f32 rounding of the f64 sum).
+fn assert_block_sums(x: &[f32], sums: &[f32]) {
+    for (b, chunk) in x.chunks(128).enumerate() {
+        let want: f64 = chunk.iter().map(|v| *v as f64).sum();
+        assert!(
+            (sums[b] as f64 - want).abs() < 1e-4,
+            "n = {}, block {b}: {} vs {want}",
+            x.len(),
+            sums[b]
+        );
+    }
+}
+
 #[test]
 fn guide_block_sums_run() {
     let dev = device();
@@ -347,15 +360,7 @@ fn guide_block_sums_run() {
             n as u32,
         )
         .unwrap();
-        let sums = dev.dtoh(&ds).unwrap();
-        for (b, chunk) in x.chunks(128).enumerate() {
-            let want: f64 = chunk.iter().map(|v| *v as f64).sum();
-            assert!(
-                (sums[b] as f64 - want).abs() < 1e-4,
-                "n = {n}, block {b}: {} vs {want}",
-                sums[b]
-            );
-        }
+        assert_block_sums(&x, &dev.dtoh(&ds).unwrap());
     }
 }
 
@@ -425,15 +430,7 @@ fn inplace_tree_reduction_is_ordered() {
             n as u32,
         )
         .unwrap();
-        let sums = dev.dtoh(&ds).unwrap();
-        for (b, chunk) in x.chunks(128).enumerate() {
-            let want: f64 = chunk.iter().map(|v| *v as f64).sum();
-            assert!(
-                (sums[b] as f64 - want).abs() < 1e-4,
-                "n = {n}, block {b}: {} vs {want}",
-                sums[b]
-            );
-        }
+        assert_block_sums(&x, &dev.dtoh(&ds).unwrap());
     }
 }
 
