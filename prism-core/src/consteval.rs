@@ -387,14 +387,17 @@ impl Ov<'_> {
         }
         match &e.kind {
             ExprKind::Binary { op, lhs, rhs } => {
-                let t = if is_arith(*op) {
+                let shift = matches!(op, BinOp::Shl | BinOp::Shr);
+                let t = if shift {
+                    // A shift's left side has the result's type, never the amount's (`-1024 >> k`).
+                    want.or_else(|| self.known(lhs))
+                } else if is_arith(*op) {
                     want.or_else(|| self.known(lhs)).or_else(|| self.known(rhs))
                 } else if matches!(op, BinOp::And | BinOp::Or) {
                     None
                 } else {
                     self.known(lhs).or_else(|| self.known(rhs))
                 };
-                let shift = matches!(op, BinOp::Shl | BinOp::Shr);
                 self.expr(lhs, t);
                 self.expr(rhs, if shift { None } else { t });
             }
@@ -440,6 +443,11 @@ impl Ov<'_> {
             ExprKind::Lit(Lit::Int(_, t)) => *t,
             ExprKind::Cast { ty, .. } => Some(*ty),
             ExprKind::Unary { expr, .. } => self.known(expr),
+            ExprKind::Binary {
+                op: BinOp::Shl | BinOp::Shr,
+                lhs,
+                ..
+            } => self.known(lhs),
             ExprKind::Binary { op, lhs, rhs } if is_arith(*op) => {
                 self.known(lhs).or_else(|| self.known(rhs))
             }

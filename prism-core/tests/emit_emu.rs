@@ -442,6 +442,204 @@ fn k(x: *const f32, of: *mut f32, od: *mut f64, oi: *mut i64) {
 }
 
 #[test]
+fn untyped_arithmetic_takes_the_type_of_its_context() {
+    // User round J: an `if` value of unsuffixed literals under `/`, `%`, `>>`, `<<` or `*`, as a device
+    // function's or a method's argument, or an atomic's value, is computed in the type the checker gives
+    // it (the sink's, the parameter's, the receiver's, the memory's), as Rust does; a shift's left side
+    // never takes the amount's type.
+    let src = "
+#[prism_device(requires(thread[1]), returns = thread[1])]
+fn keep64(v: f64) -> f64 { v }
+#[prism_device(requires(thread[1]), returns = thread[1])]
+fn keepu(v: u64) -> u64 { v }
+#[prism_device(requires(thread[1]), returns = thread[1])]
+fn keepi(v: i64) -> i64 { v }
+#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+fn k(ks: *const u32, x: *const f64, ou: *mut u32, oi: *mut i32, ow: *mut u64, od: *mut f64, cnt: *mut u64) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(ou, thread[1], |j| t * 3 + j, |ut| {
+    partition(oi, thread[1], |j| t * 3 + j, |it| {
+    partition(ow, thread[1], |j| t * 6 + j, |wt| {
+    partition(od, thread[1], |j| t * 4 + j, |dt| {
+        group(thread[1], || {
+            let k: u32 = ks[t];
+            let odd = t % 2 == 1;
+            ut[0] = (if odd { 4000000000 } else { 3000000000 }) / 2;
+            ut[1] = (if odd { 4000000000 } else { 3000000001 }) % 7;
+            let h: u32 = (if odd { 4000000000 } else { 3000000000 }) >> 1;
+            ut[2] = h;
+            let m: i32 = -1024 >> k;
+            it[0] = m;
+            it[1] = -1024 >> k;
+            it[2] = (-1024 >> k) / 3;
+            wt[0] = keepu(if odd { 5 } else { 6 });
+            wt[1] = keepi(if odd { -5 } else { 6 }) as u64;
+            wt[2] = (if odd { 1 } else { 2 }) << 40;
+            let a: u64 = 3;
+            wt[3] = a.max(if odd { 1 } else { 5000000000 });
+            wt[4] = 1 << (k + 32);
+            let q: i64 = (if odd { 3000000000 } else { -3 }) / 2;
+            wt[5] = q as u64;
+            dt[0] = keep64(if odd { 0.1 } else { 3.25 });
+            dt[1] = x[t].max(if odd { 0.5 } else { 1.5 });
+            dt[2] = x[t].fma(if odd { 2.0 } else { 3.0 }, 1.0);
+            dt[3] = (if odd { 0.1 } else { 0.2 }) * 3.0;
+            let o: u64 = atomic_add(cnt, 0u32, if odd { 1 } else { 2 });
+        });
+    });
+    });
+    });
+    });
+}
+";
+    let ks = compile_src(src);
+    let k = ks.last().expect("the kernel");
+    let module = Module::parse(&k.ptx).expect("parses");
+    let n = 8usize;
+    let amounts: Vec<u32> = (0..n as u32).map(|i| (i * 3) % 10).collect();
+    let xs: Vec<f64> = (0..n).map(|i| 0.37 * i as f64 - 1.1).collect();
+    let mut emu = Emulator::new(EmuConfig::default());
+    let (dk, dx) = (emu.alloc(4 * n), emu.alloc(8 * n));
+    emu.write(
+        dk,
+        &amounts
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    emu.write(
+        dx,
+        &xs.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let (du, di, dw, dd, dc) = (
+        emu.alloc(12 * n),
+        emu.alloc(12 * n),
+        emu.alloc(48 * n),
+        emu.alloc(32 * n),
+        emu.alloc(8),
+    );
+    let p = [dk, dx, du, di, dw, dd, dc].map(ParamValue::Ptr);
+    emu.launch(&module, &k.entry, [1, 1, 1], [n as u32, 1, 1], 0, &p)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rd = |a, bytes: usize| emu.read(a, bytes).unwrap();
+    let (u, i, w, d, c) = (
+        rd(du, 12 * n),
+        rd(di, 12 * n),
+        rd(dw, 48 * n),
+        rd(dd, 32 * n),
+        rd(dc, 8),
+    );
+    let word = |b: &[u8], j: usize| u32::from_le_bytes(b[4 * j..4 * j + 4].try_into().unwrap());
+    let dword = |b: &[u8], j: usize| u64::from_le_bytes(b[8 * j..8 * j + 8].try_into().unwrap());
+    for t in 0..n {
+        let (odd, k) = (t % 2 == 1, amounts[t]);
+        let big: u32 = if odd { 4000000000 } else { 3000000000 };
+        let r7: u32 = if odd { 4000000000 } else { 3000000001 };
+        assert_eq!(
+            [word(&u, 3 * t), word(&u, 3 * t + 1), word(&u, 3 * t + 2)],
+            [big / 2, r7 % 7, big >> 1],
+            "u32, thread {t}"
+        );
+        let m: i32 = -1024 >> k;
+        assert_eq!(
+            [0, 1, 2].map(|j| word(&i, 3 * t + j) as i32),
+            [m, m, m / 3],
+            "i32, thread {t} (k = {k})"
+        );
+        let big64: i64 = if odd { 3000000000 } else { -3 };
+        let want_w: [u64; 6] = [
+            if odd { 5 } else { 6 },
+            (if odd { -5i64 } else { 6 }) as u64,
+            (if odd { 1u64 } else { 2 }) << 40,
+            3u64.max(if odd { 1 } else { 5000000000 }),
+            1u64 << (k + 32),
+            (big64 / 2) as u64,
+        ];
+        assert_eq!(
+            (0..6).map(|j| dword(&w, 6 * t + j)).collect::<Vec<_>>(),
+            want_w,
+            "u64, thread {t}"
+        );
+        let x = xs[t];
+        let want_d = [
+            if odd { 0.1 } else { 3.25 },
+            x.max(if odd { 0.5 } else { 1.5 }),
+            x.mul_add(if odd { 2.0 } else { 3.0 }, 1.0),
+            (if odd { 0.1 } else { 0.2 }) * 3.0,
+        ];
+        for (j, want) in want_d.iter().enumerate() {
+            assert_eq!(
+                f64::from_bits(dword(&d, 4 * t + j)),
+                *want,
+                "f64 {j}, thread {t}"
+            );
+        }
+    }
+    assert_eq!(
+        dword(&c, 0),
+        (0..n as u64)
+            .map(|t| if t % 2 == 1 { 1 } else { 2 })
+            .sum::<u64>()
+    );
+}
+
+#[test]
+fn if_values_of_arrays_choose_per_thread() {
+    // User round J: the float4 n-body guards its last tile with an `if` value of arrays; only the chosen
+    // side runs (the `load4` past the end does not).
+    let src = "
+#[prism_kernel(requires(grid[1], block[1], thread[1]))]
+fn k(x: *const f32, o: *mut f32, n: u32) {
+    #[at(thread[1])]
+    let t: u32 = id();
+    partition(o, thread[1], |j| t * 8 + j, |ot| {
+        group(thread[1], || {
+            let me = if t < n { load4(x, 4 * t) } else { [0.0f32; 4] };
+            let other = if t % 2 == 0 { [1.0, 2.0, 3.0, 4.0] } else { [-1.0; 4] };
+            for j in 0..4 {
+                ot[j] = me[j];
+                ot[4 + j] = other[j];
+            }
+        });
+    });
+}
+";
+    let ks = compile_src(src);
+    let k = &ks[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    let (threads, n) = (16usize, 11usize);
+    let xs = random(4 * n, 5);
+    let mut emu = Emulator::new(EmuConfig::default());
+    let dx = upload(&mut emu, &xs);
+    let d_o = emu.alloc(32 * threads);
+    let p = [
+        ParamValue::Ptr(dx),
+        ParamValue::Ptr(d_o),
+        ParamValue::U32(n as u32),
+    ];
+    emu.launch(&module, &k.entry, [1, 1, 1], [threads as u32, 1, 1], 0, &p)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let got = floats(&emu.read(d_o, 32 * threads).unwrap());
+    for t in 0..threads {
+        let me: Vec<f32> = if t < n {
+            xs[4 * t..4 * t + 4].to_vec()
+        } else {
+            vec![0.0; 4]
+        };
+        let other = if t % 2 == 0 {
+            [1.0, 2.0, 3.0, 4.0]
+        } else {
+            [-1.0; 4]
+        };
+        assert_eq!(&got[8 * t..8 * t + 4], &me[..], "thread {t}");
+        assert_eq!(&got[8 * t + 4..8 * t + 8], &other[..], "thread {t}");
+    }
+}
+
+#[test]
 fn scalar_type_constants() {
     // `f32::NEG_INFINITY` as an online maximum's start, and the other constants a port from Rust or CUDA uses.
     let src = "

@@ -390,3 +390,63 @@ fn k(out: *mut f32) {{
         d.text()
     );
 }
+
+#[test]
+fn a_type_parameters_constants_are_its_instances() {
+    // User round J: a bitonic sort pads its tail with `T::MAX`; each instance reads its own type's
+    // constant (`u32::MAX as T` would be -1 for i32), the same PTX as the constant written out.
+    let kernel = |pad: &str, min: &str, ty: &str, generic: bool| {
+        let (params, name) = if generic {
+            ("<T: Int>", "k")
+        } else {
+            ("", "k_")
+        };
+        let attrs = if generic {
+            ", instances = [(u32), (i32), (u64), (i64)]"
+        } else {
+            ""
+        };
+        format!(
+            "#[prism_kernel(requires(grid[1], block[1], thread[1]){attrs})]\n\
+             fn {name}{}{params}(x: *const {ty}, out: *mut {ty}, n: u32) {{\n\
+             #[at(thread[1])]\nlet i: u32 = id();\n\
+             partition(out, thread[1], |j| i * 2 + j, |o| {{ group(thread[1], || {{\n\
+             o[0] = if i < n {{ x[i] }} else {{ {pad} }};\n\
+             o[1] = {min};\n\
+             }}); }});\n}}\n",
+            if generic {
+                String::new()
+            } else {
+                ty.to_string()
+            }
+        )
+    };
+    let generic = ok(&kernel("T::MAX", "T::MIN", "T", true));
+    for t in ["u32", "i32", "u64", "i64"] {
+        let entry = format!("k_{t}");
+        let g = generic
+            .iter()
+            .find(|k| k.entry == entry)
+            .unwrap_or_else(|| panic!("{entry} missing"));
+        let w = ok(&kernel(
+            &format!("{t}::MAX"),
+            &format!("{t}::MIN"),
+            t,
+            false,
+        ));
+        assert_eq!(g.ptx, w[0].ptx, "PTX of {entry}");
+    }
+    // A type the bound admits but that has no such constant: a GENERIC error naming the instance.
+    let r = compile(
+        "#[prism_kernel(requires(grid[1], block[1], thread[1]), instances = [(f32), (bf16)])]\n\
+         fn k<T: Scalar>(out: *mut T) {\n\
+         #[at(thread[1])]\nlet i: u32 = id();\n\
+         partition(out, thread[1], |j| i + j, |o| { group(thread[1], || { o[0] = T::MAX; }); });\n}\n",
+    );
+    let ds = r.expect_err("bf16 has no MAX");
+    assert!(
+        ds.iter().any(|d| d.message.contains("T::MAX")),
+        "{:#?}",
+        ds.iter().map(|d| d.text()).collect::<Vec<_>>()
+    );
+}

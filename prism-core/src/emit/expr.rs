@@ -124,6 +124,21 @@ impl Em {
                 lhs,
                 rhs,
             } if !pure(rhs) => self.short_circuit(op, lhs, rhs),
+            ExprKind::Binary {
+                op: op @ (BinOp::Shl | BinOp::Shr),
+                lhs,
+                rhs,
+            } => {
+                // A shift's operands have their own types (Rust's): the result is the left side's, and an
+                // untyped left side is i32 here (`scalar_as` gives it the type it is used at).
+                let a = self.scalar(lhs)?;
+                let a = match a.ty() {
+                    Some(_) => a,
+                    None => self.coerce(a.clone(), a.ty_or_default(), lhs.span)?,
+                };
+                let b = self.scalar(rhs)?;
+                self.binop(*op, a, b, e.span).map(Value::S)
+            }
             ExprKind::Binary { op, lhs, rhs } => {
                 // An `if` value of untyped literals takes the other operand's type (`(if c { 3.0 } else
                 // { 4.0 }) * v`): that operand goes first when it is the right one (the left is pure).
@@ -152,7 +167,12 @@ impl Em {
             ExprKind::Ref { expr, .. } => self.expr(expr),
             ExprKind::ArrayLit(items) => {
                 let vals = self.scalars(items)?;
-                let t = vals.iter().find_map(|v| v.ty()).unwrap_or(ScalarType::I32);
+                // Untyped literals only: f32 for floats, else i32 (the checker's defaults).
+                let t = vals
+                    .iter()
+                    .find_map(|v| v.ty())
+                    .or_else(|| vals.first().map(Val::ty_or_default))
+                    .unwrap_or(ScalarType::I32);
                 let vals = vals
                     .into_iter()
                     .map(|v| self.coerce(v, t, e.span))
@@ -172,6 +192,13 @@ impl Em {
                 let t = v.ty_or_default();
                 let v = self.coerce(v, t, e.span)?;
                 Ok(Value::Arr(vec![v; n as usize], t))
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } if self.array_valued(then_value) || self.array_valued(else_value) => {
+                self.select_array(cond, then_value, else_value)
             }
             ExprKind::Select {
                 cond,
@@ -213,6 +240,25 @@ impl Em {
                 Value::S(v) => Ok(v),
                 _ => Err(bug("TYPE", e.span, "expected a scalar value here")),
             },
+            // Arithmetic of untyped operands (`(if c { 4000000000 } else { 3 }) / 2`, `-1024 >> k`) is
+            // computed in the type it is used at, as the checker types it; a shift's amount keeps its own.
+            ExprKind::Binary { op, lhs, rhs } if want.is_some() && untyped(e) => {
+                let a = self.scalar_as(lhs, want)?;
+                let (a, b) = match (op, want) {
+                    (BinOp::Shl | BinOp::Shr, Some(w)) => {
+                        (self.coerce(a, w, lhs.span)?, self.scalar(rhs)?)
+                    }
+                    _ => {
+                        let b = self.scalar_as(rhs, want.or(a.ty()))?;
+                        (a, b)
+                    }
+                };
+                self.binop(*op, a, b, e.span)
+            }
+            ExprKind::Unary { op, expr } if want.is_some() && untyped(e) => {
+                let v = self.scalar_as(expr, want)?;
+                self.unop(*op, v, e.span)
+            }
             _ => self.scalar(e),
         }
     }
@@ -287,6 +333,69 @@ impl Em {
             self.put_label(&end);
             Ok(Value::S(Val::Reg(r, t)))
         }
+    }
+
+    /// Whether `e` is a register array (a literal, a repeat, `load2`/`load4`, an array variable, an `if` of
+    /// those): the sides of an `if` value the checker unified as arrays.
+    fn array_valued(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::ArrayLit(_) | ExprKind::ArrayRepeat { .. } => true,
+            ExprKind::Call { path, .. } => path
+                .last()
+                .is_some_and(|p| p.name == "load2" || p.name == "load4"),
+            ExprKind::Var(id) => matches!(
+                self.env.iter().rev().find_map(|s| s.get(&id.name)),
+                Some(Binding::Array { .. })
+            ),
+            ExprKind::Select { then_value, .. } => self.array_valued(then_value),
+            _ => false,
+        }
+    }
+
+    /// `if c { [..] } else { [..] }`: only the chosen side runs (`load4` may read past the end on the other),
+    /// into fresh registers element by element. A literal side goes second, taking the other's type.
+    fn select_array(&mut self, cond: &Expr, then_value: &Expr, else_value: &Expr) -> R<Value> {
+        let c = self.scalar(cond)?;
+        let c = self.coerce(c, ScalarType::Bool, cond.span)?;
+        if let Val::Imm(Imm::Bool(b), _) = c {
+            return self.expr(if b { then_value } else { else_value });
+        }
+        let p = self.reg(&c, ScalarType::Bool);
+        let literal =
+            |e: &Expr| matches!(e.kind, ExprKind::ArrayLit(_) | ExprKind::ArrayRepeat { .. });
+        let swap = literal(then_value) && !literal(else_value);
+        let (first, second, neg) = if swap {
+            (else_value, then_value, "")
+        } else {
+            (then_value, else_value, "!")
+        };
+        let (second_l, end) = (self.label(), self.label());
+        self.line(format!("@{neg}{p} bra {second_l};"));
+        let Value::Arr(a, t) = self.expr(first)? else {
+            return Err(bug("TYPE", first.span, "expected an array value here"));
+        };
+        let regs: Vec<String> = a.iter().map(|_| self.fresh(t)).collect();
+        for (r, v) in regs.iter().zip(a) {
+            let v = self.coerce(v, t, first.span)?;
+            self.mov_into(r, &v, t);
+        }
+        self.line(format!("bra.uni {end};"));
+        self.put_label(&second_l);
+        let Value::Arr(b, _) = self.expr(second)? else {
+            return Err(bug("TYPE", second.span, "expected an array value here"));
+        };
+        if b.len() != regs.len() {
+            return Err(bug("TYPE", second.span, "the sides' array lengths differ"));
+        }
+        for (r, v) in regs.iter().zip(b) {
+            let v = self.coerce(v, t, second.span)?;
+            self.mov_into(r, &v, t);
+        }
+        self.put_label(&end);
+        Ok(Value::Arr(
+            regs.into_iter().map(|r| Val::Reg(r, t)).collect(),
+            t,
+        ))
     }
 
     /// The register of `a[i]` for a register array: `i` must be a constant after unrolling.
@@ -630,8 +739,19 @@ impl Em {
         args: &[Expr],
         span: Span,
     ) -> R<Val> {
-        let v = self.scalar(recv)?;
-        let mut a = self.scalars(args)?;
+        // Untyped operands take the others' type (`x.max(if c { 1.0 } else { 2.0 })` on f64).
+        let (v, mut a) = if untyped(recv) && pure(recv) {
+            let a = self.scalars(args)?;
+            let want = a.iter().find_map(Val::ty);
+            (self.scalar_as(recv, want)?, a)
+        } else {
+            let v = self.scalar(recv)?;
+            let a = args
+                .iter()
+                .map(|x| self.scalar_as(x, v.ty()))
+                .collect::<R<Vec<_>>>()?;
+            (v, a)
+        };
         let t = v
             .ty()
             .or_else(|| a.iter().find_map(|x| x.ty()))
@@ -812,12 +932,21 @@ fn cmp_op(op: BinOp, t: ScalarType) -> Option<&'static str> {
     })
 }
 
-/// An expression of unsuffixed literals only (`1.5`, `-2`, `if c { 1.0 } else { 2.0 }`): its type comes
-/// from where it is used.
+/// An expression of unsuffixed literals only (`1.5`, `-2`, `if c { 1.0 } else { 2.0 }`, their arithmetic,
+/// a shift of one by anything): its type comes from where it is used.
 pub(super) fn untyped(e: &Expr) -> bool {
+    use BinOp::*;
     match &e.kind {
         ExprKind::Lit(Lit::Int(_, None) | Lit::Float(_, None)) => true,
         ExprKind::Unary { expr, .. } => untyped(expr),
+        ExprKind::Binary {
+            op: Shl | Shr, lhs, ..
+        } => untyped(lhs),
+        ExprKind::Binary {
+            op: Add | Sub | Mul | Div | Rem | BitAnd | BitOr | BitXor,
+            lhs,
+            rhs,
+        } => untyped(lhs) && untyped(rhs),
         ExprKind::Select {
             then_value,
             else_value,

@@ -142,7 +142,7 @@ impl Em {
     fn arg_binding(&mut self, p: &Param, a: &Expr, persp: Perspective) -> R<Binding> {
         Ok(match &p.ty {
             Type::Scalar(t) => {
-                let v = self.with_target(persp, |s| s.scalar(a))?;
+                let v = self.with_target(persp, |s| s.scalar_as(a, Some(*t)))?;
                 let v = self.coerce(v, *t, a.span)?;
                 let val = match v {
                     Val::Imm(..) => v,

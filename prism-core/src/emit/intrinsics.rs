@@ -165,7 +165,7 @@ impl Em {
         let t = view.elem;
         let mut vals = Vec::new();
         for a in &args[2..] {
-            let v = self.scalar(a)?;
+            let v = self.scalar_as(a, Some(t))?;
             let v = self.coerce(v, t, a.span)?;
             vals.push(self.reg(&v, t));
         }

@@ -76,7 +76,7 @@ impl Cx {
             syn::Expr::Paren(p) => return self.expr(&p.expr),
             syn::Expr::Group(g) => return self.expr(&g.expr),
             syn::Expr::Lit(l) => self.e_lit(l)?,
-            syn::Expr::Path(_) => e_path(e)?,
+            syn::Expr::Path(_) => e_path(e, &|n| self.type_param(n))?,
             syn::Expr::Index(ix) => self.e_index(ix)?,
             syn::Expr::Unary(u) => self.e_unary(u)?,
             syn::Expr::Binary(b) => self.e_binary(b)?,
@@ -420,11 +420,14 @@ fn typed_literal(l: Lit, t: ScalarType) -> Option<Lit> {
 }
 
 #[inline(never)]
-pub(super) fn e_path(e: &syn::Expr) -> PResult<ExprKind> {
+pub(super) fn e_path(
+    e: &syn::Expr,
+    type_param: &dyn Fn(&str) -> Option<ScalarType>,
+) -> PResult<ExprKind> {
     if let Some(i) = path_ident(e) {
         return Ok(ExprKind::Var(ident(i)));
     }
-    if let Some(k) = assoc_const(e)? {
+    if let Some(k) = assoc_const(e, type_param)? {
         return Ok(k);
     }
     Err(
@@ -434,9 +437,13 @@ pub(super) fn e_path(e: &syn::Expr) -> PResult<ExprKind> {
 }
 
 /// `f32::MAX`, `f32::NEG_INFINITY`, `u32::MAX`, `i64::MIN`, ..: the scalar types' constants as the
-/// literal expressions they stand for (an infinity as `1.0 / 0.0`, as the checker allows). `None` when `e`
-/// is not `type::NAME`.
-fn assoc_const(e: &syn::Expr) -> PResult<Option<ExprKind>> {
+/// literal expressions they stand for (an infinity as `1.0 / 0.0`, as the checker allows); `T::MAX` of a
+/// type parameter is its instance's (each instance is parsed with `T` bound, `crate::mono`). `None` when
+/// `e` is not `type::NAME`.
+fn assoc_const(
+    e: &syn::Expr,
+    type_param: &dyn Fn(&str) -> Option<ScalarType>,
+) -> PResult<Option<ExprKind>> {
     let syn::Expr::Path(p) = e else {
         return Ok(None);
     };
@@ -447,7 +454,8 @@ fn assoc_const(e: &syn::Expr) -> PResult<Option<ExprKind>> {
         .map(|s| s.ident.to_string())
         .collect();
     let (Some(t), [_, name]) = (
-        segs.first().and_then(|s| types::scalar_from_name(s)),
+        segs.first()
+            .and_then(|s| type_param(s).or_else(|| types::scalar_from_name(s))),
         segs.as_slice(),
     ) else {
         return Ok(None);
