@@ -478,7 +478,8 @@ fn k(ks: *const u32, x: *const f64, ou: *mut u32, oi: *mut i32, ow: *mut u64, od
             wt[2] = (if odd { 1 } else { 2 }) << 40;
             let a: u64 = 3;
             wt[3] = a.max(if odd { 1 } else { 5000000000 });
-            wt[4] = 1 << (k + 32);
+            let mask: u64 = (1 << (k + 32)) - 1;
+            wt[4] = mask;
             let q: i64 = (if odd { 3000000000 } else { -3 }) / 2;
             wt[5] = q as u64;
             dt[0] = keep64(if odd { 0.1 } else { 3.25 });
@@ -555,7 +556,7 @@ fn k(ks: *const u32, x: *const f64, ou: *mut u32, oi: *mut i32, ow: *mut u64, od
             (if odd { -5i64 } else { 6 }) as u64,
             (if odd { 1u64 } else { 2 }) << 40,
             3u64.max(if odd { 1 } else { 5000000000 }),
-            1u64 << (k + 32),
+            (1u64 << (k + 32)) - 1,
             (big64 / 2) as u64,
         ];
         assert_eq!(
