@@ -706,6 +706,8 @@ impl<'a> Cx<'a> {
                         "exp" => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma; e^x is `(x * 1.442695).exp2()` (log2 e)",
                         "ln" | "log" => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma; ln x is `x.log2() * 0.6931472` (ln 2)",
                         "tanh" => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma; tanh x is `1.0 - 2.0 / ((x * 2.885390).exp2() + 1.0)` (2 log2 e)",
+                        "wrapping_add" | "wrapping_sub" | "wrapping_mul" => "integer `+ - *` already wrap (two's complement, as PTX computes them): write `a * b`",
+                        "count_ones" | "leading_zeros" | "trailing_zeros" | "rotate_left" | "rotate_right" | "reverse_bits" => "integer bit methods are not built in: a `#[prism_device]` function with inline PTX gives them (`popc.b32`, `clz.b32`, `brev.b32`, `shf.l.wrap.b32`; docs/SYNTAX.md, `asm!`)",
                         _ => "math methods: sqrt, rsqrt, exp2, log2, sin, cos, abs, min, max, fma",
                     }),
                 );

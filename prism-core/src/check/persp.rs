@@ -237,7 +237,7 @@ impl<'a> Cx<'a> {
                         format!("`{}` is at {} but the code is at {code}: only memory at the code perspective can be partitioned", v.name, v.at),
                     )
                     .note(v.span, format!("`{}` declared here at {}", v.name, v.at))
-                    .help(format!("partition it from code at {}", v.at)),
+                    .help(format!("partition it from code at {}: first into this code's units there (`partition({}, {code}, |k| unit * N + k, ..)` outside the `group`), then that view further in here; or, for a position computed here (a scan's scatter), declare `#[at(thread[1])] let mut pos` in code at {}, assign it in here, and partition with it after this code", v.at, v.name, v.at)),
                 );
             }
             if v.is_async {

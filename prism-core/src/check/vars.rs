@@ -76,7 +76,8 @@ impl<'a> Cx<'a> {
                     id.span,
                     format!("`{}` is partitioned here: inside the partition only its new name may be used", id.name),
                 )
-                .note(s, "partitioned here"),
+                .note(s, "partitioned here")
+                .help(format!("read `{}` after the partition's scope, or in block code between two partitions: each phase (a compare-exchange of a sort, a level of a reduction) reads what the last one wrote, then writes through a new partition (docs/GUIDE.md §2)", id.name)),
                 Hidden::Claim(s) => err(
                     "CLAIM-HIDDEN",
                     id.span,
@@ -306,7 +307,7 @@ impl<'a> Cx<'a> {
                     format!("writing through `{}` at {} from code at {code}: memory is written only through a thread[1] view", v.name, v.at),
                 )
                 .note(v.span, format!("`{}` is at {}", v.name, v.at))
-                .help(format!("narrow it first: `partition({}, thread[1], |i| offset + i, |{}_thread| {{ .. }})`", v.name, v.name)),
+                .help(format!("narrow it first: `partition({}, thread[1], |i| offset + i, |{}_thread| {{ .. }})`; an element chosen by data (a histogram's bin) is updated with `atomic_add({}, bin, 1)` instead", v.name, v.name, v.name)),
             );
         }
         if space == Space::Shared {
