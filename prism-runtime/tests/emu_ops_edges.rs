@@ -1,7 +1,7 @@
 //! Edge cases of instruction semantics that users' nvcc programs found wrong, each against the value the
 //! PTX ISA (or CUDA's documentation) gives: rounding of 16-bit fma and tf32 conversions, sign extension of
 //! float → narrow-integer conversions, `mad.hi.sat`, the order of signed zeros in `min`/`max`, operands
-//! the emulator does not model faulting instead of computing something else (16-bit `xorsign`, `oob`, `.b128`
+//! the emulator does not model faulting instead of computing something else (`oob`, `.b128`
 //! immediates), `.b128` register pairs (`ld`/`st`/`mov`/`atom.cas`/`atom.exch`), the carry flag after a
 //! subtraction (the adder's carry, not the borrow), `min/max.xorsign.abs.f32`,
 //! bulk copies' 16-byte rule, multicast bulk copies, cluster barriers with exited threads, and the canonical
@@ -148,7 +148,6 @@ fn unmodelled_operands_fault_instead_of_computing_something_else() {
         // `.b128` values are register pairs: an immediate or a lone 64-bit register would be truncated.
         (".reg .b128 %q<2>;", "mov.b128 %q1, 5;\nmov.b128 {%rd3, %rd4}, %q1;\nst.global.u64 [%rd1], %rd3;", "b128"),
         (".reg .b128 %q<2>;", "ld.global.u64 %rd3, [%rd2];\natom.global.exch.b128 %q1, [%rd1], %rd3;", "b128"),
-        ("", "ld.global.b16 %h1, [%rd2];\nmax.xorsign.abs.f16 %h2, %h1, %h1;\nst.global.b16 [%rd1], %h2;", "xorsign"),
         ("", "ld.global.b16 %h1, [%rd2];\nfma.rn.oob.bf16 %h2, %h1, %h1, %h1;\nst.global.b16 [%rd1], %h2;", "oob"),
     ] {
         match run(regs, body, &[0x3f80_0000, 0x3f80_0000, 0, 0], 2) {
@@ -505,4 +504,35 @@ fn cvt_relu_gives_the_canonical_nan() {
         "plain cvt keeps a NaN: {hi:#x}"
     );
     assert_eq!(lo, half::bf16::from_f32(-2.5).to_bits());
+}
+
+#[test]
+fn min_max_xorsign_abs_f16_bf16_per_half() {
+    // PTX ISA, min/max: `.xorsign.abs` on f16/bf16(x2) is the f32 rule per 16-bit half.
+    // f16x2 {lo -3.0 (0xc200), hi 1.5 (0x3e00)} vs {lo 2.0 (0x4000), hi -4.0 (0xc400)};
+    // bf16x2 {lo -3.0 (0xc040), hi -2.0 (0xc000)} vs {lo -2.0 (0xc000), hi 0.5 (0x3f00)}.
+    let body = "ld.global.b32 %r1, [%rd2];\nld.global.b32 %r2, [%rd2+4];\n\
+                min.xorsign.abs.f16x2 %r3, %r1, %r2;\nst.global.b32 [%rd1], %r3;\n\
+                max.xorsign.abs.f16x2 %r3, %r1, %r2;\nst.global.b32 [%rd1+4], %r3;\n\
+                ld.global.b32 %r1, [%rd2+8];\nld.global.b32 %r2, [%rd2+12];\n\
+                min.xorsign.abs.bf16x2 %r3, %r1, %r2;\nst.global.b32 [%rd1+8], %r3;\n\
+                max.NaN.xorsign.abs.bf16x2 %r3, %r1, %r2;\nst.global.b32 [%rd1+12], %r3;\n\
+                mov.b32 {%h1, %h2}, %r1;\nmov.b32 {%h3, %h4}, %r2;\n\
+                max.xorsign.abs.bf16 %h5, %h2, %h4;\nmov.b32 %r4, {%h5, %h5};\nst.global.b32 [%rd1+16], %r4;";
+    let inp = [0x3e00_c200, 0xc400_4000, 0xc000_c040, 0x3f00_c000];
+    let got = run("", body, &inp, 5).unwrap();
+    // f16x2 min: lo -(min 3,2) = -2 (0xc000), hi -(min 1.5,4) = -1.5 (0xbe00); max: lo -3 (0xc200), hi -4 (0xc400).
+    // bf16x2 min: lo +2 (0x4000, signs equal), hi -0.5 (0xbf00); max: lo +3 (0x4040), hi -2 (0xc000).
+    // bf16 max of hi halves (-2, 0.5): -2 (0xc000), in both halves.
+    assert_eq!(
+        got,
+        [
+            0xbe00_c000,
+            0xc400_c200,
+            0xbf00_4000,
+            0xc000_4040,
+            0xc000_c000
+        ],
+        "{got:x?}"
+    );
 }

@@ -33,10 +33,16 @@ impl Parser {
             }
             B128::Pairs => false,
         };
-        let xorsign_f32 = matches!(base, "min" | "max") && types == [PtxType::F32] && has("abs");
-        if (has("xorsign") && !xorsign_f32) || has("oob") {
-            // `min/max.xorsign.abs` on f16/bf16(x2) and `fma.oob` (0 for an out-of-bounds NaN operand) change
-            // the result; not modelled, so they fault instead of computing plain min/fma.
+        // `min/max{.NaN}.xorsign.abs` on f32 and f16/bf16(x2): each (half of a) pair through the f32 rule.
+        let xorsign_ok = matches!(base, "min" | "max")
+            && matches!(
+                types[..],
+                [PtxType::F32 | PtxType::F16 | PtxType::F16x2 | PtxType::BF16 | PtxType::BF16x2]
+            )
+            && has("abs");
+        if (has("xorsign") && !xorsign_ok) || has("oob") {
+            // `fma.oob` (0 for an out-of-bounds NaN operand) changes the result; not modelled, so it
+            // faults instead of computing a plain fma.
             return Ok(pmisc::unsupported(&p.opcode, line));
         }
         let space = state_space(mods);
